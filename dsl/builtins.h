@@ -1,0 +1,36 @@
+// The DSL's built-in functions: arity and keyword arguments, shared by the checker and the
+// compiler's lowering, so a call is validated in one place.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilejit::dsl {
+
+enum class BuiltinKind {
+  ProgramId, NumPrograms, Iota,
+  Load, Copy, Store, AtomicAdd, Fence,
+  Dot, Trans,
+  ReduceSum, ReduceMax, ReduceMin, CumSum, CumProd,
+  Where, Min, Max, Clamp, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Floor, Ceil, Pow, Tanh, Sigmoid,
+  Cast, Cdiv,
+};
+
+struct BuiltinInfo {
+  std::string_view name;
+  BuiltinKind kind;
+  int min_args;
+  int max_args;
+  std::vector<std::string_view> keywords; ///< allowed keyword arguments
+  std::string_view signature;             ///< shown in diagnostics
+};
+
+/// The built-in called `name` (`gather` is `load`), or nullptr.
+const BuiltinInfo* find_builtin(std::string_view name);
+const std::vector<BuiltinInfo>& all_builtins();
+
+/// Whether `name` is a dtype spelling: f16 bf16 f32 f64 i8 u8 i16 i32 u32 i64 bool.
+bool is_dtype_name(std::string_view name);
+
+} // namespace tilejit::dsl

@@ -1,0 +1,22 @@
+// Small string helpers used across stages (joining, splitting, number formatting).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilejit {
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::vector<std::string> split(std::string_view text, char sep);
+std::string_view trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+bool ends_with(std::string_view text, std::string_view suffix);
+/// Shortest round-tripping form of a double ("0.5", "1e-05", "3").
+std::string format_double(double value);
+/// Reads a whole file; throws tilejit::Error naming the path when it cannot.
+std::string read_file(const std::string& path);
+/// Writes atomically (temporary file + rename) so readers never see half a file.
+void write_file_atomic(const std::string& path, std::string_view contents);
+
+} // namespace tilejit

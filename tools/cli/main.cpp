@@ -1,0 +1,38 @@
+// tilejit: compile, inspect, run and tune tile kernels. `tilejit --help` lists the commands.
+#include "tools/cli/commands.h"
+
+#include "dsl/diagnostics.h"
+#include "support/error.h"
+
+#include <cstdio>
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"tilejit: a JIT compiler and autotuner for tile kernels (CUDA via NVRTC)", "tilejit"};
+  app.require_subcommand(1);
+  tilejit::cli::GlobalOptions global;
+  app.add_flag("-v,--verbose", global.verbose, "Say what happens and why (cache hits, lookups)");
+  app.add_option("--db", global.db_path,
+                 "Tuning database file (default: $TILEJIT_DB or ~/.cache/tilejit/tilejit.db)");
+  tilejit::cli::register_list_command(app, global);
+  tilejit::cli::register_inspect_command(app, global);
+  tilejit::cli::register_run_command(app, global);
+  tilejit::cli::register_tune_command(app, global);
+  tilejit::cli::register_bench_command(app, global);
+  tilejit::cli::register_cache_command(app, global);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tilejit::NoGpuError& e) {
+    std::cerr << "tilejit: no GPU: " << e.what() << "\n";
+    return 3;
+  } catch (const tilejit::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  } catch (const tilejit::InternalError& e) {
+    std::cerr << "tilejit: " << e.what() << "\n";
+    return 70;
+  }
+  return 0;
+}

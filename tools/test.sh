@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, command 2: set up, build, run every test that needs no GPU.
+# (GPU tests carry the ctest label `gpu`; run them with tools/gpu_check.sh on a GPU machine.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+tools/build.sh
+cd build && ctest -LE gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
