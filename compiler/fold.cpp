@@ -1,0 +1,153 @@
+#include "compiler/fold.h"
+
+#include "dsl/diagnostics.h"
+
+#include <cmath>
+
+namespace tilejit {
+
+using ir::ExprKind;
+using ir::ExprPtr;
+
+namespace {
+
+bool is_const(const ExprPtr& e) { return e && e->kind == ExprKind::Const; }
+bool is_float_const(const ir::Expr& e) { return dtype_is_float(e.type.dtype); }
+
+DType wider_int(DType a, DType b) { return dtype_size(a) >= dtype_size(b) ? a : b; }
+
+ExprPtr with_loc(ExprPtr e, const dsl::SourceLoc& loc, bool literal) {
+  e->loc = loc;
+  e->literal = literal;
+  return e;
+}
+
+} // namespace
+
+ExprPtr fold(ExprPtr e) {
+  using dsl::BinaryOp;
+  switch (e->kind) {
+  case ExprKind::Unary: {
+    if (!is_const(e->a)) return e;
+    const ir::Expr& a = *e->a;
+    switch (e->unary_op) {
+    case dsl::UnaryOp::Neg:
+      if (is_float_const(a)) return with_loc(ir::make_float(-a.float_value, a.type.dtype), e->loc, a.literal);
+      if (a.type.dtype == DType::Bool) return e;
+      return with_loc(ir::make_int(-a.int_value, a.type.dtype), e->loc, a.literal);
+    case dsl::UnaryOp::Not:
+      if (a.type.dtype != DType::Bool) return e;
+      return with_loc(ir::make_bool(!a.int_value), e->loc, false);
+    case dsl::UnaryOp::BitNot:
+      if (!dtype_is_int(a.type.dtype)) return e;
+      return with_loc(ir::make_int(~a.int_value, a.type.dtype), e->loc, a.literal);
+    }
+    return e;
+  }
+  case ExprKind::Binary: {
+    if (!is_const(e->a) || !is_const(e->b)) return e;
+    const ir::Expr& a = *e->a;
+    const ir::Expr& b = *e->b;
+    bool literal = a.literal && b.literal;
+    bool bools = a.type.dtype == DType::Bool && b.type.dtype == DType::Bool;
+    bool floats = is_float_const(a) || is_float_const(b);
+    double x = is_float_const(a) ? a.float_value : static_cast<double>(a.int_value);
+    double y = is_float_const(b) ? b.float_value : static_cast<double>(b.int_value);
+    int64_t i = a.int_value, j = b.int_value;
+    DType it = wider_int(a.type.dtype, b.type.dtype);
+    DType ft = (a.type.dtype == DType::F64 || b.type.dtype == DType::F64) ? DType::F64 : DType::F32;
+    auto num = [&](double fv, int64_t iv) {
+      return floats ? with_loc(ir::make_float(fv, ft), e->loc, literal)
+                    : with_loc(ir::make_int(iv, it), e->loc, literal);
+    };
+    auto boolean = [&](bool v) { return with_loc(ir::make_bool(v), e->loc, false); };
+    bool arith = e->binary_op == BinaryOp::Add || e->binary_op == BinaryOp::Sub ||
+                 e->binary_op == BinaryOp::Mul || e->binary_op == BinaryOp::Div ||
+                 e->binary_op == BinaryOp::Mod;
+    bool logic = e->binary_op == BinaryOp::And || e->binary_op == BinaryOp::Or;
+    bool bitwise = !arith && !logic && e->binary_op != BinaryOp::Lt && e->binary_op != BinaryOp::Le &&
+                   e->binary_op != BinaryOp::Gt && e->binary_op != BinaryOp::Ge &&
+                   e->binary_op != BinaryOp::Eq && e->binary_op != BinaryOp::Ne;
+    if ((arith && bools) || (logic && !bools) || (bitwise && floats)) return e;
+    switch (e->binary_op) {
+    case BinaryOp::Add: return num(x + y, i + j);
+    case BinaryOp::Sub: return num(x - y, i - j);
+    case BinaryOp::Mul: return num(x * y, i * j);
+    case BinaryOp::Div:
+      if (!floats && j == 0) dsl::fail_at(e->loc, "division by zero");
+      return num(x / y, floats ? 0 : i / j);
+    case BinaryOp::Mod:
+      if (!floats && j == 0) dsl::fail_at(e->loc, "modulo by zero");
+      return num(std::fmod(x, y), floats ? 0 : i % j);
+    case BinaryOp::Lt: return boolean(floats ? x < y : i < j);
+    case BinaryOp::Le: return boolean(floats ? x <= y : i <= j);
+    case BinaryOp::Gt: return boolean(floats ? x > y : i > j);
+    case BinaryOp::Ge: return boolean(floats ? x >= y : i >= j);
+    case BinaryOp::Eq: return boolean(floats ? x == y : i == j);
+    case BinaryOp::Ne: return boolean(floats ? x != y : i != j);
+    case BinaryOp::And: return boolean(i && j);
+    case BinaryOp::Or: return boolean(i || j);
+    case BinaryOp::BitAnd: return num(0, i & j);
+    case BinaryOp::BitOr: return num(0, i | j);
+    case BinaryOp::BitXor: return num(0, i ^ j);
+    case BinaryOp::Shl: return num(0, i << j);
+    case BinaryOp::Shr: return num(0, i >> j);
+    }
+    return e;
+  }
+  case ExprKind::Select:
+    if (is_const(e->a) && e->a->type.dtype == DType::Bool) return std::move(e->a->int_value ? e->b : e->c);
+    return e;
+  case ExprKind::Math: {
+    if (!is_const(e->a) || (e->b && !is_const(e->b))) return e;
+    const ir::Expr& a = *e->a;
+    bool floats = is_float_const(a) || (e->b && is_float_const(*e->b));
+    double x = is_float_const(a) ? a.float_value : static_cast<double>(a.int_value);
+    bool literal = a.literal && (!e->b || e->b->literal);
+    if (e->math == ir::MathFn::Min || e->math == ir::MathFn::Max) {
+      const ir::Expr& b = *e->b;
+      if (!floats) {
+        int64_t v = e->math == ir::MathFn::Min ? std::min(a.int_value, b.int_value) : std::max(a.int_value, b.int_value);
+        return with_loc(ir::make_int(v, wider_int(a.type.dtype, b.type.dtype)), e->loc, literal);
+      }
+      double y = is_float_const(b) ? b.float_value : static_cast<double>(b.int_value);
+      return with_loc(ir::make_float(e->math == ir::MathFn::Min ? std::min(x, y) : std::max(x, y)), e->loc, literal);
+    }
+    if (e->math == ir::MathFn::Abs && !floats)
+      return with_loc(ir::make_int(std::llabs(a.int_value), a.type.dtype), e->loc, literal);
+    double r;
+    switch (e->math) {
+    case ir::MathFn::Exp: r = std::exp(x); break;
+    case ir::MathFn::Exp2: r = std::exp2(x); break;
+    case ir::MathFn::Log: r = std::log(x); break;
+    case ir::MathFn::Log2: r = std::log2(x); break;
+    case ir::MathFn::Sqrt: r = std::sqrt(x); break;
+    case ir::MathFn::Rsqrt: r = 1.0 / std::sqrt(x); break;
+    case ir::MathFn::Abs: r = std::fabs(x); break;
+    case ir::MathFn::Floor: r = std::floor(x); break;
+    case ir::MathFn::Ceil: r = std::ceil(x); break;
+    case ir::MathFn::Tanh: r = std::tanh(x); break;
+    case ir::MathFn::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
+    case ir::MathFn::Pow: {
+      const ir::Expr& b = *e->b;
+      r = std::pow(x, is_float_const(b) ? b.float_value : static_cast<double>(b.int_value));
+      break;
+    }
+    default: return e;
+    }
+    return with_loc(ir::make_float(r), e->loc, literal);
+  }
+  case ExprKind::Cast: {
+    if (!is_const(e->a)) return e;
+    const ir::Expr& a = *e->a;
+    DType t = e->type.dtype;
+    double x = is_float_const(a) ? a.float_value : static_cast<double>(a.int_value);
+    if (dtype_is_float(t)) return with_loc(ir::make_float(x, t), e->loc, false);
+    if (t == DType::Bool) return with_loc(ir::make_bool(x != 0), e->loc, false);
+    return with_loc(ir::make_int(is_float_const(a) ? static_cast<int64_t>(x) : a.int_value, t), e->loc, false);
+  }
+  default: return e;
+  }
+}
+
+} // namespace tilejit

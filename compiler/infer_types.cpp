@@ -1,0 +1,516 @@
+#include "compiler/infer_types.h"
+
+#include "compiler/fold.h"
+#include "compiler/ir_printer.h"
+#include "dsl/diagnostics.h"
+#include "support/text.h"
+
+namespace tilejit {
+
+using dsl::fail_at;
+using ir::ExprKind;
+using ir::ExprPtr;
+using ir::Space;
+using ir::Type;
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::vector<std::string> p;
+  for (int64_t d : s) p.push_back(std::to_string(d));
+  return "[" + join(p, ", ") + "]";
+}
+
+/// NumPy broadcasting of two shapes (aligned at the last axis); nullopt if incompatible.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[i] = std::max(x, y);
+  }
+  return out;
+}
+
+int int_rank(DType t) {
+  switch (t) {
+  case DType::Bool: return 0;
+  case DType::I8: return 1;
+  case DType::U8: return 2;
+  case DType::I16: return 3;
+  case DType::I32: return 4;
+  case DType::U32: return 5;
+  case DType::I64: return 6;
+  default: return 7;
+  }
+}
+
+/// The common dtype of a binary operation. A literal takes its partner's dtype when the kinds
+/// agree (2.0 * f16 tile -> f16) or when an int literal meets a float.
+DType promote(const ir::Expr& a, const ir::Expr& b) {
+  DType x = a.type.dtype, y = b.type.dtype;
+  if (x == y) return x;
+  bool lx = a.literal && a.kind == ExprKind::Const, ly = b.literal && b.kind == ExprKind::Const;
+  if (lx && !ly && (dtype_is_float(y) || !dtype_is_float(x))) return y;
+  if (ly && !lx && (dtype_is_float(x) || !dtype_is_float(y))) return x;
+  bool fx = dtype_is_float(x), fy = dtype_is_float(y);
+  if (fx && !fy) return x;
+  if (fy && !fx) return y;
+  if (fx && fy) {
+    if (x == DType::F64 || y == DType::F64) return DType::F64;
+    return DType::F32; // f16 with bf16, or either with f32
+  }
+  return int_rank(x) >= int_rank(y) ? x : y;
+}
+
+class TypeInference {
+public:
+  explicit TypeInference(ir::Kernel& k) : k_(k) {}
+
+  void run() {
+    block(k_.body);
+    sink_.check();
+  }
+
+private:
+  // Errors inside one statement abort that statement only, so we report several at once.
+  struct Abort {};
+  [[noreturn]] void error(const dsl::SourceLoc& loc, const std::string& msg) {
+    sink_.error(loc, msg);
+    throw Abort{};
+  }
+
+  void block(ir::Block& b) {
+    for (auto& s : b) {
+      try {
+        stmt(*s);
+      } catch (Abort&) {
+      } catch (dsl::CompileError& e) {
+        for (const auto& d : e.diagnostics()) sink_.error(d.loc, d.message);
+      }
+    }
+  }
+
+  /// Casts `e` to dtype `t` (folding constants) unless it already has it.
+  ExprPtr cast_to(ExprPtr e, DType t) {
+    if (e->type.dtype == t) return e;
+    auto c = std::make_unique<ir::Expr>(ExprKind::Cast, e->loc);
+    c->type = e->type;
+    c->type.dtype = t;
+    if (c->type.space == Space::Shared) c->type.space = Space::Frag;
+    c->a = std::move(e);
+    return fold(std::move(c));
+  }
+
+  Space tile_space(const ir::Expr& e) const { return e.type.is_scalar() ? Space::Scalar : Space::Frag; }
+
+  void require_int_scalar(const ir::Expr& e, const char* what) {
+    if (!e.type.is_scalar() || !dtype_is_int(e.type.dtype))
+      error(e.loc, str(what, " must be an integer scalar, got ", e.type.str_with_space()));
+  }
+
+  void stmt(ir::Stmt& s) {
+    switch (s.kind) {
+    case ir::StmtKind::Decl: decl(s); return;
+    case ir::StmtKind::Assign: assign(s); return;
+    case ir::StmtKind::Store: store(s); return;
+    case ir::StmtKind::Eval:
+      expr(s.value);
+      if (s.value->kind != ExprKind::AtomicAdd && s.value->kind != ExprKind::Fence)
+        error(s.loc, "only atomic_add and fence can stand alone");
+      return;
+    case ir::StmtKind::For: {
+      expr(s.lo);
+      expr(s.hi);
+      require_int_scalar(*s.lo, "loop start");
+      require_int_scalar(*s.hi, "loop end");
+      s.lo = cast_to(std::move(s.lo), DType::I32);
+      s.hi = cast_to(std::move(s.hi), DType::I32);
+      block(s.body);
+      return;
+    }
+    case ir::StmtKind::If:
+      expr(s.value);
+      if (!s.value->type.is_scalar() || s.value->type.dtype != DType::Bool)
+        error(s.value->loc, str("'if' needs a bool scalar (the whole block takes one branch), got ",
+                                s.value->type.str_with_space(), "; use where(...) for per-element choices"));
+      block(s.body);
+      block(s.else_body);
+      return;
+    case ir::StmtKind::Return:
+    case ir::StmtKind::Barrier: return;
+    }
+  }
+
+  void decl(ir::Stmt& s) {
+    ir::Var& v = *s.var;
+    expr(s.value);
+    const Type& vt = s.value->type;
+    Space wanted = v.type.space; // from let/frag/shared; Scalar for `let`
+    if (v.declared_type) {
+      Type t = v.type;
+      if (wanted == Space::Scalar && !t.shape.empty()) t.space = Space::Frag;
+      if (wanted == Space::Frag && t.shape.empty())
+        error(s.loc, str("frag '", v.name, "' needs a tile type with a shape, e.g. f32[64, 64]"));
+      if (wanted == Space::Shared && t.shape.empty())
+        error(s.loc, str("shared '", v.name, "' needs a tile type with a shape"));
+      auto b = broadcast(vt.shape, t.shape);
+      if (!b || *b != t.shape)
+        error(s.value->loc, str("'", v.name, "' is declared ", t.str(), " but its value has shape ",
+                                shape_str(vt.shape)));
+      if (vt.dtype != t.dtype && !(s.value->literal && s.value->kind == ExprKind::Const))
+        error(s.value->loc, str("'", v.name, "' is declared ", dtype_name(t.dtype), " but its value is ",
+                                dtype_name(vt.dtype), "; write cast<", dtype_name(t.dtype), ">(...)"));
+      s.value = cast_to(std::move(s.value), t.dtype);
+      v.type = t;
+    } else {
+      Type t = vt;
+      if (wanted == Space::Frag) {
+        if (t.is_scalar()) error(s.loc, str("frag '", v.name, "' is initialised with a scalar; give its type: frag ",
+                                            v.name, ": ", dtype_name(vt.dtype), "[...] = ..."));
+        t.space = Space::Frag;
+      } else if (wanted == Space::Shared) {
+        if (t.is_scalar()) error(s.loc, str("shared '", v.name, "' needs a tile type"));
+        t.space = Space::Shared;
+      }
+      if (t.space == Space::Scalar && !t.is_scalar()) t.space = Space::Frag;
+      v.type = t;
+    }
+    if (v.type.rank() > 2 && v.type.space == Space::Frag)
+      error(s.loc, str("register tile '", v.name, "' has rank ", v.type.rank(), "; frag tiles have rank 1 or 2"));
+    if (s.value->kind == ExprKind::Copy && v.type.space != Space::Shared)
+      error(s.value->loc, str("copy(...) fills shared memory; declare '", v.name, "' as shared"));
+  }
+
+  void assign(ir::Stmt& s) {
+    ir::Var& v = *s.var;
+    expr(s.value);
+    if (v.is_loop_var) error(s.loc, str("loop variable '", v.name, "' cannot be assigned"));
+    const Type& vt = s.value->type;
+    auto b = broadcast(vt.shape, v.type.shape);
+    if (!b || *b != v.type.shape)
+      error(s.value->loc, str("cannot assign a value of shape ", shape_str(vt.shape), " to '", v.name,
+                              "' of type ", v.type.str()));
+    if (vt.dtype != v.type.dtype) {
+      bool literal = s.value->literal && s.value->kind == ExprKind::Const;
+      bool widening = dtype_is_int(vt.dtype) && dtype_is_int(v.type.dtype) && v.type.is_scalar() &&
+                      int_rank(vt.dtype) <= int_rank(v.type.dtype);
+      if (!literal && !widening)
+        error(s.value->loc, str("'", v.name, "' is ", dtype_name(v.type.dtype), " but the value is ",
+                                dtype_name(vt.dtype), "; write cast<", dtype_name(v.type.dtype), ">(...)"));
+      s.value = cast_to(std::move(s.value), v.type.dtype);
+    }
+    if (s.value->kind == ExprKind::Copy && v.type.space != Space::Shared)
+      error(s.value->loc, str("copy(...) fills shared memory; '", v.name, "' is not shared"));
+  }
+
+  void store(ir::Stmt& s) {
+    std::vector<int64_t> shape = access(*s.access);
+    const ir::Param& p = k_.params[s.access->param];
+    expr(s.value);
+    auto b = broadcast(s.value->type.shape, shape);
+    if (!b || *b != shape)
+      error(s.value->loc, str("store to ", p.name, " writes ", shape_str(shape), " but the value has shape ",
+                              shape_str(s.value->type.shape)));
+    // Stores convert to the tensor's dtype (like a C assignment).
+    s.value = cast_to(std::move(s.value), p.dtype);
+    if (s.mask) mask(s.mask, shape);
+  }
+
+  void mask(ExprPtr& m, const std::vector<int64_t>& shape) {
+    expr(m);
+    if (m->type.dtype != DType::Bool) error(m->loc, str("mask must be bool, got ", m->type.str()));
+    auto b = broadcast(m->type.shape, shape);
+    if (!b || *b != shape)
+      error(m->loc, str("mask of shape ", shape_str(m->type.shape), " does not broadcast to ", shape_str(shape)));
+  }
+
+  /// Types the subscripts of an access and returns its shape.
+  std::vector<int64_t> access(ir::Access& a) {
+    const ir::Param& p = k_.params[a.param];
+    std::vector<int64_t> shape;
+    std::optional<std::vector<int64_t>> gather_shape;
+    int axis = 0;
+    for (auto& ix : a.indices) {
+      expr(ix.index);
+      const Type& t = ix.index->type;
+      if (!dtype_is_int(t.dtype))
+        error(ix.index->loc, str("subscript ", axis, " of '", p.name, "' must be an integer, got ", t.str()));
+      if (ix.kind == ir::AccessIndex::Kind::Range) {
+        if (!t.is_scalar()) error(ix.index->loc, "a slice start must be a scalar");
+        shape.push_back(ix.extent);
+        if (p.dim_values[axis] >= 0 && ix.extent > p.dim_values[axis])
+          error(ix.index->loc, str("slice of length ", ix.extent, " is longer than dimension ", axis, " of '",
+                                   p.name, "' (", p.dim_values[axis], ")"));
+      } else if (!t.is_scalar()) {
+        if (t.rank() != 1)
+          error(ix.index->loc, str("a gather index must be a rank-1 tile, got ", t.str()));
+        if (gather_shape && *gather_shape != t.shape)
+          error(ix.index->loc, str("gather indices of one access must have one length; got ",
+                                   shape_str(*gather_shape), " and ", shape_str(t.shape)));
+        gather_shape = t.shape;
+        ix.kind = ir::AccessIndex::Kind::Gather;
+      }
+      ++axis;
+    }
+    if (gather_shape) shape.insert(shape.begin(), gather_shape->front());
+    return shape;
+  }
+
+  void expr(ExprPtr& e) {
+    switch (e->kind) {
+    case ExprKind::Const: return;
+    case ExprKind::VarRef:
+      e->type = e->var->type;
+      return;
+    case ExprKind::ParamRef: e->type = Type{k_.params[e->param].dtype, {}, Space::Scalar}; return;
+    case ExprKind::DimRef:
+    case ExprKind::ProgramId:
+    case ExprKind::NumPrograms: e->type = Type{DType::I32, {}, Space::Scalar}; return;
+    case ExprKind::Iota: e->type = Type{DType::I32, {e->extent}, Space::Frag}; return;
+    case ExprKind::Unary: {
+      expr(e->a);
+      e->type = e->a->type;
+      e->type.space = tile_space(*e->a);
+      if (e->unary_op == dsl::UnaryOp::Not && e->type.dtype != DType::Bool)
+        error(e->loc, str("'!' needs a bool, got ", e->type.str()));
+      if (e->unary_op == dsl::UnaryOp::BitNot && !dtype_is_int(e->type.dtype))
+        error(e->loc, str("'~' needs an integer, got ", e->type.str()));
+      if (e->unary_op == dsl::UnaryOp::Neg && e->type.dtype == DType::Bool)
+        error(e->loc, "'-' on a bool; use '!'");
+      e->literal = e->a->literal;
+      e = fold(std::move(e));
+      return;
+    }
+    case ExprKind::Binary: binary(e); return;
+    case ExprKind::Select: {
+      expr(e->a);
+      expr(e->b);
+      expr(e->c);
+      if (e->a->type.dtype != DType::Bool) error(e->a->loc, str("where's condition must be bool, got ", e->a->type.str()));
+      auto s1 = broadcast(e->a->type.shape, e->b->type.shape);
+      auto s2 = s1 ? broadcast(*s1, e->c->type.shape) : std::nullopt;
+      if (!s2)
+        error(e->loc, str("where(...) operands do not broadcast: ", shape_str(e->a->type.shape), ", ",
+                          shape_str(e->b->type.shape), ", ", shape_str(e->c->type.shape)));
+      DType t = promote(*e->b, *e->c);
+      e->b = cast_to(std::move(e->b), t);
+      e->c = cast_to(std::move(e->c), t);
+      e->type = Type{t, *s2, s2->empty() ? Space::Scalar : Space::Frag};
+      e = fold(std::move(e));
+      return;
+    }
+    case ExprKind::Math: math(e); return;
+    case ExprKind::Cast: {
+      DType t = e->type.dtype;
+      expr(e->a);
+      e->type = e->a->type;
+      e->type.dtype = t;
+      e->type.space = tile_space(*e->a);
+      e = fold(std::move(e));
+      return;
+    }
+    case ExprKind::Expand: {
+      expr(e->a);
+      const Type& t = e->a->type;
+      if (t.is_scalar()) error(e->loc, "a scalar cannot be indexed");
+      if (e->int_value != t.rank())
+        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(), " but the subscript names ",
+                          e->int_value, " of its axes"));
+      std::vector<int64_t> shape = t.shape;
+      for (int ax : e->axes) shape.insert(shape.begin() + ax, 1);
+      e->type = Type{t.dtype, shape, Space::Frag};
+      if (e->axes.empty()) e = std::move(e->a); // x[:, :] is x
+      return;
+    }
+    case ExprKind::Trans: {
+      expr(e->a);
+      if (e->a->type.rank() != 2) error(e->loc, str("trans needs a rank-2 tile, got ", e->a->type.str()));
+      e->type = e->a->type;
+      std::swap(e->type.shape[0], e->type.shape[1]);
+      return;
+    }
+    case ExprKind::Load:
+    case ExprKind::Copy: {
+      std::vector<int64_t> shape = access(*e->access);
+      const ir::Param& p = k_.params[e->access->param];
+      if (e->kind == ExprKind::Copy && shape.empty())
+        error(e->loc, "copy(...) fills a shared tile; this access names a single element (use load)");
+      if (e->b) mask(e->b, shape);
+      if (e->c) {
+        expr(e->c);
+        if (!e->c->type.is_scalar()) error(e->c->loc, "'other' must be a scalar");
+        e->c = cast_to(std::move(e->c), p.dtype);
+      }
+      e->type = Type{p.dtype, shape,
+                     shape.empty() ? Space::Scalar : e->kind == ExprKind::Copy ? Space::Shared : Space::Frag};
+      if (e->type.space == Space::Frag && e->type.rank() > 2)
+        error(e->loc, str("load(...) gives a rank-", e->type.rank(), " tile; register tiles have rank 1 or 2 "
+                          "(use point subscripts for the other axes)"));
+      return;
+    }
+    case ExprKind::SharedSlice: {
+      expr(e->a);
+      expr(e->b);
+      const Type& t = e->a->type;
+      if (t.space != Space::Shared)
+        error(e->loc, str("only shared tiles can be sliced; '", ir::print_expr(*e->a), "' is ", t.str_with_space()));
+      if (e->int_value != t.rank())
+        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(), " but ", e->int_value,
+                          " subscripts were given"));
+      if (e->extent > t.shape[0])
+        error(e->loc, str("slice of length ", e->extent, " is longer than the tile (", t.shape[0], ")"));
+      require_int_scalar(*e->b, "slice start");
+      e->b = cast_to(std::move(e->b), DType::I32);
+      e->type = t;
+      e->type.shape[0] = e->extent;
+      return;
+    }
+    case ExprKind::Dot: dot(e); return;
+    case ExprKind::Reduce: {
+      expr(e->a);
+      const Type& t = e->a->type;
+      if (t.is_scalar()) error(e->loc, "reduce of a scalar");
+      if (t.dtype == DType::Bool) error(e->loc, "reduce of a bool tile; cast it first");
+      DType rt = t.dtype;
+      if (e->reduce_op == ir::ReduceOp::Sum && (rt == DType::F16 || rt == DType::BF16)) rt = DType::F32;
+      if (e->axis < -1 || e->axis >= t.rank())
+        error(e->loc, str("axis ", e->axis, " out of range for a rank-", t.rank(), " tile"));
+      if (e->axis == -1 || t.rank() == 1) {
+        e->axis = -1;
+        e->type = Type{rt, {}, Space::Scalar};
+      } else {
+        std::vector<int64_t> shape = t.shape;
+        shape.erase(shape.begin() + e->axis);
+        e->type = Type{rt, shape, Space::Frag};
+      }
+      if (rt != t.dtype) e->a = cast_to(std::move(e->a), rt);
+      return;
+    }
+    case ExprKind::Scan: {
+      expr(e->a);
+      const Type& t = e->a->type;
+      if (t.is_scalar()) error(e->loc, "cumsum of a scalar");
+      if (e->axis == -1) e->axis = t.rank() - 1;
+      if (e->axis < 0 || e->axis >= t.rank())
+        error(e->loc, str("axis ", e->axis, " out of range for a rank-", t.rank(), " tile"));
+      DType rt = t.dtype;
+      if (rt == DType::F16 || rt == DType::BF16) rt = DType::F32;
+      if (rt == DType::Bool) error(e->loc, "cumsum of a bool tile; cast it first");
+      e->a = cast_to(std::move(e->a), rt);
+      e->type = Type{rt, t.shape, Space::Frag};
+      return;
+    }
+    case ExprKind::AtomicAdd: {
+      std::vector<int64_t> shape = access(*e->access);
+      const ir::Param& p = k_.params[e->access->param];
+      if (p.dtype != DType::I32 && p.dtype != DType::U32 && p.dtype != DType::F32)
+        error(e->loc, str("atomic_add works on i32, u32 and f32 tensors; '", p.name, "' is ", dtype_name(p.dtype)));
+      expr(e->a);
+      auto b = broadcast(e->a->type.shape, shape);
+      if (!b || *b != shape)
+        error(e->a->loc, str("atomic_add to ", p.name, " of shape ", shape_str(shape), " with a value of shape ",
+                             shape_str(e->a->type.shape)));
+      e->a = cast_to(std::move(e->a), p.dtype);
+      if (e->b) mask(e->b, shape);
+      e->type = Type{p.dtype, shape, shape.empty() ? Space::Scalar : Space::Frag};
+      return;
+    }
+    case ExprKind::Fence: e->type = Type{DType::I32, {}, Space::Scalar}; return;
+    case ExprKind::Convert: return;
+    }
+  }
+
+  void binary(ExprPtr& e) {
+    using dsl::BinaryOp;
+    expr(e->a);
+    expr(e->b);
+    auto shape = broadcast(e->a->type.shape, e->b->type.shape);
+    if (!shape)
+      error(e->loc, str("shapes ", shape_str(e->a->type.shape), " and ", shape_str(e->b->type.shape),
+                        " do not broadcast in '", dsl::binary_op_spelling(e->binary_op),
+                        "' (add a new axis with x[:, None] or x[None, :])"));
+    Space space = shape->empty() ? Space::Scalar : Space::Frag;
+    BinaryOp op = e->binary_op;
+    DType t = promote(*e->a, *e->b);
+    bool cmp = op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt || op == BinaryOp::Ge ||
+               op == BinaryOp::Eq || op == BinaryOp::Ne;
+    bool logic = op == BinaryOp::And || op == BinaryOp::Or;
+    bool bits = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
+                op == BinaryOp::Shl || op == BinaryOp::Shr;
+    if (logic) {
+      if (e->a->type.dtype != DType::Bool || e->b->type.dtype != DType::Bool)
+        error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs bool operands, got ", e->a->type.str(), " and ",
+                          e->b->type.str()));
+    } else if (bits) {
+      bool ok = (dtype_is_int(t)) || (t == DType::Bool && op != BinaryOp::Shl && op != BinaryOp::Shr);
+      if (!ok) error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs integer operands, got ", e->a->type.str(),
+                                 " and ", e->b->type.str()));
+    } else if (!cmp && t == DType::Bool) {
+      error(e->loc, str("arithmetic on bools; cast<i32>(...) first"));
+    }
+    if (op == BinaryOp::Mod && dtype_is_float(t) && !dtype_is_float(e->a->type.dtype)) {
+      // int % float: keep C++ fmod semantics in float
+    }
+    e->a = cast_to(std::move(e->a), t);
+    e->b = cast_to(std::move(e->b), t);
+    e->literal = e->a->literal && e->b->literal;
+    e->type = Type{cmp ? DType::Bool : t, *shape, space};
+    e = fold(std::move(e));
+  }
+
+  void math(ExprPtr& e) {
+    expr(e->a);
+    if (e->b) expr(e->b);
+    std::vector<int64_t> shape = e->a->type.shape;
+    DType t = e->a->type.dtype;
+    if (e->b) {
+      auto s = broadcast(e->a->type.shape, e->b->type.shape);
+      if (!s) error(e->loc, str(ir::math_fn_name(e->math), ": shapes ", shape_str(e->a->type.shape), " and ",
+                                shape_str(e->b->type.shape), " do not broadcast"));
+      shape = *s;
+      t = promote(*e->a, *e->b);
+    }
+    bool int_ok = e->math == ir::MathFn::Min || e->math == ir::MathFn::Max || e->math == ir::MathFn::Abs;
+    if (t == DType::Bool) error(e->loc, str(ir::math_fn_name(e->math), " of a bool"));
+    if (!int_ok && !dtype_is_float(t)) t = DType::F32;
+    e->a = cast_to(std::move(e->a), t);
+    if (e->b) e->b = cast_to(std::move(e->b), t);
+    e->literal = e->a->literal && (!e->b || e->b->literal);
+    e->type = Type{t, shape, shape.empty() ? Space::Scalar : Space::Frag};
+    e = fold(std::move(e));
+  }
+
+  void dot(ExprPtr& e) {
+    expr(e->a);
+    expr(e->b);
+    const Type& a = e->a->type;
+    const Type& b = e->b->type;
+    if (a.rank() != 2 || b.rank() != 2)
+      error(e->loc, str("dot needs rank-2 tiles, got ", a.str(), " and ", b.str()));
+    if (a.shape[1] != b.shape[0])
+      error(e->loc, str("dot(", a.str(), ", ", b.str(), "): inner dimensions ", a.shape[1], " and ", b.shape[0],
+                        " differ", b.shape[1] == a.shape[1] ? "; did you mean trans(b)?" : ""));
+    if (a.dtype != b.dtype)
+      error(e->loc, str("dot operands must have one dtype, got ", dtype_name(a.dtype), " and ", dtype_name(b.dtype)));
+    if (a.dtype != DType::F16 && a.dtype != DType::BF16 && a.dtype != DType::F32)
+      error(e->loc, str("dot takes f16, bf16 or f32 tiles, got ", dtype_name(a.dtype)));
+    e->type = Type{DType::F32, {a.shape[0], b.shape[1]}, Space::Frag};
+    if (e->c) {
+      expr(e->c);
+      if (e->c->type.shape != e->type.shape || e->c->type.dtype != DType::F32)
+        error(e->c->loc, str("dot's accumulator must be f32", shape_str(e->type.shape), ", got ", e->c->type.str()));
+    }
+  }
+
+  ir::Kernel& k_;
+  dsl::DiagnosticSink sink_;
+};
+
+} // namespace
+
+void infer_types(ir::Kernel& k) { TypeInference(k).run(); }
+
+} // namespace tilejit

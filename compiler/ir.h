@@ -1,0 +1,225 @@
+// The Tile IR: a specialised kernel (every generic and tunable is a constant) as structured
+// statements over typed expression trees. Every node keeps the SourceLoc of the DSL text it
+// came from, so generated code and diagnostics map back to .tile lines.
+//
+// Values are scalars (block-uniform), register tiles ("frag": distributed over the block's
+// threads by a Layout chosen by compiler/assign_layouts) or shared-memory tiles.
+#pragma once
+
+#include "compiler/layout.h"
+#include "dsl/ast.h"
+#include "dsl/source.h"
+#include "support/error.h"
+
+#include <tilejit/dtype.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit::ir {
+
+using dsl::SourceLoc;
+
+enum class Space { Scalar, Frag, Shared };
+const char* space_name(Space s);
+
+/// dtype + static shape + where the value lives. A scalar has an empty shape.
+struct Type {
+  DType dtype = DType::I32;
+  std::vector<int64_t> shape;
+  Space space = Space::Scalar;
+
+  bool is_scalar() const { return shape.empty(); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;
+  bool operator==(const Type& o) const {
+    return dtype == o.dtype && shape == o.shape && space == o.space;
+  }
+  /// "f32[64, 64]" (no space) and "frag f32[64, 64]".
+  std::string str() const;
+  std::string str_with_space() const;
+};
+
+/// A local variable (scalar, frag or shared tile) or a loop variable.
+struct Var {
+  int id = 0;
+  std::string name; ///< DSL name (unique within the kernel after lowering)
+  Type type;
+  SourceLoc loc;
+  bool is_loop_var = false;
+  bool assigned_in_loop = false;        ///< set by lowering: reassigned inside a loop body
+  bool declared_type = false;           ///< the declaration spelled out dtype and shape
+  const Layout* layout = nullptr;       ///< frag vars: from assign_layouts
+  int64_t smem_offset = -1;             ///< shared vars: from plan_shared_memory (bytes)
+  int64_t smem_row_stride = 0;          ///< shared vars: elements between rows (padding included)
+  int stages = 1;                       ///< shared vars written by a pipelined copy: ring depth
+};
+
+/// A kernel parameter: a global tensor (caller's or scratch) or a scalar.
+struct Param {
+  std::string name;
+  DType dtype = DType::F32;
+  bool is_tensor = false;
+  bool is_scratch = false;
+  bool zero_init = false;
+  /// Per dim: the DSL text of the dim ("M", "128", "cdiv(MAXK, CHUNK)"), and, when it is a
+  /// compile-time constant after specialisation, its value (else -1: known only at launch).
+  std::vector<std::string> dim_names;
+  std::vector<int64_t> dim_values;
+  /// The launcher proved the base is 16-byte aligned, the last stride is 1 and every other
+  /// stride is a multiple of 16 bytes: codegen may use 16-byte vector accesses on rows.
+  bool vector_aligned = false;
+  SourceLoc loc;
+  int rank() const { return static_cast<int>(dim_names.size()); }
+};
+
+enum class ExprKind {
+  Const,       ///< int_value / float_value / bool (dtype says which)
+  VarRef,      ///< var
+  ParamRef,    ///< scalar parameter (param index)
+  DimRef,      ///< runtime size: dim `axis` of tensor parameter `param`
+  ProgramId,   ///< axis
+  NumPrograms, ///< axis
+  Unary,       ///< unary_op, a
+  Binary,      ///< binary_op, a, b
+  Select,      ///< where(a, b, c)
+  Math,        ///< math function `math`, args a (b)
+  Cast,        ///< a converted to type.dtype
+  Iota,        ///< 0..n-1 along a rank-1 tile
+  Expand,      ///< a with new unit axes at `axes` (x[:, None])
+  Trans,       ///< a transposed (2-D)
+  Load,        ///< global tensor access -> frag (or scalar when every index is a point)
+  Copy,        ///< global tensor access -> shared tile (asynchronous where possible)
+  SharedSlice, ///< a shared tile's dynamic window: a[start : start + extent] along axis 0
+  Dot,         ///< a @ b (+ c): tensor cores, f32 accumulate
+  Reduce,      ///< reduce `reduce_op` over `axis` (-1 = all axes -> scalar)
+  Scan,        ///< inclusive cumulative `reduce_op` (sum or prod) along `axis`
+  AtomicAdd,   ///< atomic add of a to the access; scalar access returns the old value
+  Fence,       ///< memory fence across the device (before a flag/counter update)
+  Convert,     ///< a moved to another layout or space (inserted by assign_layouts)
+};
+
+enum class MathFn { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Floor, Ceil, Tanh, Sigmoid, Pow, Min, Max };
+const char* math_fn_name(MathFn f);
+enum class ReduceOp { Sum, Max, Min, Prod };
+const char* reduce_op_name(ReduceOp op);
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// One subscript of a global tensor access.
+struct AccessIndex {
+  enum class Kind { Point, Range, Gather } kind = Kind::Point;
+  ExprPtr index;      ///< Point: scalar; Range: start; Gather: rank-1 integer tile
+  int64_t extent = 1; ///< Range: static length
+  AccessIndex clone() const;
+};
+
+/// tensor[indices...]: the shape is [gather length] ++ [range extents], in order.
+struct Access {
+  int param = -1;
+  std::vector<AccessIndex> indices;
+  SourceLoc loc;
+  Access clone() const;
+  bool is_scalar() const; ///< every index is a point
+};
+
+struct Expr {
+  ExprKind kind;
+  Type type;                      ///< set by infer_types
+  SourceLoc loc;
+  const Layout* layout = nullptr; ///< frag results: set by assign_layouts
+  // payload (which fields are used depends on kind)
+  int64_t int_value = 0;
+  double float_value = 0;
+  Var* var = nullptr;
+  int param = -1;
+  int axis = 0;
+  dsl::UnaryOp unary_op{};
+  dsl::BinaryOp binary_op{};
+  MathFn math{};
+  ReduceOp reduce_op{};
+  std::vector<int> axes;          ///< Expand: positions of the new axes in the result
+  int64_t extent = 0;             ///< Iota length, SharedSlice extent
+  ExprPtr a, b, c;                ///< operands; Load/Copy/AtomicAdd: b = mask, c = other
+  std::unique_ptr<Access> access; ///< Load, Copy, AtomicAdd
+  bool async_copy = false;        ///< Copy: cp.async (set by pipeline_loops / codegen)
+  bool literal = false;           ///< Const written as a literal: adopts its partner's dtype
+
+  explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
+  ExprPtr clone() const;
+};
+
+ExprPtr make_int(int64_t v, DType t = DType::I32, SourceLoc loc = {});
+ExprPtr make_float(double v, DType t = DType::F32, SourceLoc loc = {});
+ExprPtr make_bool(bool v, SourceLoc loc = {});
+ExprPtr make_var_ref(Var* v, SourceLoc loc = {});
+ExprPtr make_binary(dsl::BinaryOp op, ExprPtr a, ExprPtr b, SourceLoc loc = {});
+
+enum class StmtKind {
+  Decl,    ///< var = value (first value)
+  Assign,  ///< var = value
+  Store,   ///< access <- value where mask
+  Eval,    ///< value evaluated for its effect (atomics, fence)
+  For,     ///< for var in [lo, hi) step `step` (serial or pipelined)
+  If,      ///< if cond then body else else_body
+  Return,  ///< the whole block leaves the kernel
+  Barrier, ///< __syncthreads (inserted by passes)
+};
+
+enum class LoopKind { Serial, Pipelined };
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+struct Stmt {
+  StmtKind kind;
+  SourceLoc loc;
+  Var* var = nullptr;
+  ExprPtr value; ///< Decl/Assign value, Store value, Eval expr, If cond
+  ExprPtr mask;  ///< Store
+  std::unique_ptr<Access> access; ///< Store
+  ExprPtr lo, hi, step;           ///< For (step is a constant: its sign gives the direction)
+  LoopKind loop_kind = LoopKind::Serial;
+  int stages = 1;                 ///< For pipelined
+  Block body;
+  Block else_body;
+  std::string note;               ///< Barrier: why it is there (printed)
+
+  explicit Stmt(StmtKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
+};
+
+/// One specialised kernel: what every pass reads and rewrites.
+struct Kernel {
+  std::string name;
+  std::string source_path;
+  std::string source_hash;
+  /// Generic and tunable values this variant was specialised with, by name.
+  std::map<std::string, std::string> bindings;
+  std::vector<Param> params;
+  int threads = 128;
+  int grid_rank = 1;
+  std::vector<std::unique_ptr<Var>> vars;
+  Block body;
+  int64_t smem_bytes = 0; ///< dynamic shared memory per block (plan_shared_memory)
+  LayoutTable layouts;    ///< every layout used by this kernel (assign_layouts)
+  int smem_limit = 48 * 1024;
+
+  Var* new_var(std::string name, Type type, SourceLoc loc);
+  /// Index of the parameter called `name`, or -1.
+  int find_param(const std::string& name) const;
+};
+
+/// Visits every statement (pre-order), descending into loop and branch bodies.
+void for_each_stmt(Block& block, const std::function<void(Stmt&)>& fn);
+/// Visits every expression tree root in a statement (values, masks, indices, bounds).
+void for_each_expr_root(Stmt& s, const std::function<void(ExprPtr&)>& fn);
+/// Visits every node of an expression tree (post-order: operands first).
+void for_each_node(Expr& e, const std::function<void(Expr&)>& fn);
+
+} // namespace tilejit::ir

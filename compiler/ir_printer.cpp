@@ -1,0 +1,193 @@
+#include "compiler/ir_printer.h"
+
+#include "compiler/layout.h"
+#include "support/text.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace tilejit::ir {
+namespace {
+
+// The printer needs the kernel for parameter names; keep it for the duration of a print.
+thread_local const Kernel* g_kernel = nullptr;
+
+std::string param_name(int p) {
+  if (g_kernel && p >= 0 && p < static_cast<int>(g_kernel->params.size())) return g_kernel->params[p].name;
+  return str("param", p);
+}
+
+std::string const_str(const Expr& e) {
+  if (e.type.dtype == DType::Bool) return e.int_value ? "true" : "false";
+  if (dtype_is_float(e.type.dtype)) {
+    if (std::isinf(e.float_value)) return e.float_value > 0 ? "inf" : "-inf";
+    std::string s = format_double(e.float_value);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  }
+  return std::to_string(e.int_value);
+}
+
+std::string access_str(const Access& a) {
+  std::vector<std::string> parts;
+  for (const auto& i : a.indices) {
+    switch (i.kind) {
+    case AccessIndex::Kind::Point: parts.push_back(print_expr(*i.index)); break;
+    case AccessIndex::Kind::Range:
+      parts.push_back(str(print_expr(*i.index), " :+ ", i.extent));
+      break;
+    case AccessIndex::Kind::Gather: parts.push_back(str("gather ", print_expr(*i.index))); break;
+    }
+  }
+  return param_name(a.param) + "[" + join(parts, ", ") + "]";
+}
+
+} // namespace
+
+std::string print_expr(const Expr& e) {
+  switch (e.kind) {
+  case ExprKind::Const: return const_str(e);
+  case ExprKind::VarRef: return e.var->name;
+  case ExprKind::ParamRef: return param_name(e.param);
+  case ExprKind::DimRef: return str(param_name(e.param), ".shape[", e.axis, "]");
+  case ExprKind::ProgramId: return str("program_id(", e.axis, ")");
+  case ExprKind::NumPrograms: return str("num_programs(", e.axis, ")");
+  case ExprKind::Unary: return str(dsl::unary_op_spelling(e.unary_op), print_expr(*e.a));
+  case ExprKind::Binary:
+    return str("(", print_expr(*e.a), " ", dsl::binary_op_spelling(e.binary_op), " ", print_expr(*e.b), ")");
+  case ExprKind::Select:
+    return str("where(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")");
+  case ExprKind::Math:
+    return e.b ? str(math_fn_name(e.math), "(", print_expr(*e.a), ", ", print_expr(*e.b), ")")
+               : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
+  case ExprKind::Cast: return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
+  case ExprKind::Iota: return str("iota(", e.extent, ")");
+  case ExprKind::Expand: {
+    std::vector<std::string> ax;
+    for (int x : e.axes) ax.push_back(std::to_string(x));
+    return str("expand(", print_expr(*e.a), ", axes=[", join(ax, ","), "])");
+  }
+  case ExprKind::Trans: return str("trans(", print_expr(*e.a), ")");
+  case ExprKind::Load:
+  case ExprKind::Copy:
+  case ExprKind::AtomicAdd: {
+    std::string s = e.kind == ExprKind::Load ? "load(" : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async(" : "copy(") : "atomic_add(";
+    s += access_str(*e.access);
+    if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
+    if (e.b) s += ", mask=" + print_expr(*e.b);
+    if (e.c) s += ", other=" + print_expr(*e.c);
+    return s + ")";
+  }
+  case ExprKind::SharedSlice:
+    return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, "]");
+  case ExprKind::Dot:
+    return e.c ? str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")")
+               : str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
+  case ExprKind::Reduce:
+    return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
+  case ExprKind::Scan:
+    return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
+  case ExprKind::Fence: return "fence()";
+  case ExprKind::Convert:
+    return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
+               print_expr(*e.a), ")");
+  }
+  return "?";
+}
+
+std::string print_access(const Kernel& k, const Access& a) {
+  const Kernel* saved = g_kernel;
+  g_kernel = &k;
+  std::string s = access_str(a);
+  g_kernel = saved;
+  return s;
+}
+
+namespace {
+
+std::string var_decl_str(const Var& v) {
+  std::string s = v.type.str_with_space() + " " + v.name;
+  if (v.layout) s += " #" + v.layout->str();
+  if (v.smem_offset >= 0) {
+    s += str(" @smem[", v.smem_offset, "]");
+    if (v.smem_row_stride) s += str(" row_stride=", v.smem_row_stride);
+    if (v.stages > 1) s += str(" x", v.stages, " stages");
+  }
+  return s;
+}
+
+std::string loc_str(const SourceLoc& loc) {
+  return loc.known() ? str("  // line ", loc.line) : std::string();
+}
+
+void print_block(std::ostringstream& os, const Block& b, int indent);
+
+void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
+  std::string pad(indent * 2, ' ');
+  switch (s.kind) {
+  case StmtKind::Decl:
+    os << pad << var_decl_str(*s.var) << " = " << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    break;
+  case StmtKind::Assign:
+    os << pad << s.var->name << " = " << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    break;
+  case StmtKind::Store:
+    os << pad << "store " << access_str(*s.access) << " <- " << print_expr(*s.value);
+    if (s.mask) os << " mask=" << print_expr(*s.mask);
+    os << loc_str(s.loc) << "\n";
+    break;
+  case StmtKind::Eval: os << pad << print_expr(*s.value) << loc_str(s.loc) << "\n"; break;
+  case StmtKind::For:
+    os << pad << "for " << s.var->name << " in [" << print_expr(*s.lo) << ", " << print_expr(*s.hi)
+       << ") step " << print_expr(*s.step);
+    if (s.loop_kind == LoopKind::Pipelined) os << " pipelined(stages=" << s.stages << ")";
+    os << " {" << loc_str(s.loc) << "\n";
+    print_block(os, s.body, indent + 1);
+    os << pad << "}\n";
+    break;
+  case StmtKind::If:
+    os << pad << "if " << print_expr(*s.value) << " {" << loc_str(s.loc) << "\n";
+    print_block(os, s.body, indent + 1);
+    if (!s.else_body.empty()) {
+      os << pad << "} else {\n";
+      print_block(os, s.else_body, indent + 1);
+    }
+    os << pad << "}\n";
+    break;
+  case StmtKind::Return: os << pad << "return" << loc_str(s.loc) << "\n"; break;
+  case StmtKind::Barrier:
+    os << pad << "barrier" << (s.note.empty() ? "" : "  // " + s.note) << "\n";
+    break;
+  }
+}
+
+void print_block(std::ostringstream& os, const Block& b, int indent) {
+  for (const auto& s : b) print_stmt(os, *s, indent);
+}
+
+} // namespace
+
+std::string print_kernel(const Kernel& k) {
+  const Kernel* saved = g_kernel;
+  g_kernel = &k;
+  std::ostringstream os;
+  os << "kernel " << k.name;
+  for (const auto& [n, v] : k.bindings) os << " " << n << "=" << v;
+  os << "\n  threads " << k.threads << ", shared memory " << k.smem_bytes << " bytes\n";
+  for (const auto& p : k.params) {
+    os << "  param " << (p.is_scratch ? "scratch " : "") << p.name << ": " << dtype_name(p.dtype);
+    if (p.is_tensor) {
+      std::vector<std::string> dims;
+      for (size_t i = 0; i < p.dim_names.size(); ++i)
+        dims.push_back(p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i]) : p.dim_names[i]);
+      os << "[" << join(dims, ", ") << "]";
+      if (p.vector_aligned) os << " aligned16";
+    }
+    os << "\n";
+  }
+  print_block(os, k.body, 1);
+  g_kernel = saved;
+  return os.str();
+}
+
+} // namespace tilejit::ir

@@ -1,0 +1,28 @@
+// Finds .tile sources: a file path, or a kernel embedded in the library (kernels_src/).
+#pragma once
+
+#include "dsl/ast.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit {
+
+/// A parsed and checked .tile module with its text (for hashing).
+struct LoadedModule {
+  std::unique_ptr<dsl::Module> module;
+  std::string source_hash; ///< sha256 of the text
+  const dsl::Kernel& kernel(const std::string& name = "") const;
+};
+
+/// Parses and checks a .tile file from disk. Errors are DSL diagnostics.
+LoadedModule load_tile_file(const std::string& path);
+/// Parses and checks .tile text; `path` is what diagnostics and #line directives show.
+LoadedModule load_tile_text(const std::string& path, const std::string& text);
+/// An embedded kernel source by its path under kernels_src/ ("examples/gemm.tile").
+LoadedModule load_embedded_tile(const std::string& relative_path);
+/// Every embedded .tile path.
+std::vector<std::string> embedded_tile_paths();
+
+} // namespace tilejit

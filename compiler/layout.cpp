@@ -1,0 +1,138 @@
+#include "compiler/layout.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+
+namespace tilejit::ir {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+} // namespace
+
+int64_t Layout::per_thread() const {
+  switch (kind) {
+  case LayoutKind::Blocked: {
+    int64_t tr = threads / tc;
+    return ceil_div(rows, tr) * ceil_div(cols, int64_t(tc) * vec) * vec;
+  }
+  case LayoutKind::MmaAcc: {
+    int64_t pm = round_up(shape[0], 16 * wm), pn = round_up(shape[1], 8 * wn);
+    return (pm / (16 * wm)) * (pn / (8 * wn)) * 4;
+  }
+  case LayoutKind::Slice: {
+    const Layout& p = *parent;
+    if (p.kind == LayoutKind::Blocked) {
+      int64_t tr = p.threads / p.tc;
+      return slice_axis == 1 ? ceil_div(p.rows, tr) : ceil_div(p.cols, int64_t(p.tc) * p.vec) * p.vec;
+    }
+    if (p.kind == LayoutKind::MmaAcc) {
+      int64_t pm = round_up(p.shape[0], 16 * p.wm), pn = round_up(p.shape[1], 8 * p.wn);
+      return slice_axis == 1 ? (pm / (16 * p.wm)) * 2 : (pn / (8 * p.wn)) * 2;
+    }
+    TJ_ICHECK(false, "slice of a slice layout");
+  }
+  }
+  return 0;
+}
+
+std::string Layout::str() const {
+  switch (kind) {
+  case LayoutKind::Blocked:
+    return tilejit::str("blocked<", rows, "x", cols, " vec=", vec, " tc=", tc, " nt=", threads, ">");
+  case LayoutKind::MmaAcc:
+    return tilejit::str("mma_acc<", shape[0], "x", shape[1], " warps=", wm, "x", wn, ">");
+  case LayoutKind::Slice: return tilejit::str("slice<", parent->str(), ", axis=", slice_axis, ">");
+  }
+  return "?";
+}
+
+std::string Layout::cpp_type() const {
+  switch (kind) {
+  case LayoutKind::Blocked:
+    return tilejit::str("tj::Blocked<", rows, ", ", cols, ", ", vec, ", ", tc, ", ", threads, ">");
+  case LayoutKind::MmaAcc:
+    return tilejit::str("tj::MmaAcc<", shape[0], ", ", shape[1], ", ", wm, ", ", wn, ", ", threads, ">");
+  case LayoutKind::Slice:
+    return tilejit::str("tj::Slice<", parent->cpp_type(), ", ", slice_axis, ">");
+  }
+  return "?";
+}
+
+int Layout::warps_along(int axis) const {
+  switch (kind) {
+  case LayoutKind::Blocked: {
+    // A row spans tc threads: more than a warp when tc > 32. Rows span tr threads, of which
+    // 32 / tc share a warp.
+    if (rank() == 1 || axis == 1) return tc > 32 ? tc / 32 : 1;
+    int64_t tr = threads / tc;
+    int rows_per_warp = tc >= 32 ? 1 : 32 / tc;
+    return static_cast<int>(std::max<int64_t>(1, tr / rows_per_warp));
+  }
+  case LayoutKind::MmaAcc: return axis == 0 ? wm : wn;
+  case LayoutKind::Slice: return 1;
+  }
+  return 1;
+}
+
+const Layout* LayoutTable::intern(Layout l) {
+  for (const auto& existing : layouts_)
+    if (existing->str() == l.str()) return existing.get();
+  layouts_.push_back(std::make_unique<Layout>(std::move(l)));
+  return layouts_.back().get();
+}
+
+const Layout* LayoutTable::blocked(std::vector<int64_t> shape, int vec, int tc, int threads) {
+  TJ_ICHECK(!shape.empty() && shape.size() <= 2, "blocked layout of rank ", shape.size());
+  TJ_ICHECK(tc >= 1 && threads % tc == 0, "tc ", tc, " does not divide ", threads);
+  Layout l;
+  l.kind = LayoutKind::Blocked;
+  l.rows = shape.size() == 2 ? shape[0] : 1;
+  l.cols = shape.back();
+  l.shape = std::move(shape);
+  l.vec = vec;
+  l.tc = tc;
+  l.threads = threads;
+  return intern(std::move(l));
+}
+
+const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
+  TJ_ICHECK(wm * wn * 32 == threads, "mma warps ", wm, "x", wn, " vs ", threads, " threads");
+  Layout l;
+  l.kind = LayoutKind::MmaAcc;
+  l.shape = {m, n};
+  l.wm = wm;
+  l.wn = wn;
+  l.threads = threads;
+  return intern(std::move(l));
+}
+
+const Layout* LayoutTable::slice(const Layout* parent, int axis) {
+  TJ_ICHECK(parent->rank() == 2 && parent->kind != LayoutKind::Slice, "slice of ", parent->str());
+  Layout l;
+  l.kind = LayoutKind::Slice;
+  l.shape = {parent->shape[axis == 0 ? 1 : 0]};
+  l.parent = parent;
+  l.slice_axis = axis;
+  l.threads = parent->threads;
+  return intern(std::move(l));
+}
+
+const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, int elem_bytes,
+                                           int threads) {
+  int64_t cols = shape.back();
+  int64_t rows = shape.size() == 2 ? shape[0] : 1;
+  int vec = std::max(1, 16 / std::max(1, elem_bytes));
+  while (vec > 1 && cols % vec != 0) vec /= 2;
+  // Threads along a row: enough to cover it with one vector each, at most a warp for 2-D tiles
+  // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.
+  int64_t chunks = std::max<int64_t>(1, cols / vec);
+  int max_tc = shape.size() == 2 && rows > 1 ? 32 : threads;
+  int tc = 1;
+  while (tc * 2 <= max_tc && tc * 2 <= chunks) tc *= 2;
+  return blocked(shape, vec, tc, threads);
+}
+
+} // namespace tilejit::ir

@@ -1,0 +1,63 @@
+// Layouts: which thread of a block owns which element of a register tile. A small fixed set,
+// each mirrored by a C++ template in kernels_src/prelude (same name, same parameters):
+//
+//   Blocked<R, C, VEC, TC, NT>  threads form a TR x TC grid (TR = NT / TC); thread (tr, tc) owns
+//                               VEC consecutive columns at (tc + j*TC)*VEC and rows tr + i*TR.
+//                               Coalesced, 16-byte accesses along rows. Rank-1 tiles use R = 1.
+//   MmaAcc<M, N, WM, WN, NT>    the m16n8 tensor-core accumulator fragment; WM x WN warps tile
+//                               the (16-padded) M x N tile. Also the A operand of a following
+//                               dot when WN == 1 (the registers line up).
+//   Slice<P, AXIS>              the rank-1 result of reducing layout P along AXIS: each thread
+//                               holds the values of the other axis' coordinates it owns in P,
+//                               so broadcasting back into P (x[:, None]) costs nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit::ir {
+
+enum class LayoutKind { Blocked, MmaAcc, Slice };
+
+struct Layout {
+  LayoutKind kind = LayoutKind::Blocked;
+  std::vector<int64_t> shape; ///< logical tile shape (rank 1 or 2)
+  int threads = 128;
+  // Blocked
+  int64_t rows = 1, cols = 1;
+  int vec = 1, tc = 1;
+  // MmaAcc
+  int wm = 1, wn = 1;
+  // Slice
+  const Layout* parent = nullptr;
+  int slice_axis = 0;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// Elements each thread holds (the length of its register array).
+  int64_t per_thread() const;
+  /// "blocked<64x64 vec=8 tc=8 nt=128>"
+  std::string str() const;
+  /// The prelude type: "tj::Blocked<64, 64, 8, 8, 128>".
+  std::string cpp_type() const;
+  /// Number of warps that split `axis` (for reductions that must cross warps).
+  int warps_along(int axis) const;
+};
+
+/// Owns layouts for one kernel; equal layouts are the same object (compare pointers).
+class LayoutTable {
+public:
+  const Layout* blocked(std::vector<int64_t> shape, int vec, int tc, int threads);
+  const Layout* mma_acc(int64_t m, int64_t n, int wm, int wn, int threads);
+  const Layout* slice(const Layout* parent, int axis);
+  /// The default layout for a tile of `shape` with `elem_bytes`-byte elements: Blocked with
+  /// 16-byte vectors along the last axis where the shape allows.
+  const Layout* default_blocked(const std::vector<int64_t>& shape, int elem_bytes, int threads);
+
+private:
+  const Layout* intern(Layout l);
+  std::vector<std::unique_ptr<Layout>> layouts_;
+};
+
+} // namespace tilejit::ir

@@ -1,0 +1,35 @@
+// The compiler pipeline: one specialised kernel from AST to Tile IR to CUDA C++.
+// Each pass lives in its own file; this is the only place that orders them.
+#pragma once
+
+#include "compiler/ir.h"
+#include "compiler/specialise.h"
+#include "dsl/ast.h"
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilejit {
+
+struct CompileOptions {
+  std::string arch = "sm_90a";          ///< target GPU architecture
+  int smem_limit = 227 * 1024;          ///< shared memory a block may use on the target (SMEM)
+  std::set<std::string> vector_aligned; ///< tensors proven 16-byte friendly at launch
+};
+
+/// Called after each pass with its name and the IR it produced (inspect --after, --verbose).
+using PassObserver = std::function<void(const std::string& pass, const ir::Kernel& kernel)>;
+
+/// Pass names in order, for `inspect --after <pass>`.
+const std::vector<std::string>& pass_names();
+
+/// Runs the passes up to and including `stop_after` (every pass when empty).
+std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bindings,
+                                        const CompileOptions& options,
+                                        const std::string& stop_after = "",
+                                        const PassObserver& observer = nullptr);
+
+} // namespace tilejit
