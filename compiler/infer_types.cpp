@@ -375,7 +375,7 @@ private:
       if (t.is_scalar()) error(e->loc, "reduce of a scalar");
       if (t.dtype == DType::Bool) error(e->loc, "reduce of a bool tile; cast it first");
       DType rt = t.dtype;
-      if (e->reduce_op == ir::ReduceOp::Sum && (rt == DType::F16 || rt == DType::BF16)) rt = DType::F32;
+      if (rt == DType::F16 || rt == DType::BF16) rt = DType::F32; // reductions run in f32
       if (e->axis < -1 || e->axis >= t.rank())
         error(e->loc, str("axis ", e->axis, " out of range for a rank-", t.rank(), " tile"));
       if (e->axis == -1 || t.rank() == 1) {

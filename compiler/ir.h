@@ -190,6 +190,10 @@ struct Stmt {
   Block body;
   Block else_body;
   std::string note;               ///< Barrier: why it is there (printed)
+  /// Inside a pipelined loop's body (set by pipeline_loops): Producer statements fill a
+  /// shared tile with a copy issued STAGES-1 iterations ahead; ProducerInput statements
+  /// compute what those copies read (they run ahead too, and again for the consumer).
+  enum class PipelineRole { None, ProducerInput, Producer } pipeline_role = PipelineRole::None;
 
   explicit Stmt(StmtKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
 };
@@ -207,7 +211,9 @@ struct Kernel {
   std::vector<std::unique_ptr<Var>> vars;
   Block body;
   int64_t smem_bytes = 0; ///< dynamic shared memory per block (plan_shared_memory)
-  LayoutTable layouts;    ///< every layout used by this kernel (assign_layouts)
+  int64_t scratch_bytes = 0; ///< at offset 0: reductions, conversions, scans (plan_shared_memory)
+  /// Every layout used by this kernel (assign_layouts). Mutable: looking up a layout interns it.
+  mutable LayoutTable layouts;
   int smem_limit = 48 * 1024;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);

@@ -44,6 +44,9 @@ std::string access_str(const Access& a) {
 
 } // namespace
 
+PrintContext::PrintContext(const Kernel& k) : saved_(g_kernel) { g_kernel = &k; }
+PrintContext::~PrintContext() { g_kernel = saved_; }
+
 std::string print_expr(const Expr& e) {
   switch (e.kind) {
   case ExprKind::Const: return const_str(e);

@@ -100,8 +100,8 @@ struct CudaDriverLoader {
     ok &= bind(lib, d->cuEventSynchronize, {"cuEventSynchronize"}, missing);
     // CUDA 12.8 added cuEventElapsedTime_v2 (cuda.h 13 maps to it); older drivers only have
     // the plain symbol, whose signature is the same.
-    ok &= bind(lib, d->cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
-               missing);
+    ok &=
+        bind(lib, d->cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
     ok &= bind(lib, d->cuEventDestroy, {"cuEventDestroy_v2"}, missing);
     if (!ok) {
       out.reason = str("libcuda.so.1 has no ", missing, " (NVIDIA driver too old for tilejit)");
@@ -141,9 +141,13 @@ struct CudaDriverLoader {
   }
 };
 
-bool CudaDriver::available() { return CudaDriverLoader::loaded().driver != nullptr; }
+bool CudaDriver::available() {
+  return CudaDriverLoader::loaded().driver != nullptr;
+}
 
-const std::string& CudaDriver::unavailable_reason() { return CudaDriverLoader::loaded().reason; }
+const std::string& CudaDriver::unavailable_reason() {
+  return CudaDriverLoader::loaded().reason;
+}
 
 CudaDriver& CudaDriver::get() {
   const LoadResult& r = CudaDriverLoader::loaded();
@@ -151,7 +155,9 @@ CudaDriver& CudaDriver::get() {
   return *r.driver;
 }
 
-void CudaDriver::require() { get(); }
+void CudaDriver::require() {
+  get();
+}
 
 std::string CudaDriver::error_name(cu::CUresult result) const {
   const char* name = nullptr;

@@ -104,7 +104,7 @@ private:
   std::string library_name_;
   int driver_version_ = 0;
   int device_count_ = 0;
-  std::mutex context_mutex_; // guards primary_contexts_
+  std::mutex context_mutex_;                    // guards primary_contexts_
   std::vector<cu::CUcontext> primary_contexts_; // retained once per device, never released
 };
 

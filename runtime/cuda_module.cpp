@@ -34,7 +34,9 @@ CudaModule CudaModule::load(std::string_view image, int device) {
   return m;
 }
 
-CudaModule::~CudaModule() { release(); }
+CudaModule::~CudaModule() {
+  release();
+}
 
 CudaModule::CudaModule(CudaModule&& other) noexcept
     : module_(std::exchange(other.module_, nullptr)), device_(other.device_) {}

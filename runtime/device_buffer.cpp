@@ -16,7 +16,9 @@ DeviceBuffer::DeviceBuffer(size_t bytes, int device) : size_(bytes), device_(dev
   d.check(d.cuMemAlloc(&ptr_, bytes), "cuMemAlloc");
 }
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)),

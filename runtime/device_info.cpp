@@ -15,8 +15,8 @@ std::string DeviceInfo::arch() const {
 DeviceInfo query_device(int ordinal) {
   CudaDriver& d = CudaDriver::get();
   if (ordinal < 0 || ordinal >= d.device_count())
-    throw Error(str("CUDA device ", ordinal, " does not exist: this machine has ",
-                    d.device_count(), " device", d.device_count() == 1 ? "" : "s"));
+    throw Error(str("CUDA device ", ordinal, " does not exist: this machine has ", d.device_count(),
+                    " device", d.device_count() == 1 ? "" : "s"));
   cu::CUdevice dev = 0;
   d.check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
 
@@ -41,8 +41,10 @@ DeviceInfo query_device(int ordinal) {
     return d.cuDeviceGetAttribute(&value, attribute, dev) == cu::CUDA_SUCCESS ? value : 0;
   };
   using namespace cu;
-  info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute(cc major)");
-  info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuDeviceGetAttribute(cc minor)");
+  info.cc_major =
+      attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute(cc major)");
+  info.cc_minor =
+      attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuDeviceGetAttribute(cc minor)");
   info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "cuDeviceGetAttribute(SM count)");
   info.smem_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                              "cuDeviceGetAttribute(shared memory per block)");

@@ -14,30 +14,48 @@ constexpr uint8_t kDLBoolCode = 6;
 
 const char* type_code_name(uint8_t code) {
   switch (code) {
-  case kDLInt: return "int";
-  case kDLUInt: return "uint";
-  case kDLFloat: return "float";
-  case kDLOpaqueHandle: return "opaque handle";
-  case kDLBfloat: return "bfloat";
-  case kDLComplex: return "complex";
-  case kDLBoolCode: return "bool";
+  case kDLInt:
+    return "int";
+  case kDLUInt:
+    return "uint";
+  case kDLFloat:
+    return "float";
+  case kDLOpaqueHandle:
+    return "opaque handle";
+  case kDLBfloat:
+    return "bfloat";
+  case kDLComplex:
+    return "complex";
+  case kDLBoolCode:
+    return "bool";
   }
   return "unknown type code";
 }
 
 const char* device_type_name(int type) {
   switch (type) {
-  case kDLCPU: return "kDLCPU";
-  case kDLCUDA: return "kDLCUDA";
-  case kDLCUDAHost: return "kDLCUDAHost";
-  case kDLOpenCL: return "kDLOpenCL";
-  case kDLVulkan: return "kDLVulkan";
-  case kDLMetal: return "kDLMetal";
-  case kDLVPI: return "kDLVPI";
-  case kDLROCM: return "kDLROCM";
-  case kDLROCMHost: return "kDLROCMHost";
-  case kDLExtDev: return "kDLExtDev";
-  case kDLCUDAManaged: return "kDLCUDAManaged";
+  case kDLCPU:
+    return "kDLCPU";
+  case kDLCUDA:
+    return "kDLCUDA";
+  case kDLCUDAHost:
+    return "kDLCUDAHost";
+  case kDLOpenCL:
+    return "kDLOpenCL";
+  case kDLVulkan:
+    return "kDLVulkan";
+  case kDLMetal:
+    return "kDLMetal";
+  case kDLVPI:
+    return "kDLVPI";
+  case kDLROCM:
+    return "kDLROCM";
+  case kDLROCMHost:
+    return "kDLROCMHost";
+  case kDLExtDev:
+    return "kDLExtDev";
+  case kDLCUDAManaged:
+    return "kDLCUDAManaged";
   }
   return "unknown device type";
 }
@@ -47,25 +65,36 @@ DLDataType to_dl_dtype(DType t) {
     return DLDataType{code, static_cast<uint8_t>(bits), 1};
   };
   switch (t) {
-  case DType::Bool: return make(kDLBoolCode, 8);
-  case DType::I8: return make(kDLInt, 8);
-  case DType::U8: return make(kDLUInt, 8);
-  case DType::I16: return make(kDLInt, 16);
-  case DType::I32: return make(kDLInt, 32);
-  case DType::U32: return make(kDLUInt, 32);
-  case DType::I64: return make(kDLInt, 64);
-  case DType::F16: return make(kDLFloat, 16);
-  case DType::BF16: return make(kDLBfloat, 16);
-  case DType::F32: return make(kDLFloat, 32);
-  case DType::F64: return make(kDLFloat, 64);
+  case DType::Bool:
+    return make(kDLBoolCode, 8);
+  case DType::I8:
+    return make(kDLInt, 8);
+  case DType::U8:
+    return make(kDLUInt, 8);
+  case DType::I16:
+    return make(kDLInt, 16);
+  case DType::I32:
+    return make(kDLInt, 32);
+  case DType::U32:
+    return make(kDLUInt, 32);
+  case DType::I64:
+    return make(kDLInt, 64);
+  case DType::F16:
+    return make(kDLFloat, 16);
+  case DType::BF16:
+    return make(kDLBfloat, 16);
+  case DType::F32:
+    return make(kDLFloat, 32);
+  case DType::F64:
+    return make(kDLFloat, 64);
   }
   TJ_ICHECK(false, "DType ", static_cast<int>(t), " has no DLPack code");
   return {};
 }
 
 DType from_dl_dtype(DLDataType t) {
-  for (DType d : {DType::Bool, DType::I8, DType::U8, DType::I16, DType::I32, DType::U32,
-                  DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64}) {
+  for (DType d : {DType::Bool, DType::I8, DType::U8, DType::I16, DType::I32, DType::U32, DType::I64,
+                  DType::F16, DType::BF16, DType::F32, DType::F64}) {
     DLDataType candidate = to_dl_dtype(d);
     if (candidate.code == t.code && candidate.bits == t.bits && t.lanes == 1) return d;
   }
@@ -108,7 +137,8 @@ Tensor from_dlpack(const DLTensor& t) {
   out.shape.assign(t.shape, t.shape + t.ndim);
   for (int i = 0; i < t.ndim; ++i)
     if (out.shape[size_t(i)] < 0)
-      throw Error(str("DLPack tensor has negative size ", out.shape[size_t(i)], " in dimension ", i));
+      throw Error(
+          str("DLPack tensor has negative size ", out.shape[size_t(i)], " in dimension ", i));
   if (t.strides) {
     out.strides.assign(t.strides, t.strides + t.ndim);
   } else {

@@ -149,8 +149,7 @@ std::optional<std::string> ModuleCache::read_disk(const std::string& key) {
     return std::nullopt;
   }
   auto corrupt = [&](const std::string& why) -> std::optional<std::string> {
-    note(str("module cache: ignoring corrupt entry '", path, "' (", why,
-             "); it will be replaced"));
+    note(str("module cache: ignoring corrupt entry '", path, "' (", why, "); it will be replaced"));
     return std::nullopt;
   };
   size_t eol = file.find('\n');
@@ -175,8 +174,8 @@ void ModuleCache::put(const std::string& key, std::string_view module) {
     write_disk = disk_on_;
   }
   if (!write_disk) return;
-  std::string contents = str(kMagic, " ", kFormat, " ", key, " ", module.size(), " ",
-                             sha256_hex(module), "\n");
+  std::string contents =
+      str(kMagic, " ", kFormat, " ", key, " ", module.size(), " ", sha256_hex(module), "\n");
   contents += module;
   try {
     std::lock_guard<std::mutex> lock(disk_write_mutex());

@@ -64,7 +64,8 @@ struct NvrtcLoader {
     return out;
   }
 
-  template <typename Fn> static void bind(void* lib, Fn& slot, const char* name, std::string& missing) {
+  template <typename Fn>
+  static void bind(void* lib, Fn& slot, const char* name, std::string& missing) {
     if (void* sym = dlsym(lib, name))
       slot = reinterpret_cast<Fn>(sym);
     else if (missing.empty())
@@ -130,9 +131,13 @@ struct NvrtcLoader {
 
 Nvrtc::~Nvrtc() = default;
 
-bool Nvrtc::available() { return NvrtcLoader::loaded().nvrtc != nullptr; }
+bool Nvrtc::available() {
+  return NvrtcLoader::loaded().nvrtc != nullptr;
+}
 
-const std::string& Nvrtc::unavailable_reason() { return NvrtcLoader::loaded().reason; }
+const std::string& Nvrtc::unavailable_reason() {
+  return NvrtcLoader::loaded().reason;
+}
 
 const Nvrtc& Nvrtc::get() {
   const NvrtcLoader::Result& r = NvrtcLoader::loaded();
@@ -140,7 +145,9 @@ const Nvrtc& Nvrtc::get() {
   return *r.nvrtc;
 }
 
-std::string Nvrtc::version() const { return str(major_, ".", minor_); }
+std::string Nvrtc::version() const {
+  return str(major_, ".", minor_);
+}
 
 std::vector<std::string> Nvrtc::supported_archs() const {
   int count = 0;
@@ -194,9 +201,15 @@ bool Nvrtc::compile_once(const NvrtcRequest& req, const std::string& gpu_arch, b
 
   std::vector<std::string> options = req.options;
   options.push_back("--gpu-architecture=" + gpu_arch);
-  // NVRTC 13 accepts both --ptxas-options=-v and -Xptxas -v; the single-token form cannot be
-  // split apart by option lists that get reordered or deduplicated.
-  if (ptxas_report) options.push_back("--ptxas-options=-v");
+  if (ptxas_report) {
+    // NVRTC 13 accepts both --ptxas-options=-v and -Xptxas -v; the single-token form cannot be
+    // split apart by option lists that get reordered or deduplicated.
+    options.push_back("--ptxas-options=-v");
+    // Where a driver is installed, NVRTC 13 answers a repeated compile from the CUDA compute
+    // cache without running ptxas, and the report is then silently missing. tilejit's own
+    // ModuleCache already skips repeated compiles, so bypassing NVRTC's costs little.
+    if (major_ >= 13) options.push_back("--no-cache");
+  }
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
   nvrtcResult compiled =
@@ -215,8 +228,8 @@ bool Nvrtc::compile_once(const NvrtcRequest& req, const std::string& gpu_arch, b
     // internal failure may leave the log empty, so name the result.
     if (compiled != NVRTC_ERROR_COMPILATION || out.log.empty()) {
       if (!out.log.empty() && out.log.back() != '\n') out.log += '\n';
-      out.log += str("nvrtcCompileProgram failed: ", a.name(compiled), " (options: ",
-                     join(options, " "), ")\n");
+      out.log += str("nvrtcCompileProgram failed: ", a.name(compiled),
+                     " (options: ", join(options, " "), ")\n");
     }
     return false;
   }

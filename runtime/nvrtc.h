@@ -20,7 +20,8 @@ struct NvrtcRequest {
   bool want_cubin = true;
   bool want_ptx = true;
   /// Adds ptxas -v so `log` carries the "Used N registers ... spill stores" report that
-  /// parse_ptxas_report() reads.
+  /// parse_ptxas_report() reads (with a real target only: a compute_XX compile runs no ptxas).
+  /// Also turns NVRTC 13's own compile cache off, which would otherwise drop the report.
   bool resource_report = true;
   /// C++ names of __global__ functions whose mangled names are wanted ("gemm<128, 64>").
   std::vector<std::string> name_expressions;

@@ -158,7 +158,7 @@ struct Symbol {
 std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
                                                   const std::string& kernel_name) {
   Reader r{cubin};
-  if (cubin.size() < 64 || cubin.compare(0, 4, "\x7f" "ELF") != 0) return std::nullopt;
+  if (cubin.size() < 64 || cubin.compare(0, 4, "\177ELF") != 0) return std::nullopt;
   if (cubin[4] != 2 || cubin[5] != 1) return std::nullopt; // ELFCLASS64, little-endian
   if (r.get<uint16_t>(0x12) != kEmCuda) return std::nullopt;
   uint64_t shoff = r.get<uint64_t>(0x28);
@@ -170,8 +170,10 @@ std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
   std::vector<Section> sections(shnum);
   for (uint16_t i = 0; i < shnum; ++i) {
     uint64_t h = shoff + uint64_t(i) * shentsize;
-    sections[i] = {{}, r.get<uint32_t>(h + 4), r.get<uint64_t>(h + 24), r.get<uint64_t>(h + 32),
-                   r.get<uint32_t>(h + 40)};
+    sections[i].type = r.get<uint32_t>(h + 4);
+    sections[i].offset = r.get<uint64_t>(h + 24);
+    sections[i].size = r.get<uint64_t>(h + 32);
+    sections[i].link = r.get<uint32_t>(h + 40);
   }
   if (r.bad) return std::nullopt;
   const Section& shstr = sections[shstrndx];
@@ -209,7 +211,8 @@ std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
   uint64_t reserved_smem = 0;
   bool has_reserved_smem = false;
   for (size_t i = 0; i < symbols.size(); ++i) {
-    if (symbols[i].name == kernel_name && symbols[i].type == 2 /* STT_FUNC */) kernel_sym = int64_t(i);
+    if (symbols[i].name == kernel_name && symbols[i].type == 2 /* STT_FUNC */)
+      kernel_sym = int64_t(i);
     if (symbols[i].name == ".nv.reservedSmem.offset0") has_reserved_smem = true;
     if (symbols[i].name == ".nv.reservedSmem.cap") reserved_smem = symbols[i].value;
   }

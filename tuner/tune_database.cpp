@@ -45,8 +45,7 @@ std::string new_trial_id(const std::string& host) {
   static std::atomic<uint64_t> counter{0};
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   auto now = std::chrono::high_resolution_clock::now().time_since_epoch().count();
-  return sha256_hex(str(host, '/', ::getpid(), '/', now, '/', counter++, '/', rng()))
-      .substr(0, 32);
+  return sha256_hex(str(host, '/', ::getpid(), '/', now, '/', counter++, '/', rng())).substr(0, 32);
 }
 
 double shape_distance(const std::map<std::string, int64_t>& a,
@@ -227,8 +226,7 @@ TrialRecord TuneDatabase::record_trial(const TuneKey& key, const TuneConfig& con
   std::string key_hash = key.hash();
   write_transaction([&] {
     tune_rows::insert_key(*db_, key, key_hash, trial.created_at_ms);
-    TJ_ICHECK(tune_rows::insert_trial(*db_, key_hash, trial), "trial id ", trial.id,
-              " is fresh");
+    TJ_ICHECK(tune_rows::insert_trial(*db_, key_hash, trial), "trial id ", trial.id, " is fresh");
   });
   return trial;
 }
@@ -239,7 +237,8 @@ std::vector<TrialRecord> TuneDatabase::trials_for(const TuneKey& key) {
 
 std::vector<TrialRecord> TuneDatabase::trials_for_hash(const std::string& key_hash) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sqlite::Statement stmt(*db_, str("SELECT ", tune_rows::kTrialColumns, " FROM trials t WHERE "
+  sqlite::Statement stmt(*db_, str("SELECT ", tune_rows::kTrialColumns,
+                                   " FROM trials t WHERE "
                                    "t.key_hash = ?1 ORDER BY t.created_at, t.rowid"));
   stmt.bind(1, key_hash);
   std::vector<TrialRecord> trials;
@@ -247,10 +246,10 @@ std::vector<TrialRecord> TuneDatabase::trials_for_hash(const std::string& key_ha
   return trials;
 }
 
-std::optional<TrialRecord> TuneDatabase::find_trial(const TuneKey& key,
-                                                    const TuneConfig& config) {
+std::optional<TrialRecord> TuneDatabase::find_trial(const TuneKey& key, const TuneConfig& config) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sqlite::Statement stmt(*db_, str("SELECT ", tune_rows::kTrialColumns, " FROM trials t WHERE "
+  sqlite::Statement stmt(*db_, str("SELECT ", tune_rows::kTrialColumns,
+                                   " FROM trials t WHERE "
                                    "t.key_hash = ?1 AND t.config = ?2 "
                                    "ORDER BY t.created_at DESC, t.rowid DESC LIMIT 1"));
   stmt.bind(1, key.hash()).bind(2, config_to_string(config));
@@ -380,7 +379,9 @@ std::vector<KeySummary> TuneDatabase::summaries(const std::string& where,
   return out;
 }
 
-std::vector<KeySummary> TuneDatabase::list() { return summaries("1", ""); }
+std::vector<KeySummary> TuneDatabase::list() {
+  return summaries("1", "");
+}
 
 std::vector<KeySummary> TuneDatabase::keys_matching(const std::string& text) {
   if (text.empty()) return {};

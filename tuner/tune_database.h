@@ -1,6 +1,7 @@
 // The tuning database: one SQLite file holding every trial, the winner per TuneKey, and
 // compiled binaries, shared safely by concurrent `tilejit tune` processes and the runtime.
-// Schema, safety rules and the export format are described in tuner/README.md.
+// The tables are in tune_database_schema.cpp; the export file format is described at
+// export_to() below.
 #pragma once
 
 #include "tuner/tune_key.h"
@@ -129,8 +130,7 @@ public:
 
   // --- trials -------------------------------------------------------------------------------
   /// Stores one trial (a config may be tried again: every trial is kept).
-  TrialRecord record_trial(const TuneKey& key, const TuneConfig& config,
-                           const TrialResult& result);
+  TrialRecord record_trial(const TuneKey& key, const TuneConfig& config, const TrialResult& result);
   /// Every trial of `key`, oldest first.
   std::vector<TrialRecord> trials_for(const TuneKey& key);
   /// Every trial of the key with this hash, oldest first.
@@ -167,7 +167,18 @@ public:
   std::vector<KeySummary> keys_matching(const std::string& text);
   /// Deletes everything (kernel empty) or one kernel's keys, trials, winners and binaries.
   ClearSummary clear(const std::string& kernel = "");
-  /// Writes a JSON export file (see tuner/README.md) atomically.
+  /// Writes a JSON export file atomically. Format (version 1), chosen over an SQLite file so
+  /// that it can be read, diffed and merged by anything:
+  ///   {"format": "tilejit-tuning-export", "format_version": 1, "tilejit_version": "0.1.0",
+  ///    "exported_at_ms": N, "exported_from": "host:path",
+  ///    "keys": [{"key_hash": "<TuneKey::hash()>",
+  ///              "key": {every TuneKey field by name; generics/shape/dtypes as objects},
+  ///              "winner": null | {"config": "BN=32,S=16", "median_ms": x|null,
+  ///                                "pinned": bool, "updated_at_ms": N},
+  ///              "trials": [{"id", "config", "status", "median_ms", "spread_ms", "error",
+  ///                          "created_at_ms", "host"}]}],
+  ///    "binaries": [{"cache_key", "arch", "kernel", "created_at_ms", "data_base64"}]}
+  /// Times are Unix milliseconds; medians are written with full double precision.
   ExportSummary export_to(const std::string& file, const ExportOptions& options = {});
   /// Merges an export file in one transaction: all trials are kept (deduplicated by id),
   /// a local pinned winner is never replaced, otherwise the pinned or faster winner wins.

@@ -1,5 +1,5 @@
 // Export to and import from the portable JSON file that lets a fleet tune once.
-// Format "tilejit-tuning-export" version 1 is described in tuner/README.md.
+// Format "tilejit-tuning-export" version 1 is described at TuneDatabase::export_to.
 #include "tuner/tune_database.h"
 
 #include "support/error.h"
@@ -203,7 +203,8 @@ ExportSummary TuneDatabase::export_to(const std::string& file, const ExportOptio
                                                " FROM trials t WHERE t.key_hash = ?1 "
                                                "ORDER BY t.created_at, t.rowid"));
         trial_rows.bind(1, key_hash);
-        while (trial_rows.step()) trials.push_back(trial_json(tune_rows::read_trial(trial_rows, 0, path_)));
+        while (trial_rows.step())
+          trials.push_back(trial_json(tune_rows::read_trial(trial_rows, 0, path_)));
         summary.trials += static_cast<int64_t>(trials.size());
         entry["trials"] = std::move(trials);
         keys.push_back(std::move(entry));
@@ -247,8 +248,8 @@ ImportSummary TuneDatabase::import_from(const std::string& file) {
     throw Error(str("'", file, "' is not a tilejit export file: ", e.what()));
   }
   if (!document.is_object() || document.value("format", std::string()) != kFormat) {
-    throw Error(str("'", file, "' is not a tilejit export file: its \"format\" is not \"",
-                    kFormat, "\""));
+    throw Error(
+        str("'", file, "' is not a tilejit export file: its \"format\" is not \"", kFormat, "\""));
   }
   int version = document.value("format_version", 0);
   if (version > kFormatVersion) {

@@ -124,8 +124,8 @@ bool insert_trial(sqlite::Connection& db, const std::string& key_hash, const Tri
 }
 
 std::optional<Winner> find_winner(sqlite::Connection& db, const std::string& key_hash) {
-  sqlite::Statement stmt(
-      db, str("SELECT ", kWinnerColumns, " FROM winners w WHERE w.key_hash = ?1"));
+  sqlite::Statement stmt(db,
+                         str("SELECT ", kWinnerColumns, " FROM winners w WHERE w.key_hash = ?1"));
   stmt.bind(1, key_hash);
   if (!stmt.step()) return std::nullopt;
   return read_winner(stmt, 0, db.path());

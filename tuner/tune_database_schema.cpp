@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <vector>
 
 #ifndef TILEJIT_VERSION_STRING
@@ -176,16 +178,45 @@ FileState check_state(sqlite::Connection& db) {
   }
   int64_t objects = db.query_int("SELECT count(*) FROM sqlite_master");
   if (app_id == 0 && objects == 0) return FileState::empty;
-  not_ours(path, str("it is an SQLite database of another application (application_id ",
-                     hex32(app_id), ", tables: ", tables.empty() ? "none" : join(tables, ", "),
-                     ")"));
+  not_ours(path,
+           str("it is an SQLite database of another application (application_id ", hex32(app_id),
+               ", tables: ", tables.empty() ? "none" : join(tables, ", "), ")"));
 }
 
-FileState check_existing_file(const std::string& path, int busy_timeout_ms) {
-  check_header(path);
+namespace {
+
+// What a concurrent writer would change: the main file's identity, size and mtime, and
+// whether a write-ahead log with content sits beside it.
+struct FileStamp {
+  bool exists = false;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  bool has_wal = false;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stamp(const std::string& path) {
+  FileStamp result;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    result.exists = true;
+    result.inode = st.st_ino;
+    result.size = st.st_size;
+    result.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  struct stat wal {};
+  result.has_wal = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  return result;
+}
+
+// The SQL-level checks through a read-only connection. `main_file_only` reads the main file
+// without locks or a WAL (SQLite's immutable mode), which creates no -wal/-shm files.
+FileState validate(const std::string& path, int busy_timeout_ms, bool main_file_only) {
   try {
-    // Read-only, and no checkpoint on close: inspecting a file must never write to it.
-    sqlite::Connection db(path, SQLITE_OPEN_READONLY, /*no_checkpoint_on_close=*/true);
+    std::string uri = main_file_only ? sqlite::file_uri(path, "mode=ro&immutable=1") : "";
+    // No checkpoint on close: inspecting a file must never write to it.
+    sqlite::Connection db(path, SQLITE_OPEN_READONLY, /*no_checkpoint_on_close=*/true, uri);
     db.set_busy_timeout(busy_timeout_ms);
     FileState state = check_state(db);
     if (state == FileState::current) {
@@ -209,6 +240,32 @@ FileState check_existing_file(const std::string& path, int busy_timeout_ms) {
     }
     not_ours(path, e.detail());
   }
+}
+
+} // namespace
+
+FileState check_existing_file(const std::string& path, int busy_timeout_ms) {
+  check_header(path);
+  // An ordinary read-only connection to a WAL-mode file creates -wal and -shm files beside
+  // it, which we must not do to a file that may not be ours. Reading the main file alone is
+  // sound when it holds the whole database (no WAL with content) and did not change while we
+  // read it; otherwise a concurrent tilejit is at work and the locked, ordinary way is used.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    FileStamp before = stamp(path);
+    if (before.has_wal) break;
+    std::exception_ptr failure;
+    FileState state = FileState::empty;
+    try {
+      state = validate(path, busy_timeout_ms, /*main_file_only=*/true);
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
+    if (stamp(path) == before) {
+      if (failure) std::rethrow_exception(failure);
+      return state;
+    }
+  }
+  return validate(path, busy_timeout_ms, /*main_file_only=*/false);
 }
 
 void create_schema(sqlite::Connection& db) {

@@ -3,15 +3,36 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+
 namespace tilejit::sqlite {
 
 bool SqliteError::busy() const {
   return (code_ & 0xff) == SQLITE_BUSY || (code_ & 0xff) == SQLITE_LOCKED;
 }
 
-Connection::Connection(const std::string& path, int flags, bool no_checkpoint_on_close)
+std::string file_uri(const std::string& path, const std::string& query) {
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '/' || c == '.' || c == '-' || c == '_' || c == '~';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return query.empty() ? out : out + "?" + query;
+}
+
+Connection::Connection(const std::string& path, int flags, bool no_checkpoint_on_close,
+                       const std::string& uri)
     : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (!uri.empty()) flags |= SQLITE_OPEN_URI;
+  const std::string& name = uri.empty() ? path : uri;
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
@@ -57,7 +78,9 @@ std::string Connection::query_text(std::string_view sql) {
   return stmt.text(0);
 }
 
-void Connection::set_busy_timeout(int milliseconds) { sqlite3_busy_timeout(db_, milliseconds); }
+void Connection::set_busy_timeout(int milliseconds) {
+  sqlite3_busy_timeout(db_, milliseconds);
+}
 
 Statement::Statement(Connection& db, std::string_view sql) : db_(db), sql_(sql) {
   int rc = sqlite3_prepare_v2(db_.handle(), sql_.c_str(), static_cast<int>(sql_.size()), &stmt_,
@@ -65,11 +88,13 @@ Statement::Statement(Connection& db, std::string_view sql) : db_(db), sql_(sql) 
   if (rc != SQLITE_OK) db_.fail(rc, str("preparing \"", sql_, "\""));
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
 
 Statement& Statement::bind(int index, std::string_view text) {
-  int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
-                             SQLITE_TRANSIENT);
+  int rc =
+      sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK) db_.fail(rc, str("binding parameter ", index, " of \"", sql_, "\""));
   return *this;
 }
@@ -114,7 +139,9 @@ void Statement::run() {
   }
 }
 
-int64_t Statement::changes() const { return sqlite3_changes64(db_.handle()); }
+int64_t Statement::changes() const {
+  return sqlite3_changes64(db_.handle());
+}
 
 bool Statement::is_null(int column) const {
   return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
@@ -127,7 +154,9 @@ std::string Statement::text(int column) const {
               : std::string();
 }
 
-int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+int64_t Statement::int64(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
 
 std::optional<double> Statement::optional_double(int column) const {
   if (is_null(column)) return std::nullopt;

@@ -35,8 +35,10 @@ private:
 class Connection {
 public:
   /// Opens `path` with SQLite open flags; `no_checkpoint_on_close` keeps closing from writing
-  /// to the file (used when inspecting a file that may not be ours).
-  Connection(const std::string& path, int flags, bool no_checkpoint_on_close = false);
+  /// to the file (used when inspecting a file that may not be ours). A non-empty `uri`
+  /// ("file:...?mode=ro") is opened instead, with messages still naming `path`.
+  Connection(const std::string& path, int flags, bool no_checkpoint_on_close = false,
+             const std::string& uri = "");
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -56,6 +58,9 @@ private:
   sqlite3* db_ = nullptr;
   std::string path_;
 };
+
+/// "file:PATH?QUERY" with PATH percent-encoded as SQLite's URI rules require.
+std::string file_uri(const std::string& path, const std::string& query);
 
 /// A prepared statement; bind parameters by 1-based index, then step() through rows.
 class Statement {

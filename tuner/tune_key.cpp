@@ -87,11 +87,17 @@ bool is_name(std::string_view name) {
 
 } // namespace
 
-std::string TuneKey::canonical() const { return canonical_text(*this, true); }
+std::string TuneKey::canonical() const {
+  return canonical_text(*this, true);
+}
 
-std::string TuneKey::hash() const { return sha256_hex(canonical()); }
+std::string TuneKey::hash() const {
+  return sha256_hex(canonical());
+}
 
-std::string TuneKey::shapeless_hash() const { return sha256_hex(canonical_text(*this, false)); }
+std::string TuneKey::shapeless_hash() const {
+  return sha256_hex(canonical_text(*this, false));
+}
 
 std::string config_to_string(const TuneConfig& config) {
   std::string out;

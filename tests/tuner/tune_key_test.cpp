@@ -12,8 +12,8 @@
 namespace tilejit {
 namespace {
 
-using testing::key_field_changes;
-using testing::sample_key;
+using tune_test::key_field_changes;
+using tune_test::sample_key;
 
 TEST(TuneKey, CanonicalNamesEveryFieldInAFixedForm) {
   // Golden text: if this changes, every stored hash changes and all tuning is lost.
@@ -47,7 +47,7 @@ TEST(TuneKey, EveryFieldChangesTheHash) {
     change(changed);
     EXPECT_NE(changed.hash(), base.hash()) << name;
     hashes.insert(changed.hash());
-    if (testing::is_shape_change(name)) {
+    if (tune_test::is_shape_change(name)) {
       EXPECT_EQ(changed.shapeless_hash(), base.shapeless_hash()) << name;
     } else {
       EXPECT_NE(changed.shapeless_hash(), base.shapeless_hash()) << name;
@@ -87,7 +87,8 @@ TEST(TuneConfig, BadTextIsNamed) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("BN=32,S").find("'S' is not NAME=VALUE"), std::string::npos) << message("BN=32,S");
+  EXPECT_NE(message("BN=32,S").find("'S' is not NAME=VALUE"), std::string::npos)
+      << message("BN=32,S");
   EXPECT_NE(message("BN=3x").find("value '3x' of BN"), std::string::npos);
   EXPECT_NE(message("BN=").find("value '' of BN"), std::string::npos);
   EXPECT_NE(message("9N=1").find("'9N' is not a tunable name"), std::string::npos);

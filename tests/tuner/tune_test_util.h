@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace tilejit::testing {
+namespace tilejit::tune_test {
 
 /// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
@@ -77,7 +77,8 @@ inline std::vector<std::pair<std::string, std::function<void(TuneKey&)>>> key_fi
       {"generics removed", [](TuneKey& k) { k.generics.erase("G"); }},
       {"shape size", [](TuneKey& k) { k.shape["B"] += 1; }},
       {"shape added", [](TuneKey& k) { k.shape["S"] = 1; }},
-      {"shape renamed", [](TuneKey& k) {
+      {"shape renamed",
+       [](TuneKey& k) {
          k.shape["B2"] = k.shape["B"];
          k.shape.erase("B");
        }},
@@ -104,4 +105,4 @@ inline std::string file_bytes(const std::string& path) {
   return tilejit::read_file(path);
 }
 
-} // namespace tilejit::testing
+} // namespace tilejit::tune_test

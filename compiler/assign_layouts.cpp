@@ -1,0 +1,473 @@
+#include "compiler/assign_layouts.h"
+
+#include "compiler/ir_printer.h"
+#include "dsl/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tilejit {
+
+using ir::ExprKind;
+using ir::ExprPtr;
+using ir::Layout;
+using ir::LayoutKind;
+using ir::Space;
+
+bool is_shared_operand(const ir::Expr& e) {
+  if (e.kind == ExprKind::Trans) return is_shared_operand(*e.a);
+  if (e.kind == ExprKind::VarRef) return e.var->type.space == Space::Shared;
+  if (e.kind == ExprKind::SharedSlice) return true;
+  return false;
+}
+
+namespace {
+
+bool is_elementwise(ExprKind k) {
+  return k == ExprKind::Unary || k == ExprKind::Binary || k == ExprKind::Select || k == ExprKind::Math ||
+         k == ExprKind::Cast;
+}
+
+int priority(const Layout* l) {
+  if (!l) return 0;
+  switch (l->kind) {
+  case LayoutKind::MmaAcc: return 3;
+  case LayoutKind::Slice: return 2;
+  case LayoutKind::Blocked: return 1;
+  }
+  return 0;
+}
+
+const ir::Expr* strip_casts(const ir::Expr* e) {
+  while (e->kind == ExprKind::Cast) e = e->a.get();
+  return e;
+}
+
+class LayoutAssignment {
+public:
+  explicit LayoutAssignment(ir::Kernel& k) : k_(k), table_(k.layouts), warps_(k.threads / 32) {}
+
+  void run() {
+    plan_register_operands();
+    // Variables take layouts from what is assigned to them; repeat until nothing changes
+    // (an accumulator's layout can depend on another variable's).
+    for (int round = 0; round < 6; ++round) {
+      bool changed = false;
+      ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+            s.var->type.space == Space::Frag) {
+          const Layout* l = natural(*s.value);
+          const Layout*& cur = var_layout_[s.var];
+          if (l && l->shape == s.var->type.shape && priority(l) > priority(cur)) {
+            cur = l;
+            changed = true;
+          }
+        }
+      });
+      if (!changed) break;
+    }
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if (s.kind == ir::StmtKind::Decl && s.var->type.space == Space::Frag && !var_layout_[s.var])
+        var_layout_[s.var] = default_for(*s.value, s.var->type);
+    });
+    for (auto& [v, l] : var_layout_) v->layout = l;
+    rewrite_block(k_.body);
+    sink_.check();
+  }
+
+private:
+  // ---- which dots take their A operand from registers -------------------------------------
+  /// A dot whose A operand is computed in registers (attention's P @ V) can use it in place
+  /// when its warps split only M; then the dots producing that operand (S = Q @ K^T) must use
+  /// the same warp split. Otherwise the operand is staged through shared memory.
+  void plan_register_operands() {
+    std::vector<ir::Expr*> dots;
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      ir::for_each_expr_root(s, [&](ExprPtr& root) {
+        ir::for_each_node(*root, [&](ir::Expr& e) {
+          if (e.kind == ExprKind::Dot) dots.push_back(&e);
+        });
+      });
+    });
+    std::set<ir::Var*> feeding;
+    for (ir::Expr* d : dots) {
+      if (is_shared_operand(*d->a)) continue;
+      int64_t m16 = (d->type.shape[0] + 15) / 16 * 16;
+      if (m16 < 16 * warps_) continue;
+      register_a_.insert(d);
+      ir::for_each_node(*d->a, [&](ir::Expr& e) {
+        if (e.kind == ExprKind::VarRef) feeding.insert(e.var);
+      });
+    }
+    // Variables whose values flow into a register operand, transitively.
+    for (bool grew = true; grew;) {
+      grew = false;
+      ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && feeding.count(s.var))
+          ir::for_each_node(*s.value, [&](ir::Expr& e) {
+            if (e.kind == ExprKind::VarRef && e.var->type.space == Space::Frag && feeding.insert(e.var).second)
+              grew = true;
+          });
+      });
+    }
+    for (const ir::Expr* d : register_a_) ir::for_each_node(*const_cast<ir::Expr*>(d)->a, [&](ir::Expr& e) {
+        if (e.kind == ExprKind::Dot) warps_m_only_.insert(&e);
+      });
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && feeding.count(s.var))
+        ir::for_each_node(*s.value, [&](ir::Expr& e) {
+          if (e.kind == ExprKind::Dot) warps_m_only_.insert(&e);
+        });
+    });
+    for (const ir::Expr* d : register_a_) warps_m_only_.insert(d);
+  }
+
+  const Layout* mma_layout(const ir::Expr& dot) {
+    int64_t m = dot.type.shape[0], n = dot.type.shape[1];
+    int m_tiles = static_cast<int>((m + 15) / 16);
+    if (warps_m_only_.count(&dot) && m_tiles >= warps_) return table_.mma_acc(m, n, warps_, 1, k_.threads);
+    // Balance ldmatrix traffic: per 16-deep step a warp loads MT A fragments and NTL/2 B pairs.
+    int best_wm = 1;
+    double best_cost = 1e30;
+    for (int wm = 1; wm <= warps_; wm *= 2) {
+      int wn = warps_ / wm;
+      int64_t pm = (m + 16 * wm - 1) / (16 * wm) * (16 * wm);
+      int64_t pn = (n + 8 * wn - 1) / (8 * wn) * (8 * wn);
+      double mt = double(pm) / (16 * wm), ntl = double(pn) / (8 * wn);
+      double waste = double(pm * pn) / double(m * n); // padded work
+      double cost = (mt + std::ceil(ntl / 2)) * waste;
+      if (cost < best_cost - 1e-9) best_cost = cost, best_wm = wm;
+    }
+    return table_.mma_acc(m, n, best_wm, warps_ / best_wm, k_.threads);
+  }
+
+  // ---- natural layouts ------------------------------------------------------------------
+  /// The layout an expression has by itself, or nullptr when it can take any (free).
+  const Layout* natural(const ir::Expr& e) {
+    if (e.type.is_scalar()) return nullptr;
+    switch (e.kind) {
+    case ExprKind::VarRef:
+      if (e.var->type.space == Space::Frag) {
+        auto it = var_layout_.find(e.var);
+        return it == var_layout_.end() ? nullptr : it->second;
+      }
+      return nullptr;
+    case ExprKind::Dot: return mma_layout(e);
+    case ExprKind::Reduce:
+      if (e.axis < 0 || e.a->type.rank() != 2) return nullptr;
+      return table_.slice(natural_or_default(*e.a), e.axis);
+    case ExprKind::Scan: return natural_or_default(*e.a);
+    case ExprKind::Convert: return e.type.space == Space::Frag ? e.layout : nullptr;
+    case ExprKind::Expand: {
+      const Layout* x = natural(*e.a);
+      if (x && x->kind == LayoutKind::Slice && e.axes.size() == 1 && e.type.rank() == 2 &&
+          x->slice_axis == e.axes[0])
+        return x->parent;
+      return nullptr;
+    }
+    default: break;
+    }
+    if (is_elementwise(e.kind)) {
+      const Layout* best = nullptr;
+      for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()}) {
+        if (!op || op->type.is_scalar()) continue;
+        const Layout* l = natural(*op);
+        if (l && l->shape == e.type.shape && priority(l) > priority(best)) best = l;
+      }
+      return best;
+    }
+    return nullptr; // Load, Iota, shared reads, SharedSlice: free
+  }
+
+  const Layout* natural_or_default(const ir::Expr& e) {
+    const Layout* l = natural(e);
+    return l ? l : default_for(e, e.type);
+  }
+
+  /// Blocked, with vectors sized for the narrowest tensor the expression loads, so global
+  /// accesses are 16 bytes wide.
+  const Layout* default_for(const ir::Expr& e, const ir::Type& t) {
+    int bytes = dtype_size(t.dtype);
+    ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) {
+      if (n.kind == ExprKind::Load && n.type.rank() == t.rank()) bytes = std::min(bytes, dtype_size(n.type.dtype));
+    });
+    return table_.default_blocked(t.shape, bytes, k_.threads);
+  }
+
+  // ---- placing expressions in layouts ------------------------------------------------------
+  ExprPtr convert(ExprPtr e, const Layout* to) {
+    auto c = std::make_unique<ir::Expr>(ExprKind::Convert, e->loc);
+    c->type = e->type;
+    c->type.space = Space::Frag;
+    c->layout = to;
+    c->a = std::move(e);
+    return c;
+  }
+
+  /// Stages a frag value in a shared tile (a dot operand that cannot come from registers).
+  ExprPtr stage_in_shared(ExprPtr e) {
+    place(e, natural_or_default(*e));
+    auto c = std::make_unique<ir::Expr>(ExprKind::Convert, e->loc);
+    c->type = e->type;
+    c->type.space = Space::Shared;
+    c->var = k_.new_var(str("staged_", k_.vars.size()), c->type, e->loc);
+    c->a = std::move(e);
+    return c;
+  }
+
+  /// Gives `e` the layout `l` of the loop it is evaluated in. `e` may be broadcast into it:
+  /// lower rank (leading axes added) or unit axes from x[:, None].
+  void place(ExprPtr& e, const Layout* l) {
+    if (e->type.is_scalar()) {
+      place_scalar(*e);
+      return;
+    }
+    // Broadcast into a 2-D loop: a rank-1 value along one axis lives in the Slice layout.
+    if (l->rank() == 2 && e->type.rank() == 1) {
+      place(e, table_.slice(l, 0)); // implicit leading axis: values run along columns
+      return;
+    }
+    if (e->kind == ExprKind::Expand && l->rank() == 2 && e->a->type.rank() == 1) {
+      int new_axis = e->axes.size() == 1 ? e->axes[0] : 0;
+      e->layout = l;
+      place(e->a, table_.slice(l, new_axis));
+      return;
+    }
+    if (e->kind == ExprKind::Expand) {
+      e->layout = l;
+      place(e->a, l);
+      return;
+    }
+    const bool broadcast = e->type.shape != l->shape;
+    if (is_elementwise(e->kind)) {
+      e->layout = l;
+      for (ExprPtr* op : {&e->a, &e->b, &e->c})
+        if (*op) place(*op, l);
+      return;
+    }
+    switch (e->kind) {
+    case ExprKind::Load:
+      e->layout = l;
+      place_access(*e->access, l);
+      if (e->b) place(e->b, l);
+      if (e->c) place_scalar(*e->c);
+      return;
+    case ExprKind::Iota:
+      e->layout = l;
+      return;
+    case ExprKind::SharedSlice:
+      e->layout = l;
+      place_scalar(*e->b);
+      return;
+    case ExprKind::VarRef:
+      if (e->var->type.space == Space::Shared) {
+        e->layout = l;
+        return;
+      }
+      break;
+    default: break;
+    }
+    // Fixed layouts: place the operands by their own rules, then convert if needed.
+    fix_operands(*e);
+    const Layout* have = natural(*e);
+    if (!have) have = natural_or_default(*e);
+    if (broadcast) {
+      error(e->loc, str("a stored ", e->type.str(), " tile cannot be broadcast to ", ir::Type{e->type.dtype, l->shape}.str(),
+                        " directly; keep it rank-1 and write x[:, None] or x[None, :]"));
+      return;
+    }
+    e->layout = have;
+    if (have != l) e = convert(std::move(e), l);
+  }
+
+  /// Operands of layout-fixed nodes.
+  void fix_operands(ir::Expr& e) {
+    switch (e.kind) {
+    case ExprKind::Dot: {
+      const Layout* lc = mma_layout(e);
+      e.layout = lc;
+      check_dot(e);
+      if (!is_shared_operand(*e.a)) {
+        if (register_a_.count(&e) && lc->wn == 1) {
+          // A in registers: evaluate it as an f32 MmaAcc tile; dot_rs rounds it to the
+          // operand dtype, so a cast to that dtype is dropped here.
+          ExprPtr& a = e.a;
+          if (a->kind == ExprKind::Cast && (a->type.dtype == DType::F16 || a->type.dtype == DType::BF16) &&
+              a->a->type.dtype == DType::F32)
+            a = std::move(a->a);
+          place(a, table_.mma_acc(a->type.shape[0], a->type.shape[1], lc->wm, 1, k_.threads));
+        } else {
+          e.a = stage_in_shared(std::move(e.a));
+        }
+      }
+      if (!is_shared_operand(*e.b)) {
+        if (e.b->kind == ExprKind::Trans) {
+          // trans(frag): stage the frag, keep the transposed view over the staged tile.
+          e.b->a = stage_in_shared(std::move(e.b->a));
+        } else {
+          e.b = stage_in_shared(std::move(e.b));
+        }
+      }
+      if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a)) e.a->a = stage_in_shared(std::move(e.a->a));
+      if (e.c) place(e.c, lc);
+      return;
+    }
+    case ExprKind::Reduce:
+    case ExprKind::Scan: place(e.a, natural_or_default(*e.a)); return;
+    case ExprKind::Convert:
+      if (e.a->layout == nullptr && !e.a->type.is_scalar()) place(e.a, natural_or_default(*e.a));
+      return;
+    case ExprKind::VarRef: return;
+    default: return;
+    }
+  }
+
+  void check_dot(const ir::Expr& e) {
+    DType t = e.a->type.dtype;
+    if (t != DType::F16 && t != DType::BF16)
+      error(e.loc, str("the CUDA backend runs dot on f16 or bf16 tiles; these are ", dtype_name(t),
+                       " (cast the operands, or use f16/bf16 inputs)"));
+    int64_t kdim = e.a->type.shape[1];
+    if (kdim % 16 != 0)
+      error(e.loc, str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of 16"));
+  }
+
+  /// Scalar expressions can hold whole-tile reductions: lay out their operands.
+  void place_scalar(ir::Expr& e) {
+    if (e.kind == ExprKind::Reduce && !e.a->type.is_scalar()) {
+      place(e.a, natural_or_default(*e.a));
+      return;
+    }
+    for (ExprPtr* op : {&e.a, &e.b, &e.c})
+      if (*op) {
+        if ((*op)->type.is_scalar())
+          place_scalar(**op);
+        else
+          place(*op, natural_or_default(**op));
+      }
+    if (e.access) place_access(*e.access, nullptr);
+  }
+
+  /// Gather indices are read per element of the access's layout `l`: row indices (the first
+  /// tile axis) need l's Slice along the other axis, or l itself for rank-1 accesses.
+  void place_access(ir::Access& a, const Layout* l) {
+    for (auto& ix : a.indices) {
+      if (ix.kind != ir::AccessIndex::Kind::Gather) {
+        place_scalar(*ix.index);
+        continue;
+      }
+      if (is_shared_operand(*ix.index)) {
+        ix.index->layout = nullptr; // read straight from shared memory per row
+        continue;
+      }
+      TJ_ICHECK(l, "gather index without an access layout");
+      place(ix.index, l->rank() == 2 ? table_.slice(l, 1) : l);
+    }
+  }
+
+  // ---- statements ----------------------------------------------------------------------
+  void rewrite_block(ir::Block& b) {
+    for (auto& s : b) rewrite_stmt(*s);
+  }
+
+  void rewrite_stmt(ir::Stmt& s) {
+    switch (s.kind) {
+    case ir::StmtKind::Decl:
+    case ir::StmtKind::Assign: {
+      ir::Var* v = s.var;
+      if (v->type.space == Space::Frag) {
+        place(s.value, v->layout);
+      } else if (v->type.space == Space::Shared) {
+        if (s.value->kind == ExprKind::Copy) {
+          place_copy(*s.value);
+        } else if (!s.value->type.is_scalar() && s.value->type.space != Space::Shared) {
+          place(s.value, natural_or_default(*s.value));
+        } else if (s.value->type.space == Space::Shared && s.value->kind != ExprKind::Copy) {
+          // shared = shared: copied through registers.
+          place(s.value, table_.default_blocked(v->type.shape, dtype_size(v->type.dtype), k_.threads));
+        } else {
+          place_scalar(*s.value);
+        }
+      } else {
+        place_scalar(*s.value);
+      }
+      return;
+    }
+    case ir::StmtKind::Store: {
+      const Layout* l = nullptr;
+      if (!s.value->type.is_scalar()) {
+        l = natural(*s.value);
+        if (!l) {
+          // Free values are stored in the tensor's dtype: size vectors for it.
+          ir::Type t = s.value->type;
+          l = table_.default_blocked(t.shape, dtype_size(k_.params[s.access->param].dtype), k_.threads);
+        }
+        place(s.value, l);
+      } else {
+        place_scalar(*s.value);
+      }
+      if (s.mask) {
+        if (l)
+          place(s.mask, l);
+        else
+          place_scalar(*s.mask);
+      }
+      place_access(*s.access, l);
+      return;
+    }
+    case ir::StmtKind::Eval: {
+      ir::Expr& e = *s.value;
+      if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {
+        const Layout* l = natural_or_default(*e.a);
+        if (e.a->type.shape != e.type.shape) l = table_.default_blocked(e.type.shape, 4, k_.threads);
+        e.layout = l;
+        place(e.a, l);
+        if (e.b) place(e.b, l);
+        place_access(*e.access, l);
+      } else {
+        place_scalar(e);
+      }
+      return;
+    }
+    case ir::StmtKind::For:
+      place_scalar(*s.lo);
+      place_scalar(*s.hi);
+      rewrite_block(s.body);
+      return;
+    case ir::StmtKind::If:
+      place_scalar(*s.value);
+      rewrite_block(s.body);
+      rewrite_block(s.else_body);
+      return;
+    case ir::StmtKind::Return:
+    case ir::StmtKind::Barrier: return;
+    }
+  }
+
+  /// A copy into shared memory is spread over the block with 16-byte chunks along rows.
+  void place_copy(ir::Expr& e) {
+    const Layout* l = table_.default_blocked(e.type.shape, dtype_size(e.type.dtype), k_.threads);
+    e.layout = l;
+    place_access(*e.access, l);
+    if (e.b) place(e.b, l);
+    if (e.c) place_scalar(*e.c);
+  }
+
+  void error(const dsl::SourceLoc& loc, const std::string& msg) { sink_.error(loc, msg); }
+
+  ir::Kernel& k_;
+  ir::LayoutTable& table_;
+  int warps_;
+  std::map<ir::Var*, const Layout*> var_layout_;
+  std::set<const ir::Expr*> register_a_;
+  std::set<const ir::Expr*> warps_m_only_;
+  dsl::DiagnosticSink sink_;
+};
+
+} // namespace
+
+void assign_layouts(ir::Kernel& k) { LayoutAssignment(k).run(); }
+
+} // namespace tilejit

@@ -1,0 +1,22 @@
+// Pass 3, assign_layouts: picks a layout (compiler/layout.h) for every register tile and
+// inserts conversions where a value must move between layouts or into shared memory.
+//
+// Anchors fix layouts: a dot's result is an MmaAcc tile; a reduction's result is a Slice of
+// its operand's layout. Loads, iota and shared-memory reads are free: they take whatever
+// layout their consumer wants. A variable takes the strongest layout assigned to it (MmaAcc,
+// then Slice, then Blocked) so loop-carried accumulators stay in tensor-core fragments.
+#pragma once
+
+#include "compiler/ir.h"
+
+namespace tilejit {
+
+/// Throws dsl::CompileError for programs the CUDA backend cannot lay out (e.g. a dot whose
+/// shared dimension is not a multiple of 16).
+void assign_layouts(ir::Kernel& k);
+
+/// True for expressions that read a shared tile in place (a shared variable, a window of one,
+/// or a transposed view of either): dot operands of this form need no staging.
+bool is_shared_operand(const ir::Expr& e);
+
+} // namespace tilejit

@@ -1,0 +1,113 @@
+// The CUDA C++ backend: turns a fully lowered kernel (every pass run) into readable CUDA
+// source for NVRTC. Register tiles become per-thread arrays indexed through their layout's
+// prelude type; elementwise expressions fuse into one loop over a tile's elements; every
+// statement is preceded by a #line directive naming its .tile line.
+//
+// The emitter is split by concern: cuda_emitter.cpp (kernel, statements, loops),
+// cuda_elementwise.cpp (fused element expressions and materialised temporaries),
+// cuda_access.cpp (global loads, stores, copies, atomics), cuda_tile_ops.cpp (dot,
+// reductions, scans, layout conversions).
+#pragma once
+
+#include "compiler/ir.h"
+
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace tilejit::cuda {
+
+/// Generated source and what the launcher needs to call it.
+struct GeneratedKernel {
+  std::string source;
+  std::string entry;      ///< the __global__ function's name
+  int threads = 128;
+  int64_t smem_bytes = 0; ///< dynamic shared memory to launch with
+};
+
+/// Emits CUDA C++ for `k` (after insert_barriers).
+GeneratedKernel generate_cuda(const ir::Kernel& k);
+
+/// C++ storage type of a dtype in generated code ("tj::f16", "float", "int", ...).
+std::string storage_type(DType t);
+/// C++ type generated expressions compute in: f16/bf16 compute in float.
+std::string compute_type(DType t);
+
+/// How a materialised value is read.
+struct Value {
+  enum class Kind { Array, Shared } kind = Kind::Array;
+  std::string name;     ///< array name, or a shared pointer expression
+  const ir::Layout* layout = nullptr;
+  DType dtype = DType::F32;
+  int64_t row_stride = 0; ///< Shared
+  int rank = 2;           ///< Shared
+};
+
+class Emitter {
+public:
+  explicit Emitter(const ir::Kernel& k) : k_(k) {}
+  GeneratedKernel run();
+
+  // ---- output ----
+  void line(const std::string& text);
+  void open(const std::string& text);  ///< "text {" and indent
+  void close(const std::string& text = "}");
+  void line_directive(const dsl::SourceLoc& loc);
+  std::string fresh(const std::string& base);
+  std::string layout_name(const ir::Layout* l);
+
+  // ---- statements (cuda_emitter.cpp) ----
+  void emit_block(const ir::Block& b);
+  void emit_stmt(const ir::Stmt& s);
+  void emit_for(const ir::Stmt& s);
+  void emit_pipelined_for(const ir::Stmt& s);
+  void emit_assign(const ir::Stmt& s, bool declare);
+  std::string var_name(const ir::Var* v) const;
+  std::string param_name(int p) const;
+  std::string shared_ptr(const ir::Var* v) const;
+
+  // ---- expressions (cuda_elementwise.cpp) ----
+  /// Emits code computing the non-elementwise parts of `e` (post-order).
+  void prepare(const ir::Expr& e);
+  /// A C++ expression (in compute type) for element `idx` of `e` within a loop over layout
+  /// `loop`. Scalars ignore idx.
+  std::string elem(const ir::Expr& e, const ir::Layout* loop, const std::string& idx);
+  std::string scalar(const ir::Expr& e);
+  /// `dst[e] = value` over every element of layout `l` (dst has storage dtype `t`).
+  void emit_fill(const std::string& dst, DType t, const ir::Expr& value, const ir::Layout* l);
+  /// Materialises `e` into a fresh array in layout `l`; returns the array name.
+  std::string materialize(const ir::Expr& e, const ir::Layout* l);
+  std::string coord(const ir::Expr& node, const ir::Layout* loop, const std::string& idx, int axis);
+  std::string literal(const ir::Expr& e);
+
+  // ---- memory (cuda_access.cpp) ----
+  void emit_load(const ir::Expr& e, const std::string& dst);
+  void emit_store(const ir::Stmt& s);
+  void emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer);
+  void emit_tile_atomic(const ir::Expr& e);
+  std::string emit_scalar_atomic(const ir::Expr& e);
+  void emit_shared_write(const ir::Var* v, const ir::Expr& value);
+  int divisibility(const ir::Expr& e) const;
+
+  // ---- tile operations (cuda_tile_ops.cpp) ----
+  void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place);
+  void emit_reduce(const ir::Expr& e, const std::string& dst);
+  std::string emit_full_reduce(const ir::Expr& e);
+  void emit_scan(const ir::Expr& e, const std::string& dst);
+  void emit_convert(const ir::Expr& e, const std::string& dst);
+  void emit_stage(const ir::Expr& e);
+
+  const ir::Kernel& k_;
+  std::ostringstream out_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::map<const ir::Expr*, Value> materialized_;
+  std::map<const ir::Expr*, std::string> scalar_temps_;
+  std::map<const ir::Layout*, std::string> layout_names_;
+  std::map<const ir::Var*, std::string> stage_index_; ///< ring buffers: current stage variable
+  std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
+  std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
+  bool in_producer_ = false;
+};
+
+} // namespace tilejit::cuda

@@ -1,0 +1,20 @@
+// Pass 6, insert_barriers: puts a block-wide barrier between a write of a shared tile and a
+// later read or write of it by other threads (and between a read and a later overwrite), so
+// that every thread sees whole tiles. Loops are walked twice so a barrier also separates the
+// end of one iteration from the start of the next. Ring buffers of pipelined copies are left
+// to the pipeline's own wait-and-barrier at the top of each iteration; operations with their
+// own scratch (reductions, conversions, scans) synchronise themselves.
+#pragma once
+
+#include "compiler/ir.h"
+
+#include <set>
+
+namespace tilejit {
+
+void insert_barriers(ir::Kernel& k);
+
+/// Shared tiles an expression tree reads / writes (staged dot operands are written).
+void shared_effects(ir::Expr& e, std::set<ir::Var*>& reads, std::set<ir::Var*>& writes);
+
+} // namespace tilejit

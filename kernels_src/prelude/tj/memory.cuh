@@ -1,0 +1,44 @@
+// Global and shared memory moves: vector loads, asynchronous copies (cp.async), fences and
+// the block-uniform atomic.
+#pragma once
+
+#include "types.cuh"
+
+namespace tj {
+
+template <int BYTES> struct VecBits;
+template <> struct VecBits<16> { typedef uint4 type; };
+template <> struct VecBits<8> { typedef uint2 type; };
+template <> struct VecBits<4> { typedef unsigned type; };
+template <> struct VecBits<2> { typedef unsigned short type; };
+template <> struct VecBits<1> { typedef unsigned char type; };
+
+/// Copies VEC elements with one vector access (src and dst aligned to the vector size).
+template <class T, int VEC> TJ_DEVICE void copy_vec(T* dst, const T* src) {
+  typedef typename VecBits<sizeof(T) * VEC>::type V;
+  V v = *reinterpret_cast<const V*>(src);
+  memcpy(dst, &v, sizeof(V));
+}
+
+TJ_DEVICE unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// 16-byte asynchronous global->shared copy; when `pred` is false the 16 bytes are zeroed.
+TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(pred ? 16 : 0));
+}
+TJ_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> TJ_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/// An atomic add issued once for the whole block; every thread gets the old value.
+template <class T> TJ_DEVICE T atomic_add_uniform(T* p, T v, bool inbounds, T* scratch) {
+  if (threadIdx.x == 0) scratch[0] = inbounds ? atomicAdd(p, v) : T(0);
+  __syncthreads();
+  T old = scratch[0];
+  __syncthreads();
+  return old;
+}
+
+} // namespace tj

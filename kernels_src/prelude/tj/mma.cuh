@@ -1,0 +1,133 @@
+// Tensor cores: ldmatrix fragment loads, one m16n8k16 MMA, and one tile dot (a [M, K] by
+// [K, N] product accumulated into an MmaAcc tile), with operands in shared memory or, for A,
+// in registers laid out as an MmaAcc tile.
+#pragma once
+
+#include "layouts.cuh"
+#include "memory.cuh"
+
+namespace tj {
+
+TJ_DEVICE void ldmatrix_x4(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+TJ_DEVICE void ldmatrix_x4_trans(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+TJ_DEVICE void ldmatrix_x2(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+TJ_DEVICE void ldmatrix_x2_trans(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+
+/// d += a * b for one 16x8x16 tile (a: 4 registers of two 16-bit values, b: 2).
+template <class T> TJ_DEVICE void mma_16816(float* d, const unsigned* a, const unsigned* b);
+template <> TJ_DEVICE void mma_16816<f16>(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <> TJ_DEVICE void mma_16816<bf16>(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/// A fragments (16 x 16 at rows m0, columns k0) of A from shared memory. A_KMAJOR: the tile
+/// is stored [K][M] (A is a transposed view) and is read with ldmatrix.trans.
+template <class T, bool A_KMAJOR>
+TJ_DEVICE void load_a_frag(unsigned* a, const T* s, int ld, int m0, int k0) {
+  const int l = lane_id(), g = l / 8, i = l % 8;
+  if (A_KMAJOR) {
+    ldmatrix_x4_trans(a, s + (k0 + i + (g / 2) * 8) * ld + m0 + (g % 2) * 8);
+  } else {
+    ldmatrix_x4(a, s + (m0 + (l % 16)) * ld + k0 + (l / 16) * 8);
+  }
+}
+
+/// B fragments for two n8 tiles (n0 and n0 + 8) or one (PAIR false), k16 at k0. B_NMAJOR: the
+/// tile is stored [N][K] (B is a transposed view, as in q @ trans(k)).
+template <class T, bool B_NMAJOR, bool PAIR>
+TJ_DEVICE void load_b_frag(unsigned* b, const T* s, int ld, int n0, int k0) {
+  const int l = lane_id(), g = (l / 8) % 4, i = l % 8;
+  if (B_NMAJOR) {
+    const T* p = s + (n0 + i + (g / 2) * 8) * ld + k0 + (g % 2) * 8;
+    if (PAIR) ldmatrix_x4(b, p); else ldmatrix_x2(b, p);
+  } else {
+    const T* p = s + (k0 + i + (g % 2) * 8) * ld + n0 + (g / 2) * 8;
+    if (PAIR) ldmatrix_x4_trans(b, p); else ldmatrix_x2_trans(b, p);
+  }
+}
+
+/// acc += A @ B for one tile: A [M, K] and B [K, N] in shared memory (row strides lda, ldb in
+/// elements), acc in layout LC = MmaAcc<M, N, WM, WN, NT>. K is a multiple of 16.
+template <class LC, int K, class T, bool A_KMAJOR, bool B_NMAJOR>
+TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, int ldb) {
+  static_assert(K % 16 == 0, "dot: the shared dimension must be a multiple of 16");
+  const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
+  TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[LC::MT][4];
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
+      load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
+    unsigned b[LC::NTL][2];
+    TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
+      if (nt + 1 < LC::NTL) {
+        unsigned q[4];
+        load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n_base + nt * 8, k0);
+        b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
+      } else {
+        load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n_base + nt * 8, k0);
+      }
+    }
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
+      TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
+        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+  }
+}
+
+/// acc += A @ B with A in registers: `ra` is an f32 tile in layout LA = MmaAcc<M, K, WM, 1, NT>
+/// (the accumulator layout of an earlier dot), rounded to T here; B in shared memory.
+template <class LC, class LA, int K, class T, bool B_NMAJOR>
+TJ_DEVICE void dot_rs(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb, int ldb) {
+  static_assert(K % 16 == 0, "dot: the shared dimension must be a multiple of 16");
+  static_assert(LA::WN_ == 1 && LA::WM_ == LC::WM_ && LC::WN_ == 1,
+                "dot: a register A operand needs warps split along M only");
+  const int n_base = LC::wn() * LC::WTN;
+  TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[LC::MT][4];
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) {
+      const float* lo = &ra[(mt * LA::NTL + k0 / 8) * 4];
+      const float* hi = &ra[(mt * LA::NTL + k0 / 8 + 1) * 4];
+      a[mt][0] = pack2<T>(lo[0], lo[1]);
+      a[mt][1] = pack2<T>(lo[2], lo[3]);
+      a[mt][2] = pack2<T>(hi[0], hi[1]);
+      a[mt][3] = pack2<T>(hi[2], hi[3]);
+    }
+    unsigned b[LC::NTL][2];
+    TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
+      if (nt + 1 < LC::NTL) {
+        unsigned q[4];
+        load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n_base + nt * 8, k0);
+        b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
+      } else {
+        load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n_base + nt * 8, k0);
+      }
+    }
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
+      TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
+        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+  }
+}
+
+} // namespace tj

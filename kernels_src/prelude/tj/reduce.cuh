@@ -1,0 +1,61 @@
+// Reductions: combining per-thread partial results across the lanes of a warp (shuffles) and
+// across warps (shared memory). The per-thread part is generated inline (it fuses the
+// elementwise expression being reduced); these finish one reduction each.
+#pragma once
+
+#include "layouts.cuh"
+
+namespace tj {
+
+template <class T> TJ_DEVICE T shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+/// Finishes a reduction of layout L along AXIS: v holds this thread's partial values in the
+/// Slice<L, AXIS> arrangement; afterwards every thread holds the full results for its slice
+/// coordinates. `scratch` needs warps_along<AXIS> * EXTENT elements when warps split AXIS.
+template <class L, int AXIS, class Op, class T, int SN>
+TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
+  constexpr int bits = L::template lane_bits<AXIS>();
+  TJ_UNROLL for (int s = 0; s < SN; ++s) {
+    TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) {
+      if (bits & off) v[s] = Op::apply(v[s], shfl_xor(v[s], off));
+    }
+  }
+  constexpr int W = L::template warps_along<AXIS>();
+  if constexpr (W > 1) {
+    using S = Slice<L, AXIS>;
+    constexpr int EXT = S::EXTENT;
+    const int wp = L::template warp_pos<AXIS>();
+    if ((lane_id() & bits) == 0) {
+      TJ_UNROLL for (int s = 0; s < SN; ++s) {
+        if (S::valid(s)) scratch[wp * EXT + S::c(s)] = v[s];
+      }
+    }
+    __syncthreads();
+    TJ_UNROLL for (int s = 0; s < SN; ++s) {
+      if (S::valid(s)) {
+        T acc = Op::template identity<T>();
+        TJ_UNROLL for (int w = 0; w < W; ++w) acc = Op::apply(acc, scratch[w * EXT + S::c(s)]);
+        v[s] = acc;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/// Combines one value per thread over the whole block; every thread gets the result.
+/// `scratch` needs NT / 32 elements.
+template <class Op, int NT, class T> TJ_DEVICE T block_reduce(T v, T* scratch) {
+  TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
+  if constexpr (NT > 32) {
+    if (lane_id() == 0) scratch[warp_id()] = v;
+    __syncthreads();
+    T acc = Op::template identity<T>();
+    TJ_UNROLL for (int w = 0; w < NT / 32; ++w) acc = Op::apply(acc, scratch[w]);
+    __syncthreads();
+    return acc;
+  } else {
+    return v;
+  }
+}
+
+} // namespace tj

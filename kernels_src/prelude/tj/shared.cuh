@@ -1,0 +1,55 @@
+// Moving register tiles through shared memory: layout conversion and scans.
+#pragma once
+
+#include "layouts.cuh"
+
+namespace tj {
+
+/// dst (layout LD) = src (layout LS), through `scratch` (R_ * C_ elements, row-major).
+template <class LS, class LD, class T>
+TJ_DEVICE void convert(T (&dst)[LD::N], const T (&src)[LS::N], T* scratch) {
+  static_assert(LS::C_ == LD::C_ && LS::R_ == LD::R_, "convert: layouts of different shapes");
+  constexpr int C = LS::C_;
+  TJ_UNROLL for (int e = 0; e < LS::N; ++e) {
+    if (LS::valid(e)) scratch[LS::r(e) * C + LS::c(e)] = src[e];
+  }
+  __syncthreads();
+  TJ_UNROLL for (int e = 0; e < LD::N; ++e) {
+    if (LD::valid(e)) dst[e] = scratch[LD::r(e) * C + LD::c(e)];
+  }
+  __syncthreads();
+}
+
+/// Inclusive scan of a register tile along AXIS, through `scratch` (R_ * C_ elements): one
+/// thread walks each row (AXIS 1) or column (AXIS 0).
+template <class L, int AXIS, class Op, class T> TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
+  constexpr int R = L::R_, C = L::C_;
+  TJ_UNROLL for (int e = 0; e < L::N; ++e) {
+    if (L::valid(e)) scratch[L::r(e) * C + L::c(e)] = v[e];
+  }
+  __syncthreads();
+  if (AXIS == 1) {
+    for (int r = threadIdx.x; r < R; r += L::NT_) {
+      T acc = scratch[r * C];
+      for (int c = 1; c < C; ++c) {
+        acc = Op::apply(acc, scratch[r * C + c]);
+        scratch[r * C + c] = acc;
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < C; c += L::NT_) {
+      T acc = scratch[c];
+      for (int r = 1; r < R; ++r) {
+        acc = Op::apply(acc, scratch[r * C + c]);
+        scratch[r * C + c] = acc;
+      }
+    }
+  }
+  __syncthreads();
+  TJ_UNROLL for (int e = 0; e < L::N; ++e) {
+    if (L::valid(e)) v[e] = scratch[L::r(e) * C + L::c(e)];
+  }
+  __syncthreads();
+}
+
+} // namespace tj

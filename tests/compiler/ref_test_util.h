@@ -1,0 +1,51 @@
+// Helpers shared by the reference-interpreter tests: fresh random seeds (printed on failure,
+// overridable with TILEJIT_TEST_SEED to reproduce a run) and error norms.
+#pragma once
+
+#include "compiler/ref/run_tile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+namespace tilejit::ref::test {
+
+/// A seed from std::random_device, or from $TILEJIT_TEST_SEED when set.
+inline uint32_t fresh_seed() {
+  if (const char* s = std::getenv("TILEJIT_TEST_SEED"))
+    return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  return std::random_device{}();
+}
+
+/// Fills `b` with uniform values in [lo, hi) (rounded to its dtype by HostBuffer::set).
+inline void fill_uniform(HostBuffer& b, std::mt19937& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t k = 0; k < b.numel(); ++k) b.set(k, dist(rng));
+}
+
+/// Compares every element of `out` with `ref`: no NaN (poisoned elements left unwritten show up
+/// here) and ||out - ref|| / ||ref|| <= tol.
+inline void expect_close(const HostBuffer& out, const std::vector<double>& ref, double tol) {
+  ASSERT_EQ(out.numel(), static_cast<int64_t>(ref.size()));
+  double diff = 0, norm = 0;
+  int64_t nans = 0, first_nan = -1;
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    double o = out.get(k);
+    if (std::isnan(o)) {
+      if (nans++ == 0) first_nan = k;
+      continue;
+    }
+    diff += (o - ref[k]) * (o - ref[k]);
+    norm += ref[k] * ref[k];
+  }
+  EXPECT_EQ(nans, 0) << "first NaN at element " << first_nan;
+  ASSERT_GT(norm, 0);
+  double rel = std::sqrt(diff / norm);
+  EXPECT_LE(rel, tol) << "relative error " << rel;
+}
+
+} // namespace tilejit::ref::test

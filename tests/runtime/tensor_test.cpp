@@ -1,0 +1,61 @@
+// Tensor views: element counts, contiguity (PyTorch's rule) and descriptions.
+#include <tilejit/tensor.h>
+
+#include <gtest/gtest.h>
+
+namespace tilejit {
+namespace {
+
+TEST(TensorTest, ContiguousStridesAreSuffixProducts) {
+  Tensor t = Tensor::contiguous(nullptr, DType::F16, {3, 32, 128});
+  EXPECT_EQ(t.strides, (std::vector<int64_t>{4096, 128, 1}));
+  EXPECT_EQ(t.numel(), 3 * 32 * 128);
+  EXPECT_EQ(t.rank(), 3);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.device, DeviceKind::CUDA);
+  EXPECT_EQ(t.device_index, 0);
+}
+
+TEST(TensorTest, RankZeroIsOneElement) {
+  Tensor t = Tensor::contiguous(nullptr, DType::F32, {});
+  EXPECT_EQ(t.numel(), 1);
+  EXPECT_EQ(t.rank(), 0);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.describe(), "f32[] cuda:0");
+}
+
+TEST(TensorTest, Contiguity) {
+  Tensor t = Tensor::contiguous(nullptr, DType::F32, {4, 5});
+  t.strides = {1, 4}; // a transpose
+  EXPECT_FALSE(t.is_contiguous());
+  t.strides = {10, 1}; // a row slice of a wider matrix
+  EXPECT_FALSE(t.is_contiguous());
+  // Size-1 dimensions may carry any stride.
+  Tensor u = Tensor::contiguous(nullptr, DType::F32, {1, 5, 1});
+  u.strides = {999, 1, 7};
+  EXPECT_TRUE(u.is_contiguous());
+  // Empty tensors are contiguous whatever their strides.
+  Tensor e = Tensor::contiguous(nullptr, DType::F32, {0, 5});
+  e.strides = {3, 3};
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_TRUE(e.is_contiguous());
+  // Mismatched strides are not a valid contiguous view.
+  Tensor bad = Tensor::contiguous(nullptr, DType::F32, {2, 2});
+  bad.strides = {2};
+  EXPECT_FALSE(bad.is_contiguous());
+}
+
+TEST(TensorTest, Describe) {
+  EXPECT_EQ(Tensor::contiguous(nullptr, DType::F16, {3, 32, 128}).describe(),
+            "f16[3, 32, 128] cuda:0");
+  Tensor t = Tensor::contiguous(nullptr, DType::I32, {4, 4}, DeviceKind::CPU);
+  EXPECT_EQ(t.describe(), "i32[4, 4] cpu");
+  t.strides = {1, 4};
+  EXPECT_EQ(t.describe(), "i32[4, 4] strides [1, 4] cpu");
+  Tensor g = Tensor::contiguous(nullptr, DType::BF16, {8});
+  g.device_index = 3;
+  EXPECT_EQ(g.describe(), "bf16[8] cuda:3");
+}
+
+} // namespace
+} // namespace tilejit

@@ -1,0 +1,136 @@
+// `tilejit cache ...` run in-process on a temporary database: output and errors.
+#include "tools/cli/commands.h"
+
+#include "support/error.h"
+#include "tests/tuner/tune_test_util.h"
+#include "tuner/tune_database.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace tilejit {
+namespace {
+
+using tune_test::sample_key;
+using tune_test::TempDir;
+
+// Runs `tilejit --db DB <args>` with only the cache command registered; returns its stdout.
+std::string run_cache(const std::string& db, std::vector<std::string> args) {
+  CLI::App app{"test", "tilejit"};
+  app.require_subcommand(1);
+  cli::GlobalOptions global;
+  app.add_option("--db", global.db_path);
+  app.add_flag("-v,--verbose", global.verbose);
+  cli::register_cache_command(app, global);
+  args.insert(args.begin(), {"tilejit", "--db", db});
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  std::ostringstream out;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  try {
+    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+  } catch (...) {
+    std::cout.rdbuf(saved);
+    throw;
+  }
+  std::cout.rdbuf(saved);
+  return out.str();
+}
+
+void fill(const std::string& path) {
+  TuneDatabase db(path);
+  TuneKey key = sample_key(4);
+  db.record_trial(key, {{"BN", 32}, {"S", 16}}, TrialResult{TrialStatus::ok, 0.0123, 0.0004, ""});
+  db.record_trial(key, {{"BN", 64}, {"S", 16}},
+                  TrialResult{TrialStatus::compile_error, {}, {}, "ptxas error: too big\nmore"});
+  db.set_winner(key, {{"BN", 32}, {"S", 16}}, 0.0123);
+  TuneKey other = sample_key(8);
+  other.kernel = "combine";
+  db.pin(other, {{"X", 2}});
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CacheCommand, ListShowsOneLinePerKey) {
+  TempDir dir;
+  std::string db = dir.file("t.db");
+  EXPECT_TRUE(contains(run_cache(db, {"cache", "list"}), "no tuning database at"));
+  fill(db);
+  std::string out = run_cache(db, {"cache", "list"});
+  EXPECT_TRUE(contains(out, "KEY")) << out;
+  EXPECT_TRUE(contains(out, "decode_partial")) << out;
+  EXPECT_TRUE(contains(out, "B=4,HQ=32,MAXK=2048")) << out;
+  EXPECT_TRUE(contains(out, "BN=32,S=16")) << out;
+  EXPECT_TRUE(contains(out, "0.0123")) << out;
+  EXPECT_TRUE(contains(out, "2 (1 ok)")) << out;
+  EXPECT_TRUE(contains(out, "X=2 (pinned)")) << out;
+  EXPECT_TRUE(contains(out, sample_key(4).hash().substr(0, 12))) << out;
+}
+
+TEST(CacheCommand, ShowByKernelOrHashPrefix) {
+  TempDir dir;
+  std::string db = dir.file("t.db");
+  fill(db);
+  std::string out = run_cache(db, {"cache", "show", "decode_partial"});
+  EXPECT_TRUE(contains(out, "key " + sample_key(4).hash())) << out;
+  EXPECT_TRUE(contains(out, "NVIDIA H100 80GB HBM3 (compute capability 9.0, 132 SMs)")) << out;
+  EXPECT_TRUE(contains(out, "compile_error")) << out;
+  EXPECT_TRUE(contains(out, "ptxas error: too big")) << out;
+  EXPECT_FALSE(contains(out, "more")) << "only the first line of an error";
+  EXPECT_EQ(run_cache(db, {"cache", "show", sample_key(4).hash().substr(0, 6)}), out);
+  EXPECT_THROW(run_cache(db, {"cache", "show", "nothing"}), Error);
+}
+
+TEST(CacheCommand, ExportImportAndClear) {
+  TempDir dir;
+  std::string db = dir.file("t.db"), copy = dir.file("copy.db"), file = dir.file("e.json");
+  fill(db);
+  EXPECT_TRUE(contains(run_cache(db, {"cache", "export", file}), "exported 2 keys (2 trials"));
+  EXPECT_TRUE(contains(run_cache(copy, {"cache", "import", file}), "2 new keys, 2 new trials"));
+  EXPECT_EQ(TuneDatabase(copy).list().size(), 2u);
+
+  // Without --yes and without a terminal to ask on, clearing refuses.
+  std::FILE* in = std::freopen("/dev/null", "r", stdin);
+  ASSERT_NE(in, nullptr);
+  EXPECT_THROW(run_cache(copy, {"cache", "clear"}), Error);
+  EXPECT_EQ(TuneDatabase(copy).list().size(), 2u);
+  EXPECT_TRUE(contains(run_cache(copy, {"cache", "clear", "--kernel", "combine", "--yes"}),
+                       "removed 1 keys"));
+  EXPECT_EQ(TuneDatabase(copy).list().size(), 1u);
+  run_cache(copy, {"cache", "clear", "--yes"});
+  EXPECT_TRUE(TuneDatabase(copy).list().empty());
+}
+
+TEST(CacheCommand, RefusesAForeignFileWithItsName) {
+  TempDir dir;
+  std::string bad = dir.file("notes.txt");
+  std::FILE* f = std::fopen(bad.c_str(), "w");
+  std::fputs("this is not a database, just some notes that are long enough to matter\n", f);
+  std::fputs("more notes more notes more notes more notes more notes more notes\n", f);
+  std::fclose(f);
+  try {
+    run_cache(bad, {"cache", "list"});
+    ADD_FAILURE() << "listed a text file";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "'" + bad + "' is not a tilejit tuning database")) << e.what();
+  }
+}
+
+TEST(CacheCommand, EverySubcommandHasHelp) {
+  TempDir dir;
+  for (const char* sub : {"list", "show", "export", "import", "clear"}) {
+    try {
+      run_cache(dir.file("t.db"), {"cache", sub, "--help"});
+      ADD_FAILURE() << sub << " --help did not stop parsing";
+    } catch (const CLI::CallForHelp&) {
+    }
+  }
+}
+
+} // namespace
+} // namespace tilejit
