@@ -60,7 +60,7 @@ public:
             s.var->type.space == Space::Frag) {
           const Layout* l = natural(*s.value);
           const Layout*& cur = var_layout_[s.var];
-          if (l && l->shape == s.var->type.shape && priority(l) > priority(cur)) {
+          if (l && l->shape == s.var->type.shape && priority(l) > priority(cur) && !ir::equivalent(l, cur)) {
             cur = l;
             changed = true;
           }
@@ -279,7 +279,7 @@ private:
       return;
     }
     e->layout = have;
-    if (have != l) e = convert(std::move(e), l);
+    if (!ir::equivalent(have, l)) e = convert(std::move(e), l);
   }
 
   /// Operands of layout-fixed nodes.

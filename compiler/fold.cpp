@@ -3,6 +3,7 @@
 #include "dsl/diagnostics.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace tilejit {
 
@@ -15,6 +16,65 @@ bool is_const(const ExprPtr& e) { return e && e->kind == ExprKind::Const; }
 bool is_float_const(const ir::Expr& e) { return dtype_is_float(e.type.dtype); }
 
 DType wider_int(DType a, DType b) { return dtype_size(a) >= dtype_size(b) ? a : b; }
+
+/// The float dtype a folded constant keeps: the operands' common float dtype (so f16
+/// arithmetic stays f16), f64 if either is f64, else f32.
+DType float_result(DType a, DType b) {
+  if (a == DType::F64 || b == DType::F64) return DType::F64;
+  if (a == b && dtype_is_float(a)) return a;
+  if (dtype_is_float(a) && !dtype_is_float(b)) return a;
+  if (dtype_is_float(b) && !dtype_is_float(a)) return b;
+  return DType::F32;
+}
+
+/// Rounds v to what dtype t can hold (f16/bf16 constants carry their rounded value).
+double round_to_dtype(double v, DType t) {
+  if (t == DType::F32) return static_cast<float>(v);
+  if (t == DType::F16 || t == DType::BF16) {
+    // Round through float, then to 11 (f16) or 8 (bf16) significant bits, ties to even.
+    float f = static_cast<float>(v);
+    if (!std::isfinite(f) || f == 0) return f;
+    int bits = t == DType::F16 ? 11 : 8;
+    int e;
+    std::frexp(f, &e);
+    if (t == DType::F16 && e < -13) bits = std::max(0, 11 - (-13 - e)); // subnormal f16
+    double scale = std::ldexp(1.0, bits - e);
+    double r = std::nearbyint(f * scale) / scale;
+    if (t == DType::F16 && std::fabs(r) > 65504) return r > 0 ? INFINITY : -INFINITY;
+    return r;
+  }
+  return v;
+}
+
+/// Float to integer like the reference interpreter and the GPU prelude: truncate, clamp to the
+/// target's range, NaN to 0; then wrap to the target width.
+int64_t float_to_int(double x, DType t) {
+  if (x != x) return 0;
+  double lo, hi;
+  switch (t) {
+  case DType::I8: lo = -128, hi = 127; break;
+  case DType::U8: lo = 0, hi = 255; break;
+  case DType::I16: lo = -32768, hi = 32767; break;
+  case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
+  case DType::U32: lo = 0, hi = 4294967295.0; break;
+  default: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  }
+  if (x <= lo) return static_cast<int64_t>(lo);
+  if (x >= hi) return t == DType::I64 ? INT64_MAX : static_cast<int64_t>(hi);
+  return static_cast<int64_t>(x);
+}
+
+/// Wraps an integer to the width and signedness of t (two's complement).
+int64_t wrap_int(int64_t v, DType t) {
+  switch (t) {
+  case DType::I8: return static_cast<int8_t>(v);
+  case DType::U8: return static_cast<uint8_t>(v);
+  case DType::I16: return static_cast<int16_t>(v);
+  case DType::I32: return static_cast<int32_t>(v);
+  case DType::U32: return static_cast<uint32_t>(v);
+  default: return v;
+  }
+}
 
 ExprPtr with_loc(ExprPtr e, const dsl::SourceLoc& loc, bool literal) {
   e->loc = loc;
@@ -55,10 +115,10 @@ ExprPtr fold(ExprPtr e) {
     double y = is_float_const(b) ? b.float_value : static_cast<double>(b.int_value);
     int64_t i = a.int_value, j = b.int_value;
     DType it = wider_int(a.type.dtype, b.type.dtype);
-    DType ft = (a.type.dtype == DType::F64 || b.type.dtype == DType::F64) ? DType::F64 : DType::F32;
+    DType ft = float_result(a.type.dtype, b.type.dtype);
     auto num = [&](double fv, int64_t iv) {
-      return floats ? with_loc(ir::make_float(fv, ft), e->loc, literal)
-                    : with_loc(ir::make_int(iv, it), e->loc, literal);
+      return floats ? with_loc(ir::make_float(round_to_dtype(fv, ft), ft), e->loc, literal)
+                    : with_loc(ir::make_int(wrap_int(iv, it), it), e->loc, literal);
     };
     auto boolean = [&](bool v) { return with_loc(ir::make_bool(v), e->loc, false); };
     bool arith = e->binary_op == BinaryOp::Add || e->binary_op == BinaryOp::Sub ||
@@ -111,7 +171,9 @@ ExprPtr fold(ExprPtr e) {
         return with_loc(ir::make_int(v, wider_int(a.type.dtype, b.type.dtype)), e->loc, literal);
       }
       double y = is_float_const(b) ? b.float_value : static_cast<double>(b.int_value);
-      return with_loc(ir::make_float(e->math == ir::MathFn::Min ? std::min(x, y) : std::max(x, y)), e->loc, literal);
+      DType ft = float_result(a.type.dtype, b.type.dtype);
+      return with_loc(ir::make_float(e->math == ir::MathFn::Min ? std::fmin(x, y) : std::fmax(x, y), ft), e->loc,
+                      literal);
     }
     if (e->math == ir::MathFn::Abs && !floats)
       return with_loc(ir::make_int(std::llabs(a.int_value), a.type.dtype), e->loc, literal);
@@ -135,16 +197,17 @@ ExprPtr fold(ExprPtr e) {
     }
     default: return e;
     }
-    return with_loc(ir::make_float(r), e->loc, literal);
+    DType ft = float_result(a.type.dtype, e->b ? e->b->type.dtype : a.type.dtype);
+    return with_loc(ir::make_float(round_to_dtype(r, ft), ft), e->loc, literal);
   }
   case ExprKind::Cast: {
     if (!is_const(e->a)) return e;
     const ir::Expr& a = *e->a;
     DType t = e->type.dtype;
     double x = is_float_const(a) ? a.float_value : static_cast<double>(a.int_value);
-    if (dtype_is_float(t)) return with_loc(ir::make_float(x, t), e->loc, false);
-    if (t == DType::Bool) return with_loc(ir::make_bool(x != 0), e->loc, false);
-    return with_loc(ir::make_int(is_float_const(a) ? static_cast<int64_t>(x) : a.int_value, t), e->loc, false);
+    if (dtype_is_float(t)) return with_loc(ir::make_float(round_to_dtype(x, t), t), e->loc, false);
+    if (t == DType::Bool) return with_loc(ir::make_bool(is_float_const(a) ? (x != 0) : a.int_value != 0), e->loc, false);
+    return with_loc(ir::make_int(is_float_const(a) ? float_to_int(x, t) : wrap_int(a.int_value, t), t), e->loc, false);
   }
   default: return e;
   }

@@ -64,6 +64,19 @@ private:
         continue;
       }
       if (s.kind == ir::StmtKind::For) {
+        // A conflict with what happened before the loop is resolved once, before it.
+        std::set<ir::Var*> body_reads, body_writes;
+        ir::for_each_stmt(s.body, [&](ir::Stmt& inner) { effects(inner, body_reads, body_writes); });
+        if (intersects(body_reads, st.writes) || intersects(body_writes, st.reads) ||
+            intersects(body_writes, st.writes)) {
+          if (insert) {
+            auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
+            bar->note = "the loop reads shared tiles written above";
+            b.insert(b.begin() + static_cast<long>(i), std::move(bar));
+            ++i;
+          }
+          st.clear();
+        }
         if (s.loop_kind == ir::LoopKind::Pipelined) {
           // The pipeline waits and synchronises at the top of every iteration and after the loop.
           State inner;

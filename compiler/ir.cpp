@@ -121,7 +121,8 @@ ExprPtr make_int(int64_t v, DType t, SourceLoc loc) {
 ExprPtr make_float(double v, DType t, SourceLoc loc) {
   auto e = std::make_unique<Expr>(ExprKind::Const, std::move(loc));
   e->float_value = v;
-  e->int_value = static_cast<int64_t>(v);
+  // int_value only mirrors finite values in range (casting inf or NaN is undefined).
+  e->int_value = (v == v && v > -9.2e18 && v < 9.2e18) ? static_cast<int64_t>(v) : 0;
   e->type = Type{t, {}, Space::Scalar};
   return e;
 }

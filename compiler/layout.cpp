@@ -77,6 +77,20 @@ int Layout::warps_along(int axis) const {
   return 1;
 }
 
+bool equivalent(const Layout* a, const Layout* b) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != LayoutKind::Slice || b->kind != LayoutKind::Slice) return false;
+  if (a->slice_axis != b->slice_axis || a->threads != b->threads || a->shape != b->shape) return false;
+  const Layout& p = *a->parent;
+  const Layout& q = *b->parent;
+  if (p.kind != q.kind) return false;
+  if (p.kind == LayoutKind::MmaAcc)
+    return a->slice_axis == 1 ? p.wm == q.wm && p.wn == q.wn : p.wn == q.wn && p.wm == q.wm;
+  if (p.kind == LayoutKind::Blocked)
+    return a->slice_axis == 1 ? p.tc == q.tc : p.tc == q.tc && p.vec == q.vec;
+  return false;
+}
+
 const Layout* LayoutTable::intern(Layout l) {
   for (const auto& existing : layouts_)
     if (existing->str() == l.str()) return existing.get();

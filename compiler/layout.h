@@ -45,6 +45,11 @@ struct Layout {
   int warps_along(int axis) const;
 };
 
+/// Whether two layouts give every thread the same elements in the same order (so a value in
+/// one can be read as the other): the same layout, or row/column slices of MmaAcc or Blocked
+/// parents that distribute the kept axis identically.
+bool equivalent(const Layout* a, const Layout* b);
+
 /// Owns layouts for one kernel; equal layouts are the same object (compare pointers).
 class LayoutTable {
 public:

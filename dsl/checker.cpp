@@ -286,7 +286,7 @@ private:
 
   void check_index(const Expr& e, Context ctx, bool tensor_access_ok) {
     if (e.lhs->kind != ExprKind::Name) {
-      sink_.error(e.loc, "only a named tensor or tile can be indexed");
+      // A computed tile: x(...)[:, None], s[a : a + N][None, :].
       check_expr(*e.lhs, ctx);
     } else {
       const NameInfo* info = lookup(e.lhs->name);

@@ -587,6 +587,18 @@ private:
       advance();
       return e;
     }
+    case TokenKind::KwWhere:
+      // `where` introduces constraints after the header; inside expressions it is the
+      // select function where(cond, a, b).
+      if (peek(1).kind == TokenKind::LParen) {
+        SourceLoc loc = advance().loc;
+        advance();
+        auto e = make(ExprKind::Call, loc);
+        e->name = "where";
+        parse_args(e->args, e->kwargs);
+        return e;
+      }
+      fail(t.loc, "expected an expression but got 'where' (the select function is where(cond, a, b))");
     case TokenKind::LParen: {
       advance();
       ExprPtr e = parse_expr();

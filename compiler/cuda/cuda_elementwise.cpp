@@ -115,8 +115,9 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
   if (mat != materialized_.end()) {
     const Value& v = mat->second;
     if (v.kind == Value::Kind::Array) {
-      if (!loop || v.layout == loop) return read_as_compute(str(v.name, "[", idx, "]"), v.dtype);
-      if (loop->rank() == 2 && v.layout->kind == LayoutKind::Slice && v.layout->parent == loop)
+      if (!loop || ir::equivalent(v.layout, loop)) return read_as_compute(str(v.name, "[", idx, "]"), v.dtype);
+      if (loop->rank() == 2 && v.layout->kind == LayoutKind::Slice &&
+          ir::equivalent(v.layout, k_.layouts.slice(loop, v.layout->slice_axis)))
         return read_as_compute(str(v.name, "[", layout_name(loop), "::slice_index<", v.layout->slice_axis, ">(", idx, ")]"),
                                v.dtype);
       TJ_ICHECK(false, "value in layout ", v.layout->str(), " read in loop ", loop->str());
@@ -132,8 +133,9 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     if (v->type.space == Space::Scalar) return var_name(v);
     if (v->type.space == Space::Frag) {
       if (!loop) TJ_ICHECK(false, "tile '", v->name, "' used as a scalar");
-      if (v->layout == loop) return read_as_compute(str(var_name(v), "[", idx, "]"), t);
-      if (loop->rank() == 2 && v->layout->kind == LayoutKind::Slice && v->layout->parent == loop)
+      if (ir::equivalent(v->layout, loop)) return read_as_compute(str(var_name(v), "[", idx, "]"), t);
+      if (loop->rank() == 2 && v->layout->kind == LayoutKind::Slice &&
+          ir::equivalent(v->layout, k_.layouts.slice(loop, v->layout->slice_axis)))
         return read_as_compute(
             str(var_name(v), "[", layout_name(loop), "::slice_index<", v->layout->slice_axis, ">(", idx, ")]"), t);
       TJ_ICHECK(false, "tile '", v->name, "' in layout ", v->layout->str(), " read in loop ", loop->str());
@@ -300,7 +302,7 @@ void Emitter::emit_fill(const std::string& dst, DType t, const ir::Expr& value, 
 std::string Emitter::materialize(const ir::Expr& e, const ir::Layout* l) {
   prepare(e);
   auto it = materialized_.find(&e);
-  if (it != materialized_.end() && it->second.kind == Value::Kind::Array && it->second.layout == l)
+  if (it != materialized_.end() && it->second.kind == Value::Kind::Array && ir::equivalent(it->second.layout, l))
     return it->second.name;
   std::string name = fresh("t");
   line(str(storage_type(e.type.dtype), " ", name, "[", layout_name(l), "::N];"));

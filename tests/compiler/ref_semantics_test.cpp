@@ -398,6 +398,25 @@ TEST(RefSemantics, DotWithTransposedSharedOperand) {
   test::expect_close(c, ref, 1e-6);
 }
 
+const char* kWhere = R"(kernel select(X: f32[3, 4], Y: f32[3, 4], c: f32)
+  grid (1)
+{
+  frag x = load(X[0 : 3, 0 : 4]);
+  frag row = iota(3);
+  frag fill = where(row == 1, -1.0, -2.0);
+  store(Y[0 : 3, 0 : 4], where(x > c, x, fill[:, None]));
+}
+)";
+
+TEST(RefSemantics, WhereBroadcastsItsOperands) {
+  HostBuffer x(DType::F32, {3, 4}), y(DType::F32, {3, 4});
+  for (int64_t k = 0; k < 12; ++k) x.set(k, k);
+  y.poison();
+  run_text("where.tile", kWhere, {x.arg(), y.arg(), HostArg::of_scalar(HostValue::of_float(5.5))});
+  for (int64_t k = 0; k < 12; ++k)
+    EXPECT_EQ(y.get(k), k > 5.5 ? k : (k / 4 == 1 ? -1.0 : -2.0)) << k;
+}
+
 // ---- runtime errors ----------------------------------------------------------------------
 const char* kDivide = R"(kernel divide(X: i32[N], Y: i32[N])
   grid (N)

@@ -9,7 +9,7 @@
 //   warp_pos<AXIS>()      this warp's position along AXIS
 #pragma once
 
-#include "types.cuh"
+#include "tj/types.cuh"
 
 namespace tj {
 

@@ -2,7 +2,7 @@
 // the block-uniform atomic.
 #pragma once
 
-#include "types.cuh"
+#include "tj/types.cuh"
 
 namespace tj {
 
@@ -32,8 +32,10 @@ TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 TJ_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> TJ_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-/// An atomic add issued once for the whole block; every thread gets the old value.
+/// An atomic add issued once for the whole block, after every thread of the block has reached
+/// it (so writes each thread fenced before are visible first); every thread gets the old value.
 template <class T> TJ_DEVICE T atomic_add_uniform(T* p, T v, bool inbounds, T* scratch) {
+  __syncthreads();
   if (threadIdx.x == 0) scratch[0] = inbounds ? atomicAdd(p, v) : T(0);
   __syncthreads();
   T old = scratch[0];

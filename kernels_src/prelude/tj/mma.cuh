@@ -3,8 +3,8 @@
 // in registers laid out as an MmaAcc tile.
 #pragma once
 
-#include "layouts.cuh"
-#include "memory.cuh"
+#include "tj/layouts.cuh"
+#include "tj/memory.cuh"
 
 namespace tj {
 

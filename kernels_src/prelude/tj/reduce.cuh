@@ -3,7 +3,7 @@
 // elementwise expression being reduced); these finish one reduction each.
 #pragma once
 
-#include "layouts.cuh"
+#include "tj/layouts.cuh"
 
 namespace tj {
 

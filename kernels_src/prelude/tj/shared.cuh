@@ -1,7 +1,7 @@
 // Moving register tiles through shared memory: layout conversion and scans.
 #pragma once
 
-#include "layouts.cuh"
+#include "tj/layouts.cuh"
 
 namespace tj {
 

@@ -1,0 +1,115 @@
+// tilejit's public C++ API: load a .tile kernel, and launch it on tensors. The first launch of
+// a shape compiles (NVRTC, cached on disk); the configuration is the one you force, else the
+// tuned one from the database (when a selector is installed), else the kernel's defaults.
+//
+//   tilejit::Runtime rt;
+//   auto gemm = rt.load("embedded:examples/gemm.tile");
+//   rt.launch(gemm, {tilejit::Arg::of(a), tilejit::Arg::of(b), tilejit::Arg::of(c)});
+#pragma once
+
+#include <tilejit/dtype.h>
+#include <tilejit/tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilejit {
+
+struct CompiledVariant; // runtime/jit_compiler.h
+struct DeviceInfo;      // runtime/device_info.h
+namespace dsl {
+struct Kernel;
+}
+
+/// One kernel argument: a tensor view or a scalar.
+struct Arg {
+  bool is_tensor = true;
+  Tensor tensor;
+  DType scalar_dtype = DType::F32;
+  double f = 0;
+  int64_t i = 0;
+  static Arg of(const Tensor& t);
+  static Arg f32(float v);
+  static Arg i32(int32_t v);
+  static Arg i64(int64_t v);
+};
+
+/// Values of generics and tunables by name ("T" -> "f16", "BN" -> "64").
+using Config = std::map<std::string, std::string>;
+
+struct RuntimeOptions {
+  int device = 0;
+  /// Compile for this target instead of the GPU's own (e.g. "sm_80"); needed without a GPU.
+  std::string arch;
+  /// Compiled-module cache directory; empty string: memory only; unset: the default.
+  std::optional<std::string> cache_dir;
+  /// Receives one line per noteworthy event (compiles, cache hits, configuration choices).
+  std::function<void(const std::string&)> log;
+};
+
+struct LaunchOptions {
+  void* stream = nullptr; ///< CUstream; null is the legacy default stream
+  Config config;          ///< forced values (override the database and the defaults)
+  bool synchronize = false;
+};
+
+/// Handle of a loaded kernel.
+struct KernelRef {
+  int id = -1;
+};
+
+/// Chooses a configuration for a launch (the tuning database plugs in here). Returns nullopt
+/// for "no opinion"; `why` receives a short explanation for --verbose.
+using ConfigSelector = std::function<std::optional<Config>(
+    const std::string& kernel, const std::string& source_hash, const Config& generics,
+    const std::map<std::string, int64_t>& sizes, std::string* why)>;
+
+class Runtime {
+public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Whether a GPU is usable (never throws).
+  bool has_gpu() const;
+  /// The GPU's properties; throws NoGpuError without one.
+  const DeviceInfo& device() const;
+  /// The compile target: RuntimeOptions::arch, else the GPU's, else "sm_90a".
+  std::string arch() const;
+
+  /// Loads a kernel from a .tile file path, or "embedded:<path>" for a kernel shipped in the
+  /// library ("embedded:workloads/paged_sparse.tile"). `name` picks one of several kernels.
+  KernelRef load(const std::string& source, const std::string& name = "");
+  /// The parsed kernel (for tools: its generics, tunables, parameters).
+  const dsl::Kernel& kernel(KernelRef k) const;
+  const std::string& source_hash(KernelRef k) const;
+
+  /// The complete configuration a launch with `args` would use (forced > selector > default),
+  /// generics inferred from the arguments. `why` says where it came from.
+  Config resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced = {},
+                        std::string* why = nullptr);
+  /// Compiles (or fetches from the cache) the variant for `config` and these arguments'
+  /// alignment. Needs no GPU when an arch was given.
+  const CompiledVariant& compile(KernelRef k, const Config& config, const std::vector<Arg>& args);
+  /// Launches with the resolved configuration. Checks every argument against the kernel's
+  /// declaration first (errors name the tensor and the expected shape).
+  void launch(KernelRef k, const std::vector<Arg>& args, const LaunchOptions& options = {});
+  /// Launches one exact configuration (the tuner's path).
+  void launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args, void* stream = nullptr);
+
+  void set_config_selector(ConfigSelector selector);
+  void set_log(std::function<void(const std::string&)> log);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tilejit

@@ -1,0 +1,57 @@
+#include "runtime/kernel_args.h"
+
+#include "support/error.h"
+
+#include <cstring>
+
+namespace tilejit {
+
+void KernelArgs::add_tensor(const Tensor& t) {
+  std::vector<unsigned char> bytes(8 + 16 * t.shape.size());
+  uint64_t ptr = reinterpret_cast<uintptr_t>(t.data);
+  std::memcpy(bytes.data(), &ptr, 8);
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    int64_t size = t.shape[d], stride = t.strides[d];
+    std::memcpy(bytes.data() + 8 + 8 * d, &size, 8);
+    std::memcpy(bytes.data() + 8 + 8 * t.shape.size() + 8 * d, &stride, 8);
+  }
+  storage_.push_back(std::move(bytes));
+}
+
+void KernelArgs::add_scalar(DType dtype, const HostValue& v) {
+  std::vector<unsigned char> bytes(dtype_size(dtype));
+  auto put = [&](auto x) { std::memcpy(bytes.data(), &x, sizeof x); };
+  switch (dtype) {
+  case DType::Bool: put(static_cast<uint8_t>(v.b)); break;
+  case DType::I8: put(static_cast<int8_t>(v.i)); break;
+  case DType::U8: put(static_cast<uint8_t>(v.i)); break;
+  case DType::I16: put(static_cast<int16_t>(v.i)); break;
+  case DType::I32: put(static_cast<int32_t>(v.i)); break;
+  case DType::U32: put(static_cast<uint32_t>(v.i)); break;
+  case DType::I64: put(static_cast<int64_t>(v.i)); break;
+  case DType::F32: put(static_cast<float>(v.as_double())); break;
+  case DType::F64: put(v.as_double()); break;
+  case DType::F16:
+  case DType::BF16: throw Error("16-bit float scalar parameters are not supported; declare them f32");
+  }
+  storage_.push_back(std::move(bytes));
+}
+
+void** KernelArgs::pointers() {
+  pointers_.clear();
+  for (auto& s : storage_) pointers_.push_back(s.data());
+  return pointers_.data();
+}
+
+bool vector_aligned(const Tensor& t) {
+  if (t.shape.empty()) return false;
+  const int64_t elem = dtype_size(t.dtype);
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0) return false;
+  if (t.strides.back() != 1 && t.shape.back() != 1) return false;
+  if ((t.shape.back() * elem) % 16 != 0) return false;
+  for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+    if (t.shape[d] > 1 && (t.strides[d] * elem) % 16 != 0) return false;
+  return true;
+}
+
+} // namespace tilejit

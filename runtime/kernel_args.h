@@ -1,0 +1,31 @@
+// Packs launch arguments the way generated kernels declare them: a tensor is tj::Tensor<T, R>
+// (an 8-byte pointer, R 8-byte sizes, R 8-byte strides, in elements); a scalar is passed by
+// value in its dtype.
+#pragma once
+
+#include "compiler/host_eval.h"
+
+#include <tilejit/tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace tilejit {
+
+class KernelArgs {
+public:
+  void add_tensor(const Tensor& t);
+  void add_scalar(DType dtype, const HostValue& v);
+  /// The void* array cuLaunchKernel takes; valid while this object lives.
+  void** pointers();
+
+private:
+  std::vector<std::vector<unsigned char>> storage_;
+  std::vector<void*> pointers_;
+};
+
+/// Whether a view qualifies for 16-byte vector accesses along its rows: base 16-byte aligned,
+/// unit last stride, every other stride and the row length multiples of 16 bytes.
+bool vector_aligned(const Tensor& t);
+
+} // namespace tilejit
