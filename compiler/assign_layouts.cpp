@@ -40,11 +40,6 @@ int priority(const Layout* l) {
   return 0;
 }
 
-const ir::Expr* strip_casts(const ir::Expr* e) {
-  while (e->kind == ExprKind::Cast) e = e->a.get();
-  return e;
-}
-
 class LayoutAssignment {
 public:
   explicit LayoutAssignment(ir::Kernel& k) : k_(k), table_(k.layouts), warps_(k.threads / 32) {}

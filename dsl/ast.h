@@ -52,7 +52,7 @@ struct TypeExpr {
 enum class ExprKind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Index };
 
 struct Expr {
-  ExprKind kind;
+  ExprKind kind = ExprKind::IntLit;
   SourceLoc loc;
   int64_t int_value = 0;     ///< IntLit
   double float_value = 0;    ///< FloatLit

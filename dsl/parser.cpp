@@ -414,7 +414,9 @@ private:
 
   // ---- expressions --------------------------------------------------------------------
   ExprPtr make(ExprKind k, const SourceLoc& loc) {
-    auto e = std::make_unique<Expr>(Expr{k, loc});
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    e->loc = loc;
     return e;
   }
 

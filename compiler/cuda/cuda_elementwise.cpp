@@ -48,11 +48,6 @@ std::string Emitter::coord(const ir::Expr& node, const ir::Layout* loop, const s
 
 namespace {
 
-bool is_elementwise(ExprKind k) {
-  return k == ExprKind::Unary || k == ExprKind::Binary || k == ExprKind::Select || k == ExprKind::Math ||
-         k == ExprKind::Cast;
-}
-
 std::string read_as_compute(const std::string& access, DType t) {
   if (t == DType::F16 || t == DType::BF16) return str("tj::to_f32(", access, ")");
   return access;

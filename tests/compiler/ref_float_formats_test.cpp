@@ -2,7 +2,7 @@
 // subnormals, overflow, infinities and NaNs, and agreement with the compiler's _Float16.
 #include "compiler/ref/float_formats.h"
 #include "compiler/ref/value.h"
-#include "ref_test_util.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include "compiler/ref/float_formats.h"
 #include "compiler/ref/interpreter.h"
 #include "compiler/ref/run_tile.h"
-#include "ref_test_util.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 

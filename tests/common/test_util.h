@@ -12,7 +12,9 @@
 #include <random>
 #include <string>
 
-namespace tilejit::ref::test {
+namespace tilejit::test {
+
+using ref::HostBuffer;
 
 /// A seed from std::random_device, or from $TILEJIT_TEST_SEED when set.
 inline uint32_t fresh_seed() {
@@ -48,4 +50,4 @@ inline void expect_close(const HostBuffer& out, const std::vector<double>& ref, 
   EXPECT_LE(rel, tol) << "relative error " << rel;
 }
 
-} // namespace tilejit::ref::test
+} // namespace tilejit::test

@@ -1,0 +1,45 @@
+// Runs a .tile kernel on test data, on the reference interpreter (CPU) or on the GPU through
+// the public Runtime, so one set of checks serves both.
+#pragma once
+
+#include "compiler/kernel_library.h"
+#include "compiler/ref/run_tile.h"
+#include "compiler/specialise.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tilejit::test {
+
+/// A kernel argument in tests: a host buffer (copied to the device and back on the GPU), or a
+/// scalar.
+struct TestArg {
+  ref::HostBuffer* buffer = nullptr;
+  DType scalar_dtype = DType::F32;
+  double scalar = 0;
+  /// An input the kernel never writes and the test does not change while it lives: a GPU
+  /// runner may keep its device copy between runs (large KV caches) and need not copy it back.
+  bool constant_input = false;
+  static TestArg of(ref::HostBuffer& b) { return {&b}; }
+  static TestArg input(ref::HostBuffer& b) { return {&b, DType::F32, 0, true}; }
+  static TestArg f32(double v) { return {nullptr, DType::F32, v}; }
+  static TestArg i32(int64_t v) { return {nullptr, DType::I32, static_cast<double>(v)}; }
+};
+
+/// Runs the kernel in `source` (a .tile path, or "embedded:<path>") with `config` forced
+/// (tunables and generics; the rest inferred or defaulted) and leaves every buffer holding
+/// what the kernel left in it.
+using KernelRunner = std::function<void(const std::string& source, const Bindings& config,
+                                        const std::vector<TestArg>& args)>;
+
+/// Loads a .tile module named like Runtime::load does.
+LoadedModule load_source(const std::string& source);
+
+/// The reference interpreter.
+KernelRunner interpreter_runner();
+
+/// "BM=16 BN=32 " for traces.
+std::string config_text(const Bindings& b);
+
+} // namespace tilejit::test

@@ -1,0 +1,126 @@
+// Every kernel of issue 2 on the GPU (label `gpu`): the example kernels and paged_sparse, on
+// fresh random inputs at odd sizes and several configurations, every output element checked
+// against a float64 C++ reference with the outputs poisoned first.
+#include "example_checks.h"
+#include "gpu_runner.h"
+#include "paged_sparse_checks.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tilejit::test {
+namespace {
+
+GpuRunner& gpu() {
+  static GpuRunner runner;
+  return runner;
+}
+
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
+  } while (0)
+
+TEST(GpuExamples, Gemm) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (DType t : {DType::F16, DType::BF16})
+    for (const auto& cfg : gemm_configs()) {
+      check_gemm(run, t, 37, 45, 64, cfg);
+      check_gemm(run, t, 64, 64, 96, cfg);
+      check_gemm(run, t, 17, 33, 40, cfg);    // K not a multiple of 8: element-wise copies
+      check_gemm(run, t, 200, 136, 256, cfg); // several tiles in each direction
+    }
+}
+
+TEST(GpuExamples, Softmax) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const auto& cfg : softmax_configs()) {
+    check_softmax(run, DType::F32, 5, 300, cfg, 1e-5);
+    check_softmax(run, DType::F32, 37, 1000, cfg, 1e-5);
+    check_softmax(run, DType::F16, 5, 300, cfg, 1e-2);
+    check_softmax(run, DType::BF16, 9, 129, cfg, 1e-2);
+  }
+}
+
+TEST(GpuExamples, CumsumRows) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const auto& cfg : cumsum_configs()) {
+    check_cumsum(run, DType::F32, 7, 150, cfg, 1e-5);
+    check_cumsum(run, DType::F16, 33, 257, cfg, 1e-2);
+    check_cumsum(run, DType::BF16, 7, 150, cfg, 1e-2);
+  }
+}
+
+TEST(GpuExamples, BucketScan) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* bb : {"32", "64", "128", "256"}) {
+    check_bucket_scan(run, 77, 33, {{"BB", bb}});
+    check_bucket_scan(run, 1000, 365, {{"BB", bb}});
+  }
+}
+
+// WORKLOADS.md section 1, every shape: B=3, Hq=32, Hkv=8, D in {128, 256}, page size in
+// {16, 64}, context in {32768, 131072}, kept ratio in {0.02, 0.04, 0.05}; f16 and bf16.
+TEST(GpuPagedSparse, EveryWorkloadShape) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (DType t : {DType::F16, DType::BF16})
+    for (int64_t ctx : {32768, 131072})
+      for (int64_t D : {128, 256})
+        for (int64_t ps : {16, 64}) {
+          PagedSparseShape s;
+          s.dtype = t;
+          s.head_dim = D;
+          s.page_size = ps;
+          s.seq_lens = {ctx, ctx, ctx};
+          s.kept_lens.assign(24, static_cast<int64_t>(std::lround(0.02 * ctx)));
+          gpu().forget_inputs();
+          auto d = make_paged_sparse_data(s, fresh_seed());
+          for (double ratio : {0.02, 0.04, 0.05}) {
+            redraw_kept(*d, std::vector<int64_t>(24, std::lround(ratio * ctx)), fresh_seed());
+            gpu().forget_inputs();
+            check_paged_sparse(run, *d, {});
+          }
+        }
+}
+
+// Ragged cases: sequence lengths differ per b, kept counts differ per (b, kv head), with 0
+// and 1 among them; several configurations (chunk, tile, stages, warps).
+TEST(GpuPagedSparse, RaggedAndConfigurations) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (DType t : {DType::F16, DType::BF16})
+    for (int64_t D : {64, 128, 256}) {
+      PagedSparseShape s;
+      s.dtype = t;
+      s.head_dim = D;
+      s.page_size = D == 64 ? 64 : 16;
+      s.seq_lens = {5003, 77, 1999};
+      std::vector<int64_t> kept;
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t h = 0; h < 8; ++h) kept.push_back(std::min<int64_t>(s.seq_lens[b], 13 + 211 * h + 7 * b));
+      kept[0] = 0;
+      kept[9] = 1;
+      kept[23] = s.seq_lens[2]; // everything kept
+      s.kept_lens = kept;
+      gpu().forget_inputs();
+      auto d = make_paged_sparse_data(s, fresh_seed());
+      for (const Bindings& cfg : std::vector<Bindings>{
+               {},
+               {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}},
+               {{"CHUNK", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
+               {{"CHUNK", "512"}, {"BN", "32"}, {"STAGES", "4"}, {"WARPS", "8"}},
+               {{"CHUNK", "1024"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "4"}}})
+        check_paged_sparse(run, *d, cfg);
+    }
+}
+
+} // namespace
+} // namespace tilejit::test

@@ -1,0 +1,38 @@
+// Runs .tile kernels on the GPU for tests: uploads host buffers, launches through the public
+// Runtime with the configuration forced, and copies results back.
+#pragma once
+
+#include "kernel_runner.h"
+
+#include <tilejit/tilejit.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace tilejit {
+class DeviceBuffer;
+}
+
+namespace tilejit::test {
+
+class GpuRunner {
+public:
+  GpuRunner();
+  ~GpuRunner();
+  /// A runner bound to this object (valid while it lives).
+  KernelRunner runner();
+  /// Drops device copies of constant inputs (call after changing such a buffer).
+  void forget_inputs();
+  Runtime& runtime() { return *runtime_; }
+
+private:
+  std::unique_ptr<Runtime> runtime_;
+  std::map<std::string, KernelRef> kernels_;
+  std::map<const void*, std::unique_ptr<DeviceBuffer>> constant_inputs_;
+};
+
+/// Whether this machine can run GPU tests; when false, the reason is printed by GTEST_SKIP.
+bool gpu_available(std::string* why);
+
+} // namespace tilejit::test

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Copies the built binaries a GPU run needs into .device/bin (git-ignored) so they can travel to
+# the device machine as one carried folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -rf .device/bin && mkdir -p .device/bin
+for f in build/tilejit build/tests/gpu/gpu_kernels_test build/tests/runtime/gpu_driver_test "$@"; do
+  [ -f "$f" ] && cp "$f" .device/bin/
+done
+du -sh .device/bin
