@@ -92,6 +92,7 @@ struct CudaDriverLoader {
     ok &= bind(lib, d->cuMemcpyDtoD, {"cuMemcpyDtoD_v2"}, missing);
     ok &= bind(lib, d->cuMemsetD8, {"cuMemsetD8_v2"}, missing);
     ok &= bind(lib, d->cuMemsetD32, {"cuMemsetD32_v2"}, missing);
+    ok &= bind(lib, d->cuMemsetD32Async, {"cuMemsetD32Async"}, missing);
     ok &= bind(lib, d->cuStreamCreate, {"cuStreamCreate"}, missing);
     ok &= bind(lib, d->cuStreamDestroy, {"cuStreamDestroy_v2"}, missing);
     ok &= bind(lib, d->cuStreamSynchronize, {"cuStreamSynchronize"}, missing);

@@ -88,6 +88,8 @@ public:
   cu::CUresult (*cuMemcpyDtoD)(cu::CUdeviceptr dst, cu::CUdeviceptr src, size_t bytes) = nullptr;
   cu::CUresult (*cuMemsetD8)(cu::CUdeviceptr dst, unsigned char value, size_t count) = nullptr;
   cu::CUresult (*cuMemsetD32)(cu::CUdeviceptr dst, unsigned value, size_t count) = nullptr;
+  cu::CUresult (*cuMemsetD32Async)(cu::CUdeviceptr dst, unsigned value, size_t count,
+                                   cu::CUstream stream) = nullptr;
   cu::CUresult (*cuStreamCreate)(cu::CUstream* stream, unsigned flags) = nullptr;
   cu::CUresult (*cuStreamDestroy)(cu::CUstream stream) = nullptr;
   cu::CUresult (*cuStreamSynchronize)(cu::CUstream stream) = nullptr;

@@ -1,13 +1,151 @@
-// `tilejit inspect` (placeholder until implemented).
+// `tilejit inspect`: every stage of a kernel for research: the AST, the IR after any pass, the
+// generated CUDA, PTX, SASS (through cuobjdump or nvdisasm), and the compiled resources.
+#include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
-#include "support/error.h"
+#include "compiler/cuda/cuda_emitter.h"
+#include "compiler/ir_printer.h"
+#include "compiler/pipeline.h"
+#include "dsl/ast_printer.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device_info.h"
+#include "runtime/jit_compiler.h"
+#include "support/text.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
 
 namespace tilejit::cli {
+namespace {
+
+struct InspectOptions {
+  std::string source, workload, kernel, stage = "ir", after, arch;
+  std::vector<std::string> set;
+  bool unaligned = false;
+};
+
+/// cuobjdump or nvdisasm: on PATH, under $CUDA_HOME/bin, or /usr/local/cuda/bin.
+std::string find_disassembler(std::string* which) {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH"))
+    for (const auto& d : split(path, ':')) dirs.push_back(d);
+  if (const char* home = std::getenv("CUDA_HOME")) dirs.push_back(std::string(home) + "/bin");
+  dirs.push_back("/usr/local/cuda/bin");
+  for (const char* tool : {"cuobjdump", "nvdisasm"})
+    for (const auto& d : dirs) {
+      std::string p = d + "/" + tool;
+      if (::access(p.c_str(), X_OK) == 0) {
+        *which = tool;
+        return p;
+      }
+    }
+  return "";
+}
+
+std::string run_capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw Error(str("cannot run: ", command));
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  int rc = ::pclose(pipe);
+  if (rc != 0) throw Error(str("`", command, "` failed (exit ", rc, "):\n", out));
+  return out;
+}
+
+void inspect(const InspectOptions& o) {
+  LoadedModule m = load_kernel_source(o.source, o.workload);
+  if (o.stage == "ast") {
+    std::cout << dsl::print_ast(*m.module);
+    return;
+  }
+  const dsl::Kernel& k = m.kernel(o.kernel);
+  Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"));
+  CompileOptions options;
+  options.arch = o.arch;
+  if (options.arch.empty()) options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
+  if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
+  if (!o.unaligned)
+    for (const auto& p : k.params) options.vector_aligned.insert(p.name);
+  auto warn = [](const std::string& pass, const ir::Kernel&) {
+    if (starts_with(pass, "warning: ")) std::cerr << pass.substr(9) << "\n";
+  };
+  if (o.stage == "ir") {
+    auto ir = lower_to_ir(k, bindings, options, o.after, warn);
+    std::cout << "// after " << (o.after.empty() ? pass_names().back() : o.after) << "\n" << ir::print_kernel(*ir);
+    return;
+  }
+  if (!o.after.empty()) throw Error("--after applies to --stage ir");
+  if (o.stage == "cuda") {
+    auto ir = lower_to_ir(k, bindings, options, "", warn);
+    std::cout << cuda::generate_cuda(*ir).source;
+    return;
+  }
+  if (o.stage != "ptx" && o.stage != "sass" && o.stage != "resources")
+    throw Error(str("unknown stage '", o.stage, "'; stages: ast, ir, cuda, ptx, sass, resources"));
+  JitRequest r;
+  r.kernel = &k;
+  r.source_hash = m.source_hash;
+  r.bindings = bindings;
+  r.options = options;
+  r.want_ptx = o.stage == "ptx";
+  CompiledVariant v = jit_compile(r);
+  for (const auto& w : v.warnings) std::cerr << w << "\n";
+  if (o.stage == "ptx") {
+    std::cout << v.ptx;
+    return;
+  }
+  if (o.stage == "resources") {
+    const ResourceUsage& u = v.resources;
+    auto n = [](int x) { return x < 0 ? std::string("?") : std::to_string(x); };
+    std::cout << "kernel " << v.entry << " for " << v.arch << "\n"
+              << "  threads per block      " << v.threads << "\n"
+              << "  registers per thread   " << n(u.registers) << "\n"
+              << "  shared memory, dynamic " << v.smem_bytes << " bytes\n"
+              << "  shared memory, static  " << n(u.shared_bytes) << " bytes\n"
+              << "  stack frame            " << n(u.stack_bytes) << " bytes\n"
+              << "  spill stores / loads   " << n(u.spill_store_bytes) << " / " << n(u.spill_load_bytes) << " bytes\n"
+              << "  NVRTC compile          " << static_cast<int>(v.compile_ms) << " ms\n";
+    return;
+  }
+  std::string tool;
+  std::string path = find_disassembler(&tool);
+  if (path.empty())
+    throw Error("--stage sass needs cuobjdump or nvdisasm (CUDA toolkit), found neither on PATH, in $CUDA_HOME/bin "
+                "or /usr/local/cuda/bin; --stage ptx and --stage resources work without them");
+  std::string tmp = (std::filesystem::temp_directory_path() / str("tilejit-", ::getpid(), ".cubin")).string();
+  write_file_atomic(tmp, v.cubin);
+  std::string cmd = tool == "cuobjdump" ? str("'", path, "' -sass '", tmp, "' 2>&1") : str("'", path, "' -c '", tmp, "' 2>&1");
+  std::string sass;
+  try {
+    sass = run_capture(cmd);
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::remove(tmp);
+  std::cout << sass;
+}
+
+} // namespace
 
 void register_inspect_command(CLI::App& app, GlobalOptions& global) {
-  auto* cmd = app.add_subcommand("inspect", "(not implemented yet)");
-  cmd->callback([] { throw Error("tilejit inspect: not implemented yet"); });
+  auto o = std::make_shared<InspectOptions>();
+  auto* cmd = app.add_subcommand("inspect", "Show a kernel at any stage: ast, ir (after any pass), cuda, ptx, sass, resources");
+  cmd->add_option("source", o->source, "A .tile file, or embedded:<path> (see `tilejit list`)");
+  cmd->add_option("--workload", o->workload, "Inspect a workload's kernel (e.g. paged_sparse)");
+  cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
+  cmd->add_option("--stage", o->stage, "ast | ir | cuda | ptx | sass | resources (default ir)");
+  cmd->add_option("--after", o->after, "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
+  cmd->add_option("--set", o->set, "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
+  cmd->add_option("--arch", o->arch, "Target, e.g. sm_80, sm_90a (default: the GPU's own, else sm_90a)");
+  cmd->add_flag("--unaligned", o->unaligned, "Assume tensors are not 16-byte aligned (element-wise accesses)");
+  cmd->callback([o] { inspect(*o); });
+  (void)global;
 }
 
 } // namespace tilejit::cli

@@ -1,0 +1,78 @@
+#include "tuner/kernel_timer.h"
+
+#include "runtime/cuda_driver.h"
+#include "runtime/device_buffer.h"
+#include "support/error.h"
+
+#include <algorithm>
+
+namespace tilejit {
+
+KernelTimer::KernelTimer(cu::CUstream stream) : stream_(stream) {
+  CudaDriver::get().ensure_context();
+  flush_ = std::make_unique<DeviceBuffer>(size_t(256) << 20); // larger than any current L2
+}
+
+KernelTimer::~KernelTimer() = default;
+
+Timing KernelTimer::time(const std::function<void()>& launch, const TimingOptions& o) {
+  CudaDriver& d = CudaDriver::get();
+  for (int i = 0; i < o.warmup; ++i) launch();
+  d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+  auto run_batch = [&](int n, std::vector<float>& times) {
+    std::vector<cu::CUevent> start(n), stop(n);
+    for (int i = 0; i < n; ++i) {
+      d.check(d.cuEventCreate(&start[i], 0), "cuEventCreate");
+      d.check(d.cuEventCreate(&stop[i], 0), "cuEventCreate");
+    }
+    for (int i = 0; i < n; ++i) {
+      if (o.flush_l2)
+        d.check(d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream_),
+                "cuMemsetD32Async (L2 flush)");
+      d.check(d.cuEventRecord(start[i], stream_), "cuEventRecord");
+      launch();
+      d.check(d.cuEventRecord(stop[i], stream_), "cuEventRecord");
+    }
+    d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (timing)");
+    for (int i = 0; i < n; ++i) {
+      float ms = 0;
+      d.check(d.cuEventElapsedTime(&ms, start[i], stop[i]), "cuEventElapsedTime");
+      times.push_back(ms);
+      d.cuEventDestroy(start[i]);
+      d.cuEventDestroy(stop[i]);
+    }
+  };
+  std::vector<float> times;
+  run_batch(std::max(1, o.repeats), times);
+  if (o.budget_ms > 0) {
+    double total = 0;
+    for (float t : times) total += t;
+    int more = static_cast<int>(std::min(200.0, o.budget_ms / std::max(1e-3, total / times.size()))) - static_cast<int>(times.size());
+    if (more > 0) run_batch(more, times);
+  }
+  std::sort(times.begin(), times.end());
+  auto pct = [&](double p) { return static_cast<double>(times[static_cast<size_t>(p * (times.size() - 1))]); };
+  Timing t;
+  t.repeats = static_cast<int>(times.size());
+  t.min_ms = times.front();
+  t.median_ms = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  t.p10_ms = pct(0.1);
+  t.p90_ms = pct(0.9);
+  return t;
+}
+
+double measure_copy_bandwidth() {
+  CudaDriver& d = CudaDriver::get();
+  d.ensure_context();
+  const size_t bytes = size_t(1) << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  a.fill_byte(1);
+  KernelTimer timer;
+  TimingOptions o;
+  o.flush_l2 = false;
+  o.repeats = 10;
+  Timing t = timer.time([&] { d.check(d.cuMemcpyDtoD(b.ptr(), a.ptr(), bytes), "cuMemcpyDtoD"); }, o);
+  return 2.0 * static_cast<double>(bytes) / (t.median_ms * 1e-3);
+}
+
+} // namespace tilejit

@@ -1,0 +1,45 @@
+// Timing a launch the way the peers are timed (METHOD.md, triton.testing.do_bench): warm-up
+// calls, then for every timed call the L2 flushed by an asynchronous 256 MB memset on the same
+// stream, CUDA events around the call alone, and the median of the repeats.
+#pragma once
+
+#include "runtime/cuda_abi.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace tilejit {
+
+class DeviceBuffer;
+
+struct TimingOptions {
+  int warmup = 3;
+  int repeats = 20;     ///< at least this many timed calls
+  double budget_ms = 0; ///< if > 0, more repeats until this much GPU time (capped at 200)
+  bool flush_l2 = true;
+};
+
+struct Timing {
+  double median_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0;
+  int repeats = 0;
+  double spread_ms() const { return p90_ms - p10_ms; }
+};
+
+/// Times `launch` (which enqueues one call on `stream`). Throws tilejit::Error on CUDA errors.
+class KernelTimer {
+public:
+  explicit KernelTimer(cu::CUstream stream = nullptr);
+  ~KernelTimer();
+  Timing time(const std::function<void()>& launch, const TimingOptions& options = {});
+
+private:
+  cu::CUstream stream_;
+  std::unique_ptr<DeviceBuffer> flush_;
+};
+
+/// Device-to-device copy bandwidth in bytes/s, counting bytes read plus written (the ceiling
+/// floors are computed against), from a 1 GiB copy.
+double measure_copy_bandwidth();
+
+} // namespace tilejit
