@@ -14,6 +14,7 @@
 #include "support/text.h"
 
 #include <mutex>
+#include <set>
 
 namespace tilejit {
 
@@ -190,6 +191,38 @@ Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const 
   }
   if (why) *why = reason;
   return complete_bindings(kernel, given);
+}
+
+Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& args, const Config& forced) {
+  const dsl::Kernel& kernel = *impl_->get(k).kernel;
+  if (args.size() != caller_param_count(kernel))
+    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel), " arguments, got ", args.size()));
+  std::vector<ArgSpec> specs = arg_specs(kernel, args);
+  Config given;
+  for (const auto& g : kernel.generics)
+    if (forced.count(g.name)) given[g.name] = forced.at(g.name);
+  infer_generics(kernel, specs, given);
+  Bindings complete = complete_bindings(kernel, given);
+  LaunchPlan plan = plan_launch(kernel, complete, specs);
+  LaunchShape shape;
+  std::set<std::string> compile_time;
+  for (const auto& g : kernel.generics) {
+    shape.generics[g.name] = complete.at(g.name);
+    compile_time.insert(g.name);
+  }
+  for (const auto& t : kernel.tunables) compile_time.insert(t.name);
+  std::set<std::string> scalars;
+  for (const auto& p : kernel.params)
+    if (!p.type.has_dims) scalars.insert(p.name);
+  for (const auto& [n, v] : plan.env)
+    if (!compile_time.count(n) && !scalars.count(n) && n != "SMEM") shape.sizes[n] = v.i;
+  size_t next = 0;
+  for (const auto& p : kernel.params) {
+    if (p.is_scratch) continue;
+    const Arg& a = args[next++];
+    if (a.is_tensor) shape.dtypes[p.name] = dtype_name(a.tensor.dtype);
+  }
+  return shape;
 }
 
 const CompiledVariant& Runtime::compile(KernelRef k, const Config& config, const std::vector<Arg>& args) {

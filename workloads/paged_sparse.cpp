@@ -51,16 +51,41 @@ void fill_random_16(HostBuffer& b, uint64_t seed) {
 
 } // namespace
 
+PagedSparseDims paged_sparse_dims(const PagedSparseShape& s) {
+  PagedSparseDims d;
+  const int64_t PS = s.page_size;
+  for (int64_t len : s.seq_lens) d.max_pages = std::max(d.max_pages, (len + PS - 1) / PS);
+  d.max_pages = std::max<int64_t>(d.max_pages, 1);
+  int64_t used = 0;
+  for (int64_t len : s.seq_lens) used += (len + PS - 1) / PS;
+  d.num_pages = used + 3; // a few pages no sequence owns
+  d.max_kept = std::max<int64_t>(1, *std::max_element(s.kept_lens.begin(), s.kept_lens.end()));
+  return d;
+}
+
+std::vector<Tensor> paged_sparse_arg_views(const PagedSparseShape& s) {
+  PagedSparseDims d = paged_sparse_dims(s);
+  const int64_t B = s.batch, HQ = s.heads_q, HKV = s.heads_kv, D = s.head_dim;
+  auto v = [](DType t, std::vector<int64_t> shape) { return Tensor::contiguous(nullptr, t, std::move(shape)); };
+  return {v(s.dtype, {B, HQ, D}),
+          v(s.dtype, {d.num_pages, s.page_size, HKV, D}),
+          v(s.dtype, {d.num_pages, s.page_size, HKV, D}),
+          v(DType::I32, {B, d.max_pages}),
+          v(DType::I32, {B}),
+          v(DType::I32, {B, HKV, d.max_kept}),
+          v(DType::I32, {B, HKV}),
+          v(s.dtype, {B, HQ, D}),
+          v(DType::F32, {B, HQ})};
+}
+
 std::unique_ptr<PagedSparseData> make_paged_sparse_data(const PagedSparseShape& s, uint64_t seed) {
   auto d = std::make_unique<PagedSparseData>();
   d->shape = s;
   const int64_t B = s.batch, HKV = s.heads_kv, D = s.head_dim, PS = s.page_size;
   std::mt19937_64 rng(seed);
-  for (int64_t len : s.seq_lens) d->max_pages = std::max(d->max_pages, (len + PS - 1) / PS);
-  d->max_pages = std::max<int64_t>(d->max_pages, 1);
-  int64_t used = 0;
-  for (int64_t len : s.seq_lens) used += (len + PS - 1) / PS;
-  d->num_pages = used + 3; // a few pages no sequence owns
+  PagedSparseDims dims = paged_sparse_dims(s);
+  d->max_pages = dims.max_pages;
+  d->num_pages = dims.num_pages;
   // Physical pages in a random order, so logical neighbours are not physical neighbours.
   std::vector<int32_t> perm(d->num_pages);
   for (int64_t i = 0; i < d->num_pages; ++i) perm[i] = static_cast<int32_t>(i);

@@ -6,6 +6,8 @@
 #include "compiler/ref/run_tile.h"
 #include "compiler/specialise.h"
 
+#include <tilejit/tensor.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +32,14 @@ struct PagedSparseData {
   ref::HostBuffer q, k_cache, v_cache, block_table, seq_lens, kept_idx, kept_len, o, lse;
   double scale = 0;
 };
+
+/// Sizes that follow from a shape: longest kept list, pages per sequence, pages in the cache.
+struct PagedSparseDims {
+  int64_t max_kept = 0, max_pages = 0, num_pages = 0;
+};
+PagedSparseDims paged_sparse_dims(const PagedSparseShape& s);
+/// The kernel's arguments as shape-only views (no data): enough to key the tuning database.
+std::vector<Tensor> paged_sparse_arg_views(const PagedSparseShape& s);
 
 /// Draws caches, tables and queries for `shape` (multi-threaded: caches can be gigabytes).
 std::unique_ptr<PagedSparseData> make_paged_sparse_data(const PagedSparseShape& shape, uint64_t seed);

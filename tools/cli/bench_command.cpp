@@ -8,7 +8,9 @@
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "support/text.h"
+#include "tuner/db_config_selector.h"
 #include "tuner/kernel_timer.h"
+#include "tuner/tuner.h"
 #include "workloads/paged_sparse.h"
 #include "workloads/registry.h"
 
@@ -63,6 +65,9 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
   Runtime rt(RuntimeOptions{0, "", std::nullopt, global.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
                                                                 : std::function<void(const std::string&)>()});
   KernelRef k = rt.load(workloads::kPagedSparseSource);
+  // Tuned configurations come from the database (exact shape, else the nearest tuned one).
+  std::string db_file = global.db_path.empty() ? TuneDatabase::default_path() : global.db_path;
+  rt.set_config_selector(make_db_config_selector(std::make_shared<TuneDatabase>(db_file), current_identity()));
   KernelTimer timer;
   std::ofstream out;
   std::string out_path = o.out.empty() ? str("bench/results/", today(), "-paged_sparse.jsonl") : o.out;
@@ -94,7 +99,7 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
       double best_ms = 1e30;
       std::string best_config;
       for (const Bindings& extra : sweep) {
-        Bindings config = forced;
+        Config config = forced;
         for (const auto& [n, v] : extra) config[n] = v;
         for (const auto& [n, v] : workloads::paged_sparse_generics(d->shape)) config[n] = v;
         std::string why;

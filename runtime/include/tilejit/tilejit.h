@@ -94,6 +94,14 @@ public:
   /// generics inferred from the arguments. `why` says where it came from.
   Config resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced = {},
                         std::string* why = nullptr);
+  /// What a launch with `args` is specialised on: the generic values (forced or inferred from
+  /// the tensors) and the named runtime sizes. Checks the arguments like a launch does.
+  struct LaunchShape {
+    Config generics;
+    std::map<std::string, int64_t> sizes;
+    std::map<std::string, std::string> dtypes; ///< per tensor parameter
+  };
+  LaunchShape launch_shape(KernelRef k, const std::vector<Arg>& args, const Config& forced = {});
   /// Compiles (or fetches from the cache) the variant for `config` and these arguments'
   /// alignment. Needs no GPU when an arch was given.
   const CompiledVariant& compile(KernelRef k, const Config& config, const std::vector<Arg>& args);

@@ -1,0 +1,215 @@
+#include "tuner/tuner.h"
+
+#include "compiler/specialise.h"
+#include "dsl/diagnostics.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device_info.h"
+#include "runtime/jit_compiler.h"
+#include "runtime/nvrtc.h"
+#include "support/text.h"
+#include "tuner/search_space.h"
+
+#include <chrono>
+#include <future>
+#include <thread>
+#include <unistd.h>
+
+namespace tilejit {
+
+#ifndef TILEJIT_VERSION_STRING
+#define TILEJIT_VERSION_STRING "0.1.0"
+#endif
+
+TuneIdentity current_identity() {
+  return tune_identity(query_device(), Nvrtc::get().version(), TILEJIT_VERSION_STRING);
+}
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+/// The result of compiling one candidate.
+struct CompileResult {
+  TrialStatus status = TrialStatus::ok;
+  std::string error;
+};
+
+TuneConfig tunables_of(const SearchSpace& space, size_t index) { return space.tune_config(index); }
+
+Config as_config(const Bindings& b) { return Config(b.begin(), b.end()); }
+
+} // namespace
+
+TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& identity) {
+  TJ_ICHECK(r.runtime && r.check && r.prepare_check, "tune request incomplete");
+  Runtime& rt = *r.runtime;
+  const dsl::Kernel& kernel = rt.kernel(r.kernel);
+  auto log = [&](const std::string& m) {
+    if (r.log) r.log(m);
+  };
+  Runtime::LaunchShape shape = rt.launch_shape(r.kernel, r.args, r.generics);
+  TuneOutcome out;
+  out.key = make_tune_key(kernel.name, rt.source_hash(r.kernel), shape.generics, shape.sizes, identity);
+  const int smem_limit = rt.device().smem_per_block_optin;
+  SearchSpace space(kernel, Bindings(shape.generics.begin(), shape.generics.end()), smem_limit);
+  out.default_config = as_config(space.config(space.default_index()));
+
+  // A warm database answers at once: nothing compiles, nothing is timed.
+  if (!r.retune) {
+    if (auto w = db.winner(out.key)) {
+      Bindings b(shape.generics.begin(), shape.generics.end());
+      for (const auto& [n, v] : w->config) b[n] = std::to_string(v);
+      out.winner = as_config(b);
+      out.winner_ms = w->median_ms.value_or(0);
+      if (auto t = db.find_trial(out.key, space.tune_config(space.default_index())); t && t->result.median_ms)
+        out.default_ms = *t->result.median_ms;
+      out.from_database = true;
+      out.strategy = "database";
+      return out;
+    }
+  }
+
+  StrategyOptions so;
+  so.seed = r.seed;
+  so.budget = r.budget;
+  so.repeats = r.repeats;
+  so.batch_size = 16;
+  auto strategy = make_strategy(r.strategy, space, so);
+  out.strategy = strategy->name();
+  log(str(kernel.name, ": ", space.size(), " configurations (", space.pruned(), " pruned by constraints), strategy ",
+          strategy->name(), ", budget ", to_string(r.budget)));
+
+  KernelTimer timer;
+  rt.arch(); // initialise device queries before compiling on worker threads
+  const unsigned threads = r.compile_threads ? r.compile_threads : std::max(1u, std::thread::hardware_concurrency());
+  auto start = std::chrono::steady_clock::now();
+  std::map<size_t, double> measured_ms;
+  int planned = static_cast<int>(std::min<size_t>(space.size(), r.budget.trials ? static_cast<size_t>(*r.budget.trials) : space.size()));
+
+  auto record = [&](size_t index, const TrialResult& result) {
+    db.record_trial(out.key, tunables_of(space, index), result);
+  };
+
+  while (auto batch = strategy->next_batch()) {
+    // 1. Reuse results the database already holds for this key (per-configuration trials).
+    std::vector<Proposal> todo;
+    for (const Proposal& p : *batch) {
+      auto prev = r.retune ? std::nullopt : db.find_trial(out.key, tunables_of(space, p.config_index));
+      if (prev && prev->result.status == TrialStatus::ok && prev->result.median_ms) {
+        strategy->report(p.config_index, *prev->result.median_ms);
+        measured_ms[p.config_index] = *prev->result.median_ms;
+        ++out.trials;
+      } else if (prev && prev->result.status != TrialStatus::ok) {
+        strategy->report(p.config_index, std::nullopt);
+        ++out.trials;
+        ++out.failed;
+      } else {
+        todo.push_back(p);
+      }
+    }
+    // 2. Compile the rest in parallel, each with a timeout; a failure is a trial, never fatal.
+    std::vector<CompileResult> compiled(todo.size());
+    for (size_t lo = 0; lo < todo.size(); lo += threads) {
+      size_t hi = std::min(todo.size(), lo + threads);
+      std::vector<std::future<CompileResult>> futures;
+      for (size_t i = lo; i < hi; ++i) {
+        Config cfg = as_config(space.config(todo[i].config_index));
+        auto task = std::make_shared<std::packaged_task<CompileResult()>>([&rt, &r, cfg] {
+          CompileResult c;
+          try {
+            rt.compile(r.kernel, cfg, r.args);
+          } catch (const ConstraintError& e) {
+            c.status = TrialStatus::pruned;
+            c.error = e.what();
+          } catch (const std::exception& e) {
+            c.status = TrialStatus::compile_error;
+            c.error = e.what();
+          }
+          return c;
+        });
+        futures.push_back(task->get_future());
+        std::thread([task] { (*task)(); }).detach(); // a hung compile must not hang the tuner
+      }
+      for (size_t i = lo; i < hi; ++i) {
+        auto& f = futures[i - lo];
+        if (f.wait_for(std::chrono::duration<double>(r.compile_timeout_s)) == std::future_status::ready) {
+          compiled[i] = f.get();
+        } else {
+          compiled[i] = {TrialStatus::timeout, str("compile took over ", r.compile_timeout_s, " s")};
+        }
+        if (compiled[i].status == TrialStatus::ok) ++out.compiled;
+      }
+    }
+    // 3. Check, then time, each compiled candidate (one at a time: timing needs the GPU alone).
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const Proposal& p = todo[i];
+      Config cfg = as_config(space.config(p.config_index));
+      TrialResult result;
+      if (compiled[i].status != TrialStatus::ok) {
+        result.status = compiled[i].status;
+        result.error = compiled[i].error;
+      } else {
+        try {
+          r.prepare_check();
+          rt.launch_config(r.kernel, cfg, r.args);
+          CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
+          std::string why;
+          if (!r.check(&why)) {
+            result.status = TrialStatus::wrong_result;
+            result.error = why;
+          } else {
+            TimingOptions to;
+            to.repeats = p.repeats;
+            to.warmup = 2;
+            Timing t = timer.time([&] { rt.launch_config(r.kernel, cfg, r.args); }, to);
+            result.median_ms = t.median_ms;
+            result.spread_ms = t.spread_ms();
+          }
+        } catch (const std::exception& e) {
+          result.status = TrialStatus::launch_error;
+          result.error = e.what();
+        }
+      }
+      record(p.config_index, result);
+      ++out.trials;
+      if (result.status == TrialStatus::ok) {
+        ++out.measured;
+        measured_ms[p.config_index] = *result.median_ms;
+        strategy->report(p.config_index, result.median_ms);
+      } else {
+        ++out.failed;
+        strategy->report(p.config_index, std::nullopt);
+        if (result.status != TrialStatus::pruned)
+          log(str("  ", space.describe(p.config_index), ": ", to_string(result.status), ": ",
+                  result.error.substr(0, 300)));
+      }
+      if (r.progress) {
+        TuneProgress pr;
+        pr.done = out.trials;
+        pr.total = std::max(planned, out.trials);
+        if (auto b = strategy->best()) pr.best_ms = b->cost_ms, pr.best_config = space.describe(b->config_index);
+        pr.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        pr.eta_s = pr.done ? pr.elapsed_s / pr.done * std::max(0, pr.total - pr.done) : 0;
+        r.progress(pr);
+      }
+    }
+  }
+  out.stop_reason = strategy->stop_reason();
+  auto best = strategy->best();
+  if (!best)
+    throw Error(str("tuning ", kernel.name, ": no configuration ran correctly (", out.failed, " failed; see `tilejit cache show ",
+                    kernel.name, "`)"));
+  out.winner = as_config(space.config(best->config_index));
+  out.winner_ms = best->cost_ms;
+  auto d = measured_ms.find(space.default_index());
+  out.default_ms = d == measured_ms.end() ? 0 : d->second;
+  if (!db.set_winner(out.key, tunables_of(space, best->config_index), best->cost_ms))
+    log(str(kernel.name, ": a pinned winner exists for this key; it stays"));
+  return out;
+}
+
+} // namespace tilejit
