@@ -21,13 +21,16 @@ namespace {
 
 struct State {
   std::set<ir::Var*> reads, writes; // since the last barrier
+  std::set<ir::Var*> async_writes;  // filled by cp.async and not yet waited for
   void merge(const State& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
+    async_writes.insert(o.async_writes.begin(), o.async_writes.end());
   }
   void clear() {
     reads.clear();
     writes.clear();
+    async_writes.clear(); // every barrier tilejit emits waits for pending copies first
   }
 };
 
@@ -72,6 +75,7 @@ private:
           if (insert) {
             auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
             bar->note = "the loop reads shared tiles written above";
+            bar->wait_async = !st.async_writes.empty();
             b.insert(b.begin() + static_cast<long>(i), std::move(bar));
             ++i;
           }
@@ -115,6 +119,7 @@ private:
             for (ir::Var* v : writes)
               if (st.reads.count(v) || st.writes.count(v)) why = "'" + v->name + "' is overwritten";
           bar->note = why;
+          bar->wait_async = !st.async_writes.empty();
           b.insert(b.begin() + static_cast<long>(i), std::move(bar));
           ++i;
         }
@@ -122,6 +127,9 @@ private:
       }
       st.reads.insert(reads.begin(), reads.end());
       st.writes.insert(writes.begin(), writes.end());
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && s.value->kind == ir::ExprKind::Copy &&
+          s.var->stages <= 1)
+        st.async_writes.insert(s.var);
     }
   }
 };

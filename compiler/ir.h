@@ -190,6 +190,9 @@ struct Stmt {
   Block body;
   Block else_body;
   std::string note;               ///< Barrier: why it is there (printed)
+  /// Barrier: also wait for this thread's asynchronous copies first (a tile filled by
+  /// cp.async is read after it); set by insert_barriers.
+  bool wait_async = false;
   /// Inside a pipelined loop's body (set by pipeline_loops): Producer statements fill a
   /// shared tile with a copy issued STAGES-1 iterations ahead; ProducerInput statements
   /// compute what those copies read (they run ahead too, and again for the consumer).

@@ -177,9 +177,12 @@ Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const 
       if (given.count(g.name)) generics[g.name] = given[g.name];
     Bindings partial = complete_bindings(kernel, given);
     LaunchPlan plan = plan_launch(kernel, partial, specs);
+    std::set<std::string> scalars;
+    for (const auto& p : kernel.params)
+      if (!p.type.has_dims) scalars.insert(p.name);
     std::map<std::string, int64_t> sizes;
     for (const auto& [n, v] : plan.env)
-      if (!tunable_names.count(n) && !generics.count(n) && n != "SMEM") sizes[n] = v.i;
+      if (!tunable_names.count(n) && !generics.count(n) && !scalars.count(n) && n != "SMEM") sizes[n] = v.i;
     std::string sel_why;
     if (auto chosen = impl_->selector(kernel.name, impl_->get(k).module.source_hash, generics, sizes, &sel_why)) {
       for (const auto& [n, v] : *chosen)

@@ -66,6 +66,7 @@ struct BestConfig {
 
 /// Base of all strategies: budget accounting, failure bookkeeping and the best so far.
 /// Contract: report every proposal of a batch (cost or nullopt) before the next next_batch().
+/// Not thread-safe: one thread drives it (compile the batch in parallel, then report).
 class SearchStrategy {
 public:
   SearchStrategy(const SearchSpace& space, StrategyOptions options);
@@ -149,7 +150,8 @@ class RandomHalving : public SearchStrategy {
 public:
   RandomHalving(const SearchSpace& space, StrategyOptions options);
   const char* name() const override { return "halving"; }
-  /// Trials one bracket of `n` configs takes (n + n/eta + ... over rungs of more than one).
+  /// Trials one bracket of `n` configs takes: n + n/eta + ... over rungs of more than one
+  /// (the last survivor is the finalist and is not measured again).
   static int64_t bracket_trials(size_t n, int eta);
 
 protected:

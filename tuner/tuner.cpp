@@ -94,11 +94,17 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
     db.record_trial(out.key, tunables_of(space, index), result);
   };
 
+  const int64_t run_started_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!space.default_note().empty()) log(space.default_note());
   while (auto batch = strategy->next_batch()) {
-    // 1. Reuse results the database already holds for this key (per-configuration trials).
+    // 1. Reuse results the database held before this run (per-configuration trials: adding a
+    //    candidate does not re-time the others). Trials of this run are never reused: a
+    //    strategy that proposes a config again wants a longer measurement.
     std::vector<Proposal> todo;
     for (const Proposal& p : *batch) {
       auto prev = r.retune ? std::nullopt : db.find_trial(out.key, tunables_of(space, p.config_index));
+      if (prev && prev->created_at_ms >= run_started_ms) prev.reset();
       if (prev && prev->result.status == TrialStatus::ok && prev->result.median_ms) {
         strategy->report(p.config_index, *prev->result.median_ms);
         measured_ms[p.config_index] = *prev->result.median_ms;

@@ -280,10 +280,9 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
              ".ptr[", offset(p, ix), "]) : static_cast<const void*>(", p.tensor, ".ptr), tj_ok);"));
     close();
     close();
-    if (!in_producer) {
-      line("tj::cp_async_commit();");
-      line("tj::cp_async_wait<0>();");
-    }
+    // Outside a pipeline the copy runs in the background: the barrier before its first read
+    // waits for it (insert_barriers), so independent work overlaps its latency.
+    if (!in_producer) line("tj::cp_async_commit();");
     return;
   }
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));

@@ -194,6 +194,8 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     line("return;");
     return;
   case StmtKind::Barrier:
+    // Copies into shared memory run asynchronously until the first barrier before a read.
+    line("tj::cp_async_wait<0>();");
     line(s.note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", s.note));
     return;
   }
