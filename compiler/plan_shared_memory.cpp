@@ -49,7 +49,9 @@ void plan_shared_memory(ir::Kernel& k) {
       ir::for_each_node(*root, [&](ir::Expr& e) { scratch = std::max(scratch, scratch_need(e, k.threads)); });
     });
   });
-  k.scratch_bytes = round_up(scratch, 16);
+  // Two regions: consecutive scratch users alternate between them, so each needs one barrier
+  // (between its write and its read) instead of two (codegen tracks the alternation).
+  k.scratch_bytes = 2 * round_up(scratch, 16);
   int64_t offset = round_up(k.scratch_bytes, 128);
   for (auto& vp : k.vars) {
     ir::Var& v = *vp;

@@ -334,8 +334,9 @@ std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   std::string ok = in_bounds(p, ix);
   if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
   std::string name = fresh("t");
-  line(str("const ", T, " ", name, " = tj::atomic_add_uniform<", T, ">(&", p.tensor, ".ptr[", offset(p, ix),
-           "], static_cast<", T, ">(", scalar(*e.a), "), ", ok, ", reinterpret_cast<", T, "*>(tj_scratch));"));
+  std::string scratch = next_scratch(T);
+  line(str("const ", T, " ", name, " = tj::atomic_add_uniform<", T, ", false>(&", p.tensor, ".ptr[", offset(p, ix),
+           "], static_cast<", T, ">(", scalar(*e.a), "), ", ok, ", ", scratch, ");"));
   return name;
 }
 

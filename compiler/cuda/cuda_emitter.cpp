@@ -179,14 +179,17 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     line_directive(s.loc);
     prepare(*s.value);
     open(str("if (", scalar(*s.value), ")"));
+    scratch_unknown();
     emit_block(s.body);
     if (!s.else_body.empty()) {
       --indent_;
       line("} else {");
       ++indent_;
+      scratch_unknown();
       emit_block(s.else_body);
     }
     close();
+    scratch_unknown();
     return;
   }
   case StmtKind::Return:
@@ -197,6 +200,7 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     // Copies into shared memory run asynchronously until the first barrier before a read.
     line("tj::cp_async_wait<0>();");
     line(s.note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", s.note));
+    scratch_free();
     return;
   }
 }
@@ -245,8 +249,10 @@ void Emitter::emit_for(const ir::Stmt& s) {
   std::string hi = fresh("tj_hi");
   line(str("const int ", hi, " = ", scalar(*s.hi), ";"));
   open(str("for (int ", v, " = ", scalar(*s.lo), "; ", v, cmp, hi, "; ", v, " += ", step, ")"));
+  scratch_unknown(); // the back edge: the last iteration's regions are not known
   emit_block(s.body);
   close();
+  scratch_unknown();
 }
 
 /// Copies for iteration i + STAGES - 1 are issued while iteration i computes:
@@ -276,6 +282,7 @@ void Emitter::emit_pipelined_for(const ir::Stmt& s) {
       if (st->pipeline_role != Role::None) emit_stmt(*st);
     in_producer_ = false;
   };
+  scratch_unknown();
   open(str("for (int tj_s = 0; tj_s < ", S - 1, "; ++tj_s)"));
   line(str("const int ", ahead, " = ", lo, " + tj_s * ", step, ";"));
   open(str("if (", ahead, " < ", hi, ")"));
@@ -287,6 +294,7 @@ void Emitter::emit_pipelined_for(const ir::Stmt& s) {
   open(str("for (int ", v, " = ", lo, ", ", it, " = 0; ", v, " < ", hi, "; ", v, " += ", step, ", ++", it, ")"));
   line(str("tj::cp_async_wait<", S - 2, ">();"));
   line("__syncthreads(); // this iteration's copies landed; last iteration's reads are done");
+  scratch_free();
   line(str("const int ", read, " = ", it, " % ", S, ";"));
   line(str("const int ", write, " = (", it, " + ", S - 1, ") % ", S, ";"));
   open("");
@@ -303,8 +311,21 @@ void Emitter::emit_pipelined_for(const ir::Stmt& s) {
   close();
   line("tj::cp_async_wait<0>();");
   line("__syncthreads(); // the ring buffers may be reused after the loop");
+  scratch_free();
   for (const ir::Var* r : rings) stage_index_.erase(r);
   close();
+}
+
+std::string Emitter::next_scratch(const std::string& type) {
+  if (!scratch_known_) {
+    line("__syncthreads(); // scratch: the previous user's region is not known here");
+    scratch_free();
+  }
+  int region = scratch_last_ == 0 ? 1 : 0;
+  scratch_last_ = region;
+  scratch_known_ = true;
+  std::string base = region == 0 ? "tj_scratch" : str("(tj_scratch + ", k_.scratch_bytes / 2, ")");
+  return str("reinterpret_cast<", type, "*>(", base, ")");
 }
 
 GeneratedKernel generate_cuda(const ir::Kernel& k) { return Emitter(k).run(); }

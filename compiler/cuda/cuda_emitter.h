@@ -108,6 +108,16 @@ public:
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
   bool in_producer_ = false;
+
+  // ---- scratch regions: users alternate between two halves so none needs a trailing barrier.
+  /// The scratch pointer (as T*) for the next user; emits a barrier first when the previous
+  /// user's region is unknown (after control flow) and might be the same.
+  std::string next_scratch(const std::string& type);
+  /// Control flow makes the last region unknown; a barrier makes every region free.
+  void scratch_unknown() { scratch_known_ = false; }
+  void scratch_free() { scratch_known_ = true, scratch_last_ = -1; }
+  bool scratch_known_ = true;
+  int scratch_last_ = -1;
 };
 
 } // namespace tilejit::cuda

@@ -93,8 +93,11 @@ void Emitter::emit_reduce(const ir::Expr& e, const std::string& dst) {
   line(str("if (", L, "::valid(tj_e)) ", dst, "[tj_s] = ", op, "::apply(", dst, "[tj_s], ",
            elem(*e.a, lin, "tj_e"), ");"));
   close();
-  line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ">(", dst, ", reinterpret_cast<", RT,
-           "*>(tj_scratch));"));
+  if (lin->warps_along(e.axis) > 1)
+    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", ", next_scratch(RT), ");"));
+  else
+    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", static_cast<", RT,
+             "*>(nullptr)); // within warps: shuffles only"));
 }
 
 std::string Emitter::emit_full_reduce(const ir::Expr& e) {
@@ -108,8 +111,10 @@ std::string Emitter::emit_full_reduce(const ir::Expr& e) {
   line(str(RT, " ", name, " = ", op, "::identity<", RT, ">();"));
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e) && tj::Owner<", L,
            ">::is(tj_e)) ", name, " = ", op, "::apply(", name, ", ", elem(*e.a, lin, "tj_e"), ");"));
-  line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ">(", name, ", reinterpret_cast<", RT,
-           "*>(tj_scratch));"));
+  if (k_.threads > 32)
+    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", ", next_scratch(RT), ");"));
+  else
+    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", static_cast<", RT, "*>(nullptr));"));
   return name;
 }
 
@@ -122,8 +127,7 @@ void Emitter::emit_scan(const ir::Expr& e, const std::string& dst) {
   line(str(RT, " ", dst, "[", L, "::N];"));
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
   int axis = l->rank() == 1 ? 1 : e.axis; // rank-1 tiles are one row
-  line(str("tj::scan<", L, ", ", axis, ", ", op_type(e.reduce_op), ">(", dst, ", reinterpret_cast<", RT,
-           "*>(tj_scratch));"));
+  line(str("tj::scan<", L, ", ", axis, ", ", op_type(e.reduce_op), ", false>(", dst, ", ", next_scratch(RT), ");"));
 }
 
 void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
@@ -133,8 +137,8 @@ void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
   std::string T = storage_type(e.type.dtype);
   line(str("// ", from->str(), " -> ", e.layout->str()));
   line(str(T, " ", dst, "[", layout_name(e.layout), "::N];"));
-  line(str("tj::convert<", layout_name(from), ", ", layout_name(e.layout), ">(", dst, ", ", src,
-           ", reinterpret_cast<", T, "*>(tj_scratch));"));
+  line(str("tj::convert<", layout_name(from), ", ", layout_name(e.layout), ", false>(", dst, ", ", src, ", ",
+           next_scratch(T), ");"));
 }
 
 void Emitter::emit_stage(const ir::Expr& e) {
@@ -151,6 +155,7 @@ void Emitter::emit_stage(const ir::Expr& e) {
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ", ptr, "[", index,
            "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
   line("__syncthreads();");
+  scratch_free();
   Value val{Value::Kind::Shared, ptr, nullptr, v->type.dtype, v->smem_row_stride, v->type.rank()};
   materialized_[&e] = val;
 }

@@ -34,12 +34,13 @@ template <int N> TJ_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 /// An atomic add issued once for the whole block, after every thread of the block has reached
 /// it (so writes each thread fenced before are visible first); every thread gets the old value.
-template <class T> TJ_DEVICE T atomic_add_uniform(T* p, T v, bool inbounds, T* scratch) {
+template <class T, bool SYNC_AFTER = true>
+TJ_DEVICE T atomic_add_uniform(T* p, T v, bool inbounds, T* scratch) {
   __syncthreads();
   if (threadIdx.x == 0) scratch[0] = inbounds ? atomicAdd(p, v) : T(0);
   __syncthreads();
   T old = scratch[0];
-  __syncthreads();
+  if (SYNC_AFTER) __syncthreads();
   return old;
 }
 

@@ -12,7 +12,9 @@ template <class T> TJ_DEVICE T shfl_xor(T v, int mask) { return __shfl_xor_sync(
 /// Finishes a reduction of layout L along AXIS: v holds this thread's partial values in the
 /// Slice<L, AXIS> arrangement; afterwards every thread holds the full results for its slice
 /// coordinates. `scratch` needs warps_along<AXIS> * EXTENT elements when warps split AXIS.
-template <class L, int AXIS, class Op, class T, int SN>
+/// SYNC_AFTER: end with a barrier so the scratch can be reused at once (generated code
+/// alternates two scratch regions instead and passes false).
+template <class L, int AXIS, class Op, bool SYNC_AFTER = true, class T, int SN>
 TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
   constexpr int bits = L::template lane_bits<AXIS>();
   TJ_UNROLL for (int s = 0; s < SN; ++s) {
@@ -38,20 +40,20 @@ TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
         v[s] = acc;
       }
     }
-    __syncthreads();
+    if (SYNC_AFTER) __syncthreads();
   }
 }
 
 /// Combines one value per thread over the whole block; every thread gets the result.
 /// `scratch` needs NT / 32 elements.
-template <class Op, int NT, class T> TJ_DEVICE T block_reduce(T v, T* scratch) {
+template <class Op, int NT, bool SYNC_AFTER = true, class T> TJ_DEVICE T block_reduce(T v, T* scratch) {
   TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
   if constexpr (NT > 32) {
     if (lane_id() == 0) scratch[warp_id()] = v;
     __syncthreads();
     T acc = Op::template identity<T>();
     TJ_UNROLL for (int w = 0; w < NT / 32; ++w) acc = Op::apply(acc, scratch[w]);
-    __syncthreads();
+    if (SYNC_AFTER) __syncthreads();
     return acc;
   } else {
     return v;

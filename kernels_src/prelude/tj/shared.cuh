@@ -6,7 +6,7 @@
 namespace tj {
 
 /// dst (layout LD) = src (layout LS), through `scratch` (R_ * C_ elements, row-major).
-template <class LS, class LD, class T>
+template <class LS, class LD, bool SYNC_AFTER = true, class T>
 TJ_DEVICE void convert(T (&dst)[LD::N], const T (&src)[LS::N], T* scratch) {
   static_assert(LS::C_ == LD::C_ && LS::R_ == LD::R_, "convert: layouts of different shapes");
   constexpr int C = LS::C_;
@@ -17,12 +17,13 @@ TJ_DEVICE void convert(T (&dst)[LD::N], const T (&src)[LS::N], T* scratch) {
   TJ_UNROLL for (int e = 0; e < LD::N; ++e) {
     if (LD::valid(e)) dst[e] = scratch[LD::r(e) * C + LD::c(e)];
   }
-  __syncthreads();
+  if (SYNC_AFTER) __syncthreads();
 }
 
 /// Inclusive scan of a register tile along AXIS, through `scratch` (R_ * C_ elements): one
 /// thread walks each row (AXIS 1) or column (AXIS 0).
-template <class L, int AXIS, class Op, class T> TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
+template <class L, int AXIS, class Op, bool SYNC_AFTER = true, class T>
+TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
   constexpr int R = L::R_, C = L::C_;
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) scratch[L::r(e) * C + L::c(e)] = v[e];
@@ -49,7 +50,7 @@ template <class L, int AXIS, class Op, class T> TJ_DEVICE void scan(T (&v)[L::N]
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) v[e] = scratch[L::r(e) * C + L::c(e)];
   }
-  __syncthreads();
+  if (SYNC_AFTER) __syncthreads();
 }
 
 } // namespace tj
