@@ -235,10 +235,26 @@ const CompiledVariant& Runtime::compile(KernelRef k, const Config& config, const
   options.arch = arch();
   if (has_gpu()) options.smem_limit = device().smem_per_block_optin;
   std::string key = str(k.id, "|", options.arch);
+  // Scratch tensors are dense and allocated here (cuMemAlloc aligns to 256 bytes), so their
+  // alignment follows from their shapes, which follow from the arguments and the config.
+  std::vector<ArgSpec> specs = arg_specs(kernel, args);
+  std::vector<std::vector<int64_t>> scratch_shapes;
+  try {
+    scratch_shapes = plan_launch(kernel, config, specs).scratch_shapes;
+  } catch (const Error&) {
+    scratch_shapes.assign(kernel.params.size(), {}); // no launch shapes (compile-only use)
+  }
   size_t next = 0;
-  for (const auto& p : kernel.params) {
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const auto& p = kernel.params[i];
     if (p.is_scratch) {
-      options.vector_aligned.insert(p.name); // tilejit allocates scratch: aligned and dense
+      const auto& shape = scratch_shapes[i];
+      DType t = parse_dtype(p.type.dtype).value_or(DType::F32);
+      static char aligned_base alignas(256);
+      if (!shape.empty() && vector_aligned(Tensor::contiguous(&aligned_base, t, shape))) {
+        options.vector_aligned.insert(p.name);
+        key += "|a:" + p.name;
+      }
       continue;
     }
     if (next < args.size() && args[next].is_tensor && vector_aligned(args[next].tensor)) {

@@ -178,6 +178,16 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
         } catch (const std::exception& e) {
           result.status = TrialStatus::launch_error;
           result.error = e.what();
+          // These leave the CUDA context unusable: every later trial would fail the same way.
+          for (const char* sticky : {"CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_ADDRESS",
+                                     "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                                     "CUDA_ERROR_HARDWARE_STACK_ERROR"})
+            if (result.error.find(sticky) != std::string::npos) {
+              record(p.config_index, result);
+              throw Error(str("tuning ", kernel.name, ": configuration ", space.describe(p.config_index),
+                              " broke the CUDA context (", sticky, "); this is a tilejit bug: the trial is "
+                              "recorded, and the process must restart"));
+            }
         }
       }
       record(p.config_index, result);
