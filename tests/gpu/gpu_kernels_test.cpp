@@ -117,7 +117,11 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
                {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}},
                {{"CHUNK", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
                {{"CHUNK", "512"}, {"BN", "32"}, {"STAGES", "4"}, {"WARPS", "8"}},
-               {{"CHUNK", "1024"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "4"}}})
+               {{"CHUNK", "1024"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "4"}},
+               // more warps than a small tile has columns: padding warps must read nothing
+               {{"CHUNK", "256"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "8"}},
+               // one warp: P stays in registers for the second dot, no cross-warp reductions
+               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "1"}}})
         check_paged_sparse(run, *d, cfg);
     }
 }

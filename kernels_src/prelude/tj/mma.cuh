@@ -70,8 +70,26 @@ TJ_DEVICE void load_b_frag(unsigned* b, const T* s, int ld, int n0, int k0) {
   }
 }
 
+/// B fragments of a warp's NTL n8 tiles at k0; tiles at or past the logical N (padding a warp
+/// owns when N is small) are neither read nor used, so reads stay inside the stored tile.
+template <class LC, class T, bool B_NMAJOR>
+TJ_DEVICE void load_b_frags(unsigned (&b)[LC::NTL][2], const T* sb, int ldb, int n_base, int k0) {
+  TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
+    const int n0 = n_base + nt * 8;
+    if (n0 >= LC::C_) continue;
+    if (nt + 1 < LC::NTL && n0 + 8 < LC::C_) {
+      unsigned q[4];
+      load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n0, k0);
+      b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
+    } else {
+      load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n0, k0);
+    }
+  }
+}
+
 /// acc += A @ B for one tile: A [M, K] and B [K, N] in shared memory (row strides lda, ldb in
-/// elements), acc in layout LC = MmaAcc<M, N, WM, WN, NT>. K is a multiple of 16.
+/// elements), acc in layout LC = MmaAcc<M, N, WM, WN, NT>. K is a multiple of 16. Fragments
+/// wholly in the padding past M or N are skipped (their results are never valid).
 template <class LC, int K, class T, bool A_KMAJOR, bool B_NMAJOR>
 TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, int ldb) {
   static_assert(K % 16 == 0, "dot: the shared dimension must be a multiple of 16");
@@ -79,20 +97,13 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[LC::MT][4];
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
-      load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
+      if (m_base + mt * 16 < LC::R_) load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
     unsigned b[LC::NTL][2];
-    TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
-      if (nt + 1 < LC::NTL) {
-        unsigned q[4];
-        load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n_base + nt * 8, k0);
-        b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
-      } else {
-        load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n_base + nt * 8, k0);
-      }
-    }
+    load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
       TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
-        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+        if (m_base + mt * 16 < LC::R_ && n_base + nt * 8 < LC::C_)
+          mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }
 
@@ -115,18 +126,10 @@ TJ_DEVICE void dot_rs(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb
       a[mt][3] = pack2<T>(hi[2], hi[3]);
     }
     unsigned b[LC::NTL][2];
-    TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
-      if (nt + 1 < LC::NTL) {
-        unsigned q[4];
-        load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n_base + nt * 8, k0);
-        b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
-      } else {
-        load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n_base + nt * 8, k0);
-      }
-    }
+    load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
       TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
-        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+        if (n_base + nt * 8 < LC::C_) mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }
 
