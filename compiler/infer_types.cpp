@@ -366,6 +366,10 @@ private:
       e->b = cast_to(std::move(e->b), DType::I32);
       e->type = t;
       e->type.shape[0] = e->extent;
+      if (!e->axes.empty()) { // a row: axis 0 dropped
+        if (t.rank() != 2) error(e->loc, str("s[i, :] needs a rank-2 shared tile, got ", t.str()));
+        e->type.shape.erase(e->type.shape.begin());
+      }
       return;
     }
     case ExprKind::Dot: dot(e); return;

@@ -94,7 +94,8 @@ enum class ExprKind {
   Trans,       ///< a transposed (2-D)
   Load,        ///< global tensor access -> frag (or scalar when every index is a point)
   Copy,        ///< global tensor access -> shared tile (asynchronous where possible)
-  SharedSlice, ///< a shared tile's dynamic window: a[start : start + extent] along axis 0
+  SharedSlice, ///< a shared tile's dynamic window: a[start : start + extent] along axis 0;
+               ///< with axes == {0}, the single row a[start, :] (axis 0 dropped)
   Dot,         ///< a @ b (+ c): tensor cores, f32 accumulate
   Reduce,      ///< reduce `reduce_op` over `axis` (-1 = all axes -> scalar)
   Scan,        ///< inclusive cumulative `reduce_op` (sum or prod) along `axis`
@@ -187,6 +188,7 @@ struct Stmt {
   ExprPtr lo, hi, step;           ///< For (step is a constant: its sign gives the direction)
   LoopKind loop_kind = LoopKind::Serial;
   int stages = 1;                 ///< For pipelined
+  int unroll = 0;                 ///< For: `unroll = N` (0: the backend decides)
   Block body;
   Block else_body;
   std::string note;               ///< Barrier: why it is there (printed)

@@ -82,6 +82,7 @@ std::string print_expr(const Expr& e) {
     return s + ")";
   }
   case ExprKind::SharedSlice:
+    if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :]");
     return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, "]");
   case ExprKind::Dot:
     return e.c ? str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")")
@@ -144,6 +145,7 @@ void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
     os << pad << "for " << s.var->name << " in [" << print_expr(*s.lo) << ", " << print_expr(*s.hi)
        << ") step " << print_expr(*s.step);
     if (s.loop_kind == LoopKind::Pipelined) os << " pipelined(stages=" << s.stages << ")";
+    if (s.unroll) os << " unroll " << s.unroll;
     os << " {" << loc_str(s.loc) << "\n";
     print_block(os, s.body, indent + 1);
     os << pad << "}\n";

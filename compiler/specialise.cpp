@@ -310,6 +310,11 @@ private:
       if (step == 0) fail_at(s.range_args[2]->loc, "loop step must not be 0");
       st->step = ir::make_int(step, DType::I32, s.loc);
       st->step->literal = true;
+      for (const auto& kw : s.range_kwargs)
+        if (kw.name == "unroll") {
+          st->unroll = static_cast<int>(const_int(*kw.value, "unroll"));
+          if (st->unroll < 1 || st->unroll > 64) fail_at(kw.loc, str("unroll must be between 1 and 64, got ", st->unroll));
+        }
       if (s.range_kind == "pipelined") {
         st->loop_kind = ir::LoopKind::Pipelined;
         st->stages = 2;
@@ -429,8 +434,21 @@ private:
       if (it.kind == dsl::IndexItem::Kind::Slice) has_slice = true;
       if (it.kind == dsl::IndexItem::Kind::Expr) has_point = true;
     }
-    if (has_point)
-      fail_at(e.loc, "a tile cannot be indexed by a scalar; reduce it, or slice a shared tile with a : a + N");
+    if (has_point) {
+      // s[i, :]: one row of a shared tile (a window of one row with the axis dropped).
+      bool row = e.index.size() >= 2 && e.index[0].kind == dsl::IndexItem::Kind::Expr;
+      for (size_t i = 1; row && i < e.index.size(); ++i) row = e.index[i].kind == dsl::IndexItem::Kind::Full;
+      if (!row)
+        fail_at(e.loc, "a tile cannot be indexed by a scalar, except a row of a shared tile: s[i, :]; reduce "
+                       "it, or slice a shared tile with a : a + N");
+      auto x = std::make_unique<ir::Expr>(ExprKind::SharedSlice, e.loc);
+      x->a = std::move(base);
+      x->b = lower_expr(*e.index[0].expr);
+      x->extent = 1;
+      x->axes = {0}; // axis 0 is dropped
+      x->int_value = static_cast<int64_t>(e.index.size());
+      return x;
+    }
     if (has_slice) {
       const auto& first = e.index[0];
       if (first.kind != dsl::IndexItem::Kind::Slice)

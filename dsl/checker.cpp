@@ -199,9 +199,11 @@ private:
       if (s.range_args.size() < 2 || s.range_args.size() > 3)
         sink_.error(s.range_loc, str(s.range_kind, "(lo, hi[, step]) takes 2 or 3 arguments, got ", s.range_args.size()));
       for (const auto& kw : s.range_kwargs) {
-        if (kw.name != "stages" || s.range_kind != "pipelined")
+        bool ok = (kw.name == "stages" && s.range_kind == "pipelined") ||
+                  (kw.name == "unroll" && s.range_kind != "pipelined");
+        if (!ok)
           sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", s.range_kind,
-                                  s.range_kind == "pipelined" ? " (only 'stages')" : " (takes none)"));
+                                  s.range_kind == "pipelined" ? " (only 'stages')" : " (only 'unroll')"));
         check_expr(*kw.value, Context::Body);
       }
       for (const auto& a : s.range_args) check_expr(*a, Context::Body);

@@ -148,6 +148,8 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     TJ_ICHECK(loop && e.a->kind == ExprKind::VarRef, "shared slice outside a tile loop");
     std::string start = scalar(*e.b);
     std::string ptr = shared_ptr(v);
+    if (!e.axes.empty()) // one row, s[start, :]
+      return read_as_compute(str(ptr, "[(", start, ") * ", v->smem_row_stride, " + ", coord(e, loop, idx, 0), "]"), t);
     if (v->type.rank() == 1) return read_as_compute(str(ptr, "[", start, " + ", coord(e, loop, idx, 0), "]"), t);
     return read_as_compute(str(ptr, "[(", start, " + ", coord(e, loop, idx, 0), ") * ", v->smem_row_stride, " + ",
                                coord(e, loop, idx, 1), "]"),

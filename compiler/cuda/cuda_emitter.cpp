@@ -248,6 +248,7 @@ void Emitter::emit_for(const ir::Stmt& s) {
   std::string cmp = step > 0 ? " < " : " > ";
   std::string hi = fresh("tj_hi");
   line(str("const int ", hi, " = ", scalar(*s.hi), ";"));
+  if (s.unroll) line(str("#pragma unroll ", s.unroll));
   open(str("for (int ", v, " = ", scalar(*s.lo), "; ", v, cmp, hi, "; ", v, " += ", step, ")"));
   scratch_unknown(); // the back edge: the last iteration's regions are not known
   emit_block(s.body);

@@ -733,6 +733,7 @@ private:
     out.dtype = a.dtype;
     out.shape = a.shape;
     out.shape[0] = e.extent;
+    if (!e.axes.empty()) out.shape.erase(out.shape.begin()); // s[i, :]: one row, axis dropped
     if (a.is_float())
       out.f.assign(a.f.begin() + start * row, a.f.begin() + (start + e.extent) * row);
     else

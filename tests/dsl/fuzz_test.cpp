@@ -102,15 +102,107 @@ private:
 
 /// Spellings the lexer knows, plus a few it does not.
 const std::vector<std::string>& soup_words() {
-  static const std::vector<std::string> words = {
-      "kernel", "tune", "where", "require", "grid", "threads", "let", "frag", "shared", "scratch",
-      "for", "in", "if", "else", "return", "true", "false", "None", "(", ")", "[", "]", "{", "}",
-      ",", ";", ":", "..", "|", "||", "&", "&&", "^", "~", "!", "=", "+=", "-=", "*=", "/=", "==",
-      "!=", "<", "<=", ">", ">=", "<<", ">>", "+", "-", "*", "/", "%", "0", "1", "7", "64",
-      "1.5", "1e-3", "1.", "99999999999999999999", "x", "y", "T", "N", "f16", "f32", "i32",
-      "bool", "load", "store", "copy", "gather", "dot", "trans", "cast", "iota", "program_id",
-      "reduce_sum", "cumsum", "where", "range", "serial", "pipelined", "stages", "mask", "other",
-      "axis", "SMEM", "inf", "@", "$", "#", "\"", "/*", "*/", "//", "\n", "\t", "\x01", "\xff"};
+  static const std::vector<std::string> words = {"kernel",
+                                                 "tune",
+                                                 "where",
+                                                 "require",
+                                                 "grid",
+                                                 "threads",
+                                                 "let",
+                                                 "frag",
+                                                 "shared",
+                                                 "scratch",
+                                                 "for",
+                                                 "in",
+                                                 "if",
+                                                 "else",
+                                                 "return",
+                                                 "true",
+                                                 "false",
+                                                 "None",
+                                                 "(",
+                                                 ")",
+                                                 "[",
+                                                 "]",
+                                                 "{",
+                                                 "}",
+                                                 ",",
+                                                 ";",
+                                                 ":",
+                                                 "..",
+                                                 "|",
+                                                 "||",
+                                                 "&",
+                                                 "&&",
+                                                 "^",
+                                                 "~",
+                                                 "!",
+                                                 "=",
+                                                 "+=",
+                                                 "-=",
+                                                 "*=",
+                                                 "/=",
+                                                 "==",
+                                                 "!=",
+                                                 "<",
+                                                 "<=",
+                                                 ">",
+                                                 ">=",
+                                                 "<<",
+                                                 ">>",
+                                                 "+",
+                                                 "-",
+                                                 "*",
+                                                 "/",
+                                                 "%",
+                                                 "0",
+                                                 "1",
+                                                 "7",
+                                                 "64",
+                                                 "1.5",
+                                                 "1e-3",
+                                                 "1.",
+                                                 "99999999999999999999",
+                                                 "x",
+                                                 "y",
+                                                 "T",
+                                                 "N",
+                                                 "f16",
+                                                 "f32",
+                                                 "i32",
+                                                 "bool",
+                                                 "load",
+                                                 "store",
+                                                 "copy",
+                                                 "gather",
+                                                 "dot",
+                                                 "trans",
+                                                 "cast",
+                                                 "iota",
+                                                 "program_id",
+                                                 "reduce_sum",
+                                                 "cumsum",
+                                                 "where",
+                                                 "range",
+                                                 "serial",
+                                                 "pipelined",
+                                                 "stages",
+                                                 "mask",
+                                                 "other",
+                                                 "axis",
+                                                 "SMEM",
+                                                 "inf",
+                                                 "@",
+                                                 "$",
+                                                 "#",
+                                                 "\"",
+                                                 "/*",
+                                                 "*/",
+                                                 "//",
+                                                 "\n",
+                                                 "\t",
+                                                 "\x01",
+                                                 "\xff"};
   return words;
 }
 
@@ -168,11 +260,19 @@ TEST(DslFuzz, MutatedExamplesNeverCrash) {
       size_t at = rng() % text.size();
       size_t len = 1 + rng() % std::min<size_t>(40, text.size() - at);
       switch (rng() % 5) {
-      case 0: text.erase(at, len); break;                           // deletion
-      case 1: text.insert(at, text.substr(at, len)); break;         // duplication
-      case 2: text.insert(at, words[rng() % words.size()]); break;  // insertion
-      case 3: text[at] = static_cast<char>(32 + rng() % 95); break; // byte flip
-      case 4: {                                                     // swap two spans
+      case 0:
+        text.erase(at, len);
+        break; // deletion
+      case 1:
+        text.insert(at, text.substr(at, len));
+        break; // duplication
+      case 2:
+        text.insert(at, words[rng() % words.size()]);
+        break; // insertion
+      case 3:
+        text[at] = static_cast<char>(32 + rng() % 95);
+        break;  // byte flip
+      case 4: { // swap two spans
         size_t other = rng() % text.size();
         size_t l2 = std::min(len, text.size() - other);
         std::string a = text.substr(at, len), b = text.substr(other, l2);
@@ -186,8 +286,7 @@ TEST(DslFuzz, MutatedExamplesNeverCrash) {
     }
     h.run(text, "mutation");
   }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 20.0) << "the front end got slow on mutated input";
   // Most single mutations still leave something the parser must work through to the end.
   EXPECT_GT(h.count(), 0);

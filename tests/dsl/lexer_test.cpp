@@ -47,12 +47,12 @@ TEST(DslLexer, EmptyInputIsOneEndToken) {
 }
 
 TEST(DslLexer, Keywords) {
-  EXPECT_EQ(kinds("kernel tune where require grid threads let frag shared scratch for in if "
-                  "else return true false None"),
-            (std::vector<K>{K::KwKernel, K::KwTune, K::KwWhere, K::KwRequire, K::KwGrid,
-                            K::KwThreads, K::KwLet, K::KwFrag, K::KwShared, K::KwScratch,
-                            K::KwFor, K::KwIn, K::KwIf, K::KwElse, K::KwReturn, K::KwTrue,
-                            K::KwFalse, K::KwNone, K::End}));
+  EXPECT_EQ(
+      kinds("kernel tune where require grid threads let frag shared scratch for in if "
+            "else return true false None"),
+      (std::vector<K>{K::KwKernel, K::KwTune, K::KwWhere, K::KwRequire, K::KwGrid, K::KwThreads,
+                      K::KwLet, K::KwFrag, K::KwShared, K::KwScratch, K::KwFor, K::KwIn, K::KwIf,
+                      K::KwElse, K::KwReturn, K::KwTrue, K::KwFalse, K::KwNone, K::End}));
 }
 
 TEST(DslLexer, KeywordsAreCaseSensitiveAndWhole) {
@@ -63,23 +63,24 @@ TEST(DslLexer, KeywordsAreCaseSensitiveAndWhole) {
 }
 
 TEST(DslLexer, Identifiers) {
-  EXPECT_EQ(spellings("_ a_b x1 _0 T BM"), (std::vector<std::string>{"_", "a_b", "x1", "_0", "T", "BM"}));
+  EXPECT_EQ(spellings("_ a_b x1 _0 T BM"),
+            (std::vector<std::string>{"_", "a_b", "x1", "_0", "T", "BM"}));
 }
 
 TEST(DslLexer, PunctuationTakesTheLongestSpelling) {
-  EXPECT_EQ(kinds("( ) [ ] { } , ; : .. | || & && ^ ~ ! = += -= *= /= == != < <= > >= << >> "
-                  "+ - * / %"),
-            (std::vector<K>{K::LParen,     K::RParen,      K::LBracket,   K::RBracket,
-                            K::LBrace,     K::RBrace,      K::Comma,      K::Semicolon,
-                            K::Colon,      K::DotDot,      K::Pipe,       K::PipePipe,
-                            K::Amp,        K::AmpAmp,      K::Caret,      K::Tilde,
-                            K::Bang,       K::Assign,      K::PlusAssign, K::MinusAssign,
-                            K::StarAssign, K::SlashAssign, K::EqEq,       K::NotEq,
-                            K::Less,       K::LessEq,      K::Greater,    K::GreaterEq,
-                            K::Shl,        K::Shr,         K::Plus,       K::Minus,
-                            K::Star,       K::Slash,       K::Percent,    K::End}));
+  EXPECT_EQ(
+      kinds("( ) [ ] { } , ; : .. | || & && ^ ~ ! = += -= *= /= == != < <= > >= << >> "
+            "+ - * / %"),
+      (std::vector<K>{
+          K::LParen,     K::RParen,      K::LBracket,   K::RBracket,    K::LBrace,  K::RBrace,
+          K::Comma,      K::Semicolon,   K::Colon,      K::DotDot,      K::Pipe,    K::PipePipe,
+          K::Amp,        K::AmpAmp,      K::Caret,      K::Tilde,       K::Bang,    K::Assign,
+          K::PlusAssign, K::MinusAssign, K::StarAssign, K::SlashAssign, K::EqEq,    K::NotEq,
+          K::Less,       K::LessEq,      K::Greater,    K::GreaterEq,   K::Shl,     K::Shr,
+          K::Plus,       K::Minus,       K::Star,       K::Slash,       K::Percent, K::End}));
   // No whitespace: still longest match, left to right.
-  EXPECT_EQ(kinds("a<<=b"), (std::vector<K>{K::Identifier, K::Shl, K::Assign, K::Identifier, K::End}));
+  EXPECT_EQ(kinds("a<<=b"),
+            (std::vector<K>{K::Identifier, K::Shl, K::Assign, K::Identifier, K::End}));
   EXPECT_EQ(kinds("|||"), (std::vector<K>{K::PipePipe, K::Pipe, K::End}));
   EXPECT_EQ(kinds("x[:,None]"), (std::vector<K>{K::Identifier, K::LBracket, K::Colon, K::Comma,
                                                 K::KwNone, K::RBracket, K::End}));
@@ -211,9 +212,9 @@ TEST(DslLexer, LexesTheExampleGemmHeader) {
   Lexed l = lex_text("kernel gemm<T: f16|bf16 = f16>(A: T[M, K])\n  tune BM: 16|32 = 16\n");
   EXPECT_TRUE(l.diagnostics.empty());
   EXPECT_EQ(spellings("kernel gemm<T: f16|bf16 = f16>(A: T[M, K])"),
-            (std::vector<std::string>{"kernel", "gemm", "<", "T", ":", "f16", "|", "bf16", "=",
-                                      "f16", ">", "(", "A", ":", "T", "[", "M", ",", "K", "]",
-                                      ")"}));
+            (std::vector<std::string>{"kernel", "gemm", "<",   "T", ":", "f16", "|",
+                                      "bf16",   "=",    "f16", ">", "(", "A",   ":",
+                                      "T",      "[",    "M",   ",", "K", "]",   ")"}));
 }
 
 } // namespace

@@ -11,7 +11,9 @@
 namespace tilejit::dsl {
 namespace {
 
-std::unique_ptr<Module> parse(const std::string& text) { return parse_text("p.tile", text); }
+std::unique_ptr<Module> parse(const std::string& text) {
+  return parse_text("p.tile", text);
+}
 
 /// Parses `text` as the body of a kernel and returns its statements' owner.
 std::unique_ptr<Module> parse_body(const std::string& body) {
@@ -288,6 +290,7 @@ TEST(DslParser, PrecedenceTable) {
   EXPECT_EQ(expr("a + b < c + d"), "((a + b) < (c + d))");
   EXPECT_EQ(expr("a < b && c >= d || !e"), "(((a < b) && (c >= d)) || !e)");
   EXPECT_EQ(expr("x & 15 << 4 | y"), "((x & (15 << 4)) | y)");
+  EXPECT_EQ(expr("lo + iota(C) < hi && pos < seq"), "(((lo + iota(C)) < hi) && (pos < seq))");
 }
 
 TEST(DslParser, BinaryOperatorsAreLeftAssociative) {
@@ -392,9 +395,9 @@ TEST(DslParser, ExpressionLocationsPointAtTheOperator) {
   auto m = parse_body("let v = a + b * c;");
   const Expr& v = *m->kernels[0]->body[0]->value;
   EXPECT_EQ(v.loc.line, 2);
-  EXPECT_EQ(v.loc.col, 11); // '+'
+  EXPECT_EQ(v.loc.col, 11);      // '+'
   EXPECT_EQ(v.rhs->loc.col, 15); // '*'
-  EXPECT_EQ(v.lhs->loc.col, 9); // 'a'
+  EXPECT_EQ(v.lhs->loc.col, 9);  // 'a'
 }
 
 TEST(DslParser, IntegerLiteralOutOfRange) {
@@ -434,7 +437,8 @@ TEST(DslParser, TopLevelErrors) {
   EXPECT_EQ(first_error("// only a comment\n"), "1:1: no kernel in this file");
   EXPECT_EQ(first_error("let x = 1;"), "1:1: expected 'kernel' but got 'let'");
   EXPECT_EQ(first_error("kernel k() grid (1) {"), "1:21: this '{' is never closed");
-  EXPECT_EQ(first_error("kernel k() grid (1)"), "1:20: expected '{' but got end of file to open a block");
+  EXPECT_EQ(first_error("kernel k() grid (1)"),
+            "1:20: expected '{' but got end of file to open a block");
 }
 
 TEST(DslParser, DiagnosticsRenderWithTheLineAndACaret) {

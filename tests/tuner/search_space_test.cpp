@@ -122,7 +122,9 @@ TEST(SearchSpace, AgreesWithSpecialiseOnEveryPoint) {
     LoadedModule m = load_embedded_tile(c.path);
     SearchSpace space(m.kernel(), c.generics, c.smem);
     EXPECT_GT(space.size(), 0u) << c.path;
-    if (c.smem == 48 * 1024) EXPECT_GT(space.pruned(), 0u) << c.path;
+    if (c.smem == 48 * 1024) {
+      EXPECT_GT(space.pruned(), 0u) << c.path;
+    }
     SpecialiseOptions options;
     options.smem_limit = c.smem;
     for (size_t i = 0; i < space.size(); ++i)

@@ -213,7 +213,9 @@ TEST(RandomHalving, RespectsTrialBudgetsExactly) {
     EXPECT_EQ(static_cast<int64_t>(log.proposals()), log.trials);
     ASSERT_TRUE(log.best) << budget;
     // Brackets are sized to use (almost) all of the budget.
-    if (budget <= 400) EXPECT_GE(log.trials, budget * 9 / 10) << budget;
+    if (budget <= 400) {
+      EXPECT_GE(log.trials, budget * 9 / 10) << budget;
+    }
   }
   EXPECT_EQ(RandomHalving::bracket_trials(1, 3), 1);
   EXPECT_EQ(RandomHalving::bracket_trials(2, 3), 2);
