@@ -76,6 +76,40 @@ int64_t wrap_int(int64_t v, DType t) {
   }
 }
 
+/// Two's complement arithmetic in 64 bits (wrap_int then narrows to the dtype): signed overflow
+/// is undefined in C++, wrapping is what the language defines.
+int64_t wrapping_add(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+}
+int64_t wrapping_sub(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+}
+int64_t wrapping_mul(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+}
+
+/// Truncating division and remainder (y != 0). INT64_MIN / -1 traps in C++; in the language it
+/// wraps like every other overflow (quotient -x, remainder 0), as the reference interpreter does.
+int64_t int_div(int64_t x, int64_t y) {
+  return y == -1 ? wrapping_sub(0, x) : x / y;
+}
+int64_t int_mod(int64_t x, int64_t y) {
+  return y == -1 ? 0 : x % y;
+}
+
+/// Shifts as PTX and the reference interpreter do them, in 32 bits (64 for 64-bit dtypes):
+/// amounts outside [0, width) shift everything out, giving 0, or -1 for an arithmetic right
+/// shift of a negative value.
+int64_t int_shift(dsl::BinaryOp op, int64_t x, int64_t y, DType t) {
+  x = wrap_int(x, t);
+  int width = dtype_size(t) <= 4 ? 32 : 64;
+  bool out_of_range = y < 0 || y >= width;
+  if (op == dsl::BinaryOp::Shl)
+    return out_of_range ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << y);
+  if (out_of_range) return dtype_is_signed(t) && x < 0 ? -1 : 0;
+  return x >> y; // x is sign-extended for signed dtypes, zero-extended otherwise
+}
+
 ExprPtr with_loc(ExprPtr e, const dsl::SourceLoc& loc, bool literal) {
   e->loc = loc;
   e->literal = literal;
@@ -94,7 +128,9 @@ ExprPtr fold(ExprPtr e) {
     case dsl::UnaryOp::Neg:
       if (is_float_const(a)) return with_loc(ir::make_float(-a.float_value, a.type.dtype), e->loc, a.literal);
       if (a.type.dtype == DType::Bool) return e;
-      return with_loc(ir::make_int(-a.int_value, a.type.dtype), e->loc, a.literal);
+      return with_loc(
+          ir::make_int(wrap_int(wrapping_sub(0, a.int_value), a.type.dtype), a.type.dtype), e->loc,
+          a.literal);
     case dsl::UnaryOp::Not:
       if (a.type.dtype != DType::Bool) return e;
       return with_loc(ir::make_bool(!a.int_value), e->loc, false);
@@ -128,17 +164,24 @@ ExprPtr fold(ExprPtr e) {
     bool bitwise = !arith && !logic && e->binary_op != BinaryOp::Lt && e->binary_op != BinaryOp::Le &&
                    e->binary_op != BinaryOp::Gt && e->binary_op != BinaryOp::Ge &&
                    e->binary_op != BinaryOp::Eq && e->binary_op != BinaryOp::Ne;
-    if ((arith && bools) || (logic && !bools) || (bitwise && floats)) return e;
+    bool shift = e->binary_op == BinaryOp::Shl || e->binary_op == BinaryOp::Shr;
+    bool any_bool = a.type.dtype == DType::Bool || b.type.dtype == DType::Bool;
+    // Arithmetic and shifts on a bool are type errors: leave them for infer_types to report
+    // (folding `1 + true` to 2 would hide the error that `n + true` gets).
+    if (((arith || shift) && any_bool) || (logic && !bools) || (bitwise && floats)) return e;
     switch (e->binary_op) {
-    case BinaryOp::Add: return num(x + y, i + j);
-    case BinaryOp::Sub: return num(x - y, i - j);
-    case BinaryOp::Mul: return num(x * y, i * j);
+    case BinaryOp::Add:
+      return num(x + y, wrapping_add(i, j));
+    case BinaryOp::Sub:
+      return num(x - y, wrapping_sub(i, j));
+    case BinaryOp::Mul:
+      return num(x * y, wrapping_mul(i, j));
     case BinaryOp::Div:
       if (!floats && j == 0) dsl::fail_at(e->loc, "division by zero");
-      return num(x / y, floats ? 0 : i / j);
+      return num(x / y, floats ? 0 : int_div(i, j));
     case BinaryOp::Mod:
       if (!floats && j == 0) dsl::fail_at(e->loc, "modulo by zero");
-      return num(std::fmod(x, y), floats ? 0 : i % j);
+      return num(std::fmod(x, y), floats ? 0 : int_mod(i, j));
     case BinaryOp::Lt: return boolean(floats ? x < y : i < j);
     case BinaryOp::Le: return boolean(floats ? x <= y : i <= j);
     case BinaryOp::Gt: return boolean(floats ? x > y : i > j);
@@ -150,8 +193,9 @@ ExprPtr fold(ExprPtr e) {
     case BinaryOp::BitAnd: return num(0, i & j);
     case BinaryOp::BitOr: return num(0, i | j);
     case BinaryOp::BitXor: return num(0, i ^ j);
-    case BinaryOp::Shl: return num(0, i << j);
-    case BinaryOp::Shr: return num(0, i >> j);
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      return num(0, int_shift(e->binary_op, i, j, it));
     }
     return e;
   }
@@ -176,7 +220,11 @@ ExprPtr fold(ExprPtr e) {
                       literal);
     }
     if (e->math == ir::MathFn::Abs && !floats)
-      return with_loc(ir::make_int(std::llabs(a.int_value), a.type.dtype), e->loc, literal);
+      return with_loc(
+          ir::make_int(
+              wrap_int(a.int_value < 0 ? wrapping_sub(0, a.int_value) : a.int_value, a.type.dtype),
+              a.type.dtype),
+          e->loc, literal);
     double r;
     switch (e->math) {
     case ir::MathFn::Exp: r = std::exp(x); break;

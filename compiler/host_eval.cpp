@@ -19,9 +19,38 @@ bool both_int(const HostValue& a, const HostValue& b) {
   return a.kind != HostValue::Kind::Float && b.kind != HostValue::Kind::Float;
 }
 
-int64_t floor_div_check(int64_t a, int64_t b, const Expr& e) {
-  if (b == 0) dsl::fail_at(e.loc, str("division by zero in '", dsl::expr_to_string(e), "'"));
-  return a / b;
+// Host integers are 64-bit and wrap (two's complement), like the device's i64: signed overflow
+// is undefined in C++, so the arithmetic goes through uint64_t.
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapping_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapping_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+/// Truncating division; INT64_MIN / -1 wraps to INT64_MIN (it traps in C++).
+int64_t checked_div(int64_t a, int64_t b, const Expr& e, const char* what) {
+  if (b == 0) dsl::fail_at(e.loc, str(what, " by zero in '", dsl::expr_to_string(e), "'"));
+  return b == -1 ? wrapping_sub(0, a) : a / b;
+}
+
+/// Truncating remainder; x % -1 is 0 (INT64_MIN % -1 traps in C++).
+int64_t checked_mod(int64_t a, int64_t b, const Expr& e) {
+  if (b == 0) dsl::fail_at(e.loc, str("modulo by zero in '", dsl::expr_to_string(e), "'"));
+  return b == -1 ? 0 : a % b;
+}
+
+/// 64-bit shifts as PTX does them (and compiler/ref): amounts outside [0, 64) give 0, or -1
+/// for an arithmetic right shift of a negative value.
+int64_t shift(BinaryOp op, int64_t a, int64_t b) {
+  bool out_of_range = b < 0 || b >= 64;
+  if (op == BinaryOp::Shl)
+    return out_of_range ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+  if (out_of_range) return a < 0 ? -1 : 0;
+  return a >> b;
 }
 
 } // namespace
@@ -43,7 +72,8 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     if (!a) return std::nullopt;
     switch (e.unary_op) {
     case dsl::UnaryOp::Neg:
-      return a->kind == HostValue::Kind::Float ? HostValue::of_float(-a->f) : HostValue::of_int(-a->i);
+      return a->kind == HostValue::Kind::Float ? HostValue::of_float(-a->f)
+                                               : HostValue::of_int(wrapping_sub(0, a->i));
     case dsl::UnaryOp::Not: return HostValue::of_bool(!a->b);
     case dsl::UnaryOp::BitNot: return HostValue::of_int(~a->i);
     }
@@ -57,15 +87,18 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     bool ints = both_int(*a, *b);
     double x = a->as_double(), y = b->as_double();
     switch (e.binary_op) {
-    case BinaryOp::Add: return ints ? HostValue::of_int(a->i + b->i) : HostValue::of_float(x + y);
-    case BinaryOp::Sub: return ints ? HostValue::of_int(a->i - b->i) : HostValue::of_float(x - y);
-    case BinaryOp::Mul: return ints ? HostValue::of_int(a->i * b->i) : HostValue::of_float(x * y);
+    case BinaryOp::Add:
+      return ints ? HostValue::of_int(wrapping_add(a->i, b->i)) : HostValue::of_float(x + y);
+    case BinaryOp::Sub:
+      return ints ? HostValue::of_int(wrapping_sub(a->i, b->i)) : HostValue::of_float(x - y);
+    case BinaryOp::Mul:
+      return ints ? HostValue::of_int(wrapping_mul(a->i, b->i)) : HostValue::of_float(x * y);
     case BinaryOp::Div:
-      return ints ? HostValue::of_int(floor_div_check(a->i, b->i, e)) : HostValue::of_float(x / y);
+      return ints ? HostValue::of_int(checked_div(a->i, b->i, e, "division"))
+                  : HostValue::of_float(x / y);
     case BinaryOp::Mod:
-      if (!ints) return HostValue::of_float(std::fmod(x, y));
-      if (b->i == 0) dsl::fail_at(e.loc, str("modulo by zero in '", dsl::expr_to_string(e), "'"));
-      return HostValue::of_int(a->i % b->i);
+      return ints ? HostValue::of_int(checked_mod(a->i, b->i, e))
+                  : HostValue::of_float(std::fmod(x, y));
     case BinaryOp::Lt: return HostValue::of_bool(ints ? a->i < b->i : x < y);
     case BinaryOp::Le: return HostValue::of_bool(ints ? a->i <= b->i : x <= y);
     case BinaryOp::Gt: return HostValue::of_bool(ints ? a->i > b->i : x > y);
@@ -77,8 +110,9 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     case BinaryOp::BitAnd: return HostValue::of_int(a->i & b->i);
     case BinaryOp::BitOr: return HostValue::of_int(a->i | b->i);
     case BinaryOp::BitXor: return HostValue::of_int(a->i ^ b->i);
-    case BinaryOp::Shl: return HostValue::of_int(a->i << b->i);
-    case BinaryOp::Shr: return HostValue::of_int(a->i >> b->i);
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      return HostValue::of_int(shift(e.binary_op, a->i, b->i));
     }
     return std::nullopt;
   }
@@ -93,8 +127,8 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     if (bi) {
       switch (bi->kind) {
       case dsl::BuiltinKind::Cdiv:
-        if (args[1].i == 0) dsl::fail_at(e.loc, str("cdiv by zero in '", dsl::expr_to_string(e), "'"));
-        return HostValue::of_int((args[0].i + args[1].i - 1) / args[1].i);
+        return HostValue::of_int(
+            checked_div(wrapping_sub(wrapping_add(args[0].i, args[1].i), 1), args[1].i, e, "cdiv"));
       case dsl::BuiltinKind::Min:
         if (both_int(args[0], args[1])) return HostValue::of_int(std::min(args[0].i, args[1].i));
         return HostValue::of_float(std::min(args[0].as_double(), args[1].as_double()));
@@ -102,7 +136,8 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
         if (both_int(args[0], args[1])) return HostValue::of_int(std::max(args[0].i, args[1].i));
         return HostValue::of_float(std::max(args[0].as_double(), args[1].as_double()));
       case dsl::BuiltinKind::Abs:
-        if (args[0].kind != HostValue::Kind::Float) return HostValue::of_int(std::llabs(args[0].i));
+        if (args[0].kind != HostValue::Kind::Float)
+          return HostValue::of_int(args[0].i < 0 ? wrapping_sub(0, args[0].i) : args[0].i);
         return HostValue::of_float(std::fabs(args[0].f));
       case dsl::BuiltinKind::Sqrt: return HostValue::of_float(std::sqrt(args[0].as_double()));
       case dsl::BuiltinKind::Rsqrt: return HostValue::of_float(1.0 / std::sqrt(args[0].as_double()));

@@ -117,6 +117,7 @@ private:
     case ir::StmtKind::Assign: assign(s); return;
     case ir::StmtKind::Store: store(s); return;
     case ir::StmtKind::Eval:
+      statement_atomic_ = s.value.get();
       expr(s.value);
       if (s.value->kind != ExprKind::AtomicAdd && s.value->kind != ExprKind::Fence)
         error(s.loc, "only atomic_add and fence can stand alone");
@@ -180,6 +181,9 @@ private:
     }
     if (v.type.rank() > 2 && v.type.space == Space::Frag)
       error(s.loc, str("register tile '", v.name, "' has rank ", v.type.rank(), "; frag tiles have rank 1 or 2"));
+    if (v.type.rank() > 2 && v.type.space == Space::Shared)
+      error(s.loc, str("shared tile '", v.name, "' has rank ", v.type.rank(),
+                       "; shared tiles have rank 1 or 2"));
     if (s.value->kind == ExprKind::Copy && v.type.space != Space::Shared)
       error(s.value->loc, str("copy(...) fills shared memory; declare '", v.name, "' as shared"));
   }
@@ -321,6 +325,9 @@ private:
                           e->int_value, " of its axes"));
       std::vector<int64_t> shape = t.shape;
       for (int ax : e->axes) shape.insert(shape.begin() + ax, 1);
+      if (shape.size() > 2)
+        error(e->loc, str("'", ir::print_expr(*e->a), "' with new axes has shape ",
+                          shape_str(shape), "; tiles have rank 1 or 2"));
       e->type = Type{t.dtype, shape, Space::Frag};
       if (e->axes.empty()) e = std::move(e->a); // x[:, :] is x
       return;
@@ -348,6 +355,10 @@ private:
                      shape.empty() ? Space::Scalar : e->kind == ExprKind::Copy ? Space::Shared : Space::Frag};
       if (e->type.space == Space::Frag && e->type.rank() > 2)
         error(e->loc, str("load(...) gives a rank-", e->type.rank(), " tile; register tiles have rank 1 or 2 "
+                          "(use point subscripts for the other axes)"));
+      if (e->type.space == Space::Shared && e->type.rank() > 2)
+        error(e->loc, str("copy(...) gives a rank-", e->type.rank(),
+                          " tile; shared tiles have rank 1 or 2 "
                           "(use point subscripts for the other axes)"));
       return;
     }
@@ -419,6 +430,10 @@ private:
                              shape_str(e->a->type.shape)));
       e->a = cast_to(std::move(e->a), p.dtype);
       if (e->b) mask(e->b, shape);
+      if (!shape.empty() && e.get() != statement_atomic_)
+        error(e->loc, str("atomic_add on a tile (", p.name, shape_str(shape),
+                          ") is a statement and returns nothing; only an atomic_add of one element "
+                          "returns the old value"));
       e->type = Type{p.dtype, shape, shape.empty() ? Space::Scalar : Space::Frag};
       return;
     }
@@ -442,17 +457,19 @@ private:
     bool cmp = op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt || op == BinaryOp::Ge ||
                op == BinaryOp::Eq || op == BinaryOp::Ne;
     bool logic = op == BinaryOp::And || op == BinaryOp::Or;
-    bool bits = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
-                op == BinaryOp::Shl || op == BinaryOp::Shr;
+    bool shift = op == BinaryOp::Shl || op == BinaryOp::Shr;
+    bool bits = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor || shift;
+    // Checked on the operands, not on the promoted dtype: `n + true` promotes to i32.
+    bool any_bool = e->a->type.dtype == DType::Bool || e->b->type.dtype == DType::Bool;
     if (logic) {
       if (e->a->type.dtype != DType::Bool || e->b->type.dtype != DType::Bool)
         error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs bool operands, got ", e->a->type.str(), " and ",
                           e->b->type.str()));
     } else if (bits) {
-      bool ok = (dtype_is_int(t)) || (t == DType::Bool && op != BinaryOp::Shl && op != BinaryOp::Shr);
+      bool ok = shift ? dtype_is_int(t) && !any_bool : dtype_is_int(t) || t == DType::Bool;
       if (!ok) error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs integer operands, got ", e->a->type.str(),
                                  " and ", e->b->type.str()));
-    } else if (!cmp && t == DType::Bool) {
+    } else if (!cmp && any_bool) {
       error(e->loc, str("arithmetic on bools; cast<i32>(...) first"));
     }
     if (op == BinaryOp::Mod && dtype_is_float(t) && !dtype_is_float(e->a->type.dtype)) {
@@ -511,6 +528,8 @@ private:
 
   ir::Kernel& k_;
   dsl::DiagnosticSink sink_;
+  /// The atomic_add that stands alone as the current statement (its tile form returns nothing).
+  const ir::Expr* statement_atomic_ = nullptr;
 };
 
 } // namespace

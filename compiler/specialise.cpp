@@ -337,7 +337,13 @@ private:
     case dsl::StmtKind::If: {
       ExprPtr cond = lower_expr(*s.value);
       if (cond->kind == ExprKind::Const) {
-        // Decided at compile time (e.g. on a generic): keep only the branch taken.
+        // Decided at compile time (e.g. on a generic): keep only the branch taken. The branch
+        // not taken is never typed, so the condition's own type is checked here.
+        if (cond->type.dtype != DType::Bool)
+          fail_at(s.value->loc,
+                  str("'if' needs a bool condition, got '", dsl::expr_to_string(*s.value),
+                      "', a constant of type ", dtype_name(cond->type.dtype),
+                      " (compare it: ", dsl::expr_to_string(*s.value), " != 0)"));
         const auto& taken = cond->int_value ? s.body : s.else_body;
         ir::Block b = lower_block(taken, loop_depth);
         for (auto& x : b) out.push_back(std::move(x));

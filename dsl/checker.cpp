@@ -62,12 +62,18 @@ public:
         sink_.error(p.loc, str("scratch parameter '", p.name, "' must be a tensor"));
     }
     for (const auto& p : k.params) {
-      if (!p.type.has_dims || p.is_scratch) continue;
-      if (p.type.dims.empty()) sink_.error(p.type.loc, str("tensor '", p.name, "' needs at least one dimension"));
+      if (!p.type.has_dims) continue;
+      if (p.type.dims.empty())
+        sink_.error(p.type.loc, str(p.is_scratch ? "scratch tensor '" : "tensor '", p.name,
+                                    "' needs at least one dimension"));
+      if (p.is_scratch) continue; // its dims are host expressions, checked below
       for (const auto& d : p.type.dims) {
         if (d->kind == ExprKind::Name) {
           auto it = globals_.find(d->name);
-          if (it == globals_.end()) {
+          if (dtype_generics_.count(d->name)) {
+            sink_.error(d->loc, str("dimension '", d->name, "' of '", p.name,
+                                    "' names a dtype generic; dimensions are sizes"));
+          } else if (it == globals_.end()) {
             declare_global(d->name, NameKind::Dim, d->loc);
           } else if (it->second.kind != NameKind::Dim && it->second.kind != NameKind::Generic &&
                      it->second.kind != NameKind::Tunable) {
@@ -262,7 +268,8 @@ private:
     case ExprKind::BoolLit: return;
     case ExprKind::Name: {
       const NameInfo* info = lookup(e.name);
-      if (!info) {
+      // A dtype generic is declared like other generics but is a type, never a value.
+      if (!info || dtype_generics_.count(e.name)) {
         if (is_dtype_name(e.name) || dtype_generics_.count(e.name))
           sink_.error(e.loc, str("dtype '", e.name, "' used as a value; did you mean cast<", e.name, ">(...)?"));
         else
@@ -368,7 +375,7 @@ private:
 
 } // namespace
 
-void check_module(const Module& m) {
+std::vector<Diagnostic> check_module(const Module& m) {
   DiagnosticSink sink;
   std::set<std::string> names;
   for (const auto& k : m.kernels) {
@@ -376,6 +383,7 @@ void check_module(const Module& m) {
     Checker(sink).check_kernel(*k);
   }
   sink.check();
+  return sink.all(); // no errors: only warnings (and notes) remain
 }
 
 } // namespace tilejit::dsl

@@ -7,7 +7,8 @@
 
 namespace tilejit::dsl {
 
-/// Checks every kernel in `m`; throws CompileError listing every problem found.
-void check_module(const Module& m);
+/// Checks every kernel in `m`; throws CompileError listing every problem found (warnings
+/// included). Without errors, returns the warnings for the caller to show.
+std::vector<Diagnostic> check_module(const Module& m);
 
 } // namespace tilejit::dsl

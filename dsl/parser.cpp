@@ -115,15 +115,21 @@ private:
     return advance().text;
   }
 
+  /// Counts nesting levels for as long as it lives; `enter` adds one more level (a link of a
+  /// chain that the parser builds in a loop but later passes walk recursively).
   struct DepthGuard {
     Parser& p;
-    DepthGuard(Parser& parser, const SourceLoc& loc) : p(parser) {
-      if (++p.depth_ > kMaxDepth) {
-        --p.depth_;
-        p.fail(loc, str("nesting deeper than ", kMaxDepth, " levels"));
-      }
+    int levels = 0;
+    explicit DepthGuard(Parser& parser) : p(parser) {}
+    DepthGuard(Parser& parser, const SourceLoc& loc) : p(parser) { enter(loc); }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+    void enter(const SourceLoc& loc) {
+      if (p.depth_ + 1 > kMaxDepth) p.fail(loc, str("nesting deeper than ", kMaxDepth, " levels"));
+      ++p.depth_;
+      ++levels;
     }
-    ~DepthGuard() { --p.depth_; }
+    ~DepthGuard() { p.depth_ -= levels; }
   };
 
   int64_t parse_int_text(const Token& t) {
@@ -367,6 +373,8 @@ private:
       if (accept(TokenKind::KwElse)) {
         s->has_else = true;
         if (at(TokenKind::KwIf)) {
+          // `else if` nests an if statement in the else branch: a level like a block.
+          DepthGuard guard(*this, peek().loc);
           s->else_body.push_back(parse_stmt());
         } else {
           s->else_body = parse_block();
@@ -461,6 +469,8 @@ private:
     ExprPtr lhs = parse_binary(level + 1);
     bool comparison = level == 5 || level == 6;
     int chained = 0;
+    // `a + b + c + ...` is parsed by this loop but nests to the left: each operator is a level.
+    DepthGuard links(*this);
     while (true) {
       const Token& t = peek();
       bool matched = false;
@@ -468,6 +478,7 @@ private:
         if (t.kind == tk) {
           if (comparison && chained++ > 0)
             fail(t.loc, "comparisons do not chain; use '&&' (a < b && b < c)");
+          links.enter(t.loc);
           SourceLoc loc = advance().loc;
           ExprPtr rhs = parse_binary(level + 1);
           lhs = binary(op, std::move(lhs), std::move(rhs), loc);
@@ -501,7 +512,10 @@ private:
   /// postfix ::= primary {'[' index_item {',' index_item} ']'}
   ExprPtr parse_postfix() {
     ExprPtr e = parse_primary();
+    // Each subscript wraps the expression once more: a level of nesting, like a parenthesis.
+    DepthGuard links(*this);
     while (at(TokenKind::LBracket)) {
+      links.enter(peek().loc);
       SourceLoc loc = advance().loc;
       auto idx = make(ExprKind::Index, loc);
       idx->lhs = std::move(e);

@@ -151,6 +151,19 @@ TEST(DslChecker, NoEffectStatementWarnsAlongsideErrors) {
             std::string::npos);
 }
 
+TEST(DslChecker, ReturnsItsWarningsWhenThereIsNoError) {
+  // Without an error nothing is thrown: the warnings come back for the caller to show.
+  auto m = parse_text("c.tile", "kernel k() grid (1) {\n  1 + 2;\n}");
+  std::vector<Diagnostic> ws = check_module(*m);
+  ASSERT_EQ(ws.size(), 1u);
+  EXPECT_EQ(ws[0].severity, Severity::Warning);
+  EXPECT_EQ(ws[0].message, "expression statement has no effect");
+  EXPECT_EQ(ws[0].loc.line, 2);
+  EXPECT_EQ(ws[0].loc.col, 3);
+  auto clean = parse_text("c.tile", "kernel k(x: f32[N]) grid (1) { store(x[0], 1.0); }");
+  EXPECT_TRUE(check_module(*clean).empty());
+}
+
 TEST(DslChecker, TensorsOnlyInsideAccesses) {
   EXPECT_ACCEPTED("kernel k(a: f32[N], b: f32[N]) grid (1) {\n"
                   "  frag x = load(a[0 : 8]);\n"

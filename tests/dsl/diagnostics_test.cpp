@@ -174,7 +174,8 @@ std::vector<Seen> run_case(const Case& c) {
   std::unique_ptr<dsl::Module> m;
   try {
     m = dsl::parse_module(dsl::make_source(c.file, c.text));
-    dsl::check_module(*m);
+    for (const auto& w : dsl::check_module(*m)) // the checker's warnings, when it finds no error
+      seen.push_back({w.severity, w.loc.line, w.loc.col, w.message, w.render(), w.loc});
   } catch (const dsl::CompileError& e) {
     return from_compile_error(e);
   }

@@ -400,6 +400,35 @@ TEST(DslParser, ExpressionLocationsPointAtTheOperator) {
   EXPECT_EQ(v.lhs->loc.col, 9);  // 'a'
 }
 
+TEST(DslParser, ChainsCountAsNestingLevels) {
+  // Subscript chains, `else if` chains and operator chains are built by loops in the parser but
+  // nest in the AST, which later passes walk recursively: each link is a level of the 200.
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const std::string deep = "nesting deeper than 200 levels";
+  parse_body("let a = x" + repeat("[None]", 150) + ";");
+  parse_body(repeat("if true {} else ", 150) + "{}");
+  parse_body("let a = 1" + repeat(" + 1", 150) + ";");
+  EXPECT_NE(
+      first_error("kernel k() grid (1) { let a = x" + repeat("[None]", 30000) + "; }").find(deep),
+      std::string::npos);
+  EXPECT_NE(
+      first_error("kernel k() grid (1) { " + repeat("if true {} else ", 20000) + "{} }").find(deep),
+      std::string::npos);
+  EXPECT_NE(
+      first_error("kernel k() grid (1) { let a = 1" + repeat(" * 2", 20000) + "; }").find(deep),
+      std::string::npos);
+  // The error points at the link that goes too deep, and parsing goes on after the statement.
+  auto ds =
+      errors_of("kernel k() grid (1) {\n  let a = x" + repeat("[None]", 300) + ";\n  let b = ;\n}");
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].loc.line, 2);
+  EXPECT_EQ(ds[1].loc.line, 3);
+}
+
 TEST(DslParser, IntegerLiteralOutOfRange) {
   EXPECT_EQ(first_error("kernel k() grid (1) { let v = 9223372036854775808; }"),
             "1:31: integer '9223372036854775808' does not fit in 64 bits");
