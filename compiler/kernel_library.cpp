@@ -29,7 +29,7 @@ const dsl::Kernel& LoadedModule::kernel(const std::string& name) const {
 LoadedModule load_tile_text(const std::string& path, const std::string& text) {
   LoadedModule m;
   m.module = dsl::parse_text(path, text);
-  dsl::check_module(*m.module);
+  m.warnings = dsl::check_module(*m.module);
   m.source_hash = sha256_hex(text);
   return m;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dsl/ast.h"
+#include "dsl/diagnostics.h"
 
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@ namespace tilejit {
 struct LoadedModule {
   std::unique_ptr<dsl::Module> module;
   std::string source_hash; ///< sha256 of the text
+  std::vector<dsl::Diagnostic> warnings; ///< from the checker (errors throw instead)
   const dsl::Kernel& kernel(const std::string& name = "") const;
 };
 

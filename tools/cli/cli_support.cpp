@@ -19,8 +19,9 @@ std::string runtime_source(const std::string& source, const std::string& workloa
 
 LoadedModule load_kernel_source(const std::string& source, const std::string& workload) {
   std::string s = runtime_source(source, workload);
-  if (starts_with(s, "embedded:")) return load_embedded_tile(s.substr(9));
-  return load_tile_file(s);
+  LoadedModule m = starts_with(s, "embedded:") ? load_embedded_tile(s.substr(9)) : load_tile_file(s);
+  for (const auto& w : m.warnings) std::cerr << w.render() << "\n";
+  return m;
 }
 
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items, const char* flag) {
