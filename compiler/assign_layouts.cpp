@@ -26,16 +26,19 @@ bool is_shared_operand(const ir::Expr& e) {
 namespace {
 
 bool is_elementwise(ExprKind k) {
-  return k == ExprKind::Unary || k == ExprKind::Binary || k == ExprKind::Select || k == ExprKind::Math ||
-         k == ExprKind::Cast;
+  return k == ExprKind::Unary || k == ExprKind::Binary || k == ExprKind::Select ||
+         k == ExprKind::Math || k == ExprKind::Cast;
 }
 
 int priority(const Layout* l) {
   if (!l) return 0;
   switch (l->kind) {
-  case LayoutKind::MmaAcc: return 3;
-  case LayoutKind::Slice: return 2;
-  case LayoutKind::Blocked: return 1;
+  case LayoutKind::MmaAcc:
+    return 3;
+  case LayoutKind::Slice:
+    return 2;
+  case LayoutKind::Blocked:
+    return 1;
   }
   return 0;
 }
@@ -55,7 +58,8 @@ public:
             s.var->type.space == Space::Frag) {
           const Layout* l = natural(*s.value);
           const Layout*& cur = var_layout_[s.var];
-          if (l && l->shape == s.var->type.shape && priority(l) > priority(cur) && !ir::equivalent(l, cur)) {
+          if (l && l->shape == s.var->type.shape && priority(l) > priority(cur) &&
+              !ir::equivalent(l, cur)) {
             cur = l;
             changed = true;
           }
@@ -100,14 +104,17 @@ private:
     for (bool grew = true; grew;) {
       grew = false;
       ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
-        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && feeding.count(s.var))
+        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+            feeding.count(s.var))
           ir::for_each_node(*s.value, [&](ir::Expr& e) {
-            if (e.kind == ExprKind::VarRef && e.var->type.space == Space::Frag && feeding.insert(e.var).second)
+            if (e.kind == ExprKind::VarRef && e.var->type.space == Space::Frag &&
+                feeding.insert(e.var).second)
               grew = true;
           });
       });
     }
-    for (const ir::Expr* d : register_a_) ir::for_each_node(*const_cast<ir::Expr*>(d)->a, [&](ir::Expr& e) {
+    for (const ir::Expr* d : register_a_)
+      ir::for_each_node(*const_cast<ir::Expr*>(d)->a, [&](ir::Expr& e) {
         if (e.kind == ExprKind::Dot) warps_m_only_.insert(&e);
       });
     ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
@@ -122,7 +129,8 @@ private:
   const Layout* mma_layout(const ir::Expr& dot) {
     int64_t m = dot.type.shape[0], n = dot.type.shape[1];
     int m_tiles = static_cast<int>((m + 15) / 16);
-    if (warps_m_only_.count(&dot) && m_tiles >= warps_) return table_.mma_acc(m, n, warps_, 1, k_.threads);
+    if (warps_m_only_.count(&dot) && m_tiles >= warps_)
+      return table_.mma_acc(m, n, warps_, 1, k_.threads);
     // Balance ldmatrix traffic: per 16-deep step a warp loads MT A fragments and NTL/2 B pairs.
     int best_wm = 1;
     double best_cost = 1e30;
@@ -149,12 +157,15 @@ private:
         return it == var_layout_.end() ? nullptr : it->second;
       }
       return nullptr;
-    case ExprKind::Dot: return mma_layout(e);
+    case ExprKind::Dot:
+      return mma_layout(e);
     case ExprKind::Reduce:
       if (e.axis < 0 || e.a->type.rank() != 2) return nullptr;
       return table_.slice(natural_or_default(*e.a), e.axis);
-    case ExprKind::Scan: return natural_or_default(*e.a);
-    case ExprKind::Convert: return e.type.space == Space::Frag ? e.layout : nullptr;
+    case ExprKind::Scan:
+      return natural_or_default(*e.a);
+    case ExprKind::Convert:
+      return e.type.space == Space::Frag ? e.layout : nullptr;
     case ExprKind::Expand: {
       const Layout* x = natural(*e.a);
       if (x && x->kind == LayoutKind::Slice && e.axes.size() == 1 && e.type.rank() == 2 &&
@@ -162,7 +173,8 @@ private:
         return x->parent;
       return nullptr;
     }
-    default: break;
+    default:
+      break;
     }
     if (is_elementwise(e.kind)) {
       const Layout* best = nullptr;
@@ -186,7 +198,8 @@ private:
   const Layout* default_for(const ir::Expr& e, const ir::Type& t) {
     int bytes = dtype_size(t.dtype);
     ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) {
-      if (n.kind == ExprKind::Load && n.type.rank() == t.rank()) bytes = std::min(bytes, dtype_size(n.type.dtype));
+      if (n.kind == ExprKind::Load && n.type.rank() == t.rank())
+        bytes = std::min(bytes, dtype_size(n.type.dtype));
     });
     return table_.default_blocked(t.shape, bytes, k_.threads);
   }
@@ -262,14 +275,16 @@ private:
         return;
       }
       break;
-    default: break;
+    default:
+      break;
     }
     // Fixed layouts: place the operands by their own rules, then convert if needed.
     fix_operands(*e);
     const Layout* have = natural(*e);
     if (!have) have = natural_or_default(*e);
     if (broadcast) {
-      error(e->loc, str("a stored ", e->type.str(), " tile cannot be broadcast to ", ir::Type{e->type.dtype, l->shape}.str(),
+      error(e->loc, str("a stored ", e->type.str(), " tile cannot be broadcast to ",
+                        ir::Type{e->type.dtype, l->shape}.str(),
                         " directly; keep it rank-1 and write x[:, None] or x[None, :]"));
       return;
     }
@@ -289,7 +304,8 @@ private:
           // A in registers: evaluate it as an f32 MmaAcc tile; dot_rs rounds it to the
           // operand dtype, so a cast to that dtype is dropped here.
           ExprPtr& a = e.a;
-          if (a->kind == ExprKind::Cast && (a->type.dtype == DType::F16 || a->type.dtype == DType::BF16) &&
+          if (a->kind == ExprKind::Cast &&
+              (a->type.dtype == DType::F16 || a->type.dtype == DType::BF16) &&
               a->a->type.dtype == DType::F32)
             a = std::move(a->a);
           place(a, table_.mma_acc(a->type.shape[0], a->type.shape[1], lc->wm, 1, k_.threads));
@@ -305,17 +321,22 @@ private:
           e.b = stage_in_shared(std::move(e.b));
         }
       }
-      if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a)) e.a->a = stage_in_shared(std::move(e.a->a));
+      if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a))
+        e.a->a = stage_in_shared(std::move(e.a->a));
       if (e.c) place(e.c, lc);
       return;
     }
     case ExprKind::Reduce:
-    case ExprKind::Scan: place(e.a, natural_or_default(*e.a)); return;
+    case ExprKind::Scan:
+      place(e.a, natural_or_default(*e.a));
+      return;
     case ExprKind::Convert:
       if (e.a->layout == nullptr && !e.a->type.is_scalar()) place(e.a, natural_or_default(*e.a));
       return;
-    case ExprKind::VarRef: return;
-    default: return;
+    case ExprKind::VarRef:
+      return;
+    default:
+      return;
     }
   }
 
@@ -326,7 +347,8 @@ private:
                        " (cast the operands, or use f16/bf16 inputs)"));
     int64_t kdim = e.a->type.shape[1];
     if (kdim % 16 != 0)
-      error(e.loc, str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of 16"));
+      error(e.loc,
+            str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of 16"));
   }
 
   /// Scalar expressions can hold whole-tile reductions: lay out their operands.
@@ -381,7 +403,8 @@ private:
           place(s.value, natural_or_default(*s.value));
         } else if (s.value->type.space == Space::Shared && s.value->kind != ExprKind::Copy) {
           // shared = shared: copied through registers.
-          place(s.value, table_.default_blocked(v->type.shape, dtype_size(v->type.dtype), k_.threads));
+          place(s.value,
+                table_.default_blocked(v->type.shape, dtype_size(v->type.dtype), k_.threads));
         } else {
           place_scalar(*s.value);
         }
@@ -397,7 +420,8 @@ private:
         if (!l) {
           // Free values are stored in the tensor's dtype: size vectors for it.
           ir::Type t = s.value->type;
-          l = table_.default_blocked(t.shape, dtype_size(k_.params[s.access->param].dtype), k_.threads);
+          l = table_.default_blocked(t.shape, dtype_size(k_.params[s.access->param].dtype),
+                                     k_.threads);
         }
         place(s.value, l);
       } else {
@@ -416,7 +440,8 @@ private:
       ir::Expr& e = *s.value;
       if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {
         const Layout* l = natural_or_default(*e.a);
-        if (e.a->type.shape != e.type.shape) l = table_.default_blocked(e.type.shape, 4, k_.threads);
+        if (e.a->type.shape != e.type.shape)
+          l = table_.default_blocked(e.type.shape, 4, k_.threads);
         e.layout = l;
         place(e.a, l);
         if (e.b) place(e.b, l);
@@ -437,7 +462,8 @@ private:
       rewrite_block(s.else_body);
       return;
     case ir::StmtKind::Return:
-    case ir::StmtKind::Barrier: return;
+    case ir::StmtKind::Barrier:
+      return;
     }
   }
 
@@ -463,6 +489,8 @@ private:
 
 } // namespace
 
-void assign_layouts(ir::Kernel& k) { LayoutAssignment(k).run(); }
+void assign_layouts(ir::Kernel& k) {
+  LayoutAssignment(k).run();
+}
 
 } // namespace tilejit

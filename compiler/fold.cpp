@@ -12,10 +12,16 @@ using ir::ExprPtr;
 
 namespace {
 
-bool is_const(const ExprPtr& e) { return e && e->kind == ExprKind::Const; }
-bool is_float_const(const ir::Expr& e) { return dtype_is_float(e.type.dtype); }
+bool is_const(const ExprPtr& e) {
+  return e && e->kind == ExprKind::Const;
+}
+bool is_float_const(const ir::Expr& e) {
+  return dtype_is_float(e.type.dtype);
+}
 
-DType wider_int(DType a, DType b) { return dtype_size(a) >= dtype_size(b) ? a : b; }
+DType wider_int(DType a, DType b) {
+  return dtype_size(a) >= dtype_size(b) ? a : b;
+}
 
 /// The float dtype a folded constant keeps: the operands' common float dtype (so f16
 /// arithmetic stays f16), f64 if either is f64, else f32.
@@ -52,12 +58,24 @@ int64_t float_to_int(double x, DType t) {
   if (x != x) return 0;
   double lo, hi;
   switch (t) {
-  case DType::I8: lo = -128, hi = 127; break;
-  case DType::U8: lo = 0, hi = 255; break;
-  case DType::I16: lo = -32768, hi = 32767; break;
-  case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
-  case DType::U32: lo = 0, hi = 4294967295.0; break;
-  default: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  case DType::I8:
+    lo = -128, hi = 127;
+    break;
+  case DType::U8:
+    lo = 0, hi = 255;
+    break;
+  case DType::I16:
+    lo = -32768, hi = 32767;
+    break;
+  case DType::I32:
+    lo = -2147483648.0, hi = 2147483647.0;
+    break;
+  case DType::U32:
+    lo = 0, hi = 4294967295.0;
+    break;
+  default:
+    lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+    break;
   }
   if (x <= lo) return static_cast<int64_t>(lo);
   if (x >= hi) return t == DType::I64 ? INT64_MAX : static_cast<int64_t>(hi);
@@ -67,12 +85,18 @@ int64_t float_to_int(double x, DType t) {
 /// Wraps an integer to the width and signedness of t (two's complement).
 int64_t wrap_int(int64_t v, DType t) {
   switch (t) {
-  case DType::I8: return static_cast<int8_t>(v);
-  case DType::U8: return static_cast<uint8_t>(v);
-  case DType::I16: return static_cast<int16_t>(v);
-  case DType::I32: return static_cast<int32_t>(v);
-  case DType::U32: return static_cast<uint32_t>(v);
-  default: return v;
+  case DType::I8:
+    return static_cast<int8_t>(v);
+  case DType::U8:
+    return static_cast<uint8_t>(v);
+  case DType::I16:
+    return static_cast<int16_t>(v);
+  case DType::I32:
+    return static_cast<int32_t>(v);
+  case DType::U32:
+    return static_cast<uint32_t>(v);
+  default:
+    return v;
   }
 }
 
@@ -126,7 +150,8 @@ ExprPtr fold(ExprPtr e) {
     const ir::Expr& a = *e->a;
     switch (e->unary_op) {
     case dsl::UnaryOp::Neg:
-      if (is_float_const(a)) return with_loc(ir::make_float(-a.float_value, a.type.dtype), e->loc, a.literal);
+      if (is_float_const(a))
+        return with_loc(ir::make_float(-a.float_value, a.type.dtype), e->loc, a.literal);
       if (a.type.dtype == DType::Bool) return e;
       return with_loc(
           ir::make_int(wrap_int(wrapping_sub(0, a.int_value), a.type.dtype), a.type.dtype), e->loc,
@@ -161,9 +186,10 @@ ExprPtr fold(ExprPtr e) {
                  e->binary_op == BinaryOp::Mul || e->binary_op == BinaryOp::Div ||
                  e->binary_op == BinaryOp::Mod;
     bool logic = e->binary_op == BinaryOp::And || e->binary_op == BinaryOp::Or;
-    bool bitwise = !arith && !logic && e->binary_op != BinaryOp::Lt && e->binary_op != BinaryOp::Le &&
-                   e->binary_op != BinaryOp::Gt && e->binary_op != BinaryOp::Ge &&
-                   e->binary_op != BinaryOp::Eq && e->binary_op != BinaryOp::Ne;
+    bool bitwise = !arith && !logic && e->binary_op != BinaryOp::Lt &&
+                   e->binary_op != BinaryOp::Le && e->binary_op != BinaryOp::Gt &&
+                   e->binary_op != BinaryOp::Ge && e->binary_op != BinaryOp::Eq &&
+                   e->binary_op != BinaryOp::Ne;
     bool shift = e->binary_op == BinaryOp::Shl || e->binary_op == BinaryOp::Shr;
     bool any_bool = a.type.dtype == DType::Bool || b.type.dtype == DType::Bool;
     // Arithmetic and shifts on a bool are type errors: leave them for infer_types to report
@@ -182,17 +208,28 @@ ExprPtr fold(ExprPtr e) {
     case BinaryOp::Mod:
       if (!floats && j == 0) dsl::fail_at(e->loc, "modulo by zero");
       return num(std::fmod(x, y), floats ? 0 : int_mod(i, j));
-    case BinaryOp::Lt: return boolean(floats ? x < y : i < j);
-    case BinaryOp::Le: return boolean(floats ? x <= y : i <= j);
-    case BinaryOp::Gt: return boolean(floats ? x > y : i > j);
-    case BinaryOp::Ge: return boolean(floats ? x >= y : i >= j);
-    case BinaryOp::Eq: return boolean(floats ? x == y : i == j);
-    case BinaryOp::Ne: return boolean(floats ? x != y : i != j);
-    case BinaryOp::And: return boolean(i && j);
-    case BinaryOp::Or: return boolean(i || j);
-    case BinaryOp::BitAnd: return num(0, i & j);
-    case BinaryOp::BitOr: return num(0, i | j);
-    case BinaryOp::BitXor: return num(0, i ^ j);
+    case BinaryOp::Lt:
+      return boolean(floats ? x < y : i < j);
+    case BinaryOp::Le:
+      return boolean(floats ? x <= y : i <= j);
+    case BinaryOp::Gt:
+      return boolean(floats ? x > y : i > j);
+    case BinaryOp::Ge:
+      return boolean(floats ? x >= y : i >= j);
+    case BinaryOp::Eq:
+      return boolean(floats ? x == y : i == j);
+    case BinaryOp::Ne:
+      return boolean(floats ? x != y : i != j);
+    case BinaryOp::And:
+      return boolean(i && j);
+    case BinaryOp::Or:
+      return boolean(i || j);
+    case BinaryOp::BitAnd:
+      return num(0, i & j);
+    case BinaryOp::BitOr:
+      return num(0, i | j);
+    case BinaryOp::BitXor:
+      return num(0, i ^ j);
     case BinaryOp::Shl:
     case BinaryOp::Shr:
       return num(0, int_shift(e->binary_op, i, j, it));
@@ -200,7 +237,8 @@ ExprPtr fold(ExprPtr e) {
     return e;
   }
   case ExprKind::Select:
-    if (is_const(e->a) && e->a->type.dtype == DType::Bool) return std::move(e->a->int_value ? e->b : e->c);
+    if (is_const(e->a) && e->a->type.dtype == DType::Bool)
+      return std::move(e->a->int_value ? e->b : e->c);
     return e;
   case ExprKind::Math: {
     if (!is_const(e->a) || (e->b && !is_const(e->b))) return e;
@@ -211,13 +249,15 @@ ExprPtr fold(ExprPtr e) {
     if (e->math == ir::MathFn::Min || e->math == ir::MathFn::Max) {
       const ir::Expr& b = *e->b;
       if (!floats) {
-        int64_t v = e->math == ir::MathFn::Min ? std::min(a.int_value, b.int_value) : std::max(a.int_value, b.int_value);
+        int64_t v = e->math == ir::MathFn::Min ? std::min(a.int_value, b.int_value)
+                                               : std::max(a.int_value, b.int_value);
         return with_loc(ir::make_int(v, wider_int(a.type.dtype, b.type.dtype)), e->loc, literal);
       }
       double y = is_float_const(b) ? b.float_value : static_cast<double>(b.int_value);
       DType ft = float_result(a.type.dtype, b.type.dtype);
-      return with_loc(ir::make_float(e->math == ir::MathFn::Min ? std::fmin(x, y) : std::fmax(x, y), ft), e->loc,
-                      literal);
+      return with_loc(
+          ir::make_float(e->math == ir::MathFn::Min ? std::fmin(x, y) : std::fmax(x, y), ft),
+          e->loc, literal);
     }
     if (e->math == ir::MathFn::Abs && !floats)
       return with_loc(
@@ -227,23 +267,46 @@ ExprPtr fold(ExprPtr e) {
           e->loc, literal);
     double r;
     switch (e->math) {
-    case ir::MathFn::Exp: r = std::exp(x); break;
-    case ir::MathFn::Exp2: r = std::exp2(x); break;
-    case ir::MathFn::Log: r = std::log(x); break;
-    case ir::MathFn::Log2: r = std::log2(x); break;
-    case ir::MathFn::Sqrt: r = std::sqrt(x); break;
-    case ir::MathFn::Rsqrt: r = 1.0 / std::sqrt(x); break;
-    case ir::MathFn::Abs: r = std::fabs(x); break;
-    case ir::MathFn::Floor: r = std::floor(x); break;
-    case ir::MathFn::Ceil: r = std::ceil(x); break;
-    case ir::MathFn::Tanh: r = std::tanh(x); break;
-    case ir::MathFn::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
+    case ir::MathFn::Exp:
+      r = std::exp(x);
+      break;
+    case ir::MathFn::Exp2:
+      r = std::exp2(x);
+      break;
+    case ir::MathFn::Log:
+      r = std::log(x);
+      break;
+    case ir::MathFn::Log2:
+      r = std::log2(x);
+      break;
+    case ir::MathFn::Sqrt:
+      r = std::sqrt(x);
+      break;
+    case ir::MathFn::Rsqrt:
+      r = 1.0 / std::sqrt(x);
+      break;
+    case ir::MathFn::Abs:
+      r = std::fabs(x);
+      break;
+    case ir::MathFn::Floor:
+      r = std::floor(x);
+      break;
+    case ir::MathFn::Ceil:
+      r = std::ceil(x);
+      break;
+    case ir::MathFn::Tanh:
+      r = std::tanh(x);
+      break;
+    case ir::MathFn::Sigmoid:
+      r = 1.0 / (1.0 + std::exp(-x));
+      break;
     case ir::MathFn::Pow: {
       const ir::Expr& b = *e->b;
       r = std::pow(x, is_float_const(b) ? b.float_value : static_cast<double>(b.int_value));
       break;
     }
-    default: return e;
+    default:
+      return e;
     }
     DType ft = float_result(a.type.dtype, e->b ? e->b->type.dtype : a.type.dtype);
     return with_loc(ir::make_float(round_to_dtype(r, ft), ft), e->loc, literal);
@@ -254,10 +317,15 @@ ExprPtr fold(ExprPtr e) {
     DType t = e->type.dtype;
     double x = is_float_const(a) ? a.float_value : static_cast<double>(a.int_value);
     if (dtype_is_float(t)) return with_loc(ir::make_float(round_to_dtype(x, t), t), e->loc, false);
-    if (t == DType::Bool) return with_loc(ir::make_bool(is_float_const(a) ? (x != 0) : a.int_value != 0), e->loc, false);
-    return with_loc(ir::make_int(is_float_const(a) ? float_to_int(x, t) : wrap_int(a.int_value, t), t), e->loc, false);
+    if (t == DType::Bool)
+      return with_loc(ir::make_bool(is_float_const(a) ? (x != 0) : a.int_value != 0), e->loc,
+                      false);
+    return with_loc(
+        ir::make_int(is_float_const(a) ? float_to_int(x, t) : wrap_int(a.int_value, t), t), e->loc,
+        false);
   }
-  default: return e;
+  default:
+    return e;
   }
 }
 

@@ -57,9 +57,12 @@ int64_t shift(BinaryOp op, int64_t a, int64_t b) {
 
 std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::string* missing) {
   switch (e.kind) {
-  case ExprKind::IntLit: return HostValue::of_int(e.int_value);
-  case ExprKind::FloatLit: return HostValue::of_float(e.float_value);
-  case ExprKind::BoolLit: return HostValue::of_bool(e.bool_value);
+  case ExprKind::IntLit:
+    return HostValue::of_int(e.int_value);
+  case ExprKind::FloatLit:
+    return HostValue::of_float(e.float_value);
+  case ExprKind::BoolLit:
+    return HostValue::of_bool(e.bool_value);
   case ExprKind::Name: {
     auto it = env.find(e.name);
     if (it != env.end()) return it->second;
@@ -74,8 +77,10 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     case dsl::UnaryOp::Neg:
       return a->kind == HostValue::Kind::Float ? HostValue::of_float(-a->f)
                                                : HostValue::of_int(wrapping_sub(0, a->i));
-    case dsl::UnaryOp::Not: return HostValue::of_bool(!a->b);
-    case dsl::UnaryOp::BitNot: return HostValue::of_int(~a->i);
+    case dsl::UnaryOp::Not:
+      return HostValue::of_bool(!a->b);
+    case dsl::UnaryOp::BitNot:
+      return HostValue::of_int(~a->i);
     }
     return std::nullopt;
   }
@@ -99,17 +104,28 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
     case BinaryOp::Mod:
       return ints ? HostValue::of_int(checked_mod(a->i, b->i, e))
                   : HostValue::of_float(std::fmod(x, y));
-    case BinaryOp::Lt: return HostValue::of_bool(ints ? a->i < b->i : x < y);
-    case BinaryOp::Le: return HostValue::of_bool(ints ? a->i <= b->i : x <= y);
-    case BinaryOp::Gt: return HostValue::of_bool(ints ? a->i > b->i : x > y);
-    case BinaryOp::Ge: return HostValue::of_bool(ints ? a->i >= b->i : x >= y);
-    case BinaryOp::Eq: return HostValue::of_bool(ints ? a->i == b->i : x == y);
-    case BinaryOp::Ne: return HostValue::of_bool(ints ? a->i != b->i : x != y);
-    case BinaryOp::And: return HostValue::of_bool(a->b && b->b);
-    case BinaryOp::Or: return HostValue::of_bool(a->b || b->b);
-    case BinaryOp::BitAnd: return HostValue::of_int(a->i & b->i);
-    case BinaryOp::BitOr: return HostValue::of_int(a->i | b->i);
-    case BinaryOp::BitXor: return HostValue::of_int(a->i ^ b->i);
+    case BinaryOp::Lt:
+      return HostValue::of_bool(ints ? a->i < b->i : x < y);
+    case BinaryOp::Le:
+      return HostValue::of_bool(ints ? a->i <= b->i : x <= y);
+    case BinaryOp::Gt:
+      return HostValue::of_bool(ints ? a->i > b->i : x > y);
+    case BinaryOp::Ge:
+      return HostValue::of_bool(ints ? a->i >= b->i : x >= y);
+    case BinaryOp::Eq:
+      return HostValue::of_bool(ints ? a->i == b->i : x == y);
+    case BinaryOp::Ne:
+      return HostValue::of_bool(ints ? a->i != b->i : x != y);
+    case BinaryOp::And:
+      return HostValue::of_bool(a->b && b->b);
+    case BinaryOp::Or:
+      return HostValue::of_bool(a->b || b->b);
+    case BinaryOp::BitAnd:
+      return HostValue::of_int(a->i & b->i);
+    case BinaryOp::BitOr:
+      return HostValue::of_int(a->i | b->i);
+    case BinaryOp::BitXor:
+      return HostValue::of_int(a->i ^ b->i);
     case BinaryOp::Shl:
     case BinaryOp::Shr:
       return HostValue::of_int(shift(e.binary_op, a->i, b->i));
@@ -139,11 +155,16 @@ std::optional<HostValue> host_eval(const Expr& e, const HostEnv& env, std::strin
         if (args[0].kind != HostValue::Kind::Float)
           return HostValue::of_int(args[0].i < 0 ? wrapping_sub(0, args[0].i) : args[0].i);
         return HostValue::of_float(std::fabs(args[0].f));
-      case dsl::BuiltinKind::Sqrt: return HostValue::of_float(std::sqrt(args[0].as_double()));
-      case dsl::BuiltinKind::Rsqrt: return HostValue::of_float(1.0 / std::sqrt(args[0].as_double()));
-      case dsl::BuiltinKind::Log2: return HostValue::of_float(std::log2(args[0].as_double()));
-      case dsl::BuiltinKind::Exp2: return HostValue::of_float(std::exp2(args[0].as_double()));
-      default: break;
+      case dsl::BuiltinKind::Sqrt:
+        return HostValue::of_float(std::sqrt(args[0].as_double()));
+      case dsl::BuiltinKind::Rsqrt:
+        return HostValue::of_float(1.0 / std::sqrt(args[0].as_double()));
+      case dsl::BuiltinKind::Log2:
+        return HostValue::of_float(std::log2(args[0].as_double()));
+      case dsl::BuiltinKind::Exp2:
+        return HostValue::of_float(std::exp2(args[0].as_double()));
+      default:
+        break;
       }
     }
     dsl::fail_at(e.loc, str("'", e.name, "' cannot be evaluated on the host"));

@@ -22,7 +22,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 /// NumPy broadcasting of two shapes (aligned at the last axis); nullopt if incompatible.
-std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b) {
   size_t n = std::max(a.size(), b.size());
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -36,14 +37,22 @@ std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, con
 
 int int_rank(DType t) {
   switch (t) {
-  case DType::Bool: return 0;
-  case DType::I8: return 1;
-  case DType::U8: return 2;
-  case DType::I16: return 3;
-  case DType::I32: return 4;
-  case DType::U32: return 5;
-  case DType::I64: return 6;
-  default: return 7;
+  case DType::Bool:
+    return 0;
+  case DType::I8:
+    return 1;
+  case DType::U8:
+    return 2;
+  case DType::I16:
+    return 3;
+  case DType::I32:
+    return 4;
+  case DType::U32:
+    return 5;
+  case DType::I64:
+    return 6;
+  default:
+    return 7;
   }
 }
 
@@ -104,7 +113,9 @@ private:
     return fold(std::move(c));
   }
 
-  Space tile_space(const ir::Expr& e) const { return e.type.is_scalar() ? Space::Scalar : Space::Frag; }
+  Space tile_space(const ir::Expr& e) const {
+    return e.type.is_scalar() ? Space::Scalar : Space::Frag;
+  }
 
   void require_int_scalar(const ir::Expr& e, const char* what) {
     if (!e.type.is_scalar() || !dtype_is_int(e.type.dtype))
@@ -113,9 +124,15 @@ private:
 
   void stmt(ir::Stmt& s) {
     switch (s.kind) {
-    case ir::StmtKind::Decl: decl(s); return;
-    case ir::StmtKind::Assign: assign(s); return;
-    case ir::StmtKind::Store: store(s); return;
+    case ir::StmtKind::Decl:
+      decl(s);
+      return;
+    case ir::StmtKind::Assign:
+      assign(s);
+      return;
+    case ir::StmtKind::Store:
+      store(s);
+      return;
     case ir::StmtKind::Eval:
       statement_atomic_ = s.value.get();
       expr(s.value);
@@ -135,13 +152,15 @@ private:
     case ir::StmtKind::If:
       expr(s.value);
       if (!s.value->type.is_scalar() || s.value->type.dtype != DType::Bool)
-        error(s.value->loc, str("'if' needs a bool scalar (the whole block takes one branch), got ",
-                                s.value->type.str_with_space(), "; use where(...) for per-element choices"));
+        error(s.value->loc,
+              str("'if' needs a bool scalar (the whole block takes one branch), got ",
+                  s.value->type.str_with_space(), "; use where(...) for per-element choices"));
       block(s.body);
       block(s.else_body);
       return;
     case ir::StmtKind::Return:
-    case ir::StmtKind::Barrier: return;
+    case ir::StmtKind::Barrier:
+      return;
     }
   }
 
@@ -162,15 +181,17 @@ private:
         error(s.value->loc, str("'", v.name, "' is declared ", t.str(), " but its value has shape ",
                                 shape_str(vt.shape)));
       if (vt.dtype != t.dtype && !(s.value->literal && s.value->kind == ExprKind::Const))
-        error(s.value->loc, str("'", v.name, "' is declared ", dtype_name(t.dtype), " but its value is ",
-                                dtype_name(vt.dtype), "; write cast<", dtype_name(t.dtype), ">(...)"));
+        error(s.value->loc,
+              str("'", v.name, "' is declared ", dtype_name(t.dtype), " but its value is ",
+                  dtype_name(vt.dtype), "; write cast<", dtype_name(t.dtype), ">(...)"));
       s.value = cast_to(std::move(s.value), t.dtype);
       v.type = t;
     } else {
       Type t = vt;
       if (wanted == Space::Frag) {
-        if (t.is_scalar()) error(s.loc, str("frag '", v.name, "' is initialised with a scalar; give its type: frag ",
-                                            v.name, ": ", dtype_name(vt.dtype), "[...] = ..."));
+        if (t.is_scalar())
+          error(s.loc, str("frag '", v.name, "' is initialised with a scalar; give its type: frag ",
+                           v.name, ": ", dtype_name(vt.dtype), "[...] = ..."));
         t.space = Space::Frag;
       } else if (wanted == Space::Shared) {
         if (t.is_scalar()) error(s.loc, str("shared '", v.name, "' needs a tile type"));
@@ -180,7 +201,8 @@ private:
       v.type = t;
     }
     if (v.type.rank() > 2 && v.type.space == Space::Frag)
-      error(s.loc, str("register tile '", v.name, "' has rank ", v.type.rank(), "; frag tiles have rank 1 or 2"));
+      error(s.loc, str("register tile '", v.name, "' has rank ", v.type.rank(),
+                       "; frag tiles have rank 1 or 2"));
     if (v.type.rank() > 2 && v.type.space == Space::Shared)
       error(s.loc, str("shared tile '", v.name, "' has rank ", v.type.rank(),
                        "; shared tiles have rank 1 or 2"));
@@ -195,15 +217,16 @@ private:
     const Type& vt = s.value->type;
     auto b = broadcast(vt.shape, v.type.shape);
     if (!b || *b != v.type.shape)
-      error(s.value->loc, str("cannot assign a value of shape ", shape_str(vt.shape), " to '", v.name,
-                              "' of type ", v.type.str()));
+      error(s.value->loc, str("cannot assign a value of shape ", shape_str(vt.shape), " to '",
+                              v.name, "' of type ", v.type.str()));
     if (vt.dtype != v.type.dtype) {
       bool literal = s.value->literal && s.value->kind == ExprKind::Const;
       bool widening = dtype_is_int(vt.dtype) && dtype_is_int(v.type.dtype) && v.type.is_scalar() &&
                       int_rank(vt.dtype) <= int_rank(v.type.dtype);
       if (!literal && !widening)
-        error(s.value->loc, str("'", v.name, "' is ", dtype_name(v.type.dtype), " but the value is ",
-                                dtype_name(vt.dtype), "; write cast<", dtype_name(v.type.dtype), ">(...)"));
+        error(s.value->loc,
+              str("'", v.name, "' is ", dtype_name(v.type.dtype), " but the value is ",
+                  dtype_name(vt.dtype), "; write cast<", dtype_name(v.type.dtype), ">(...)"));
       s.value = cast_to(std::move(s.value), v.type.dtype);
     }
     if (s.value->kind == ExprKind::Copy && v.type.space != Space::Shared)
@@ -216,8 +239,8 @@ private:
     expr(s.value);
     auto b = broadcast(s.value->type.shape, shape);
     if (!b || *b != shape)
-      error(s.value->loc, str("store to ", p.name, " writes ", shape_str(shape), " but the value has shape ",
-                              shape_str(s.value->type.shape)));
+      error(s.value->loc, str("store to ", p.name, " writes ", shape_str(shape),
+                              " but the value has shape ", shape_str(s.value->type.shape)));
     // Stores convert to the tensor's dtype (like a C assignment).
     s.value = cast_to(std::move(s.value), p.dtype);
     if (s.mask) mask(s.mask, shape);
@@ -228,7 +251,8 @@ private:
     if (m->type.dtype != DType::Bool) error(m->loc, str("mask must be bool, got ", m->type.str()));
     auto b = broadcast(m->type.shape, shape);
     if (!b || *b != shape)
-      error(m->loc, str("mask of shape ", shape_str(m->type.shape), " does not broadcast to ", shape_str(shape)));
+      error(m->loc, str("mask of shape ", shape_str(m->type.shape), " does not broadcast to ",
+                        shape_str(shape)));
   }
 
   /// Types the subscripts of an access and returns its shape.
@@ -241,13 +265,14 @@ private:
       expr(ix.index);
       const Type& t = ix.index->type;
       if (!dtype_is_int(t.dtype))
-        error(ix.index->loc, str("subscript ", axis, " of '", p.name, "' must be an integer, got ", t.str()));
+        error(ix.index->loc,
+              str("subscript ", axis, " of '", p.name, "' must be an integer, got ", t.str()));
       if (ix.kind == ir::AccessIndex::Kind::Range) {
         if (!t.is_scalar()) error(ix.index->loc, "a slice start must be a scalar");
         shape.push_back(ix.extent);
         if (p.dim_values[axis] >= 0 && ix.extent > p.dim_values[axis])
-          error(ix.index->loc, str("slice of length ", ix.extent, " is longer than dimension ", axis, " of '",
-                                   p.name, "' (", p.dim_values[axis], ")"));
+          error(ix.index->loc, str("slice of length ", ix.extent, " is longer than dimension ",
+                                   axis, " of '", p.name, "' (", p.dim_values[axis], ")"));
       } else if (!t.is_scalar()) {
         if (t.rank() != 1)
           error(ix.index->loc, str("a gather index must be a rank-1 tile, got ", t.str()));
@@ -265,15 +290,22 @@ private:
 
   void expr(ExprPtr& e) {
     switch (e->kind) {
-    case ExprKind::Const: return;
+    case ExprKind::Const:
+      return;
     case ExprKind::VarRef:
       e->type = e->var->type;
       return;
-    case ExprKind::ParamRef: e->type = Type{k_.params[e->param].dtype, {}, Space::Scalar}; return;
+    case ExprKind::ParamRef:
+      e->type = Type{k_.params[e->param].dtype, {}, Space::Scalar};
+      return;
     case ExprKind::DimRef:
     case ExprKind::ProgramId:
-    case ExprKind::NumPrograms: e->type = Type{DType::I32, {}, Space::Scalar}; return;
-    case ExprKind::Iota: e->type = Type{DType::I32, {e->extent}, Space::Frag}; return;
+    case ExprKind::NumPrograms:
+      e->type = Type{DType::I32, {}, Space::Scalar};
+      return;
+    case ExprKind::Iota:
+      e->type = Type{DType::I32, {e->extent}, Space::Frag};
+      return;
     case ExprKind::Unary: {
       expr(e->a);
       e->type = e->a->type;
@@ -288,17 +320,20 @@ private:
       e = fold(std::move(e));
       return;
     }
-    case ExprKind::Binary: binary(e); return;
+    case ExprKind::Binary:
+      binary(e);
+      return;
     case ExprKind::Select: {
       expr(e->a);
       expr(e->b);
       expr(e->c);
-      if (e->a->type.dtype != DType::Bool) error(e->a->loc, str("where's condition must be bool, got ", e->a->type.str()));
+      if (e->a->type.dtype != DType::Bool)
+        error(e->a->loc, str("where's condition must be bool, got ", e->a->type.str()));
       auto s1 = broadcast(e->a->type.shape, e->b->type.shape);
       auto s2 = s1 ? broadcast(*s1, e->c->type.shape) : std::nullopt;
       if (!s2)
-        error(e->loc, str("where(...) operands do not broadcast: ", shape_str(e->a->type.shape), ", ",
-                          shape_str(e->b->type.shape), ", ", shape_str(e->c->type.shape)));
+        error(e->loc, str("where(...) operands do not broadcast: ", shape_str(e->a->type.shape),
+                          ", ", shape_str(e->b->type.shape), ", ", shape_str(e->c->type.shape)));
       DType t = promote(*e->b, *e->c);
       e->b = cast_to(std::move(e->b), t);
       e->c = cast_to(std::move(e->c), t);
@@ -306,7 +341,9 @@ private:
       e = fold(std::move(e));
       return;
     }
-    case ExprKind::Math: math(e); return;
+    case ExprKind::Math:
+      math(e);
+      return;
     case ExprKind::Cast: {
       DType t = e->type.dtype;
       expr(e->a);
@@ -321,8 +358,8 @@ private:
       const Type& t = e->a->type;
       if (t.is_scalar()) error(e->loc, "a scalar cannot be indexed");
       if (e->int_value != t.rank())
-        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(), " but the subscript names ",
-                          e->int_value, " of its axes"));
+        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(),
+                          " but the subscript names ", e->int_value, " of its axes"));
       std::vector<int64_t> shape = t.shape;
       for (int ax : e->axes) shape.insert(shape.begin() + ax, 1);
       if (shape.size() > 2)
@@ -334,7 +371,8 @@ private:
     }
     case ExprKind::Trans: {
       expr(e->a);
-      if (e->a->type.rank() != 2) error(e->loc, str("trans needs a rank-2 tile, got ", e->a->type.str()));
+      if (e->a->type.rank() != 2)
+        error(e->loc, str("trans needs a rank-2 tile, got ", e->a->type.str()));
       e->type = e->a->type;
       std::swap(e->type.shape[0], e->type.shape[1]);
       return;
@@ -344,7 +382,8 @@ private:
       std::vector<int64_t> shape = access(*e->access);
       const ir::Param& p = k_.params[e->access->param];
       if (e->kind == ExprKind::Copy && shape.empty())
-        error(e->loc, "copy(...) fills a shared tile; this access names a single element (use load)");
+        error(e->loc,
+              "copy(...) fills a shared tile; this access names a single element (use load)");
       if (e->b) mask(e->b, shape);
       if (e->c) {
         expr(e->c);
@@ -352,9 +391,12 @@ private:
         e->c = cast_to(std::move(e->c), p.dtype);
       }
       e->type = Type{p.dtype, shape,
-                     shape.empty() ? Space::Scalar : e->kind == ExprKind::Copy ? Space::Shared : Space::Frag};
+                     shape.empty()               ? Space::Scalar
+                     : e->kind == ExprKind::Copy ? Space::Shared
+                                                 : Space::Frag};
       if (e->type.space == Space::Frag && e->type.rank() > 2)
-        error(e->loc, str("load(...) gives a rank-", e->type.rank(), " tile; register tiles have rank 1 or 2 "
+        error(e->loc, str("load(...) gives a rank-", e->type.rank(),
+                          " tile; register tiles have rank 1 or 2 "
                           "(use point subscripts for the other axes)"));
       if (e->type.space == Space::Shared && e->type.rank() > 2)
         error(e->loc, str("copy(...) gives a rank-", e->type.rank(),
@@ -367,12 +409,14 @@ private:
       expr(e->b);
       const Type& t = e->a->type;
       if (t.space != Space::Shared)
-        error(e->loc, str("only shared tiles can be sliced; '", ir::print_expr(*e->a), "' is ", t.str_with_space()));
+        error(e->loc, str("only shared tiles can be sliced; '", ir::print_expr(*e->a), "' is ",
+                          t.str_with_space()));
       if (e->int_value != t.rank())
-        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(), " but ", e->int_value,
-                          " subscripts were given"));
+        error(e->loc, str("'", ir::print_expr(*e->a), "' has rank ", t.rank(), " but ",
+                          e->int_value, " subscripts were given"));
       if (e->extent > t.shape[0])
-        error(e->loc, str("slice of length ", e->extent, " is longer than the tile (", t.shape[0], ")"));
+        error(e->loc,
+              str("slice of length ", e->extent, " is longer than the tile (", t.shape[0], ")"));
       require_int_scalar(*e->b, "slice start");
       e->b = cast_to(std::move(e->b), DType::I32);
       e->type = t;
@@ -383,7 +427,9 @@ private:
       }
       return;
     }
-    case ExprKind::Dot: dot(e); return;
+    case ExprKind::Dot:
+      dot(e);
+      return;
     case ExprKind::Reduce: {
       expr(e->a);
       const Type& t = e->a->type;
@@ -422,12 +468,13 @@ private:
       std::vector<int64_t> shape = access(*e->access);
       const ir::Param& p = k_.params[e->access->param];
       if (p.dtype != DType::I32 && p.dtype != DType::U32 && p.dtype != DType::F32)
-        error(e->loc, str("atomic_add works on i32, u32 and f32 tensors; '", p.name, "' is ", dtype_name(p.dtype)));
+        error(e->loc, str("atomic_add works on i32, u32 and f32 tensors; '", p.name, "' is ",
+                          dtype_name(p.dtype)));
       expr(e->a);
       auto b = broadcast(e->a->type.shape, shape);
       if (!b || *b != shape)
-        error(e->a->loc, str("atomic_add to ", p.name, " of shape ", shape_str(shape), " with a value of shape ",
-                             shape_str(e->a->type.shape)));
+        error(e->a->loc, str("atomic_add to ", p.name, " of shape ", shape_str(shape),
+                             " with a value of shape ", shape_str(e->a->type.shape)));
       e->a = cast_to(std::move(e->a), p.dtype);
       if (e->b) mask(e->b, shape);
       if (!shape.empty() && e.get() != statement_atomic_)
@@ -437,8 +484,11 @@ private:
       e->type = Type{p.dtype, shape, shape.empty() ? Space::Scalar : Space::Frag};
       return;
     }
-    case ExprKind::Fence: e->type = Type{DType::I32, {}, Space::Scalar}; return;
-    case ExprKind::Convert: return;
+    case ExprKind::Fence:
+      e->type = Type{DType::I32, {}, Space::Scalar};
+      return;
+    case ExprKind::Convert:
+      return;
     }
   }
 
@@ -448,14 +498,15 @@ private:
     expr(e->b);
     auto shape = broadcast(e->a->type.shape, e->b->type.shape);
     if (!shape)
-      error(e->loc, str("shapes ", shape_str(e->a->type.shape), " and ", shape_str(e->b->type.shape),
-                        " do not broadcast in '", dsl::binary_op_spelling(e->binary_op),
-                        "' (add a new axis with x[:, None] or x[None, :])"));
+      error(e->loc,
+            str("shapes ", shape_str(e->a->type.shape), " and ", shape_str(e->b->type.shape),
+                " do not broadcast in '", dsl::binary_op_spelling(e->binary_op),
+                "' (add a new axis with x[:, None] or x[None, :])"));
     Space space = shape->empty() ? Space::Scalar : Space::Frag;
     BinaryOp op = e->binary_op;
     DType t = promote(*e->a, *e->b);
-    bool cmp = op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt || op == BinaryOp::Ge ||
-               op == BinaryOp::Eq || op == BinaryOp::Ne;
+    bool cmp = op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt ||
+               op == BinaryOp::Ge || op == BinaryOp::Eq || op == BinaryOp::Ne;
     bool logic = op == BinaryOp::And || op == BinaryOp::Or;
     bool shift = op == BinaryOp::Shl || op == BinaryOp::Shr;
     bool bits = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor || shift;
@@ -463,12 +514,13 @@ private:
     bool any_bool = e->a->type.dtype == DType::Bool || e->b->type.dtype == DType::Bool;
     if (logic) {
       if (e->a->type.dtype != DType::Bool || e->b->type.dtype != DType::Bool)
-        error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs bool operands, got ", e->a->type.str(), " and ",
-                          e->b->type.str()));
+        error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs bool operands, got ",
+                          e->a->type.str(), " and ", e->b->type.str()));
     } else if (bits) {
       bool ok = shift ? dtype_is_int(t) && !any_bool : dtype_is_int(t) || t == DType::Bool;
-      if (!ok) error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs integer operands, got ", e->a->type.str(),
-                                 " and ", e->b->type.str()));
+      if (!ok)
+        error(e->loc, str("'", dsl::binary_op_spelling(op), "' needs integer operands, got ",
+                          e->a->type.str(), " and ", e->b->type.str()));
     } else if (!cmp && any_bool) {
       error(e->loc, str("arithmetic on bools; cast<i32>(...) first"));
     }
@@ -489,12 +541,14 @@ private:
     DType t = e->a->type.dtype;
     if (e->b) {
       auto s = broadcast(e->a->type.shape, e->b->type.shape);
-      if (!s) error(e->loc, str(ir::math_fn_name(e->math), ": shapes ", shape_str(e->a->type.shape), " and ",
-                                shape_str(e->b->type.shape), " do not broadcast"));
+      if (!s)
+        error(e->loc, str(ir::math_fn_name(e->math), ": shapes ", shape_str(e->a->type.shape),
+                          " and ", shape_str(e->b->type.shape), " do not broadcast"));
       shape = *s;
       t = promote(*e->a, *e->b);
     }
-    bool int_ok = e->math == ir::MathFn::Min || e->math == ir::MathFn::Max || e->math == ir::MathFn::Abs;
+    bool int_ok =
+        e->math == ir::MathFn::Min || e->math == ir::MathFn::Max || e->math == ir::MathFn::Abs;
     if (t == DType::Bool) error(e->loc, str(ir::math_fn_name(e->math), " of a bool"));
     if (!int_ok && !dtype_is_float(t)) t = DType::F32;
     e->a = cast_to(std::move(e->a), t);
@@ -512,17 +566,20 @@ private:
     if (a.rank() != 2 || b.rank() != 2)
       error(e->loc, str("dot needs rank-2 tiles, got ", a.str(), " and ", b.str()));
     if (a.shape[1] != b.shape[0])
-      error(e->loc, str("dot(", a.str(), ", ", b.str(), "): inner dimensions ", a.shape[1], " and ", b.shape[0],
-                        " differ", b.shape[1] == a.shape[1] ? "; did you mean trans(b)?" : ""));
+      error(e->loc,
+            str("dot(", a.str(), ", ", b.str(), "): inner dimensions ", a.shape[1], " and ",
+                b.shape[0], " differ", b.shape[1] == a.shape[1] ? "; did you mean trans(b)?" : ""));
     if (a.dtype != b.dtype)
-      error(e->loc, str("dot operands must have one dtype, got ", dtype_name(a.dtype), " and ", dtype_name(b.dtype)));
+      error(e->loc, str("dot operands must have one dtype, got ", dtype_name(a.dtype), " and ",
+                        dtype_name(b.dtype)));
     if (a.dtype != DType::F16 && a.dtype != DType::BF16 && a.dtype != DType::F32)
       error(e->loc, str("dot takes f16, bf16 or f32 tiles, got ", dtype_name(a.dtype)));
     e->type = Type{DType::F32, {a.shape[0], b.shape[1]}, Space::Frag};
     if (e->c) {
       expr(e->c);
       if (e->c->type.shape != e->type.shape || e->c->type.dtype != DType::F32)
-        error(e->c->loc, str("dot's accumulator must be f32", shape_str(e->type.shape), ", got ", e->c->type.str()));
+        error(e->c->loc, str("dot's accumulator must be f32", shape_str(e->type.shape), ", got ",
+                             e->c->type.str()));
     }
   }
 
@@ -534,6 +591,8 @@ private:
 
 } // namespace
 
-void infer_types(ir::Kernel& k) { TypeInference(k).run(); }
+void infer_types(ir::Kernel& k) {
+  TypeInference(k).run();
+}
 
 } // namespace tilejit

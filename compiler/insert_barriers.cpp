@@ -53,10 +53,13 @@ private:
 
   void effects(ir::Stmt& s, std::set<ir::Var*>& reads, std::set<ir::Var*>& writes) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) { shared_effects(*root, reads, writes); });
-    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && s.var->type.space == Space::Shared)
+    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+        s.var->type.space == Space::Shared)
       writes.insert(s.var);
-    for (auto it = reads.begin(); it != reads.end();) it = is_ring(*it) ? reads.erase(it) : std::next(it);
-    for (auto it = writes.begin(); it != writes.end();) it = is_ring(*it) ? writes.erase(it) : std::next(it);
+    for (auto it = reads.begin(); it != reads.end();)
+      it = is_ring(*it) ? reads.erase(it) : std::next(it);
+    for (auto it = writes.begin(); it != writes.end();)
+      it = is_ring(*it) ? writes.erase(it) : std::next(it);
   }
 
   void walk(ir::Block& b, State& st, bool insert) {
@@ -69,7 +72,8 @@ private:
       if (s.kind == ir::StmtKind::For) {
         // A conflict with what happened before the loop is resolved once, before it.
         std::set<ir::Var*> body_reads, body_writes;
-        ir::for_each_stmt(s.body, [&](ir::Stmt& inner) { effects(inner, body_reads, body_writes); });
+        ir::for_each_stmt(s.body,
+                          [&](ir::Stmt& inner) { effects(inner, body_reads, body_writes); });
         if (intersects(body_reads, st.writes) || intersects(body_writes, st.reads) ||
             intersects(body_writes, st.writes)) {
           if (insert) {
@@ -108,7 +112,8 @@ private:
       }
       std::set<ir::Var*> reads, writes;
       effects(s, reads, writes);
-      bool need = intersects(reads, st.writes) || intersects(writes, st.reads) || intersects(writes, st.writes);
+      bool need = intersects(reads, st.writes) || intersects(writes, st.reads) ||
+                  intersects(writes, st.writes);
       if (need) {
         if (insert) {
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
@@ -127,8 +132,8 @@ private:
       }
       st.reads.insert(reads.begin(), reads.end());
       st.writes.insert(writes.begin(), writes.end());
-      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && s.value->kind == ir::ExprKind::Copy &&
-          s.var->stages <= 1)
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+          s.value->kind == ir::ExprKind::Copy && s.var->stages <= 1)
         st.async_writes.insert(s.var);
     }
   }
@@ -136,6 +141,8 @@ private:
 
 } // namespace
 
-void insert_barriers(ir::Kernel& k) { BarrierInsertion().run(k.body); }
+void insert_barriers(ir::Kernel& k) {
+  BarrierInsertion().run(k.body);
+}
 
 } // namespace tilejit

@@ -6,39 +6,60 @@ namespace tilejit::ir {
 
 const char* space_name(Space s) {
   switch (s) {
-  case Space::Scalar: return "scalar";
-  case Space::Frag: return "frag";
-  case Space::Shared: return "shared";
+  case Space::Scalar:
+    return "scalar";
+  case Space::Frag:
+    return "frag";
+  case Space::Shared:
+    return "shared";
   }
   return "?";
 }
 
 const char* math_fn_name(MathFn f) {
   switch (f) {
-  case MathFn::Exp: return "exp";
-  case MathFn::Exp2: return "exp2";
-  case MathFn::Log: return "log";
-  case MathFn::Log2: return "log2";
-  case MathFn::Sqrt: return "sqrt";
-  case MathFn::Rsqrt: return "rsqrt";
-  case MathFn::Abs: return "abs";
-  case MathFn::Floor: return "floor";
-  case MathFn::Ceil: return "ceil";
-  case MathFn::Tanh: return "tanh";
-  case MathFn::Sigmoid: return "sigmoid";
-  case MathFn::Pow: return "pow";
-  case MathFn::Min: return "min";
-  case MathFn::Max: return "max";
+  case MathFn::Exp:
+    return "exp";
+  case MathFn::Exp2:
+    return "exp2";
+  case MathFn::Log:
+    return "log";
+  case MathFn::Log2:
+    return "log2";
+  case MathFn::Sqrt:
+    return "sqrt";
+  case MathFn::Rsqrt:
+    return "rsqrt";
+  case MathFn::Abs:
+    return "abs";
+  case MathFn::Floor:
+    return "floor";
+  case MathFn::Ceil:
+    return "ceil";
+  case MathFn::Tanh:
+    return "tanh";
+  case MathFn::Sigmoid:
+    return "sigmoid";
+  case MathFn::Pow:
+    return "pow";
+  case MathFn::Min:
+    return "min";
+  case MathFn::Max:
+    return "max";
   }
   return "?";
 }
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: return "sum";
-  case ReduceOp::Max: return "max";
-  case ReduceOp::Min: return "min";
-  case ReduceOp::Prod: return "prod";
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
+  case ReduceOp::Prod:
+    return "prod";
   }
   return "?";
 }

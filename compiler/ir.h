@@ -51,12 +51,12 @@ struct Var {
   Type type;
   SourceLoc loc;
   bool is_loop_var = false;
-  bool assigned_in_loop = false;        ///< set by lowering: reassigned inside a loop body
-  bool declared_type = false;           ///< the declaration spelled out dtype and shape
-  const Layout* layout = nullptr;       ///< frag vars: from assign_layouts
-  int64_t smem_offset = -1;             ///< shared vars: from plan_shared_memory (bytes)
-  int64_t smem_row_stride = 0;          ///< shared vars: elements between rows (padding included)
-  int stages = 1;                       ///< shared vars written by a pipelined copy: ring depth
+  bool assigned_in_loop = false;  ///< set by lowering: reassigned inside a loop body
+  bool declared_type = false;     ///< the declaration spelled out dtype and shape
+  const Layout* layout = nullptr; ///< frag vars: from assign_layouts
+  int64_t smem_offset = -1;       ///< shared vars: from plan_shared_memory (bytes)
+  int64_t smem_row_stride = 0;    ///< shared vars: elements between rows (padding included)
+  int stages = 1;                 ///< shared vars written by a pipelined copy: ring depth
 };
 
 /// A kernel parameter: a global tensor (caller's or scratch) or a scalar.
@@ -104,7 +104,22 @@ enum class ExprKind {
   Convert,     ///< a moved to another layout or space (inserted by assign_layouts)
 };
 
-enum class MathFn { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Floor, Ceil, Tanh, Sigmoid, Pow, Min, Max };
+enum class MathFn {
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Floor,
+  Ceil,
+  Tanh,
+  Sigmoid,
+  Pow,
+  Min,
+  Max
+};
 const char* math_fn_name(MathFn f);
 enum class ReduceOp { Sum, Max, Min, Prod };
 const char* reduce_op_name(ReduceOp op);
@@ -131,7 +146,7 @@ struct Access {
 
 struct Expr {
   ExprKind kind;
-  Type type;                      ///< set by infer_types
+  Type type; ///< set by infer_types
   SourceLoc loc;
   const Layout* layout = nullptr; ///< frag results: set by assign_layouts
   // payload (which fields are used depends on kind)
@@ -182,16 +197,16 @@ struct Stmt {
   StmtKind kind;
   SourceLoc loc;
   Var* var = nullptr;
-  ExprPtr value; ///< Decl/Assign value, Store value, Eval expr, If cond
-  ExprPtr mask;  ///< Store
+  ExprPtr value;                  ///< Decl/Assign value, Store value, Eval expr, If cond
+  ExprPtr mask;                   ///< Store
   std::unique_ptr<Access> access; ///< Store
   ExprPtr lo, hi, step;           ///< For (step is a constant: its sign gives the direction)
   LoopKind loop_kind = LoopKind::Serial;
-  int stages = 1;                 ///< For pipelined
-  int unroll = 0;                 ///< For: `unroll = N` (0: the backend decides)
+  int stages = 1; ///< For pipelined
+  int unroll = 0; ///< For: `unroll = N` (0: the backend decides)
   Block body;
   Block else_body;
-  std::string note;               ///< Barrier: why it is there (printed)
+  std::string note; ///< Barrier: why it is there (printed)
   /// Barrier: also wait for this thread's asynchronous copies first (a tile filled by
   /// cp.async is read after it); set by insert_barriers.
   bool wait_async = false;
@@ -215,7 +230,7 @@ struct Kernel {
   int grid_rank = 1;
   std::vector<std::unique_ptr<Var>> vars;
   Block body;
-  int64_t smem_bytes = 0; ///< dynamic shared memory per block (plan_shared_memory)
+  int64_t smem_bytes = 0;    ///< dynamic shared memory per block (plan_shared_memory)
   int64_t scratch_bytes = 0; ///< at offset 0: reductions, conversions, scans (plan_shared_memory)
   /// Every layout used by this kernel (assign_layouts). Mutable: looking up a layout interns it.
   mutable LayoutTable layouts;

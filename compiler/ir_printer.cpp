@@ -13,7 +13,8 @@ namespace {
 thread_local const Kernel* g_kernel = nullptr;
 
 std::string param_name(int p) {
-  if (g_kernel && p >= 0 && p < static_cast<int>(g_kernel->params.size())) return g_kernel->params[p].name;
+  if (g_kernel && p >= 0 && p < static_cast<int>(g_kernel->params.size()))
+    return g_kernel->params[p].name;
   return str("param", p);
 }
 
@@ -32,11 +33,15 @@ std::string access_str(const Access& a) {
   std::vector<std::string> parts;
   for (const auto& i : a.indices) {
     switch (i.kind) {
-    case AccessIndex::Kind::Point: parts.push_back(print_expr(*i.index)); break;
+    case AccessIndex::Kind::Point:
+      parts.push_back(print_expr(*i.index));
+      break;
     case AccessIndex::Kind::Range:
       parts.push_back(str(print_expr(*i.index), " :+ ", i.extent));
       break;
-    case AccessIndex::Kind::Gather: parts.push_back(str("gather ", print_expr(*i.index))); break;
+    case AccessIndex::Kind::Gather:
+      parts.push_back(str("gather ", print_expr(*i.index)));
+      break;
     }
   }
   return param_name(a.param) + "[" + join(parts, ", ") + "]";
@@ -44,37 +49,54 @@ std::string access_str(const Access& a) {
 
 } // namespace
 
-PrintContext::PrintContext(const Kernel& k) : saved_(g_kernel) { g_kernel = &k; }
-PrintContext::~PrintContext() { g_kernel = saved_; }
+PrintContext::PrintContext(const Kernel& k) : saved_(g_kernel) {
+  g_kernel = &k;
+}
+PrintContext::~PrintContext() {
+  g_kernel = saved_;
+}
 
 std::string print_expr(const Expr& e) {
   switch (e.kind) {
-  case ExprKind::Const: return const_str(e);
-  case ExprKind::VarRef: return e.var->name;
-  case ExprKind::ParamRef: return param_name(e.param);
-  case ExprKind::DimRef: return str(param_name(e.param), ".shape[", e.axis, "]");
-  case ExprKind::ProgramId: return str("program_id(", e.axis, ")");
-  case ExprKind::NumPrograms: return str("num_programs(", e.axis, ")");
-  case ExprKind::Unary: return str(dsl::unary_op_spelling(e.unary_op), print_expr(*e.a));
+  case ExprKind::Const:
+    return const_str(e);
+  case ExprKind::VarRef:
+    return e.var->name;
+  case ExprKind::ParamRef:
+    return param_name(e.param);
+  case ExprKind::DimRef:
+    return str(param_name(e.param), ".shape[", e.axis, "]");
+  case ExprKind::ProgramId:
+    return str("program_id(", e.axis, ")");
+  case ExprKind::NumPrograms:
+    return str("num_programs(", e.axis, ")");
+  case ExprKind::Unary:
+    return str(dsl::unary_op_spelling(e.unary_op), print_expr(*e.a));
   case ExprKind::Binary:
-    return str("(", print_expr(*e.a), " ", dsl::binary_op_spelling(e.binary_op), " ", print_expr(*e.b), ")");
+    return str("(", print_expr(*e.a), " ", dsl::binary_op_spelling(e.binary_op), " ",
+               print_expr(*e.b), ")");
   case ExprKind::Select:
     return str("where(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")");
   case ExprKind::Math:
     return e.b ? str(math_fn_name(e.math), "(", print_expr(*e.a), ", ", print_expr(*e.b), ")")
                : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
-  case ExprKind::Cast: return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
-  case ExprKind::Iota: return str("iota(", e.extent, ")");
+  case ExprKind::Cast:
+    return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
+  case ExprKind::Iota:
+    return str("iota(", e.extent, ")");
   case ExprKind::Expand: {
     std::vector<std::string> ax;
     for (int x : e.axes) ax.push_back(std::to_string(x));
     return str("expand(", print_expr(*e.a), ", axes=[", join(ax, ","), "])");
   }
-  case ExprKind::Trans: return str("trans(", print_expr(*e.a), ")");
+  case ExprKind::Trans:
+    return str("trans(", print_expr(*e.a), ")");
   case ExprKind::Load:
   case ExprKind::Copy:
   case ExprKind::AtomicAdd: {
-    std::string s = e.kind == ExprKind::Load ? "load(" : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async(" : "copy(") : "atomic_add(";
+    std::string s = e.kind == ExprKind::Load   ? "load("
+                    : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async(" : "copy(")
+                                               : "atomic_add(";
     s += access_str(*e.access);
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
     if (e.b) s += ", mask=" + print_expr(*e.b);
@@ -88,10 +110,12 @@ std::string print_expr(const Expr& e) {
     return e.c ? str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")")
                : str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
   case ExprKind::Reduce:
-    return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
+    return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
+               ")");
   case ExprKind::Scan:
     return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
-  case ExprKind::Fence: return "fence()";
+  case ExprKind::Fence:
+    return "fence()";
   case ExprKind::Convert:
     return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
                print_expr(*e.a), ")");
@@ -140,7 +164,9 @@ void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
     if (s.mask) os << " mask=" << print_expr(*s.mask);
     os << loc_str(s.loc) << "\n";
     break;
-  case StmtKind::Eval: os << pad << print_expr(*s.value) << loc_str(s.loc) << "\n"; break;
+  case StmtKind::Eval:
+    os << pad << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    break;
   case StmtKind::For:
     os << pad << "for " << s.var->name << " in [" << print_expr(*s.lo) << ", " << print_expr(*s.hi)
        << ") step " << print_expr(*s.step);
@@ -159,7 +185,9 @@ void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
     }
     os << pad << "}\n";
     break;
-  case StmtKind::Return: os << pad << "return" << loc_str(s.loc) << "\n"; break;
+  case StmtKind::Return:
+    os << pad << "return" << loc_str(s.loc) << "\n";
+    break;
   case StmtKind::Barrier:
     os << pad << "barrier" << (s.note.empty() ? "" : "  // " + s.note) << "\n";
     break;

@@ -23,7 +23,8 @@ const dsl::Kernel& LoadedModule::kernel(const std::string& name) const {
     if (k->name == name) return *k;
   std::vector<std::string> names;
   for (const auto& k : module->kernels) names.push_back(k->name);
-  throw Error(str(module->file->path, " has no kernel '", name, "' (it has: ", join(names, ", "), ")"));
+  throw Error(
+      str(module->file->path, " has no kernel '", name, "' (it has: ", join(names, ", "), ")"));
 }
 
 LoadedModule load_tile_text(const std::string& path, const std::string& text) {
@@ -34,7 +35,9 @@ LoadedModule load_tile_text(const std::string& path, const std::string& text) {
   return m;
 }
 
-LoadedModule load_tile_file(const std::string& path) { return load_tile_text(path, read_file(path)); }
+LoadedModule load_tile_file(const std::string& path) {
+  return load_tile_text(path, read_file(path));
+}
 
 LoadedModule load_embedded_tile(const std::string& relative_path) {
   auto text = find_embedded_file(relative_path);

@@ -13,7 +13,7 @@ namespace tilejit {
 /// A parsed and checked .tile module with its text (for hashing).
 struct LoadedModule {
   std::unique_ptr<dsl::Module> module;
-  std::string source_hash; ///< sha256 of the text
+  std::string source_hash;               ///< sha256 of the text
   std::vector<dsl::Diagnostic> warnings; ///< from the checker (errors throw instead)
   const dsl::Kernel& kernel(const std::string& name = "") const;
 };

@@ -14,7 +14,9 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return "[" + join(p, ", ") + "]";
 }
 
-std::string declared_text(const dsl::Param& p) { return p.name + ": " + dsl::type_to_string(p.type); }
+std::string declared_text(const dsl::Param& p) {
+  return p.name + ": " + dsl::type_to_string(p.type);
+}
 
 } // namespace
 
@@ -43,10 +45,12 @@ std::vector<std::string> infer_generics(const dsl::Kernel& k, const std::vector<
   return inferred;
 }
 
-LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings, const std::vector<ArgSpec>& args) {
+LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings,
+                       const std::vector<ArgSpec>& args) {
   LaunchPlan plan;
   if (args.size() != k.params.size())
-    throw Error(str("kernel '", k.name, "' takes ", k.params.size(), " arguments, got ", args.size()));
+    throw Error(
+        str("kernel '", k.name, "' takes ", k.params.size(), " arguments, got ", args.size()));
   // Compile-time names first: generics (ints) and tunables.
   std::map<std::string, DType> dtype_generics;
   for (const auto& g : k.generics) {
@@ -56,27 +60,31 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings, const std
     else
       plan.env[g.name] = HostValue::of_int(std::stoll(v));
   }
-  for (const auto& t : k.tunables) plan.env[t.name] = HostValue::of_int(std::stoll(bindings.at(t.name)));
+  for (const auto& t : k.tunables)
+    plan.env[t.name] = HostValue::of_int(std::stoll(bindings.at(t.name)));
   std::map<std::string, std::string> size_source; // size name -> "tensor dim" that fixed it
   for (size_t i = 0; i < k.params.size(); ++i) {
     const dsl::Param& p = k.params[i];
     const ArgSpec& a = args[i];
     if (p.is_scratch) continue;
-    DType want = parse_dtype(p.type.dtype) ? *parse_dtype(p.type.dtype) : dtype_generics.at(p.type.dtype);
+    DType want =
+        parse_dtype(p.type.dtype) ? *parse_dtype(p.type.dtype) : dtype_generics.at(p.type.dtype);
     if (!a.provided) throw Error(str("kernel '", k.name, "': argument '", p.name, "' is missing"));
     if (p.type.has_dims != a.is_tensor)
-      throw Error(str("kernel '", k.name, "': '", p.name, "' must be ",
-                      p.type.has_dims ? "a tensor " + declared_text(p) : str("a scalar ", p.type.dtype)));
+      throw Error(
+          str("kernel '", k.name, "': '", p.name, "' must be ",
+              p.type.has_dims ? "a tensor " + declared_text(p) : str("a scalar ", p.type.dtype)));
     if (!a.is_tensor) {
       plan.env[p.name] = a.scalar;
       continue;
     }
     if (a.dtype != want)
-      throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must be ", dtype_name(want), " (", declared_text(p),
-                      "), got ", dtype_name(a.dtype), shape_text(a.shape)));
+      throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must be ", dtype_name(want),
+                      " (", declared_text(p), "), got ", dtype_name(a.dtype), shape_text(a.shape)));
     if (a.shape.size() != p.type.dims.size())
-      throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have rank ", p.type.dims.size(), " (",
-                      declared_text(p), "), got shape ", shape_text(a.shape)));
+      throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have rank ",
+                      p.type.dims.size(), " (", declared_text(p), "), got shape ",
+                      shape_text(a.shape)));
     for (size_t d = 0; d < a.shape.size(); ++d) {
       const dsl::Expr& de = *p.type.dims[d];
       int64_t actual = a.shape[d];
@@ -87,17 +95,19 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings, const std
       auto known = name.empty() ? std::optional<HostValue>() : std::optional<HostValue>();
       if (de.kind == dsl::ExprKind::IntLit) {
         if (actual != de.int_value)
-          throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have shape ", dsl::type_to_string(p.type),
-                          " but dimension ", d, " is ", actual, " (expected ", de.int_value, "); got ", shape_text(a.shape)));
+          throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have shape ",
+                          dsl::type_to_string(p.type), " but dimension ", d, " is ", actual,
+                          " (expected ", de.int_value, "); got ", shape_text(a.shape)));
         continue;
       }
       auto it = plan.env.find(name);
       if (it != plan.env.end()) {
         if (it->second.i != actual) {
-          std::string from = size_source.count(name) ? size_source[name] : "the chosen generic value";
-          throw Error(str("kernel '", k.name, "': tensor '", p.name, "' (", declared_text(p), ") has ", name, " = ",
-                          actual, " in dimension ", d, " but ", name, " = ", it->second.i, " from ", from,
-                          "; got shape ", shape_text(a.shape)));
+          std::string from =
+              size_source.count(name) ? size_source[name] : "the chosen generic value";
+          throw Error(str("kernel '", k.name, "': tensor '", p.name, "' (", declared_text(p),
+                          ") has ", name, " = ", actual, " in dimension ", d, " but ", name, " = ",
+                          it->second.i, " from ", from, "; got shape ", shape_text(a.shape)));
         }
         continue;
       }
@@ -109,20 +119,25 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings, const std
   for (const auto& r : k.require) {
     std::string missing;
     auto v = host_eval(*r, plan.env, &missing);
-    if (!v) throw Error(str("kernel '", k.name, "': require '", dsl::expr_to_string(*r), "' uses '", missing, "'"));
+    if (!v)
+      throw Error(str("kernel '", k.name, "': require '", dsl::expr_to_string(*r), "' uses '",
+                      missing, "'"));
     if (!v->b) {
       std::vector<std::string> vals;
       for (const auto& [n, x] : plan.env)
-        vals.push_back(n + "=" + (x.kind == HostValue::Kind::Float ? format_double(x.f) : std::to_string(x.i)));
-      throw Error(str(r->loc.path(), ":", r->loc.line, ": kernel '", k.name, "' requires ", dsl::expr_to_string(*r),
-                      ", which does not hold (", join(vals, ", "), ")"));
+        vals.push_back(
+            n + "=" +
+            (x.kind == HostValue::Kind::Float ? format_double(x.f) : std::to_string(x.i)));
+      throw Error(str(r->loc.path(), ":", r->loc.line, ": kernel '", k.name, "' requires ",
+                      dsl::expr_to_string(*r), ", which does not hold (", join(vals, ", "), ")"));
     }
   }
   for (size_t g = 0; g < k.grid.size(); ++g) {
     int64_t v = host_eval_int(*k.grid[g], plan.env, str("grid extent ", g));
     if (v < 0) throw Error(str("kernel '", k.name, "': grid extent ", g, " is negative (", v, ")"));
     if ((g == 0 && v > std::numeric_limits<int32_t>::max()) || (g > 0 && v > 65535))
-      throw Error(str("kernel '", k.name, "': grid extent ", g, " = ", v, " is over the CUDA limit"));
+      throw Error(
+          str("kernel '", k.name, "': grid extent ", g, " = ", v, " is over the CUDA limit"));
     plan.grid[g] = v;
   }
   plan.scratch_shapes.resize(k.params.size());
@@ -131,7 +146,9 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings, const std
     if (!p.is_scratch) continue;
     for (const auto& d : p.type.dims) {
       int64_t v = host_eval_int(*d, plan.env, str("shape of scratch tensor '", p.name, "'"));
-      if (v <= 0) throw Error(str("kernel '", k.name, "': scratch tensor '", p.name, "' would have dimension ", v));
+      if (v <= 0)
+        throw Error(
+            str("kernel '", k.name, "': scratch tensor '", p.name, "' would have dimension ", v));
       plan.scratch_shapes[i].push_back(v);
     }
   }

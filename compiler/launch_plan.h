@@ -28,7 +28,7 @@ struct ArgSpec {
 };
 
 struct LaunchPlan {
-  HostEnv env;                                  ///< sizes, scalars, generics, tunables by name
+  HostEnv env; ///< sizes, scalars, generics, tunables by name
   std::array<int64_t, 3> grid = {1, 1, 1};
   std::vector<std::vector<int64_t>> scratch_shapes; ///< per parameter (empty for non-scratch)
 };

@@ -7,8 +7,12 @@
 namespace tilejit::ir {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
 
 } // namespace
 
@@ -26,7 +30,8 @@ int64_t Layout::per_thread() const {
     const Layout& p = *parent;
     if (p.kind == LayoutKind::Blocked) {
       int64_t tr = p.threads / p.tc;
-      return slice_axis == 1 ? ceil_div(p.rows, tr) : ceil_div(p.cols, int64_t(p.tc) * p.vec) * p.vec;
+      return slice_axis == 1 ? ceil_div(p.rows, tr)
+                             : ceil_div(p.cols, int64_t(p.tc) * p.vec) * p.vec;
     }
     if (p.kind == LayoutKind::MmaAcc) {
       int64_t pm = round_up(p.shape[0], 16 * p.wm), pn = round_up(p.shape[1], 8 * p.wn);
@@ -41,10 +46,12 @@ int64_t Layout::per_thread() const {
 std::string Layout::str() const {
   switch (kind) {
   case LayoutKind::Blocked:
-    return tilejit::str("blocked<", rows, "x", cols, " vec=", vec, " tc=", tc, " nt=", threads, ">");
+    return tilejit::str("blocked<", rows, "x", cols, " vec=", vec, " tc=", tc, " nt=", threads,
+                        ">");
   case LayoutKind::MmaAcc:
     return tilejit::str("mma_acc<", shape[0], "x", shape[1], " warps=", wm, "x", wn, ">");
-  case LayoutKind::Slice: return tilejit::str("slice<", parent->str(), ", axis=", slice_axis, ">");
+  case LayoutKind::Slice:
+    return tilejit::str("slice<", parent->str(), ", axis=", slice_axis, ">");
   }
   return "?";
 }
@@ -54,7 +61,8 @@ std::string Layout::cpp_type() const {
   case LayoutKind::Blocked:
     return tilejit::str("tj::Blocked<", rows, ", ", cols, ", ", vec, ", ", tc, ", ", threads, ">");
   case LayoutKind::MmaAcc:
-    return tilejit::str("tj::MmaAcc<", shape[0], ", ", shape[1], ", ", wm, ", ", wn, ", ", threads, ">");
+    return tilejit::str("tj::MmaAcc<", shape[0], ", ", shape[1], ", ", wm, ", ", wn, ", ", threads,
+                        ">");
   case LayoutKind::Slice:
     return tilejit::str("tj::Slice<", parent->cpp_type(), ", ", slice_axis, ">");
   }
@@ -71,8 +79,10 @@ int Layout::warps_along(int axis) const {
     int rows_per_warp = tc >= 32 ? 1 : 32 / tc;
     return static_cast<int>(std::max<int64_t>(1, tr / rows_per_warp));
   }
-  case LayoutKind::MmaAcc: return axis == 0 ? wm : wn;
-  case LayoutKind::Slice: return 1;
+  case LayoutKind::MmaAcc:
+    return axis == 0 ? wm : wn;
+  case LayoutKind::Slice:
+    return 1;
   }
   return 1;
 }
@@ -80,7 +90,8 @@ int Layout::warps_along(int axis) const {
 bool equivalent(const Layout* a, const Layout* b) {
   if (a == b) return true;
   if (!a || !b || a->kind != LayoutKind::Slice || b->kind != LayoutKind::Slice) return false;
-  if (a->slice_axis != b->slice_axis || a->threads != b->threads || a->shape != b->shape) return false;
+  if (a->slice_axis != b->slice_axis || a->threads != b->threads || a->shape != b->shape)
+    return false;
   const Layout& p = *a->parent;
   const Layout& q = *b->parent;
   if (p.kind != q.kind) return false;

@@ -10,18 +10,21 @@
 namespace tilejit {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"specialise",     "infer-types",        "assign-layouts",
-                                                "pipeline-loops", "plan-shared-memory", "insert-barriers"};
+  static const std::vector<std::string> names = {"specialise",         "infer-types",
+                                                 "assign-layouts",     "pipeline-loops",
+                                                 "plan-shared-memory", "insert-barriers"};
   return names;
 }
 
 std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bindings,
-                                        const CompileOptions& options, const std::string& stop_after,
+                                        const CompileOptions& options,
+                                        const std::string& stop_after,
                                         const PassObserver& observer) {
   if (!stop_after.empty()) {
     bool known = false;
     for (const auto& n : pass_names()) known = known || n == stop_after;
-    if (!known) throw Error(str("unknown pass '", stop_after, "'; passes: ", join(pass_names(), ", ")));
+    if (!known)
+      throw Error(str("unknown pass '", stop_after, "'; passes: ", join(pass_names(), ", ")));
   }
   auto done = [&](const std::string& pass, const ir::Kernel& kernel) {
     if (observer) observer(pass, kernel);

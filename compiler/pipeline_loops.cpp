@@ -27,7 +27,9 @@ std::set<ir::Var*> stmt_reads(ir::Stmt& s) {
 /// Variables assigned anywhere in a block (loop variables included).
 void assigned_in(ir::Block& b, std::set<ir::Var*>& out) {
   ir::for_each_stmt(b, [&](ir::Stmt& s) {
-    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign || s.kind == ir::StmtKind::For) && s.var)
+    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign ||
+         s.kind == ir::StmtKind::For) &&
+        s.var)
       out.insert(s.var);
   });
 }
@@ -78,7 +80,8 @@ void pipeline_one(ir::Stmt& loop, std::vector<dsl::Diagnostic>& warnings) {
   for (ir::Stmt* c : candidates) {
     int writes = 0;
     ir::for_each_stmt(loop.body, [&](ir::Stmt& s) {
-      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && s.var == c->var) ++writes;
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && s.var == c->var)
+        ++writes;
     });
     if (writes > 1) {
       why_not = "a shared tile '" + c->var->name + "' is written more than once in the loop";
@@ -88,9 +91,10 @@ void pipeline_one(ir::Stmt& loop, std::vector<dsl::Diagnostic>& warnings) {
   }
   if (candidates.empty()) {
     loop.loop_kind = ir::LoopKind::Serial;
-    warnings.push_back({dsl::Severity::Warning, loop.loc,
-                        "pipelined loop runs serially: " +
-                            (why_not.empty() ? std::string("it copies nothing into shared memory") : why_not)});
+    warnings.push_back(
+        {dsl::Severity::Warning, loop.loc,
+         "pipelined loop runs serially: " +
+             (why_not.empty() ? std::string("it copies nothing into shared memory") : why_not)});
     return;
   }
   // Producer inputs: the statements the copies need, found backwards from the copies.
@@ -111,7 +115,8 @@ void pipeline_one(ir::Stmt& loop, std::vector<dsl::Diagnostic>& warnings) {
 
 void walk(ir::Block& b, std::vector<dsl::Diagnostic>& warnings) {
   for (auto& s : b) {
-    if (s->kind == ir::StmtKind::For && s->loop_kind == ir::LoopKind::Pipelined) pipeline_one(*s, warnings);
+    if (s->kind == ir::StmtKind::For && s->loop_kind == ir::LoopKind::Pipelined)
+      pipeline_one(*s, warnings);
     walk(s->body, warnings);
     walk(s->else_body, warnings);
   }

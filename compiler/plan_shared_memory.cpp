@@ -12,7 +12,9 @@ using ir::Space;
 
 namespace {
 
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
 
 /// Scratch bytes one expression needs (0 if none).
 int64_t scratch_need(const ir::Expr& e, int threads) {
@@ -26,12 +28,15 @@ int64_t scratch_need(const ir::Expr& e, int threads) {
     int64_t extent = e.a->type.shape[e.axis == 0 ? 1 : 0];
     return w > 1 ? w * extent * elem : 0;
   }
-  case ExprKind::Scan: return e.type.numel() * elem;
+  case ExprKind::Scan:
+    return e.type.numel() * elem;
   case ExprKind::Convert:
     if (e.type.space == Space::Frag) return e.type.numel() * std::max(4, dtype_size(e.type.dtype));
     return 0;
-  case ExprKind::AtomicAdd: return e.type.is_scalar() ? 16 : 0;
-  default: return 0;
+  case ExprKind::AtomicAdd:
+    return e.type.is_scalar() ? 16 : 0;
+  default:
+    return 0;
   }
 }
 
@@ -46,7 +51,8 @@ void plan_shared_memory(ir::Kernel& k) {
   int64_t scratch = 0;
   ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
-      ir::for_each_node(*root, [&](ir::Expr& e) { scratch = std::max(scratch, scratch_need(e, k.threads)); });
+      ir::for_each_node(
+          *root, [&](ir::Expr& e) { scratch = std::max(scratch, scratch_need(e, k.threads)); });
     });
   });
   // Two regions: consecutive scratch users alternate between them, so each needs one barrier
@@ -57,8 +63,8 @@ void plan_shared_memory(ir::Kernel& k) {
     ir::Var& v = *vp;
     if (v.type.space != Space::Shared) continue;
     if (v.type.rank() > 2)
-      throw Error(str(v.loc.path(), ":", v.loc.line, ":", v.loc.col, ": shared tile '", v.name, "' has rank ",
-                      v.type.rank(), "; shared tiles have rank 1 or 2"));
+      throw Error(str(v.loc.path(), ":", v.loc.line, ":", v.loc.col, ": shared tile '", v.name,
+                      "' has rank ", v.type.rank(), "; shared tiles have rank 1 or 2"));
     int elem = dtype_size(v.type.dtype);
     int64_t cols = v.type.shape.back();
     int64_t row_bytes = round_up(cols * elem, 16);
@@ -75,8 +81,9 @@ void plan_shared_memory(ir::Kernel& k) {
     for (auto& vp : k.vars)
       if (vp->type.space == Space::Shared)
         parts.push_back(str(vp->name, " ", shared_tile_bytes(*vp) * vp->stages));
-    throw ConstraintError(str("kernel '", k.name, "' needs ", k.smem_bytes, " bytes of shared memory (",
-                              tilejit::join(parts, ", "), "), over the ", k.smem_limit, " bytes a block may use"));
+    throw ConstraintError(str("kernel '", k.name, "' needs ", k.smem_bytes,
+                              " bytes of shared memory (", tilejit::join(parts, ", "),
+                              "), over the ", k.smem_limit, " bytes a block may use"));
   }
 }
 

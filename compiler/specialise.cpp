@@ -36,7 +36,8 @@ Bindings complete_bindings(const dsl::Kernel& k, const Bindings& given) {
     std::vector<std::string> opts = c.names;
     if (!c.is_dtype)
       for (int64_t n : c.ints) opts.push_back(std::to_string(n));
-    if (opts.size() > 12) opts = {std::to_string(c.ints.front()) + ".." + std::to_string(c.ints.back())};
+    if (opts.size() > 12)
+      opts = {std::to_string(c.ints.front()) + ".." + std::to_string(c.ints.back())};
     throw Error(str("kernel '", k.name, "': ", what, " ", name, "=", v, " is not one of ",
                     join(opts, "|")));
   };
@@ -45,7 +46,8 @@ Bindings complete_bindings(const dsl::Kernel& k, const Bindings& given) {
     auto it = given.find(g.name);
     if (it == given.end()) {
       if (g.choice.has_default) {
-        out[g.name] = g.choice.is_dtype ? g.choice.default_name : std::to_string(g.choice.default_int);
+        out[g.name] =
+            g.choice.is_dtype ? g.choice.default_name : std::to_string(g.choice.default_int);
         continue;
       }
       throw Error(str("kernel '", k.name, "': generic parameter '", g.name,
@@ -58,7 +60,8 @@ Bindings complete_bindings(const dsl::Kernel& k, const Bindings& given) {
     known.insert(t.name);
     auto it = given.find(t.name);
     if (it == given.end()) {
-      out[t.name] = std::to_string(t.choice.has_default ? t.choice.default_int : t.choice.ints.front());
+      out[t.name] =
+          std::to_string(t.choice.has_default ? t.choice.default_int : t.choice.ints.front());
       continue;
     }
     check_value(t.name, t.choice, it->second, "tunable");
@@ -67,8 +70,8 @@ Bindings complete_bindings(const dsl::Kernel& k, const Bindings& given) {
   for (const auto& [name, v] : given)
     if (!known.count(name)) {
       std::vector<std::string> names(known.begin(), known.end());
-      throw Error(str("kernel '", k.name, "' has no generic or tunable '", name, "' (it has: ",
-                      names.empty() ? "none" : join(names, ", "), ")"));
+      throw Error(str("kernel '", k.name, "' has no generic or tunable '", name,
+                      "' (it has: ", names.empty() ? "none" : join(names, ", "), ")"));
     }
   return out;
 }
@@ -140,8 +143,8 @@ public:
     if (ast_.threads) {
       k_->threads = static_cast<int>(host_eval_int(*ast_.threads, env_, "threads"));
       if (k_->threads <= 0 || k_->threads > 1024 || k_->threads % 32 != 0)
-        fail_at(ast_.threads->loc, str("threads must be a multiple of 32 between 32 and 1024, got ",
-                                       k_->threads));
+        fail_at(ast_.threads->loc,
+                str("threads must be a multiple of 32 between 32 and 1024, got ", k_->threads));
     }
     scopes_.emplace_back();
     k_->body = lower_block(ast_.body, 0);
@@ -177,7 +180,8 @@ private:
         std::vector<std::string> vals;
         for (const auto& [n, x] : bindings_) vals.push_back(n + "=" + x);
         throw ConstraintError(str(w->loc.path(), ":", w->loc.line, ": constraint '",
-                                  dsl::expr_to_string(*w), "' does not hold for ", join(vals, ", ")));
+                                  dsl::expr_to_string(*w), "' does not hold for ",
+                                  join(vals, ", ")));
       }
     }
   }
@@ -206,7 +210,8 @@ private:
         std::string missing;
         auto v = host_eval(d, env_, &missing);
         q.dim_values.push_back(v && v->kind == HostValue::Kind::Int ? v->i : -1);
-        if (d.kind == dsl::ExprKind::Name && !consts_.count(d.name) && !dims_.count(d.name) && !p.is_scratch)
+        if (d.kind == dsl::ExprKind::Name && !consts_.count(d.name) && !dims_.count(d.name) &&
+            !p.is_scratch)
           dims_[d.name] = {index, static_cast<int>(axis)};
       }
       if (q.is_tensor) {
@@ -275,7 +280,9 @@ private:
       TJ_ICHECK(v, "checker let an undeclared assignment through: ", s.name);
       if (var_loop_depth_[v] < loop_depth) v->assigned_in_loop = true;
       ExprPtr value = lower_expr(*s.value);
-      if (s.compound) value = fold(ir::make_binary(s.assign_op, ir::make_var_ref(v, s.loc), std::move(value), s.loc));
+      if (s.compound)
+        value =
+            fold(ir::make_binary(s.assign_op, ir::make_var_ref(v, s.loc), std::move(value), s.loc));
       auto st = std::make_unique<ir::Stmt>(ir::StmtKind::Assign, s.loc);
       st->var = v;
       st->value = std::move(value);
@@ -313,7 +320,8 @@ private:
       for (const auto& kw : s.range_kwargs)
         if (kw.name == "unroll") {
           st->unroll = static_cast<int>(const_int(*kw.value, "unroll"));
-          if (st->unroll < 1 || st->unroll > 64) fail_at(kw.loc, str("unroll must be between 1 and 64, got ", st->unroll));
+          if (st->unroll < 1 || st->unroll > 64)
+            fail_at(kw.loc, str("unroll must be between 1 and 64, got ", st->unroll));
         }
       if (s.range_kind == "pipelined") {
         st->loop_kind = ir::LoopKind::Pipelined;
@@ -371,13 +379,15 @@ private:
   int64_t const_int(const dsl::Expr& e, const char* what) {
     ExprPtr v = lower_expr(e);
     if (v->kind != ExprKind::Const || !dtype_is_int(v->type.dtype))
-      fail_at(e.loc, str(what, " must be a compile-time integer (literals, generics, tunables), got '",
-                         dsl::expr_to_string(e), "'"));
+      fail_at(e.loc,
+              str(what, " must be a compile-time integer (literals, generics, tunables), got '",
+                  dsl::expr_to_string(e), "'"));
     return v->int_value;
   }
 
   ExprPtr literal_int(int64_t v, const dsl::SourceLoc& loc) {
-    bool small = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+    bool small =
+        v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
     auto e = ir::make_int(v, small ? DType::I32 : DType::I64, loc);
     e->literal = true;
     return e;
@@ -385,14 +395,17 @@ private:
 
   ExprPtr lower_expr(const dsl::Expr& e) {
     switch (e.kind) {
-    case dsl::ExprKind::IntLit: return literal_int(e.int_value, e.loc);
+    case dsl::ExprKind::IntLit:
+      return literal_int(e.int_value, e.loc);
     case dsl::ExprKind::FloatLit: {
       auto x = ir::make_float(e.float_value, DType::F32, e.loc);
       x->literal = true;
       return x;
     }
-    case dsl::ExprKind::BoolLit: return ir::make_bool(e.bool_value, e.loc);
-    case dsl::ExprKind::Name: return lower_name(e);
+    case dsl::ExprKind::BoolLit:
+      return ir::make_bool(e.bool_value, e.loc);
+    case dsl::ExprKind::Name:
+      return lower_name(e);
     case dsl::ExprKind::Unary: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Unary, e.loc);
       x->unary_op = e.unary_op;
@@ -401,8 +414,10 @@ private:
     }
     case dsl::ExprKind::Binary:
       return fold(ir::make_binary(e.binary_op, lower_expr(*e.lhs), lower_expr(*e.rhs), e.loc));
-    case dsl::ExprKind::Index: return lower_local_index(e);
-    case dsl::ExprKind::Call: return lower_call(e);
+    case dsl::ExprKind::Index:
+      return lower_local_index(e);
+    case dsl::ExprKind::Call:
+      return lower_call(e);
     }
     fail_at(e.loc, "unsupported expression");
   }
@@ -443,10 +458,13 @@ private:
     if (has_point) {
       // s[i, :]: one row of a shared tile (a window of one row with the axis dropped).
       bool row = e.index.size() >= 2 && e.index[0].kind == dsl::IndexItem::Kind::Expr;
-      for (size_t i = 1; row && i < e.index.size(); ++i) row = e.index[i].kind == dsl::IndexItem::Kind::Full;
+      for (size_t i = 1; row && i < e.index.size(); ++i)
+        row = e.index[i].kind == dsl::IndexItem::Kind::Full;
       if (!row)
-        fail_at(e.loc, "a tile cannot be indexed by a scalar, except a row of a shared tile: s[i, :]; reduce "
-                       "it, or slice a shared tile with a : a + N");
+        fail_at(
+            e.loc,
+            "a tile cannot be indexed by a scalar, except a row of a shared tile: s[i, :]; reduce "
+            "it, or slice a shared tile with a : a + N");
       auto x = std::make_unique<ir::Expr>(ExprKind::SharedSlice, e.loc);
       x->a = std::move(base);
       x->b = lower_expr(*e.index[0].expr);
@@ -468,7 +486,8 @@ private:
       auto extent = constant_difference(*start, *stop);
       if (!extent)
         fail_at(first.loc, str("slice length must be a compile-time constant: write ",
-                               dsl::expr_to_string(*first.start), " : ", dsl::expr_to_string(*first.start), " + N"));
+                               dsl::expr_to_string(*first.start), " : ",
+                               dsl::expr_to_string(*first.start), " + N"));
       if (*extent <= 0) fail_at(first.loc, str("slice length must be positive, got ", *extent));
       x->a = std::move(base);
       x->b = std::move(start);
@@ -495,7 +514,8 @@ private:
     acc.loc = e.loc;
     const dsl::Expr* name = e.kind == dsl::ExprKind::Index ? e.lhs.get() : &e;
     auto it = tensors_.find(name->name);
-    if (it == tensors_.end()) fail_at(name->loc, str("'", name->name, "' is not a tensor parameter"));
+    if (it == tensors_.end())
+      fail_at(name->loc, str("'", name->name, "' is not a tensor parameter"));
     acc.param = it->second;
     const ir::Param& p = k_->params[acc.param];
     size_t written = e.kind == dsl::ExprKind::Index ? e.index.size() : 0;
@@ -505,7 +525,8 @@ private:
                          " subscripts were given"));
     for (int axis = 0; axis < p.rank(); ++axis) {
       ir::AccessIndex ix;
-      if (static_cast<size_t>(axis) >= written || e.index[axis].kind == dsl::IndexItem::Kind::Full) {
+      if (static_cast<size_t>(axis) >= written ||
+          e.index[axis].kind == dsl::IndexItem::Kind::Full) {
         int64_t extent = p.dim_values[axis];
         const dsl::SourceLoc& loc = static_cast<size_t>(axis) < written ? e.index[axis].loc : e.loc;
         if (extent < 0)
@@ -567,11 +588,12 @@ private:
     switch (b->kind) {
     case BK::ProgramId:
     case BK::NumPrograms: {
-      auto x = std::make_unique<ir::Expr>(b->kind == BK::ProgramId ? ExprKind::ProgramId : ExprKind::NumPrograms, e.loc);
+      auto x = std::make_unique<ir::Expr>(
+          b->kind == BK::ProgramId ? ExprKind::ProgramId : ExprKind::NumPrograms, e.loc);
       x->axis = static_cast<int>(const_int(*e.args[0], "the grid axis"));
       if (x->axis < 0 || x->axis >= static_cast<int>(ast_.grid.size()))
-        fail_at(e.args[0]->loc, str("grid axis ", x->axis, " does not exist; the grid has ", ast_.grid.size(),
-                                    " axes"));
+        fail_at(e.args[0]->loc, str("grid axis ", x->axis, " does not exist; the grid has ",
+                                    ast_.grid.size(), " axes"));
       return x;
     }
     case BK::Iota: {
@@ -582,13 +604,15 @@ private:
     }
     case BK::Load:
     case BK::Copy: {
-      auto x = std::make_unique<ir::Expr>(b->kind == BK::Load ? ExprKind::Load : ExprKind::Copy, e.loc);
+      auto x =
+          std::make_unique<ir::Expr>(b->kind == BK::Load ? ExprKind::Load : ExprKind::Copy, e.loc);
       x->access = std::make_unique<ir::Access>(lower_access(*e.args[0]));
       if (auto m = kwarg(e, "mask")) x->b = lower_expr(*m);
       if (auto o = kwarg(e, "other")) x->c = lower_expr(*o);
       return x;
     }
-    case BK::Store: fail_at(e.loc, "store(...) is a statement; it returns nothing");
+    case BK::Store:
+      fail_at(e.loc, "store(...) is a statement; it returns nothing");
     case BK::AtomicAdd: {
       auto x = std::make_unique<ir::Expr>(ExprKind::AtomicAdd, e.loc);
       x->access = std::make_unique<ir::Access>(lower_access(*e.args[0]));
@@ -596,7 +620,8 @@ private:
       if (auto m = kwarg(e, "mask")) x->b = lower_expr(*m);
       return x;
     }
-    case BK::Fence: return std::make_unique<ir::Expr>(ExprKind::Fence, e.loc);
+    case BK::Fence:
+      return std::make_unique<ir::Expr>(ExprKind::Fence, e.loc);
     case BK::Dot: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Dot, e.loc);
       x->a = lower_expr(*e.args[0]);
@@ -613,7 +638,9 @@ private:
     case BK::ReduceMax:
     case BK::ReduceMin: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Reduce, e.loc);
-      x->reduce_op = b->kind == BK::ReduceSum ? ir::ReduceOp::Sum : b->kind == BK::ReduceMax ? ir::ReduceOp::Max : ir::ReduceOp::Min;
+      x->reduce_op = b->kind == BK::ReduceSum   ? ir::ReduceOp::Sum
+                     : b->kind == BK::ReduceMax ? ir::ReduceOp::Max
+                                                : ir::ReduceOp::Min;
       x->axis = axis_arg(e, -1);
       x->a = lower_expr(*e.args[0]);
       return x;
@@ -633,8 +660,10 @@ private:
       x->c = lower_expr(*e.args[2]);
       return fold(std::move(x));
     }
-    case BK::Min: return math(ir::MathFn::Min, e, 2);
-    case BK::Max: return math(ir::MathFn::Max, e, 2);
+    case BK::Min:
+      return math(ir::MathFn::Min, e, 2);
+    case BK::Max:
+      return math(ir::MathFn::Max, e, 2);
     case BK::Clamp: {
       // clamp(x, lo, hi) = min(max(x, lo), hi)
       auto inner = std::make_unique<ir::Expr>(ExprKind::Math, e.loc);
@@ -647,18 +676,30 @@ private:
       outer->b = lower_expr(*e.args[2]);
       return fold(std::move(outer));
     }
-    case BK::Abs: return math(ir::MathFn::Abs, e, 1);
-    case BK::Exp: return math(ir::MathFn::Exp, e, 1);
-    case BK::Exp2: return math(ir::MathFn::Exp2, e, 1);
-    case BK::Log: return math(ir::MathFn::Log, e, 1);
-    case BK::Log2: return math(ir::MathFn::Log2, e, 1);
-    case BK::Sqrt: return math(ir::MathFn::Sqrt, e, 1);
-    case BK::Rsqrt: return math(ir::MathFn::Rsqrt, e, 1);
-    case BK::Floor: return math(ir::MathFn::Floor, e, 1);
-    case BK::Ceil: return math(ir::MathFn::Ceil, e, 1);
-    case BK::Tanh: return math(ir::MathFn::Tanh, e, 1);
-    case BK::Sigmoid: return math(ir::MathFn::Sigmoid, e, 1);
-    case BK::Pow: return math(ir::MathFn::Pow, e, 2);
+    case BK::Abs:
+      return math(ir::MathFn::Abs, e, 1);
+    case BK::Exp:
+      return math(ir::MathFn::Exp, e, 1);
+    case BK::Exp2:
+      return math(ir::MathFn::Exp2, e, 1);
+    case BK::Log:
+      return math(ir::MathFn::Log, e, 1);
+    case BK::Log2:
+      return math(ir::MathFn::Log2, e, 1);
+    case BK::Sqrt:
+      return math(ir::MathFn::Sqrt, e, 1);
+    case BK::Rsqrt:
+      return math(ir::MathFn::Rsqrt, e, 1);
+    case BK::Floor:
+      return math(ir::MathFn::Floor, e, 1);
+    case BK::Ceil:
+      return math(ir::MathFn::Ceil, e, 1);
+    case BK::Tanh:
+      return math(ir::MathFn::Tanh, e, 1);
+    case BK::Sigmoid:
+      return math(ir::MathFn::Sigmoid, e, 1);
+    case BK::Pow:
+      return math(ir::MathFn::Pow, e, 2);
     case BK::Cast: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Cast, e.loc);
       x->type.dtype = resolve_dtype(e.type_arg->dtype, e.type_arg->loc);
@@ -669,9 +710,10 @@ private:
       // cdiv(a, b) = (a + b - 1) / b
       ExprPtr a = lower_expr(*e.args[0]);
       ExprPtr b2 = lower_expr(*e.args[1]);
-      ExprPtr num = fold(ir::make_binary(dsl::BinaryOp::Sub,
-                                         fold(ir::make_binary(dsl::BinaryOp::Add, std::move(a), b2->clone(), e.loc)),
-                                         literal_int(1, e.loc), e.loc));
+      ExprPtr num = fold(ir::make_binary(
+          dsl::BinaryOp::Sub,
+          fold(ir::make_binary(dsl::BinaryOp::Add, std::move(a), b2->clone(), e.loc)),
+          literal_int(1, e.loc), e.loc));
       return fold(ir::make_binary(dsl::BinaryOp::Div, std::move(num), std::move(b2), e.loc));
     }
     }

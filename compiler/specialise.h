@@ -24,8 +24,8 @@ public:
 };
 
 struct SpecialiseOptions {
-  int smem_limit = 48 * 1024;               ///< value of SMEM in `where` (bytes per block)
-  std::set<std::string> vector_aligned;     ///< tensors the launcher proved 16-byte friendly
+  int smem_limit = 48 * 1024;           ///< value of SMEM in `where` (bytes per block)
+  std::set<std::string> vector_aligned; ///< tensors the launcher proved 16-byte friendly
 };
 
 /// Fills in every tunable missing from `given` with its default (the `= v` value, else the

@@ -17,10 +17,24 @@ using StmtPtr = std::unique_ptr<Stmt>;
 
 enum class UnaryOp { Neg, Not, BitNot };
 enum class BinaryOp {
-  Add, Sub, Mul, Div, Mod,
-  Lt, Le, Gt, Ge, Eq, Ne,
-  And, Or,
-  BitAnd, BitOr, BitXor, Shl, Shr,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr,
 };
 const char* unary_op_spelling(UnaryOp op);
 const char* binary_op_spelling(BinaryOp op);
@@ -54,13 +68,13 @@ enum class ExprKind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Inde
 struct Expr {
   ExprKind kind = ExprKind::IntLit;
   SourceLoc loc;
-  int64_t int_value = 0;     ///< IntLit
-  double float_value = 0;    ///< FloatLit
-  bool bool_value = false;   ///< BoolLit
-  std::string name;          ///< Name; Call: callee
-  UnaryOp unary_op{};        ///< Unary
-  BinaryOp binary_op{};      ///< Binary
-  ExprPtr lhs, rhs;          ///< Unary (lhs), Binary; Index: the indexed expression (lhs)
+  int64_t int_value = 0;              ///< IntLit
+  double float_value = 0;             ///< FloatLit
+  bool bool_value = false;            ///< BoolLit
+  std::string name;                   ///< Name; Call: callee
+  UnaryOp unary_op{};                 ///< Unary
+  BinaryOp binary_op{};               ///< Binary
+  ExprPtr lhs, rhs;                   ///< Unary (lhs), Binary; Index: the indexed expression (lhs)
   std::unique_ptr<TypeExpr> type_arg; ///< Call: cast<T>(x)
   std::vector<ExprPtr> args;          ///< Call: positional arguments
   std::vector<KeywordArg> kwargs;     ///< Call: keyword arguments
@@ -75,20 +89,20 @@ struct Stmt {
   SourceLoc loc;
   // Let
   LetKind let_kind = LetKind::Let;
-  std::string name;                ///< Let / Assign target / For variable
-  std::unique_ptr<TypeExpr> type;  ///< Let: optional declared type
-  ExprPtr value;                   ///< Let init; Assign value; ExprStmt; If condition
+  std::string name;               ///< Let / Assign target / For variable
+  std::unique_ptr<TypeExpr> type; ///< Let: optional declared type
+  ExprPtr value;                  ///< Let init; Assign value; ExprStmt; If condition
   // Assign: `x = v`, or `x op= v` with assign_op set
   bool compound = false;
   BinaryOp assign_op{};
   // For
-  std::string range_kind;          ///< range | serial | pipelined
+  std::string range_kind; ///< range | serial | pipelined
   std::vector<ExprPtr> range_args;
   std::vector<KeywordArg> range_kwargs;
   SourceLoc range_loc;
   // For body / If then / Block
   std::vector<StmtPtr> body;
-  std::vector<StmtPtr> else_body;  ///< If
+  std::vector<StmtPtr> else_body; ///< If
   bool has_else = false;
 };
 

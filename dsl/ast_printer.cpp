@@ -24,10 +24,14 @@ namespace {
 
 std::string index_item_to_string(const IndexItem& it) {
   switch (it.kind) {
-  case IndexItem::Kind::Expr: return expr_to_string(*it.expr);
-  case IndexItem::Kind::Slice: return expr_to_string(*it.start) + " : " + expr_to_string(*it.stop);
-  case IndexItem::Kind::Full: return ":";
-  case IndexItem::Kind::NewAxis: return "None";
+  case IndexItem::Kind::Expr:
+    return expr_to_string(*it.expr);
+  case IndexItem::Kind::Slice:
+    return expr_to_string(*it.start) + " : " + expr_to_string(*it.stop);
+  case IndexItem::Kind::Full:
+    return ":";
+  case IndexItem::Kind::NewAxis:
+    return "None";
   }
   return "?";
 }
@@ -51,7 +55,9 @@ std::string choice_to_string(const Choice& c) {
   return s;
 }
 
-std::string loc_suffix(const SourceLoc& loc) { return str("  @", loc.line, ":", loc.col); }
+std::string loc_suffix(const SourceLoc& loc) {
+  return str("  @", loc.line, ":", loc.col);
+}
 
 void print_stmts(std::ostringstream& os, const std::vector<StmtPtr>& stmts, int indent);
 
@@ -59,7 +65,9 @@ void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
   std::string pad(indent * 2, ' ');
   switch (s.kind) {
   case StmtKind::Let: {
-    const char* kw = s.let_kind == LetKind::Let ? "let" : s.let_kind == LetKind::Frag ? "frag" : "shared";
+    const char* kw = s.let_kind == LetKind::Let    ? "let"
+                     : s.let_kind == LetKind::Frag ? "frag"
+                                                   : "shared";
     os << pad << kw << " " << s.name;
     if (s.type) os << ": " << type_to_string(*s.type);
     os << " = " << expr_to_string(*s.value) << loc_suffix(s.loc) << "\n";
@@ -85,7 +93,9 @@ void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
       print_stmts(os, s.else_body, indent + 1);
     }
     break;
-  case StmtKind::Return: os << pad << "return" << loc_suffix(s.loc) << "\n"; break;
+  case StmtKind::Return:
+    os << pad << "return" << loc_suffix(s.loc) << "\n";
+    break;
   case StmtKind::Block:
     os << pad << "block" << loc_suffix(s.loc) << "\n";
     print_stmts(os, s.body, indent + 1);
@@ -101,15 +111,19 @@ void print_stmts(std::ostringstream& os, const std::vector<StmtPtr>& stmts, int 
 
 std::string expr_to_string(const Expr& e) {
   switch (e.kind) {
-  case ExprKind::IntLit: return std::to_string(e.int_value);
+  case ExprKind::IntLit:
+    return std::to_string(e.int_value);
   case ExprKind::FloatLit: {
     std::string s = format_double(e.float_value);
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
     return s;
   }
-  case ExprKind::BoolLit: return e.bool_value ? "true" : "false";
-  case ExprKind::Name: return e.name;
-  case ExprKind::Unary: return str(unary_op_spelling(e.unary_op), expr_to_string(*e.lhs));
+  case ExprKind::BoolLit:
+    return e.bool_value ? "true" : "false";
+  case ExprKind::Name:
+    return e.name;
+  case ExprKind::Unary:
+    return str(unary_op_spelling(e.unary_op), expr_to_string(*e.lhs));
   case ExprKind::Binary:
     return str("(", expr_to_string(*e.lhs), " ", binary_op_spelling(e.binary_op), " ",
                expr_to_string(*e.rhs), ")");

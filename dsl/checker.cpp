@@ -16,14 +16,22 @@ enum class NameKind { Generic, Tunable, TensorParam, ScalarParam, Dim, Constant,
 
 const char* name_kind_text(NameKind k) {
   switch (k) {
-  case NameKind::Generic: return "generic parameter";
-  case NameKind::Tunable: return "tunable";
-  case NameKind::TensorParam: return "tensor parameter";
-  case NameKind::ScalarParam: return "scalar parameter";
-  case NameKind::Dim: return "runtime size";
-  case NameKind::Constant: return "built-in constant";
-  case NameKind::Local: return "variable";
-  case NameKind::LoopVar: return "loop variable";
+  case NameKind::Generic:
+    return "generic parameter";
+  case NameKind::Tunable:
+    return "tunable";
+  case NameKind::TensorParam:
+    return "tensor parameter";
+  case NameKind::ScalarParam:
+    return "scalar parameter";
+  case NameKind::Dim:
+    return "runtime size";
+  case NameKind::Constant:
+    return "built-in constant";
+  case NameKind::Local:
+    return "variable";
+  case NameKind::LoopVar:
+    return "loop variable";
   }
   return "name";
 }
@@ -46,16 +54,19 @@ public:
       if (g.choice.is_dtype) dtype_generics_.insert(g.name);
     }
     for (const auto& t : k.tunables) {
-      if (t.choice.is_dtype) sink_.error(t.choice.loc, str("tunable '", t.name, "' must take integer values"));
+      if (t.choice.is_dtype)
+        sink_.error(t.choice.loc, str("tunable '", t.name, "' must take integer values"));
       check_choice(t.choice, t.name);
       declare_global(t.name, NameKind::Tunable, t.loc);
     }
     // Parameters first (so dims may be named after them in any order), then their dims.
     for (const auto& p : k.params) {
       if (is_dtype_name(p.type.dtype) || dtype_generics_.count(p.type.dtype)) {
-        declare_global(p.name, p.type.has_dims ? NameKind::TensorParam : NameKind::ScalarParam, p.loc);
+        declare_global(p.name, p.type.has_dims ? NameKind::TensorParam : NameKind::ScalarParam,
+                       p.loc);
       } else {
-        sink_.error(p.type.loc, str("unknown dtype '", p.type.dtype, "' for parameter '", p.name, "'"));
+        sink_.error(p.type.loc,
+                    str("unknown dtype '", p.type.dtype, "' for parameter '", p.name, "'"));
         declare_global(p.name, NameKind::ScalarParam, p.loc);
       }
       if (!p.type.has_dims && p.is_scratch)
@@ -81,8 +92,10 @@ public:
                                     name_kind_text(it->second.kind), "; dimensions are sizes"));
           }
         } else if (d->kind != ExprKind::IntLit) {
-          sink_.error(d->loc, str("a dimension of input tensor '", p.name,
-                                  "' must be a name or an integer (expressions are allowed for scratch tensors)"));
+          sink_.error(
+              d->loc,
+              str("a dimension of input tensor '", p.name,
+                  "' must be a name or an integer (expressions are allowed for scratch tensors)"));
         } else if (d->int_value <= 0) {
           sink_.error(d->loc, str("dimension must be positive, got ", d->int_value));
         }
@@ -115,17 +128,22 @@ private:
     if (c.is_dtype) {
       std::set<std::string> seen;
       for (const auto& n : c.names) {
-        if (!is_dtype_name(n)) sink_.error(c.loc, str("'", n, "' is not a dtype (in '", owner, "')"));
-        if (!seen.insert(n).second) sink_.error(c.loc, str("'", n, "' listed twice in '", owner, "'"));
+        if (!is_dtype_name(n))
+          sink_.error(c.loc, str("'", n, "' is not a dtype (in '", owner, "')"));
+        if (!seen.insert(n).second)
+          sink_.error(c.loc, str("'", n, "' listed twice in '", owner, "'"));
       }
       if (c.has_default && !seen.count(c.default_name))
-        sink_.error(c.loc, str("default '", c.default_name, "' of '", owner, "' is not one of its choices"));
+        sink_.error(c.loc, str("default '", c.default_name, "' of '", owner,
+                               "' is not one of its choices"));
     } else {
       std::set<int64_t> seen;
       for (int64_t v : c.ints)
-        if (!seen.insert(v).second) sink_.error(c.loc, str("value ", v, " listed twice in '", owner, "'"));
+        if (!seen.insert(v).second)
+          sink_.error(c.loc, str("value ", v, " listed twice in '", owner, "'"));
       if (c.has_default && !seen.count(c.default_int))
-        sink_.error(c.loc, str("default ", c.default_int, " of '", owner, "' is not one of its choices"));
+        sink_.error(c.loc,
+                    str("default ", c.default_int, " of '", owner, "' is not one of its choices"));
     }
   }
 
@@ -136,8 +154,8 @@ private:
     }
     auto [it, inserted] = globals_.emplace(name, NameInfo{kind, loc});
     if (!inserted && !(kind == NameKind::Constant))
-      sink_.error(loc, str("'", name, "' is already declared as a ", name_kind_text(it->second.kind),
-                           " at line ", it->second.loc.line));
+      sink_.error(loc, str("'", name, "' is already declared as a ",
+                           name_kind_text(it->second.kind), " at line ", it->second.loc.line));
   }
 
   void push_scope() { scopes_.emplace_back(); }
@@ -186,7 +204,8 @@ private:
       check_expr(*s.value, Context::Body);
       const NameInfo* info = lookup(s.name);
       if (!info) {
-        sink_.error(s.loc, str("assignment to undeclared '", s.name, "'; declare it first with let, frag or shared"));
+        sink_.error(s.loc, str("assignment to undeclared '", s.name,
+                               "'; declare it first with let, frag or shared"));
       } else if (info->kind != NameKind::Local) {
         sink_.error(s.loc, str("cannot assign to ", name_kind_text(info->kind), " '", s.name, "'"));
       }
@@ -200,16 +219,19 @@ private:
     case StmtKind::For: {
       static const std::set<std::string> kinds = {"range", "serial", "pipelined"};
       if (!kinds.count(s.range_kind)) {
-        sink_.error(s.range_loc, str("unknown loop kind '", s.range_kind, "'; expected range, serial or pipelined"));
+        sink_.error(s.range_loc, str("unknown loop kind '", s.range_kind,
+                                     "'; expected range, serial or pipelined"));
       }
       if (s.range_args.size() < 2 || s.range_args.size() > 3)
-        sink_.error(s.range_loc, str(s.range_kind, "(lo, hi[, step]) takes 2 or 3 arguments, got ", s.range_args.size()));
+        sink_.error(s.range_loc, str(s.range_kind, "(lo, hi[, step]) takes 2 or 3 arguments, got ",
+                                     s.range_args.size()));
       for (const auto& kw : s.range_kwargs) {
         bool ok = (kw.name == "stages" && s.range_kind == "pipelined") ||
                   (kw.name == "unroll" && s.range_kind != "pipelined");
         if (!ok)
-          sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", s.range_kind,
-                                  s.range_kind == "pipelined" ? " (only 'stages')" : " (only 'unroll')"));
+          sink_.error(kw.loc,
+                      str("unknown keyword '", kw.name, "' for ", s.range_kind,
+                          s.range_kind == "pipelined" ? " (only 'stages')" : " (only 'unroll')"));
         check_expr(*kw.value, Context::Body);
       }
       for (const auto& a : s.range_args) check_expr(*a, Context::Body);
@@ -228,7 +250,8 @@ private:
       check_stmts(s.else_body);
       pop_scope();
       break;
-    case StmtKind::Return: break;
+    case StmtKind::Return:
+      break;
     case StmtKind::Block:
       push_scope();
       check_stmts(s.body);
@@ -239,24 +262,32 @@ private:
 
   bool allowed(NameKind k, Context c) const {
     switch (c) {
-    case Context::Where: return k == NameKind::Generic || k == NameKind::Tunable || k == NameKind::Constant;
-    case Context::Threads: return k == NameKind::Generic || k == NameKind::Tunable;
+    case Context::Where:
+      return k == NameKind::Generic || k == NameKind::Tunable || k == NameKind::Constant;
+    case Context::Threads:
+      return k == NameKind::Generic || k == NameKind::Tunable;
     case Context::HostExpr:
     case Context::TensorDim:
       return k == NameKind::Generic || k == NameKind::Tunable || k == NameKind::Dim ||
              k == NameKind::ScalarParam || k == NameKind::Constant;
-    case Context::Body: return true;
+    case Context::Body:
+      return true;
     }
     return true;
   }
 
   static const char* context_text(Context c) {
     switch (c) {
-    case Context::Where: return "a 'where' constraint (compile time: generics and tunables only)";
-    case Context::Threads: return "'threads' (compile time: generics and tunables only)";
-    case Context::HostExpr: return "a host-side expression (sizes, scalars, generics, tunables only)";
-    case Context::TensorDim: return "a scratch tensor's shape (sizes, scalars, generics, tunables only)";
-    case Context::Body: return "the kernel body";
+    case Context::Where:
+      return "a 'where' constraint (compile time: generics and tunables only)";
+    case Context::Threads:
+      return "'threads' (compile time: generics and tunables only)";
+    case Context::HostExpr:
+      return "a host-side expression (sizes, scalars, generics, tunables only)";
+    case Context::TensorDim:
+      return "a scratch tensor's shape (sizes, scalars, generics, tunables only)";
+    case Context::Body:
+      return "the kernel body";
     }
     return "";
   }
@@ -265,31 +296,41 @@ private:
     switch (e.kind) {
     case ExprKind::IntLit:
     case ExprKind::FloatLit:
-    case ExprKind::BoolLit: return;
+    case ExprKind::BoolLit:
+      return;
     case ExprKind::Name: {
       const NameInfo* info = lookup(e.name);
       // A dtype generic is declared like other generics but is a type, never a value.
       if (!info || dtype_generics_.count(e.name)) {
         if (is_dtype_name(e.name) || dtype_generics_.count(e.name))
-          sink_.error(e.loc, str("dtype '", e.name, "' used as a value; did you mean cast<", e.name, ">(...)?"));
+          sink_.error(e.loc, str("dtype '", e.name, "' used as a value; did you mean cast<", e.name,
+                                 ">(...)?"));
         else
           sink_.error(e.loc, str("unknown name '", e.name, "'"));
         return;
       }
       if (!allowed(info->kind, ctx))
-        sink_.error(e.loc, str(name_kind_text(info->kind), " '", e.name, "' cannot be used in ", context_text(ctx)));
+        sink_.error(e.loc, str(name_kind_text(info->kind), " '", e.name, "' cannot be used in ",
+                               context_text(ctx)));
       if (info->kind == NameKind::TensorParam && ctx == Context::Body)
-        sink_.error(e.loc, str("tensor '", e.name, "' must be indexed inside load/copy/store/atomic_add, e.g. load(",
+        sink_.error(e.loc, str("tensor '", e.name,
+                               "' must be indexed inside load/copy/store/atomic_add, e.g. load(",
                                e.name, "[i, :])"));
       return;
     }
-    case ExprKind::Unary: check_expr(*e.lhs, ctx); return;
+    case ExprKind::Unary:
+      check_expr(*e.lhs, ctx);
+      return;
     case ExprKind::Binary:
       check_expr(*e.lhs, ctx);
       check_expr(*e.rhs, ctx);
       return;
-    case ExprKind::Index: check_index(e, ctx, /*tensor_access_ok=*/false); return;
-    case ExprKind::Call: check_call(e, ctx); return;
+    case ExprKind::Index:
+      check_index(e, ctx, /*tensor_access_ok=*/false);
+      return;
+    case ExprKind::Call:
+      check_call(e, ctx);
+      return;
     }
   }
 
@@ -306,7 +347,8 @@ private:
           sink_.error(e.loc, str("tensor '", e.lhs->name,
                                  "' can only be indexed inside load/gather/copy/store/atomic_add"));
       } else if (info->kind != NameKind::Local) {
-        sink_.error(e.lhs->loc, str(name_kind_text(info->kind), " '", e.lhs->name, "' cannot be indexed"));
+        sink_.error(e.lhs->loc,
+                    str(name_kind_text(info->kind), " '", e.lhs->name, "' cannot be indexed"));
       }
     }
     for (const auto& it : e.index) {
@@ -325,8 +367,11 @@ private:
     }
     int n = static_cast<int>(e.args.size());
     if (n < b->min_args || n > b->max_args)
-      sink_.error(e.loc, str(b->name, " takes ", b->min_args == b->max_args ? str(b->min_args) : str(b->min_args, " to ", b->max_args),
-                             " argument", b->max_args == 1 ? "" : "s", ", got ", n, " (", b->signature, ")"));
+      sink_.error(
+          e.loc,
+          str(b->name, " takes ",
+              b->min_args == b->max_args ? str(b->min_args) : str(b->min_args, " to ", b->max_args),
+              " argument", b->max_args == 1 ? "" : "s", ", got ", n, " (", b->signature, ")"));
     for (const auto& kw : e.kwargs) {
       bool ok = false;
       for (auto k : b->keywords) ok = ok || k == kw.name;
@@ -334,10 +379,12 @@ private:
       check_expr(*kw.value, ctx);
     }
     if (b->kind == BuiltinKind::Cast && e.type_arg) {
-      if (e.type_arg->has_dims) sink_.error(e.type_arg->loc, "cast<...> takes a dtype, not a tile type");
+      if (e.type_arg->has_dims)
+        sink_.error(e.type_arg->loc, "cast<...> takes a dtype, not a tile type");
       check_type(*e.type_arg);
     }
-    if (b->kind == BuiltinKind::Cast && !e.type_arg) sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
+    if (b->kind == BuiltinKind::Cast && !e.type_arg)
+      sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
     bool takes_access = b->kind == BuiltinKind::Load || b->kind == BuiltinKind::Copy ||
                         b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd;
     bool device_only = takes_access || b->kind == BuiltinKind::ProgramId ||
@@ -359,7 +406,8 @@ private:
           const NameInfo* info = lookup(a.name);
           if (info && info->kind == NameKind::TensorParam) continue; // whole tensor
         }
-        sink_.error(a.loc, str("first argument of ", b->name, " must be a tensor access such as X[i, a : a + N]"));
+        sink_.error(a.loc, str("first argument of ", b->name,
+                               " must be a tensor access such as X[i, a : a + N]"));
         check_expr(a, ctx);
         continue;
       }
@@ -379,7 +427,8 @@ std::vector<Diagnostic> check_module(const Module& m) {
   DiagnosticSink sink;
   std::set<std::string> names;
   for (const auto& k : m.kernels) {
-    if (!names.insert(k->name).second) sink.error(k->loc, str("kernel '", k->name, "' is defined twice"));
+    if (!names.insert(k->name).second)
+      sink.error(k->loc, str("kernel '", k->name, "' is defined twice"));
     Checker(sink).check_kernel(*k);
   }
   sink.check();

@@ -14,9 +14,12 @@ std::string render_all(const std::vector<Diagnostic>& ds) {
 
 const char* severity_name(Severity s) {
   switch (s) {
-  case Severity::Error: return "error";
-  case Severity::Warning: return "warning";
-  case Severity::Note: return "note";
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Note:
+    return "note";
   }
   return "error";
 }

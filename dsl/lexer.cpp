@@ -7,63 +7,120 @@ namespace tilejit::dsl {
 
 std::string token_kind_name(TokenKind kind) {
   switch (kind) {
-  case TokenKind::End: return "end of file";
-  case TokenKind::Identifier: return "identifier";
-  case TokenKind::IntLiteral: return "integer";
-  case TokenKind::FloatLiteral: return "number";
-  case TokenKind::KwKernel: return "'kernel'";
-  case TokenKind::KwTune: return "'tune'";
-  case TokenKind::KwWhere: return "'where'";
-  case TokenKind::KwRequire: return "'require'";
-  case TokenKind::KwGrid: return "'grid'";
-  case TokenKind::KwThreads: return "'threads'";
-  case TokenKind::KwLet: return "'let'";
-  case TokenKind::KwFrag: return "'frag'";
-  case TokenKind::KwShared: return "'shared'";
-  case TokenKind::KwScratch: return "'scratch'";
-  case TokenKind::KwFor: return "'for'";
-  case TokenKind::KwIn: return "'in'";
-  case TokenKind::KwIf: return "'if'";
-  case TokenKind::KwElse: return "'else'";
-  case TokenKind::KwReturn: return "'return'";
-  case TokenKind::KwTrue: return "'true'";
-  case TokenKind::KwFalse: return "'false'";
-  case TokenKind::KwNone: return "'None'";
-  case TokenKind::LParen: return "'('";
-  case TokenKind::RParen: return "')'";
-  case TokenKind::LBracket: return "'['";
-  case TokenKind::RBracket: return "']'";
-  case TokenKind::LBrace: return "'{'";
-  case TokenKind::RBrace: return "'}'";
-  case TokenKind::Comma: return "','";
-  case TokenKind::Semicolon: return "';'";
-  case TokenKind::Colon: return "':'";
-  case TokenKind::DotDot: return "'..'";
-  case TokenKind::Pipe: return "'|'";
-  case TokenKind::PipePipe: return "'||'";
-  case TokenKind::Amp: return "'&'";
-  case TokenKind::AmpAmp: return "'&&'";
-  case TokenKind::Caret: return "'^'";
-  case TokenKind::Tilde: return "'~'";
-  case TokenKind::Bang: return "'!'";
-  case TokenKind::Assign: return "'='";
-  case TokenKind::PlusAssign: return "'+='";
-  case TokenKind::MinusAssign: return "'-='";
-  case TokenKind::StarAssign: return "'*='";
-  case TokenKind::SlashAssign: return "'/='";
-  case TokenKind::EqEq: return "'=='";
-  case TokenKind::NotEq: return "'!='";
-  case TokenKind::Less: return "'<'";
-  case TokenKind::LessEq: return "'<='";
-  case TokenKind::Greater: return "'>'";
-  case TokenKind::GreaterEq: return "'>='";
-  case TokenKind::Shl: return "'<<'";
-  case TokenKind::Shr: return "'>>'";
-  case TokenKind::Plus: return "'+'";
-  case TokenKind::Minus: return "'-'";
-  case TokenKind::Star: return "'*'";
-  case TokenKind::Slash: return "'/'";
-  case TokenKind::Percent: return "'%'";
+  case TokenKind::End:
+    return "end of file";
+  case TokenKind::Identifier:
+    return "identifier";
+  case TokenKind::IntLiteral:
+    return "integer";
+  case TokenKind::FloatLiteral:
+    return "number";
+  case TokenKind::KwKernel:
+    return "'kernel'";
+  case TokenKind::KwTune:
+    return "'tune'";
+  case TokenKind::KwWhere:
+    return "'where'";
+  case TokenKind::KwRequire:
+    return "'require'";
+  case TokenKind::KwGrid:
+    return "'grid'";
+  case TokenKind::KwThreads:
+    return "'threads'";
+  case TokenKind::KwLet:
+    return "'let'";
+  case TokenKind::KwFrag:
+    return "'frag'";
+  case TokenKind::KwShared:
+    return "'shared'";
+  case TokenKind::KwScratch:
+    return "'scratch'";
+  case TokenKind::KwFor:
+    return "'for'";
+  case TokenKind::KwIn:
+    return "'in'";
+  case TokenKind::KwIf:
+    return "'if'";
+  case TokenKind::KwElse:
+    return "'else'";
+  case TokenKind::KwReturn:
+    return "'return'";
+  case TokenKind::KwTrue:
+    return "'true'";
+  case TokenKind::KwFalse:
+    return "'false'";
+  case TokenKind::KwNone:
+    return "'None'";
+  case TokenKind::LParen:
+    return "'('";
+  case TokenKind::RParen:
+    return "')'";
+  case TokenKind::LBracket:
+    return "'['";
+  case TokenKind::RBracket:
+    return "']'";
+  case TokenKind::LBrace:
+    return "'{'";
+  case TokenKind::RBrace:
+    return "'}'";
+  case TokenKind::Comma:
+    return "','";
+  case TokenKind::Semicolon:
+    return "';'";
+  case TokenKind::Colon:
+    return "':'";
+  case TokenKind::DotDot:
+    return "'..'";
+  case TokenKind::Pipe:
+    return "'|'";
+  case TokenKind::PipePipe:
+    return "'||'";
+  case TokenKind::Amp:
+    return "'&'";
+  case TokenKind::AmpAmp:
+    return "'&&'";
+  case TokenKind::Caret:
+    return "'^'";
+  case TokenKind::Tilde:
+    return "'~'";
+  case TokenKind::Bang:
+    return "'!'";
+  case TokenKind::Assign:
+    return "'='";
+  case TokenKind::PlusAssign:
+    return "'+='";
+  case TokenKind::MinusAssign:
+    return "'-='";
+  case TokenKind::StarAssign:
+    return "'*='";
+  case TokenKind::SlashAssign:
+    return "'/='";
+  case TokenKind::EqEq:
+    return "'=='";
+  case TokenKind::NotEq:
+    return "'!='";
+  case TokenKind::Less:
+    return "'<'";
+  case TokenKind::LessEq:
+    return "'<='";
+  case TokenKind::Greater:
+    return "'>'";
+  case TokenKind::GreaterEq:
+    return "'>='";
+  case TokenKind::Shl:
+    return "'<<'";
+  case TokenKind::Shr:
+    return "'>>'";
+  case TokenKind::Plus:
+    return "'+'";
+  case TokenKind::Minus:
+    return "'-'";
+  case TokenKind::Star:
+    return "'*'";
+  case TokenKind::Slash:
+    return "'/'";
+  case TokenKind::Percent:
+    return "'%'";
   }
   return "token";
 }
@@ -72,15 +129,15 @@ namespace {
 
 const std::unordered_map<std::string, TokenKind>& keywords() {
   static const std::unordered_map<std::string, TokenKind> table = {
-      {"kernel", TokenKind::KwKernel},   {"tune", TokenKind::KwTune},
-      {"where", TokenKind::KwWhere},     {"require", TokenKind::KwRequire},
-      {"grid", TokenKind::KwGrid},       {"threads", TokenKind::KwThreads},
-      {"let", TokenKind::KwLet},         {"frag", TokenKind::KwFrag},
-      {"shared", TokenKind::KwShared},   {"scratch", TokenKind::KwScratch},
-      {"for", TokenKind::KwFor},         {"in", TokenKind::KwIn},
-      {"if", TokenKind::KwIf},           {"else", TokenKind::KwElse},
-      {"return", TokenKind::KwReturn},   {"true", TokenKind::KwTrue},
-      {"false", TokenKind::KwFalse},     {"None", TokenKind::KwNone},
+      {"kernel", TokenKind::KwKernel}, {"tune", TokenKind::KwTune},
+      {"where", TokenKind::KwWhere},   {"require", TokenKind::KwRequire},
+      {"grid", TokenKind::KwGrid},     {"threads", TokenKind::KwThreads},
+      {"let", TokenKind::KwLet},       {"frag", TokenKind::KwFrag},
+      {"shared", TokenKind::KwShared}, {"scratch", TokenKind::KwScratch},
+      {"for", TokenKind::KwFor},       {"in", TokenKind::KwIn},
+      {"if", TokenKind::KwIf},         {"else", TokenKind::KwElse},
+      {"return", TokenKind::KwReturn}, {"true", TokenKind::KwTrue},
+      {"false", TokenKind::KwFalse},   {"None", TokenKind::KwNone},
   };
   return table;
 }
@@ -219,18 +276,23 @@ private:
     };
     // Longest spellings first.
     static const P table[] = {
-        {"..", TokenKind::DotDot},     {"||", TokenKind::PipePipe},  {"&&", TokenKind::AmpAmp},
-        {"==", TokenKind::EqEq},       {"!=", TokenKind::NotEq},     {"<=", TokenKind::LessEq},
-        {">=", TokenKind::GreaterEq},  {"<<", TokenKind::Shl},       {">>", TokenKind::Shr},
-        {"+=", TokenKind::PlusAssign}, {"-=", TokenKind::MinusAssign},
-        {"*=", TokenKind::StarAssign}, {"/=", TokenKind::SlashAssign},
-        {"(", TokenKind::LParen},      {")", TokenKind::RParen},     {"[", TokenKind::LBracket},
-        {"]", TokenKind::RBracket},    {"{", TokenKind::LBrace},     {"}", TokenKind::RBrace},
-        {",", TokenKind::Comma},       {";", TokenKind::Semicolon},  {":", TokenKind::Colon},
-        {"|", TokenKind::Pipe},        {"&", TokenKind::Amp},        {"^", TokenKind::Caret},
-        {"~", TokenKind::Tilde},       {"!", TokenKind::Bang},       {"=", TokenKind::Assign},
-        {"<", TokenKind::Less},        {">", TokenKind::Greater},    {"+", TokenKind::Plus},
-        {"-", TokenKind::Minus},       {"*", TokenKind::Star},       {"/", TokenKind::Slash},
+        {"..", TokenKind::DotDot},      {"||", TokenKind::PipePipe},
+        {"&&", TokenKind::AmpAmp},      {"==", TokenKind::EqEq},
+        {"!=", TokenKind::NotEq},       {"<=", TokenKind::LessEq},
+        {">=", TokenKind::GreaterEq},   {"<<", TokenKind::Shl},
+        {">>", TokenKind::Shr},         {"+=", TokenKind::PlusAssign},
+        {"-=", TokenKind::MinusAssign}, {"*=", TokenKind::StarAssign},
+        {"/=", TokenKind::SlashAssign}, {"(", TokenKind::LParen},
+        {")", TokenKind::RParen},       {"[", TokenKind::LBracket},
+        {"]", TokenKind::RBracket},     {"{", TokenKind::LBrace},
+        {"}", TokenKind::RBrace},       {",", TokenKind::Comma},
+        {";", TokenKind::Semicolon},    {":", TokenKind::Colon},
+        {"|", TokenKind::Pipe},         {"&", TokenKind::Amp},
+        {"^", TokenKind::Caret},        {"~", TokenKind::Tilde},
+        {"!", TokenKind::Bang},         {"=", TokenKind::Assign},
+        {"<", TokenKind::Less},         {">", TokenKind::Greater},
+        {"+", TokenKind::Plus},         {"-", TokenKind::Minus},
+        {"*", TokenKind::Star},         {"/", TokenKind::Slash},
         {"%", TokenKind::Percent},
     };
     for (const P& p : table) {

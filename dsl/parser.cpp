@@ -10,33 +10,54 @@ namespace tilejit::dsl {
 
 const char* unary_op_spelling(UnaryOp op) {
   switch (op) {
-  case UnaryOp::Neg: return "-";
-  case UnaryOp::Not: return "!";
-  case UnaryOp::BitNot: return "~";
+  case UnaryOp::Neg:
+    return "-";
+  case UnaryOp::Not:
+    return "!";
+  case UnaryOp::BitNot:
+    return "~";
   }
   return "?";
 }
 
 const char* binary_op_spelling(BinaryOp op) {
   switch (op) {
-  case BinaryOp::Add: return "+";
-  case BinaryOp::Sub: return "-";
-  case BinaryOp::Mul: return "*";
-  case BinaryOp::Div: return "/";
-  case BinaryOp::Mod: return "%";
-  case BinaryOp::Lt: return "<";
-  case BinaryOp::Le: return "<=";
-  case BinaryOp::Gt: return ">";
-  case BinaryOp::Ge: return ">=";
-  case BinaryOp::Eq: return "==";
-  case BinaryOp::Ne: return "!=";
-  case BinaryOp::And: return "&&";
-  case BinaryOp::Or: return "||";
-  case BinaryOp::BitAnd: return "&";
-  case BinaryOp::BitOr: return "|";
-  case BinaryOp::BitXor: return "^";
-  case BinaryOp::Shl: return "<<";
-  case BinaryOp::Shr: return ">>";
+  case BinaryOp::Add:
+    return "+";
+  case BinaryOp::Sub:
+    return "-";
+  case BinaryOp::Mul:
+    return "*";
+  case BinaryOp::Div:
+    return "/";
+  case BinaryOp::Mod:
+    return "%";
+  case BinaryOp::Lt:
+    return "<";
+  case BinaryOp::Le:
+    return "<=";
+  case BinaryOp::Gt:
+    return ">";
+  case BinaryOp::Ge:
+    return ">=";
+  case BinaryOp::Eq:
+    return "==";
+  case BinaryOp::Ne:
+    return "!=";
+  case BinaryOp::And:
+    return "&&";
+  case BinaryOp::Or:
+    return "||";
+  case BinaryOp::BitAnd:
+    return "&";
+  case BinaryOp::BitOr:
+    return "|";
+  case BinaryOp::BitXor:
+    return "^";
+  case BinaryOp::Shl:
+    return "<<";
+  case BinaryOp::Shr:
+    return ">>";
   }
   return "?";
 }
@@ -192,13 +213,15 @@ private:
           SourceLoc hi_loc = peek().loc;
           int64_t hi = parse_signed_int();
           if (hi < lo) fail(hi_loc, str("empty range ", lo, "..", hi));
-          if (hi - lo > 4096) fail(hi_loc, str("range ", lo, "..", hi, " has more than 4096 values"));
+          if (hi - lo > 4096)
+            fail(hi_loc, str("range ", lo, "..", hi, " has more than 4096 values"));
           for (int64_t v = lo; v <= hi; ++v) c.ints.push_back(v);
         } else {
           c.ints.push_back(lo);
         }
       } else {
-        fail(peek().loc, str("expected a choice (a dtype or an integer) but got ", describe(peek())));
+        fail(peek().loc,
+             str("expected a choice (a dtype or an integer) but got ", describe(peek())));
       }
     } while (accept(TokenKind::Pipe));
     if (accept(TokenKind::Assign)) {
@@ -391,7 +414,8 @@ private:
       s->kind = StmtKind::Block;
       s->body = parse_block();
       return s;
-    default: break;
+    default:
+      break;
     }
     if (at(TokenKind::Identifier)) {
       TokenKind next = peek(1).kind;
@@ -567,12 +591,12 @@ private:
         kw.name = advance().text;
         advance();
         for (const auto& other : kwargs)
-          if (other.name == kw.name) fail(kw.loc, str("keyword argument '", kw.name, "' given twice"));
+          if (other.name == kw.name)
+            fail(kw.loc, str("keyword argument '", kw.name, "' given twice"));
         kw.value = parse_expr();
         kwargs.push_back(std::move(kw));
       } else {
-        if (!kwargs.empty())
-          fail(peek().loc, "positional argument after a keyword argument");
+        if (!kwargs.empty()) fail(peek().loc, "positional argument after a keyword argument");
         args.push_back(parse_expr());
       }
     } while (accept(TokenKind::Comma));
@@ -614,7 +638,8 @@ private:
         parse_args(e->args, e->kwargs);
         return e;
       }
-      fail(t.loc, "expected an expression but got 'where' (the select function is where(cond, a, b))");
+      fail(t.loc,
+           "expected an expression but got 'where' (the select function is where(cond, a, b))");
     case TokenKind::LParen: {
       advance();
       ExprPtr e = parse_expr();

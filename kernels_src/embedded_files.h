@@ -12,7 +12,8 @@ struct EmbeddedFile {
   std::string_view text;
 };
 
-/// Every embedded file, in build order. Defined in a generated file (cmake/embed_files_script.cmake).
+/// Every embedded file, in build order. Defined in a generated file
+/// (cmake/embed_files_script.cmake).
 const std::vector<EmbeddedFile>& embedded_files();
 
 /// The embedded file at `path`, if any.

@@ -20,7 +20,8 @@ const std::vector<std::pair<std::string, std::string>>& prelude_headers() {
   static const std::vector<std::pair<std::string, std::string>> headers = [] {
     std::vector<std::pair<std::string, std::string>> h;
     for (const auto& f : embedded_files())
-      if (starts_with(f.path, "prelude/")) h.emplace_back(std::string(f.path.substr(8)), std::string(f.text));
+      if (starts_with(f.path, "prelude/"))
+        h.emplace_back(std::string(f.path.substr(8)), std::string(f.text));
     return h;
   }();
   return headers;
@@ -31,7 +32,8 @@ std::string map_nvrtc_log(const std::string& log, const dsl::SourceFile* file) {
   // NVRTC reports "<file>(<line>): error: <message>" for code under a #line directive.
   static const std::regex line_re(R"(^(.*)\((\d+)\): (error|warning)( #\d+-D)?: (.*)$)");
   std::vector<dsl::Diagnostic> diags;
-  auto shared_file = std::shared_ptr<const dsl::SourceFile>(std::shared_ptr<const dsl::SourceFile>{}, file);
+  auto shared_file =
+      std::shared_ptr<const dsl::SourceFile>(std::shared_ptr<const dsl::SourceFile>{}, file);
   for (const std::string& raw : split(log, '\n')) {
     std::smatch m;
     if (!std::regex_match(raw, m, line_re)) continue;
@@ -54,9 +56,10 @@ CompiledVariant jit_compile(const JitRequest& r) {
   v.kernel_name = r.kernel->name;
   v.bindings = r.bindings;
   v.arch = r.options.arch;
-  auto ir = lower_to_ir(*r.kernel, r.bindings, r.options, "", [&](const std::string& pass, const ir::Kernel&) {
-    if (starts_with(pass, "warning: ")) v.warnings.push_back(pass.substr(9));
-  });
+  auto ir = lower_to_ir(*r.kernel, r.bindings, r.options, "",
+                        [&](const std::string& pass, const ir::Kernel&) {
+                          if (starts_with(pass, "warning: ")) v.warnings.push_back(pass.substr(9));
+                        });
   cuda::GeneratedKernel g = cuda::generate_cuda(*ir);
   v.entry = g.entry;
   v.cuda_source = g.source;
@@ -66,7 +69,8 @@ CompiledVariant jit_compile(const JitRequest& r) {
 
   const Nvrtc& nvrtc = Nvrtc::get();
   std::vector<std::string> options = nvrtc_options();
-  v.cache_key = ModuleCache::make_key(v.cuda_source, prelude_headers(), options, v.arch, nvrtc.version());
+  v.cache_key =
+      ModuleCache::make_key(v.cuda_source, prelude_headers(), options, v.arch, nvrtc.version());
   if (r.cache && !r.want_ptx) {
     if (auto cubin = r.cache->get(v.cache_key)) {
       v.cubin = std::move(*cubin);
@@ -87,8 +91,10 @@ CompiledVariant jit_compile(const JitRequest& r) {
     v.nvrtc_log = out.log;
     if (!out.ok) {
       std::string mapped = map_nvrtc_log(out.log, r.kernel->loc.file.get());
-      if (!mapped.empty()) throw dsl::CompileError({dsl::Diagnostic{dsl::Severity::Error, r.kernel->loc,
-                                                                     "the generated CUDA did not compile:\n" + mapped}});
+      if (!mapped.empty())
+        throw dsl::CompileError(
+            {dsl::Diagnostic{dsl::Severity::Error, r.kernel->loc,
+                             "the generated CUDA did not compile:\n" + mapped}});
       throw InternalError(str("internal error: generated CUDA for kernel '", v.kernel_name,
                               "' did not compile (a tilejit bug). NVRTC said:\n", out.log));
     }
@@ -99,7 +105,8 @@ CompiledVariant jit_compile(const JitRequest& r) {
   }
   if (v.resources.registers < 0)
     if (auto res = read_cubin_resources(v.cubin, v.entry)) v.resources = *res;
-  v.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  v.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return v;
 }
 

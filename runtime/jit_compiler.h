@@ -19,16 +19,16 @@ struct CompiledVariant {
   std::string kernel_name;
   Bindings bindings;
   std::string arch;
-  std::string entry;        ///< __global__ function name
+  std::string entry; ///< __global__ function name
   std::string cuda_source;
-  std::string ptx;          ///< when asked for
+  std::string ptx; ///< when asked for
   std::string cubin;
   std::string nvrtc_log;
   std::string cache_key;
-  bool from_cache = false;  ///< the cubin came from the module cache (nothing compiled)
+  bool from_cache = false; ///< the cubin came from the module cache (nothing compiled)
   double compile_ms = 0;
   int threads = 128;
-  int64_t smem_bytes = 0;   ///< dynamic shared memory
+  int64_t smem_bytes = 0; ///< dynamic shared memory
   ResourceUsage resources;
   std::vector<ir::Param> params; ///< the launch signature, scratch tensors included
   std::vector<std::string> warnings;
@@ -37,8 +37,8 @@ struct CompiledVariant {
 struct JitRequest {
   const dsl::Kernel* kernel = nullptr;
   std::string source_hash;
-  Bindings bindings;       ///< complete
-  CompileOptions options;  ///< arch, smem limit, aligned tensors
+  Bindings bindings;      ///< complete
+  CompileOptions options; ///< arch, smem limit, aligned tensors
   bool want_ptx = false;
   ModuleCache* cache = nullptr; ///< optional
 };

@@ -22,17 +22,36 @@ void KernelArgs::add_scalar(DType dtype, const HostValue& v) {
   std::vector<unsigned char> bytes(dtype_size(dtype));
   auto put = [&](auto x) { std::memcpy(bytes.data(), &x, sizeof x); };
   switch (dtype) {
-  case DType::Bool: put(static_cast<uint8_t>(v.b)); break;
-  case DType::I8: put(static_cast<int8_t>(v.i)); break;
-  case DType::U8: put(static_cast<uint8_t>(v.i)); break;
-  case DType::I16: put(static_cast<int16_t>(v.i)); break;
-  case DType::I32: put(static_cast<int32_t>(v.i)); break;
-  case DType::U32: put(static_cast<uint32_t>(v.i)); break;
-  case DType::I64: put(static_cast<int64_t>(v.i)); break;
-  case DType::F32: put(static_cast<float>(v.as_double())); break;
-  case DType::F64: put(v.as_double()); break;
+  case DType::Bool:
+    put(static_cast<uint8_t>(v.b));
+    break;
+  case DType::I8:
+    put(static_cast<int8_t>(v.i));
+    break;
+  case DType::U8:
+    put(static_cast<uint8_t>(v.i));
+    break;
+  case DType::I16:
+    put(static_cast<int16_t>(v.i));
+    break;
+  case DType::I32:
+    put(static_cast<int32_t>(v.i));
+    break;
+  case DType::U32:
+    put(static_cast<uint32_t>(v.i));
+    break;
+  case DType::I64:
+    put(static_cast<int64_t>(v.i));
+    break;
+  case DType::F32:
+    put(static_cast<float>(v.as_double()));
+    break;
+  case DType::F64:
+    put(v.as_double());
+    break;
   case DType::F16:
-  case DType::BF16: throw Error("16-bit float scalar parameters are not supported; declare them f32");
+  case DType::BF16:
+    throw Error("16-bit float scalar parameters are not supported; declare them f32");
   }
   storage_.push_back(std::move(bytes));
 }

@@ -103,8 +103,9 @@ struct Runtime::Impl {
   RuntimeOptions options;
   std::function<void(const std::string&)> log;
   std::vector<std::unique_ptr<LoadedKernel>> kernels;
-  std::map<std::string, std::unique_ptr<LoadedVariant>> variants; // by kernel id + config + alignment
-  std::map<std::string, DeviceBuffer> scratch;                    // by kernel id + param + shape
+  std::map<std::string, std::unique_ptr<LoadedVariant>>
+      variants;                                // by kernel id + config + alignment
+  std::map<std::string, DeviceBuffer> scratch; // by kernel id + param + shape
   std::unique_ptr<ModuleCache> cache;
   mutable std::optional<DeviceInfo> device;
   ConfigSelector selector;
@@ -122,12 +123,15 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   impl_->log = options.log;
-  impl_->cache = std::make_unique<ModuleCache>(options.cache_dir, [this](std::string m) { impl_->note(m); });
+  impl_->cache =
+      std::make_unique<ModuleCache>(options.cache_dir, [this](std::string m) { impl_->note(m); });
 }
 
 Runtime::~Runtime() = default;
 
-bool Runtime::has_gpu() const { return CudaDriver::available(); }
+bool Runtime::has_gpu() const {
+  return CudaDriver::available();
+}
 
 const DeviceInfo& Runtime::device() const {
   if (!impl_->device) impl_->device = query_device(impl_->options.device);
@@ -140,8 +144,12 @@ std::string Runtime::arch() const {
   return "sm_90a";
 }
 
-void Runtime::set_config_selector(ConfigSelector selector) { impl_->selector = std::move(selector); }
-void Runtime::set_log(std::function<void(const std::string&)> log) { impl_->log = std::move(log); }
+void Runtime::set_config_selector(ConfigSelector selector) {
+  impl_->selector = std::move(selector);
+}
+void Runtime::set_log(std::function<void(const std::string&)> log) {
+  impl_->log = std::move(log);
+}
 
 KernelRef Runtime::load(const std::string& source, const std::string& name) {
   auto lk = std::make_unique<LoadedKernel>();
@@ -155,13 +163,19 @@ KernelRef Runtime::load(const std::string& source, const std::string& name) {
   return KernelRef{static_cast<int>(impl_->kernels.size()) - 1};
 }
 
-const dsl::Kernel& Runtime::kernel(KernelRef k) const { return *impl_->get(k).kernel; }
-const std::string& Runtime::source_hash(KernelRef k) const { return impl_->get(k).module.source_hash; }
+const dsl::Kernel& Runtime::kernel(KernelRef k) const {
+  return *impl_->get(k).kernel;
+}
+const std::string& Runtime::source_hash(KernelRef k) const {
+  return impl_->get(k).module.source_hash;
+}
 
-Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced, std::string* why) {
+Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced,
+                               std::string* why) {
   const dsl::Kernel& kernel = *impl_->get(k).kernel;
   if (args.size() != caller_param_count(kernel))
-    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel), " arguments, got ", args.size()));
+    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel),
+                    " arguments, got ", args.size()));
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   Config given = forced;
   infer_generics(kernel, specs, given);
@@ -182,9 +196,11 @@ Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const 
       if (!p.type.has_dims) scalars.insert(p.name);
     std::map<std::string, int64_t> sizes;
     for (const auto& [n, v] : plan.env)
-      if (!tunable_names.count(n) && !generics.count(n) && !scalars.count(n) && n != "SMEM") sizes[n] = v.i;
+      if (!tunable_names.count(n) && !generics.count(n) && !scalars.count(n) && n != "SMEM")
+        sizes[n] = v.i;
     std::string sel_why;
-    if (auto chosen = impl_->selector(kernel.name, impl_->get(k).module.source_hash, generics, sizes, &sel_why)) {
+    if (auto chosen = impl_->selector(kernel.name, impl_->get(k).module.source_hash, generics,
+                                      sizes, &sel_why)) {
       for (const auto& [n, v] : *chosen)
         if (!forced.count(n) && tunable_names.count(n)) given[n] = v;
       reason = sel_why;
@@ -196,10 +212,12 @@ Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const 
   return complete_bindings(kernel, given);
 }
 
-Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& args, const Config& forced) {
+Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& args,
+                                           const Config& forced) {
   const dsl::Kernel& kernel = *impl_->get(k).kernel;
   if (args.size() != caller_param_count(kernel))
-    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel), " arguments, got ", args.size()));
+    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel),
+                    " arguments, got ", args.size()));
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   Config given;
   for (const auto& g : kernel.generics)
@@ -228,7 +246,8 @@ Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& 
   return shape;
 }
 
-const CompiledVariant& Runtime::compile(KernelRef k, const Config& config, const std::vector<Arg>& args) {
+const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
+                                        const std::vector<Arg>& args) {
   LoadedKernel& lk = impl_->get(k);
   const dsl::Kernel& kernel = *lk.kernel;
   CompileOptions options;
@@ -277,14 +296,17 @@ const CompiledVariant& Runtime::compile(KernelRef k, const Config& config, const
   req.cache = impl_->cache.get();
   auto v = std::make_unique<LoadedVariant>();
   v->compiled = jit_compile(req);
-  impl_->note(str(v->compiled.from_cache ? "module cache hit for " : "compiled ", kernel.name, " [",
-                  join([&] {
-                    std::vector<std::string> parts;
-                    for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
-                    return parts;
-                  }(),
-                       " "),
-                  "] for ", options.arch, v->compiled.from_cache ? "" : str(" in ", static_cast<int>(v->compiled.compile_ms), " ms")));
+  impl_->note(str(
+      v->compiled.from_cache ? "module cache hit for " : "compiled ", kernel.name, " [",
+      join(
+          [&] {
+            std::vector<std::string> parts;
+            for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
+            return parts;
+          }(),
+          " "),
+      "] for ", options.arch,
+      v->compiled.from_cache ? "" : str(" in ", static_cast<int>(v->compiled.compile_ms), " ms")));
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto& slot = impl_->variants[key];
   if (!slot) slot = std::move(v);
@@ -296,10 +318,12 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
   Config config = resolve_config(k, args, options.config, &why);
   impl_->note(str("launch ", impl_->get(k).kernel->name, ": configuration from ", why));
   launch_config(k, config, args, options.stream);
-  if (options.synchronize) CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
+  if (options.synchronize)
+    CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args, void* stream) {
+void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,
+                            void* stream) {
   LoadedKernel& lk = impl_->get(k);
   const dsl::Kernel& kernel = *lk.kernel;
   CudaDriver& driver = CudaDriver::get();
@@ -313,8 +337,8 @@ void Runtime::launch_config(KernelRef k, const Config& config, const std::vector
       if (p.is_scratch) continue;
       const Arg& a = args[next++];
       if (a.is_tensor && a.tensor.device != DeviceKind::CUDA)
-        throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' is on the CPU (", a.tensor.describe(),
-                        "); pass a CUDA tensor"));
+        throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' is on the CPU (",
+                        a.tensor.describe(), "); pass a CUDA tensor"));
       if (a.is_tensor && a.tensor.data == nullptr && a.tensor.numel() > 0)
         throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' has no data pointer"));
     }
@@ -331,7 +355,8 @@ void Runtime::launch_config(KernelRef k, const Config& config, const std::vector
     variant->module = CudaModule::load(compiled.cubin, impl_->options.device);
     variant->function = variant->module.function(compiled.entry);
     if (compiled.smem_bytes > 48 * 1024)
-      driver.check(driver.cuFuncSetAttribute(variant->function, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+      driver.check(driver.cuFuncSetAttribute(variant->function,
+                                             cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                              static_cast<int>(compiled.smem_bytes)),
                    "cuFuncSetAttribute(max dynamic shared memory)");
   }
@@ -344,16 +369,19 @@ void Runtime::launch_config(KernelRef k, const Config& config, const std::vector
       const std::vector<int64_t>& shape = plan.scratch_shapes[i];
       int64_t numel = 1;
       for (int64_t d : shape) numel *= d;
-      std::string skey = str(k.id, "|", p.name, "|", join([&] {
-                               std::vector<std::string> s;
-                               for (int64_t d : shape) s.push_back(std::to_string(d));
-                               return s;
-                             }(),
-                                                         "x"));
+      std::string skey = str(k.id, "|", p.name, "|",
+                             join(
+                                 [&] {
+                                   std::vector<std::string> s;
+                                   for (int64_t d : shape) s.push_back(std::to_string(d));
+                                   return s;
+                                 }(),
+                                 "x"));
       std::lock_guard<std::mutex> lock(impl_->mutex);
       auto it = impl_->scratch.find(skey);
       if (it == impl_->scratch.end()) {
-        DeviceBuffer buf(static_cast<size_t>(std::max<int64_t>(numel, 1)) * dtype_size(ip.dtype), impl_->options.device);
+        DeviceBuffer buf(static_cast<size_t>(std::max<int64_t>(numel, 1)) * dtype_size(ip.dtype),
+                         impl_->options.device);
         // Zeroed scratch (counters) must start at 0; the kernel leaves it at 0 after each use.
         buf.fill_byte(0);
         it = impl_->scratch.emplace(skey, std::move(buf)).first;
@@ -365,14 +393,16 @@ void Runtime::launch_config(KernelRef k, const Config& config, const std::vector
     if (a.is_tensor)
       packed.add_tensor(a.tensor);
     else
-      packed.add_scalar(ip.dtype, dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f) : HostValue::of_int(a.i));
+      packed.add_scalar(ip.dtype, dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
+                                                                 : HostValue::of_int(a.i));
   }
   if (plan.grid[0] == 0 || plan.grid[1] == 0 || plan.grid[2] == 0) return; // nothing to do
   driver.check(driver.cuLaunchKernel(variant->function, static_cast<unsigned>(plan.grid[0]),
-                                     static_cast<unsigned>(plan.grid[1]), static_cast<unsigned>(plan.grid[2]),
+                                     static_cast<unsigned>(plan.grid[1]),
+                                     static_cast<unsigned>(plan.grid[2]),
                                      static_cast<unsigned>(compiled.threads), 1, 1,
-                                     static_cast<unsigned>(compiled.smem_bytes), static_cast<cu::CUstream>(stream),
-                                     packed.pointers(), nullptr),
+                                     static_cast<unsigned>(compiled.smem_bytes),
+                                     static_cast<cu::CUstream>(stream), packed.pointers(), nullptr),
                str("cuLaunchKernel(", kernel.name, ")").c_str());
 }
 

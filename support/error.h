@@ -41,5 +41,6 @@ template <typename... Args> std::string str(const Args&... args) {
 /// Internal invariant check: names the broken invariant and where it lives.
 #define TJ_ICHECK(cond, ...)                                                                       \
   do {                                                                                             \
-    if (!(cond)) ::tilejit::throw_internal(__FILE__, __LINE__, #cond, ::tilejit::str(__VA_ARGS__)); \
+    if (!(cond))                                                                                   \
+      ::tilejit::throw_internal(__FILE__, __LINE__, #cond, ::tilejit::str(__VA_ARGS__));           \
   } while (0)

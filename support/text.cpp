@@ -38,8 +38,8 @@ std::vector<std::string> split(std::string_view text, char sep) {
 std::string_view trim(std::string_view text) {
   size_t b = 0, e = text.size();
   while (b < e && (text[b] == ' ' || text[b] == '\t' || text[b] == '\n' || text[b] == '\r')) ++b;
-  while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' ||
-                   text[e - 1] == '\r'))
+  while (e > b &&
+         (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' || text[e - 1] == '\r'))
     --e;
   return text.substr(b, e - b);
 }

@@ -27,7 +27,8 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
     }
     for (int i = 0; i < n; ++i) {
       if (o.flush_l2)
-        d.check(d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream_),
+        d.check(d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4,
+                                   stream_),
                 "cuMemsetD32Async (L2 flush)");
       d.check(d.cuEventRecord(start[i], stream_), "cuEventRecord");
       launch();
@@ -47,15 +48,20 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
   if (o.budget_ms > 0) {
     double total = 0;
     for (float t : times) total += t;
-    int more = static_cast<int>(std::min(200.0, o.budget_ms / std::max(1e-3, total / times.size()))) - static_cast<int>(times.size());
+    int more =
+        static_cast<int>(std::min(200.0, o.budget_ms / std::max(1e-3, total / times.size()))) -
+        static_cast<int>(times.size());
     if (more > 0) run_batch(more, times);
   }
   std::sort(times.begin(), times.end());
-  auto pct = [&](double p) { return static_cast<double>(times[static_cast<size_t>(p * (times.size() - 1))]); };
+  auto pct = [&](double p) {
+    return static_cast<double>(times[static_cast<size_t>(p * (times.size() - 1))]);
+  };
   Timing t;
   t.repeats = static_cast<int>(times.size());
   t.min_ms = times.front();
-  t.median_ms = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  t.median_ms = times.size() % 2 ? times[times.size() / 2]
+                                 : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
   t.p10_ms = pct(0.1);
   t.p90_ms = pct(0.9);
   return t;
@@ -71,7 +77,8 @@ double measure_copy_bandwidth() {
   TimingOptions o;
   o.flush_l2 = false;
   o.repeats = 10;
-  Timing t = timer.time([&] { d.check(d.cuMemcpyDtoD(b.ptr(), a.ptr(), bytes), "cuMemcpyDtoD"); }, o);
+  Timing t =
+      timer.time([&] { d.check(d.cuMemcpyDtoD(b.ptr(), a.ptr(), bytes), "cuMemcpyDtoD"); }, o);
   return 2.0 * static_cast<double>(bytes) / (t.median_ms * 1e-3);
 }
 

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <future>
 #include <thread>
-#include <unistd.h>
 
 namespace tilejit {
 
@@ -26,21 +25,19 @@ TuneIdentity current_identity() {
 
 namespace {
 
-std::string host_name() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 /// The result of compiling one candidate.
 struct CompileResult {
   TrialStatus status = TrialStatus::ok;
   std::string error;
 };
 
-TuneConfig tunables_of(const SearchSpace& space, size_t index) { return space.tune_config(index); }
+TuneConfig tunables_of(const SearchSpace& space, size_t index) {
+  return space.tune_config(index);
+}
 
-Config as_config(const Bindings& b) { return Config(b.begin(), b.end()); }
+Config as_config(const Bindings& b) {
+  return Config(b.begin(), b.end());
+}
 
 } // namespace
 
@@ -53,7 +50,8 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   };
   Runtime::LaunchShape shape = rt.launch_shape(r.kernel, r.args, r.generics);
   TuneOutcome out;
-  out.key = make_tune_key(kernel.name, rt.source_hash(r.kernel), shape.generics, shape.sizes, identity);
+  out.key =
+      make_tune_key(kernel.name, rt.source_hash(r.kernel), shape.generics, shape.sizes, identity);
   const int smem_limit = rt.device().smem_per_block_optin;
   SearchSpace space(kernel, Bindings(shape.generics.begin(), shape.generics.end()), smem_limit);
   out.default_config = as_config(space.config(space.default_index()));
@@ -65,7 +63,8 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
       for (const auto& [n, v] : w->config) b[n] = std::to_string(v);
       out.winner = as_config(b);
       out.winner_ms = w->median_ms.value_or(0);
-      if (auto t = db.find_trial(out.key, space.tune_config(space.default_index())); t && t->result.median_ms)
+      if (auto t = db.find_trial(out.key, space.tune_config(space.default_index()));
+          t && t->result.median_ms)
         out.default_ms = *t->result.median_ms;
       out.from_database = true;
       out.strategy = "database";
@@ -80,22 +79,26 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   so.batch_size = 16;
   auto strategy = make_strategy(r.strategy, space, so);
   out.strategy = strategy->name();
-  log(str(kernel.name, ": ", space.size(), " configurations (", space.pruned(), " pruned by constraints), strategy ",
-          strategy->name(), ", budget ", to_string(r.budget)));
+  log(str(kernel.name, ": ", space.size(), " configurations (", space.pruned(),
+          " pruned by constraints), strategy ", strategy->name(), ", budget ",
+          to_string(r.budget)));
 
   KernelTimer timer;
   rt.arch(); // initialise device queries before compiling on worker threads
-  const unsigned threads = r.compile_threads ? r.compile_threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      r.compile_threads ? r.compile_threads : std::max(1u, std::thread::hardware_concurrency());
   auto start = std::chrono::steady_clock::now();
   std::map<size_t, double> measured_ms;
-  int planned = static_cast<int>(std::min<size_t>(space.size(), r.budget.trials ? static_cast<size_t>(*r.budget.trials) : space.size()));
+  int planned = static_cast<int>(std::min<size_t>(
+      space.size(), r.budget.trials ? static_cast<size_t>(*r.budget.trials) : space.size()));
 
   auto record = [&](size_t index, const TrialResult& result) {
     db.record_trial(out.key, tunables_of(space, index), result);
   };
 
-  const int64_t run_started_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t run_started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
   if (!space.default_note().empty()) log(space.default_note());
   while (auto batch = strategy->next_batch()) {
     // 1. Reuse results the database held before this run (per-configuration trials: adding a
@@ -103,7 +106,8 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
     //    strategy that proposes a config again wants a longer measurement.
     std::vector<Proposal> todo;
     for (const Proposal& p : *batch) {
-      auto prev = r.retune ? std::nullopt : db.find_trial(out.key, tunables_of(space, p.config_index));
+      auto prev =
+          r.retune ? std::nullopt : db.find_trial(out.key, tunables_of(space, p.config_index));
       if (prev && prev->created_at_ms >= run_started_ms) prev.reset();
       if (prev && prev->result.status == TrialStatus::ok && prev->result.median_ms) {
         strategy->report(p.config_index, *prev->result.median_ms);
@@ -142,10 +146,12 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
       }
       for (size_t i = lo; i < hi; ++i) {
         auto& f = futures[i - lo];
-        if (f.wait_for(std::chrono::duration<double>(r.compile_timeout_s)) == std::future_status::ready) {
+        if (f.wait_for(std::chrono::duration<double>(r.compile_timeout_s)) ==
+            std::future_status::ready) {
           compiled[i] = f.get();
         } else {
-          compiled[i] = {TrialStatus::timeout, str("compile took over ", r.compile_timeout_s, " s")};
+          compiled[i] = {TrialStatus::timeout,
+                         str("compile took over ", r.compile_timeout_s, " s")};
         }
         if (compiled[i].status == TrialStatus::ok) ++out.compiled;
       }
@@ -184,8 +190,9 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
                                      "CUDA_ERROR_HARDWARE_STACK_ERROR"})
             if (result.error.find(sticky) != std::string::npos) {
               record(p.config_index, result);
-              throw Error(str("tuning ", kernel.name, ": configuration ", space.describe(p.config_index),
-                              " broke the CUDA context (", sticky, "); this is a tilejit bug: the trial is "
+              throw Error(str("tuning ", kernel.name, ": configuration ",
+                              space.describe(p.config_index), " broke the CUDA context (", sticky,
+                              "); this is a tilejit bug: the trial is "
                               "recorded, and the process must restart"));
             }
         }
@@ -207,8 +214,10 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
         TuneProgress pr;
         pr.done = out.trials;
         pr.total = std::max(planned, out.trials);
-        if (auto b = strategy->best()) pr.best_ms = b->cost_ms, pr.best_config = space.describe(b->config_index);
-        pr.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (auto b = strategy->best())
+          pr.best_ms = b->cost_ms, pr.best_config = space.describe(b->config_index);
+        pr.elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         pr.eta_s = pr.done ? pr.elapsed_s / pr.done * std::max(0, pr.total - pr.done) : 0;
         r.progress(pr);
       }
@@ -217,8 +226,8 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   out.stop_reason = strategy->stop_reason();
   auto best = strategy->best();
   if (!best)
-    throw Error(str("tuning ", kernel.name, ": no configuration ran correctly (", out.failed, " failed; see `tilejit cache show ",
-                    kernel.name, "`)"));
+    throw Error(str("tuning ", kernel.name, ": no configuration ran correctly (", out.failed,
+                    " failed; see `tilejit cache show ", kernel.name, "`)"));
   out.winner = as_config(space.config(best->config_index));
   out.winner_ms = best->cost_ms;
   auto d = measured_ms.find(space.default_index());

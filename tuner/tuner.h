@@ -18,8 +18,8 @@
 namespace tilejit {
 
 struct TuneProgress {
-  int done = 0, total = 0;   ///< trials so far / planned (total may be an estimate)
-  double best_ms = 0;        ///< 0 before any success
+  int done = 0, total = 0; ///< trials so far / planned (total may be an estimate)
+  double best_ms = 0;      ///< 0 before any success
   std::string best_config;
   double elapsed_s = 0, eta_s = 0;
 };
@@ -27,8 +27,8 @@ struct TuneProgress {
 struct TuneRequest {
   Runtime* runtime = nullptr;
   KernelRef kernel;
-  std::vector<Arg> args;      ///< device tensors and scalars, as for a launch
-  Config generics;            ///< generic values no tensor fixes (e.g. G); the rest are inferred
+  std::vector<Arg> args; ///< device tensors and scalars, as for a launch
+  Config generics;       ///< generic values no tensor fixes (e.g. G); the rest are inferred
   /// Poisons every output before a checked run (in-place kernels restore inputs here too).
   std::function<void()> prepare_check;
   /// After a checked run: true when the outputs are right; `why` says what is wrong.
@@ -49,7 +49,7 @@ struct TuneOutcome {
   Config winner;
   double winner_ms = 0;
   Config default_config;
-  double default_ms = 0;      ///< 0 when the default was not measured (warm database)
+  double default_ms = 0; ///< 0 when the default was not measured (warm database)
   int trials = 0, measured = 0, failed = 0, compiled = 0;
   bool from_database = false; ///< the winner was already tuned; nothing was compiled or timed
   std::string strategy, stop_reason;

@@ -19,8 +19,8 @@ std::string PagedSparseShape::describe() const {
   int64_t mx = 0, mn = INT64_MAX;
   for (int64_t k : kept_lens) mx = std::max(mx, k), mn = std::min(mn, k);
   int64_t ctx = seq_lens.empty() ? 0 : *std::max_element(seq_lens.begin(), seq_lens.end());
-  return str(dtype_name(dtype), " B=", batch, " Hq=", heads_q, " Hkv=", heads_kv, " D=", head_dim, " page=", page_size,
-             " ctx<=", ctx, " kept=", mn, "..", mx);
+  return str(dtype_name(dtype), " B=", batch, " Hq=", heads_q, " Hkv=", heads_kv, " D=", head_dim,
+             " page=", page_size, " ctx<=", ctx, " kept=", mn, "..", mx);
 }
 
 namespace {
@@ -42,7 +42,9 @@ void fill_random_16(HostBuffer& b, uint64_t seed) {
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([=] {
       for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
-        float v = static_cast<float>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+        float v = static_cast<float>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 40) *
+                      (2.0f / 16777216.0f) -
+                  1.0f;
         bits[i] = bf ? ref::f32_to_bf16_bits(v) : ref::f32_to_f16_bits(v);
       }
     });
@@ -66,7 +68,9 @@ PagedSparseDims paged_sparse_dims(const PagedSparseShape& s) {
 std::vector<Tensor> paged_sparse_arg_views(const PagedSparseShape& s) {
   PagedSparseDims d = paged_sparse_dims(s);
   const int64_t B = s.batch, HQ = s.heads_q, HKV = s.heads_kv, D = s.head_dim;
-  auto v = [](DType t, std::vector<int64_t> shape) { return Tensor::contiguous(nullptr, t, std::move(shape)); };
+  auto v = [](DType t, std::vector<int64_t> shape) {
+    return Tensor::contiguous(nullptr, t, std::move(shape));
+  };
   return {v(s.dtype, {B, HQ, D}),
           v(s.dtype, {d.num_pages, s.page_size, HKV, D}),
           v(s.dtype, {d.num_pages, s.page_size, HKV, D}),
@@ -174,7 +178,8 @@ PagedSparseReference paged_sparse_reference(const PagedSparseData& d) {
       double mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;
-        for (int64_t x = 0; x < D; ++x) acc += d.q.get((b * HQ + hq) * D + x) * d.k_cache.get(rows[j] + x);
+        for (int64_t x = 0; x < D; ++x)
+          acc += d.q.get((b * HQ + hq) * D + x) * d.k_cache.get(rows[j] + x);
         sc[j] = acc * d.scale;
         mx = std::max(mx, sc[j]);
       }
@@ -183,7 +188,8 @@ PagedSparseReference paged_sparse_reference(const PagedSparseData& d) {
       for (int64_t j = 0; j < n; ++j) sum += std::exp(sc[j] - mx);
       for (int64_t j = 0; j < n; ++j) {
         double p = std::exp(sc[j] - mx) / sum;
-        for (int64_t x = 0; x < D; ++x) ref.o[(b * HQ + hq) * D + x] += p * d.v_cache.get(rows[j] + x);
+        for (int64_t x = 0; x < D; ++x)
+          ref.o[(b * HQ + hq) * D + x] += p * d.v_cache.get(rows[j] + x);
       }
       ref.lse[b * HQ + hq] = mx + std::log(sum);
     }
@@ -199,8 +205,8 @@ PagedSparseReference paged_sparse_reference(const PagedSparseData& d) {
 }
 
 std::string PagedSparseErrors::describe() const {
-  return str("o err ", o, ", lse err ", lse, ", NaN in o ", nan_o, ", nonzero o for empty sets ", nonzero_empty,
-             ", bad lse ", bad_lse);
+  return str("o err ", o, ", lse err ", lse, ", NaN in o ", nan_o, ", nonzero o for empty sets ",
+             nonzero_empty, ", bad lse ", bad_lse);
 }
 
 PagedSparseErrors compare_paged_sparse(const PagedSparseData& d, const PagedSparseReference& ref) {

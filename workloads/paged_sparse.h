@@ -42,7 +42,8 @@ PagedSparseDims paged_sparse_dims(const PagedSparseShape& s);
 std::vector<Tensor> paged_sparse_arg_views(const PagedSparseShape& s);
 
 /// Draws caches, tables and queries for `shape` (multi-threaded: caches can be gigabytes).
-std::unique_ptr<PagedSparseData> make_paged_sparse_data(const PagedSparseShape& shape, uint64_t seed);
+std::unique_ptr<PagedSparseData> make_paged_sparse_data(const PagedSparseShape& shape,
+                                                        uint64_t seed);
 /// Draws a new kept set (and queries) for the same caches.
 void redraw_kept(PagedSparseData& d, const std::vector<int64_t>& kept_lens, uint64_t seed);
 

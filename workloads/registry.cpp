@@ -26,7 +26,8 @@ const WorkloadInfo& find_workload(const std::string& name) {
   for (const auto& w : all_workloads()) {
     if (w.name != name) continue;
     if (!w.implemented)
-      throw Error(str("workload '", name, "' is not implemented yet (implemented: ", join(implemented, ", "), ")"));
+      throw Error(str("workload '", name,
+                      "' is not implemented yet (implemented: ", join(implemented, ", "), ")"));
     return w;
   }
   throw Error(str("unknown workload '", name, "'; workloads: ", join(names, ", "),

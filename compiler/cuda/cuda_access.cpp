@@ -28,26 +28,33 @@ int low_bit(int64_t v) {
 
 int Emitter::divisibility(const ir::Expr& e) const {
   switch (e.kind) {
-  case ExprKind::Const: return dtype_is_int(e.type.dtype) ? low_bit(e.int_value) : 1;
+  case ExprKind::Const:
+    return dtype_is_int(e.type.dtype) ? low_bit(e.int_value) : 1;
   case ExprKind::VarRef: {
     if (auto it = loop_of_.find(e.var); it != loop_of_.end())
       return std::min(divisibility(*it->second->lo), low_bit(it->second->step->int_value));
-    if (auto it = single_value_.find(e.var); it != single_value_.end()) return divisibility(*it->second);
+    if (auto it = single_value_.find(e.var); it != single_value_.end())
+      return divisibility(*it->second);
     return 1;
   }
   case ExprKind::Binary:
     switch (e.binary_op) {
     case dsl::BinaryOp::Add:
-    case dsl::BinaryOp::Sub: return std::min(divisibility(*e.a), divisibility(*e.b));
-    case dsl::BinaryOp::Mul: return std::min(64, divisibility(*e.a) * divisibility(*e.b));
+    case dsl::BinaryOp::Sub:
+      return std::min(divisibility(*e.a), divisibility(*e.b));
+    case dsl::BinaryOp::Mul:
+      return std::min(64, divisibility(*e.a) * divisibility(*e.b));
     case dsl::BinaryOp::Shl:
       if (e.b->kind == ExprKind::Const && e.b->int_value >= 0 && e.b->int_value < 7)
         return std::min<int64_t>(64, int64_t(divisibility(*e.a)) << e.b->int_value);
       return 1;
-    default: return 1;
+    default:
+      return 1;
     }
-  case ExprKind::Cast: return divisibility(*e.a);
-  default: return 1;
+  case ExprKind::Cast:
+    return divisibility(*e.a);
+  default:
+    return 1;
   }
 }
 
@@ -56,9 +63,9 @@ namespace {
 /// How one access is addressed: hoisted scalar subscripts, then per-element indices.
 struct AccessPlan {
   const ir::Param* param = nullptr;
-  std::string tensor;                // C++ name of the Tensor argument
-  std::vector<std::string> hoisted;  // per dim: point value or range start (empty for gathers)
-  std::vector<int> tile_axis;        // per dim: tile axis it follows (-1 for points)
+  std::string tensor;               // C++ name of the Tensor argument
+  std::vector<std::string> hoisted; // per dim: point value or range start (empty for gathers)
+  std::vector<int> tile_axis;       // per dim: tile axis it follows (-1 for points)
   bool gathered = false;
   int last_range_dim = -1;
 };
@@ -111,9 +118,9 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
 }
 
 /// Per-dimension index expressions of element `idx` of a tile laid out as `loop`.
-static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a, const AccessPlan& p,
-                                                const ir::Expr& node, const ir::Layout* loop,
-                                                const std::string& idx) {
+static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a,
+                                                const AccessPlan& p, const ir::Expr& node,
+                                                const ir::Layout* loop, const std::string& idx) {
   std::vector<std::string> out;
   for (size_t d = 0; d < a.indices.size(); ++d) {
     const auto& ix = a.indices[d];
@@ -123,8 +130,9 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
       out.push_back(str("(", p.hoisted[d], " + ", em.coord(node, loop, idx, p.tile_axis[d]), ")"));
     } else if (loop->rank() == 2) {
       const ir::Layout* rows = em.k_.layouts.slice(loop, 1);
-      out.push_back(str("static_cast<long long>(",
-                        em.elem(*ix.index, rows, str(em.layout_name(loop), "::slice_index<1>(", idx, ")")), ")"));
+      out.push_back(str(
+          "static_cast<long long>(",
+          em.elem(*ix.index, rows, str(em.layout_name(loop), "::slice_index<1>(", idx, ")")), ")"));
     } else {
       out.push_back(str("static_cast<long long>(", em.elem(*ix.index, loop, idx), ")"));
     }
@@ -132,21 +140,24 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
   return out;
 }
 
-static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix, int vec_last = 1) {
+static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix,
+                             int vec_last = 1) {
   std::vector<std::string> parts;
   for (size_t d = 0; d < ix.size(); ++d) {
     if (vec_last > 1 && static_cast<int>(d) == p.last_range_dim)
-      parts.push_back(str("(", ix[d], " >= 0 && ", ix[d], " + ", vec_last, " <= ", p.tensor, ".shape[", d, "])"));
+      parts.push_back(str("(", ix[d], " >= 0 && ", ix[d], " + ", vec_last, " <= ", p.tensor,
+                          ".shape[", d, "])"));
     else
-      parts.push_back(str("static_cast<unsigned long long>(", ix[d], ") < static_cast<unsigned long long>(",
-                          p.tensor, ".shape[", d, "])"));
+      parts.push_back(str("static_cast<unsigned long long>(", ix[d],
+                          ") < static_cast<unsigned long long>(", p.tensor, ".shape[", d, "])"));
   }
   return parts.empty() ? "true" : join(parts, " && ");
 }
 
 static std::string offset(const AccessPlan& p, const std::vector<std::string>& ix) {
   std::vector<std::string> parts;
-  for (size_t d = 0; d < ix.size(); ++d) parts.push_back(str(ix[d], " * ", p.tensor, ".stride[", d, "]"));
+  for (size_t d = 0; d < ix.size(); ++d)
+    parts.push_back(str(ix[d], " * ", p.tensor, ".stride[", d, "]"));
   return parts.empty() ? "0" : join(parts, " + ");
 }
 
@@ -171,12 +182,14 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   line(str("// ", ir::print_expr(e)));
   AccessPlan p = plan_access(*this, a);
   std::string T = storage_type(p.param->dtype);
-  std::string other = e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
+  std::string other =
+      e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
   if (e.type.is_scalar()) {
     std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
-    line(str("const ", T, " ", dst, " = (", ok, ") ? ", p.tensor, ".ptr[", offset(p, ix), "] : ", other, ";"));
+    line(str("const ", T, " ", dst, " = (", ok, ") ? ", p.tensor, ".ptr[", offset(p, ix),
+             "] : ", other, ";"));
     return;
   }
   const ir::Layout* l = e.layout;
@@ -187,13 +200,16 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
     line(str("const int tj_e = tj_q * ", vec, ";"));
     std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
     line(str("if (", L, "::valid(tj_e) && ", in_bounds(p, ix, vec), ")"));
-    line(str("  tj::copy_vec<", T, ", ", vec, ">(&", dst, "[tj_e], &", p.tensor, ".ptr[", offset(p, ix), "]);"));
+    line(str("  tj::copy_vec<", T, ", ", vec, ">(&", dst, "[tj_e], &", p.tensor, ".ptr[",
+             offset(p, ix), "]);"));
     line("else");
-    line(str("  TJ_UNROLL for (int tj_v = 0; tj_v < ", vec, "; ++tj_v) ", dst, "[tj_e + tj_v] = ", other, ";"));
+    line(str("  TJ_UNROLL for (int tj_v = 0; tj_v < ", vec, "; ++tj_v) ", dst,
+             "[tj_e + tj_v] = ", other, ";"));
     close();
     if (e.b) {
       std::string m = elem(*e.b, l, "tj_e");
-      line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (!(", m, ")) ", dst, "[tj_e] = ", other, ";"));
+      line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (!(", m, ")) ", dst,
+               "[tj_e] = ", other, ";"));
     }
     return;
   }
@@ -218,13 +234,14 @@ void Emitter::emit_store(const ir::Stmt& s) {
     std::vector<std::string> ix = element_indices(*this, a, p, v, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (s.mask) ok = str("(", ok, ") && ", scalar(*s.mask));
-    line(str("if (threadIdx.x == 0 && ", ok, ") ", p.tensor, ".ptr[", offset(p, ix), "] = tj::cvt<", T, ">(",
-             scalar(v), ");"));
+    line(str("if (threadIdx.x == 0 && ", ok, ") ", p.tensor, ".ptr[", offset(p, ix), "] = tj::cvt<",
+             T, ">(", scalar(v), ");"));
     return;
   }
-  const ir::Layout* l = v.type.is_scalar()
-                            ? k_.layouts.default_blocked(access_shape(a), dtype_size(p.param->dtype), k_.threads)
-                            : v.layout;
+  const ir::Layout* l =
+      v.type.is_scalar()
+          ? k_.layouts.default_blocked(access_shape(a), dtype_size(p.param->dtype), k_.threads)
+          : v.layout;
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
   int vec = s.mask ? 1 : vector_width(*this, a, p, l, v);
@@ -232,10 +249,12 @@ void Emitter::emit_store(const ir::Stmt& s) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
     line(str("const int tj_e0 = tj_q * ", vec, ";"));
     std::vector<std::string> ix = element_indices(*this, a, p, v, l, "tj_e0");
-    open(str("if (", L, "::valid(tj_e0) && tj::Owner<", L, ">::is(tj_e0) && ", in_bounds(p, ix, vec), ")"));
+    open(str("if (", L, "::valid(tj_e0) && tj::Owner<", L, ">::is(tj_e0) && ",
+             in_bounds(p, ix, vec), ")"));
     line(str(T, " tj_v[", vec, "];"));
-    line(str("TJ_UNROLL for (int tj_w = 0; tj_w < ", vec, "; ++tj_w) { const int tj_e = tj_e0 + tj_w; tj_v[tj_w] = tj::cvt<",
-             T, ">(", elem(v, l, "tj_e"), "); }"));
+    line(str("TJ_UNROLL for (int tj_w = 0; tj_w < ", vec,
+             "; ++tj_w) { const int tj_e = tj_e0 + tj_w; tj_v[tj_w] = tj::cvt<", T, ">(",
+             elem(v, l, "tj_e"), "); }"));
     line(str("tj::copy_vec<", T, ", ", vec, ">(&", p.tensor, ".ptr[", offset(p, ix), "], tj_v);"));
     close();
     close();
@@ -245,7 +264,8 @@ void Emitter::emit_store(const ir::Stmt& s) {
   std::vector<std::string> ix = element_indices(*this, a, p, v, l, "tj_e");
   std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
   if (s.mask) ok += str(" && ", elem(*s.mask, s.mask->type.is_scalar() ? nullptr : l, "tj_e"));
-  line(str("if (", ok, ") ", p.tensor, ".ptr[", offset(p, ix), "] = tj::cvt<", T, ">(", elem(v, l, "tj_e"), ");"));
+  line(str("if (", ok, ") ", p.tensor, ".ptr[", offset(p, ix), "] = tj::cvt<", T, ">(",
+           elem(v, l, "tj_e"), ");"));
   close();
 }
 
@@ -262,12 +282,17 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   line(str(T, "* const ", dst, " = ", shared_ptr(dst_var), ";"));
   int64_t stride = dst_var->smem_row_stride;
   auto smem_index = [&](const std::string& idx) {
-    return dst_var->type.rank() == 1 ? str(L, "::c(", idx, ")") : str(L, "::r(", idx, ") * ", stride, " + ", L, "::c(", idx, ")");
+    return dst_var->type.rank() == 1
+               ? str(L, "::c(", idx, ")")
+               : str(L, "::r(", idx, ") * ", stride, " + ", L, "::c(", idx, ")");
   };
   int vec = vector_width(*this, a, p, l, e);
-  bool mask_per_row = !e.b || e.b->type.is_scalar() || e.b->type.shape.back() == 1 || e.b->type.rank() < e.type.rank();
-  bool zero_other = !e.c || (e.c->kind == ExprKind::Const && e.c->float_value == 0 && e.c->int_value == 0);
-  std::string other = e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
+  bool mask_per_row = !e.b || e.b->type.is_scalar() || e.b->type.shape.back() == 1 ||
+                      e.b->type.rank() < e.type.rank();
+  bool zero_other =
+      !e.c || (e.c->kind == ExprKind::Const && e.c->float_value == 0 && e.c->int_value == 0);
+  std::string other =
+      e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
   if (vec > 1 && vec * dtype_size(p.param->dtype) == 16 && mask_per_row && zero_other) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
     line(str("const int tj_e = tj_q * ", vec, ";"));
@@ -276,8 +301,9 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
     if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
     open(str("if (", L, "::valid(tj_e))"));
     line(str("const bool tj_ok = ", ok, ";"));
-    line(str("tj::cp_async16(", dst, " + ", smem_index("tj_e"), ", tj_ok ? static_cast<const void*>(&", p.tensor,
-             ".ptr[", offset(p, ix), "]) : static_cast<const void*>(", p.tensor, ".ptr), tj_ok);"));
+    line(str("tj::cp_async16(", dst, " + ", smem_index("tj_e"),
+             ", tj_ok ? static_cast<const void*>(&", p.tensor, ".ptr[", offset(p, ix),
+             "]) : static_cast<const void*>(", p.tensor, ".ptr), tj_ok);"));
     close();
     close();
     // Outside a pipeline the copy runs in the background: the barrier before its first read
@@ -289,22 +315,26 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = in_bounds(p, ix);
   if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
-  line(str("if (", L, "::valid(tj_e)) ", dst, "[", smem_index("tj_e"), "] = (", ok, ") ? ", p.tensor, ".ptr[",
-           offset(p, ix), "] : ", other, ";"));
+  line(str("if (", L, "::valid(tj_e)) ", dst, "[", smem_index("tj_e"), "] = (", ok, ") ? ",
+           p.tensor, ".ptr[", offset(p, ix), "] : ", other, ";"));
   close();
 }
 
 void Emitter::emit_shared_write(const ir::Var* v, const ir::Expr& value) {
   prepare(value);
-  const ir::Layout* l = (!value.type.is_scalar() && value.layout)
-                            ? value.layout
-                            : k_.layouts.default_blocked(v->type.shape, dtype_size(v->type.dtype), k_.threads);
+  const ir::Layout* l =
+      (!value.type.is_scalar() && value.layout)
+          ? value.layout
+          : k_.layouts.default_blocked(v->type.shape, dtype_size(v->type.dtype), k_.threads);
   std::string L = layout_name(l);
   std::string T = storage_type(v->type.dtype);
   std::string dst = shared_ptr(v);
-  std::string index = v->type.rank() == 1 ? str(L, "::c(tj_e)") : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ", dst, "[", index,
-           "] = tj::cvt<", T, ">(", elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));
+  std::string index = v->type.rank() == 1
+                          ? str(L, "::c(tj_e)")
+                          : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
+           dst, "[", index, "] = tj::cvt<", T, ">(",
+           elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));
 }
 
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
@@ -320,8 +350,8 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
   if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
-  line(str("if (", ok, ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<", T, ">(",
-           elem(*e.a, e.a->type.is_scalar() ? nullptr : l, "tj_e"), "));"));
+  line(str("if (", ok, ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<", T,
+           ">(", elem(*e.a, e.a->type.is_scalar() ? nullptr : l, "tj_e"), "));"));
   close();
 }
 
@@ -335,8 +365,9 @@ std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
   std::string name = fresh("t");
   std::string scratch = next_scratch(T);
-  line(str("const ", T, " ", name, " = tj::atomic_add_uniform<", T, ", false>(&", p.tensor, ".ptr[", offset(p, ix),
-           "], static_cast<", T, ">(", scalar(*e.a), "), ", ok, ", ", scratch, ");"));
+  line(str("const ", T, " ", name, " = tj::atomic_add_uniform<", T, ", false>(&", p.tensor, ".ptr[",
+           offset(p, ix), "], static_cast<", T, ">(", scalar(*e.a), "), ", ok, ", ", scratch,
+           ");"));
   return name;
 }
 

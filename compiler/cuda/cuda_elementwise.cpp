@@ -19,27 +19,35 @@ std::string Emitter::literal(const ir::Expr& e) {
   if (dtype_is_float(t)) {
     double v = e.float_value;
     bool dbl = t == DType::F64;
-    if (std::isinf(v)) return v > 0 ? (dbl ? "__longlong_as_double(0x7ff0000000000000ll)" : "__int_as_float(0x7f800000)")
-                                     : (dbl ? "(-__longlong_as_double(0x7ff0000000000000ll))" : "(-__int_as_float(0x7f800000))");
-    if (std::isnan(v)) return dbl ? "__longlong_as_double(0x7ff8000000000000ll)" : "__int_as_float(0x7fc00000)";
+    if (std::isinf(v))
+      return v > 0 ? (dbl ? "__longlong_as_double(0x7ff0000000000000ll)"
+                          : "__int_as_float(0x7f800000)")
+                   : (dbl ? "(-__longlong_as_double(0x7ff0000000000000ll))"
+                          : "(-__int_as_float(0x7f800000))");
+    if (std::isnan(v))
+      return dbl ? "__longlong_as_double(0x7ff8000000000000ll)" : "__int_as_float(0x7fc00000)";
     std::string s = format_double(v);
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
     return dbl ? s : s + "f";
   }
   switch (t) {
-  case DType::I64: return str(e.int_value, "ll");
-  case DType::U32: return str(static_cast<uint32_t>(e.int_value), "u");
+  case DType::I64:
+    return str(e.int_value, "ll");
+  case DType::U32:
+    return str(static_cast<uint32_t>(e.int_value), "u");
   case DType::I32:
     if (e.int_value == INT32_MIN) return "(-2147483647 - 1)";
     return std::to_string(e.int_value);
-  default: return str("(", storage_type(t), ")", e.int_value);
+  default:
+    return str("(", storage_type(t), ")", e.int_value);
   }
 }
 
-std::string Emitter::coord(const ir::Expr& node, const ir::Layout* loop, const std::string& idx, int axis) {
+std::string Emitter::coord(const ir::Expr& node, const ir::Layout* loop, const std::string& idx,
+                           int axis) {
   // A unit axis broadcast against a longer one always reads coordinate 0.
-  if (axis < node.type.rank() && node.type.shape[axis] == 1 && loop->shape.size() > static_cast<size_t>(axis) &&
-      loop->shape[axis] != 1)
+  if (axis < node.type.rank() && node.type.shape[axis] == 1 &&
+      loop->shape.size() > static_cast<size_t>(axis) && loop->shape[axis] != 1)
     return "0";
   std::string L = layout_name(loop);
   if (loop->rank() == 1) return str(L, "::c(", idx, ")");
@@ -55,40 +63,68 @@ std::string read_as_compute(const std::string& access, DType t) {
 
 const char* float_fn(ir::MathFn f) {
   switch (f) {
-  case ir::MathFn::Exp: return "expf";
-  case ir::MathFn::Exp2: return "exp2f";
-  case ir::MathFn::Log: return "logf";
-  case ir::MathFn::Log2: return "log2f";
-  case ir::MathFn::Sqrt: return "sqrtf";
-  case ir::MathFn::Rsqrt: return "rsqrtf";
-  case ir::MathFn::Abs: return "fabsf";
-  case ir::MathFn::Floor: return "floorf";
-  case ir::MathFn::Ceil: return "ceilf";
-  case ir::MathFn::Tanh: return "tanhf";
-  case ir::MathFn::Sigmoid: return "tj::sigmoidf";
-  case ir::MathFn::Pow: return "powf";
-  case ir::MathFn::Min: return "fminf";
-  case ir::MathFn::Max: return "fmaxf";
+  case ir::MathFn::Exp:
+    return "expf";
+  case ir::MathFn::Exp2:
+    return "exp2f";
+  case ir::MathFn::Log:
+    return "logf";
+  case ir::MathFn::Log2:
+    return "log2f";
+  case ir::MathFn::Sqrt:
+    return "sqrtf";
+  case ir::MathFn::Rsqrt:
+    return "rsqrtf";
+  case ir::MathFn::Abs:
+    return "fabsf";
+  case ir::MathFn::Floor:
+    return "floorf";
+  case ir::MathFn::Ceil:
+    return "ceilf";
+  case ir::MathFn::Tanh:
+    return "tanhf";
+  case ir::MathFn::Sigmoid:
+    return "tj::sigmoidf";
+  case ir::MathFn::Pow:
+    return "powf";
+  case ir::MathFn::Min:
+    return "fminf";
+  case ir::MathFn::Max:
+    return "fmaxf";
   }
   return "?";
 }
 
 const char* double_fn(ir::MathFn f) {
   switch (f) {
-  case ir::MathFn::Exp: return "exp";
-  case ir::MathFn::Exp2: return "exp2";
-  case ir::MathFn::Log: return "log";
-  case ir::MathFn::Log2: return "log2";
-  case ir::MathFn::Sqrt: return "sqrt";
-  case ir::MathFn::Rsqrt: return "rsqrt";
-  case ir::MathFn::Abs: return "fabs";
-  case ir::MathFn::Floor: return "floor";
-  case ir::MathFn::Ceil: return "ceil";
-  case ir::MathFn::Tanh: return "tanh";
-  case ir::MathFn::Sigmoid: return "tj::sigmoid_d";
-  case ir::MathFn::Pow: return "pow";
-  case ir::MathFn::Min: return "fmin";
-  case ir::MathFn::Max: return "fmax";
+  case ir::MathFn::Exp:
+    return "exp";
+  case ir::MathFn::Exp2:
+    return "exp2";
+  case ir::MathFn::Log:
+    return "log";
+  case ir::MathFn::Log2:
+    return "log2";
+  case ir::MathFn::Sqrt:
+    return "sqrt";
+  case ir::MathFn::Rsqrt:
+    return "rsqrt";
+  case ir::MathFn::Abs:
+    return "fabs";
+  case ir::MathFn::Floor:
+    return "floor";
+  case ir::MathFn::Ceil:
+    return "ceil";
+  case ir::MathFn::Tanh:
+    return "tanh";
+  case ir::MathFn::Sigmoid:
+    return "tj::sigmoid_d";
+  case ir::MathFn::Pow:
+    return "pow";
+  case ir::MathFn::Min:
+    return "fmin";
+  case ir::MathFn::Max:
+    return "fmax";
   }
   return "?";
 }
@@ -103,17 +139,21 @@ std::string round_to(DType t, const std::string& x) {
 
 } // namespace
 
-std::string Emitter::scalar(const ir::Expr& e) { return elem(e, nullptr, "0"); }
+std::string Emitter::scalar(const ir::Expr& e) {
+  return elem(e, nullptr, "0");
+}
 
 std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::string& idx) {
   auto mat = materialized_.find(&e);
   if (mat != materialized_.end()) {
     const Value& v = mat->second;
     if (v.kind == Value::Kind::Array) {
-      if (!loop || ir::equivalent(v.layout, loop)) return read_as_compute(str(v.name, "[", idx, "]"), v.dtype);
+      if (!loop || ir::equivalent(v.layout, loop))
+        return read_as_compute(str(v.name, "[", idx, "]"), v.dtype);
       if (loop->rank() == 2 && v.layout->kind == LayoutKind::Slice &&
           ir::equivalent(v.layout, k_.layouts.slice(loop, v.layout->slice_axis)))
-        return read_as_compute(str(v.name, "[", layout_name(loop), "::slice_index<", v.layout->slice_axis, ">(", idx, ")]"),
+        return read_as_compute(str(v.name, "[", layout_name(loop), "::slice_index<",
+                                   v.layout->slice_axis, ">(", idx, ")]"),
                                v.dtype);
       TJ_ICHECK(false, "value in layout ", v.layout->str(), " read in loop ", loop->str());
     }
@@ -122,18 +162,22 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
   if (st != scalar_temps_.end()) return st->second;
   const DType t = e.type.dtype;
   switch (e.kind) {
-  case ExprKind::Const: return literal(e);
+  case ExprKind::Const:
+    return literal(e);
   case ExprKind::VarRef: {
     const ir::Var* v = e.var;
     if (v->type.space == Space::Scalar) return var_name(v);
     if (v->type.space == Space::Frag) {
       if (!loop) TJ_ICHECK(false, "tile '", v->name, "' used as a scalar");
-      if (ir::equivalent(v->layout, loop)) return read_as_compute(str(var_name(v), "[", idx, "]"), t);
+      if (ir::equivalent(v->layout, loop))
+        return read_as_compute(str(var_name(v), "[", idx, "]"), t);
       if (loop->rank() == 2 && v->layout->kind == LayoutKind::Slice &&
           ir::equivalent(v->layout, k_.layouts.slice(loop, v->layout->slice_axis)))
-        return read_as_compute(
-            str(var_name(v), "[", layout_name(loop), "::slice_index<", v->layout->slice_axis, ">(", idx, ")]"), t);
-      TJ_ICHECK(false, "tile '", v->name, "' in layout ", v->layout->str(), " read in loop ", loop->str());
+        return read_as_compute(str(var_name(v), "[", layout_name(loop), "::slice_index<",
+                                   v->layout->slice_axis, ">(", idx, ")]"),
+                               t);
+      TJ_ICHECK(false, "tile '", v->name, "' in layout ", v->layout->str(), " read in loop ",
+                loop->str());
     }
     // A shared tile read in place at the loop's coordinates.
     TJ_ICHECK(loop, "shared tile '", v->name, "' used as a scalar");
@@ -149,17 +193,24 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     std::string start = scalar(*e.b);
     std::string ptr = shared_ptr(v);
     if (!e.axes.empty()) // one row, s[start, :]
-      return read_as_compute(str(ptr, "[(", start, ") * ", v->smem_row_stride, " + ", coord(e, loop, idx, 0), "]"), t);
-    if (v->type.rank() == 1) return read_as_compute(str(ptr, "[", start, " + ", coord(e, loop, idx, 0), "]"), t);
-    return read_as_compute(str(ptr, "[(", start, " + ", coord(e, loop, idx, 0), ") * ", v->smem_row_stride, " + ",
-                               coord(e, loop, idx, 1), "]"),
+      return read_as_compute(
+          str(ptr, "[(", start, ") * ", v->smem_row_stride, " + ", coord(e, loop, idx, 0), "]"), t);
+    if (v->type.rank() == 1)
+      return read_as_compute(str(ptr, "[", start, " + ", coord(e, loop, idx, 0), "]"), t);
+    return read_as_compute(str(ptr, "[(", start, " + ", coord(e, loop, idx, 0), ") * ",
+                               v->smem_row_stride, " + ", coord(e, loop, idx, 1), "]"),
                            t);
   }
-  case ExprKind::ParamRef: return read_as_compute(param_name(e.param), t);
-  case ExprKind::DimRef: return str("static_cast<int>(", param_name(e.param), ".shape[", e.axis, "])");
-  case ExprKind::ProgramId: return str("static_cast<int>(blockIdx.", "xyz"[e.axis], ")");
-  case ExprKind::NumPrograms: return str("static_cast<int>(gridDim.", "xyz"[e.axis], ")");
-  case ExprKind::Iota: return coord(e, loop, idx, 0);
+  case ExprKind::ParamRef:
+    return read_as_compute(param_name(e.param), t);
+  case ExprKind::DimRef:
+    return str("static_cast<int>(", param_name(e.param), ".shape[", e.axis, "])");
+  case ExprKind::ProgramId:
+    return str("static_cast<int>(blockIdx.", "xyz"[e.axis], ")");
+  case ExprKind::NumPrograms:
+    return str("static_cast<int>(gridDim.", "xyz"[e.axis], ")");
+  case ExprKind::Iota:
+    return coord(e, loop, idx, 0);
   case ExprKind::Expand: {
     if (!loop) return elem(*e.a, nullptr, idx);
     if (loop->rank() == 2 && e.a->type.rank() == 1) {
@@ -172,9 +223,12 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
   case ExprKind::Unary: {
     std::string a = elem(*e.a, loop, idx);
     switch (e.unary_op) {
-    case dsl::UnaryOp::Neg: return round_to(t, str("(-", a, ")"));
-    case dsl::UnaryOp::Not: return str("(!", a, ")");
-    case dsl::UnaryOp::BitNot: return str("(~", a, ")");
+    case dsl::UnaryOp::Neg:
+      return round_to(t, str("(-", a, ")"));
+    case dsl::UnaryOp::Not:
+      return str("(!", a, ")");
+    case dsl::UnaryOp::BitNot:
+      return str("(~", a, ")");
     }
     return a;
   }
@@ -189,16 +243,21 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     return arith ? round_to(t, s) : s;
   }
   case ExprKind::Select:
-    return str("(", elem(*e.a, loop, idx), " ? ", elem(*e.b, loop, idx), " : ", elem(*e.c, loop, idx), ")");
+    return str("(", elem(*e.a, loop, idx), " ? ", elem(*e.b, loop, idx), " : ",
+               elem(*e.c, loop, idx), ")");
   case ExprKind::Math: {
     std::string a = elem(*e.a, loop, idx);
     std::string b = e.b ? elem(*e.b, loop, idx) : "";
     if (!dtype_is_float(t)) {
       switch (e.math) {
-      case ir::MathFn::Min: return str("min(", a, ", ", b, ")");
-      case ir::MathFn::Max: return str("max(", a, ", ", b, ")");
-      case ir::MathFn::Abs: return t == DType::I64 ? str("llabs(", a, ")") : str("abs(", a, ")");
-      default: TJ_ICHECK(false, "integer ", ir::math_fn_name(e.math));
+      case ir::MathFn::Min:
+        return str("min(", a, ", ", b, ")");
+      case ir::MathFn::Max:
+        return str("max(", a, ", ", b, ")");
+      case ir::MathFn::Abs:
+        return t == DType::I64 ? str("llabs(", a, ")") : str("abs(", a, ")");
+      default:
+        TJ_ICHECK(false, "integer ", ir::math_fn_name(e.math));
       }
     }
     const char* fn = t == DType::F64 ? double_fn(e.math) : float_fn(e.math);
@@ -208,12 +267,15 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     std::string a = elem(*e.a, loop, idx);
     DType from = e.a->type.dtype;
     if (t == DType::F16 || t == DType::BF16) return round_to(t, str("static_cast<float>(", a, ")"));
-    if (dtype_is_float(from) && dtype_is_int(t)) return str("tj::float_to_int<", storage_type(t), ">(", a, ")");
+    if (dtype_is_float(from) && dtype_is_int(t))
+      return str("tj::float_to_int<", storage_type(t), ">(", a, ")");
     return str("static_cast<", compute_type(t), ">(", a, ")");
   }
-  default: break;
+  default:
+    break;
   }
-  TJ_ICHECK(false, "expression kind ", static_cast<int>(e.kind), " was not materialised: ", ir::print_expr(e));
+  TJ_ICHECK(false, "expression kind ", static_cast<int>(e.kind),
+            " was not materialised: ", ir::print_expr(e));
   return "";
 }
 
@@ -235,7 +297,8 @@ void Emitter::prepare(const ir::Expr& e) {
       materialized_[&e] = Value{Value::Kind::Array, name, e.layout, e.type.dtype};
     }
     return;
-  case ExprKind::Copy: TJ_ICHECK(false, "copy outside a shared declaration");
+  case ExprKind::Copy:
+    TJ_ICHECK(false, "copy outside a shared declaration");
   case ExprKind::Dot: {
     prepare(*e.a);
     prepare(*e.b);
@@ -282,24 +345,31 @@ void Emitter::prepare(const ir::Expr& e) {
     for (const auto& ix : e.access->indices) prepare(*ix.index);
     scalar_temps_[&e] = emit_scalar_atomic(e);
     return;
-  case ExprKind::Fence: line("__threadfence();"); return;
-  default: break;
+  case ExprKind::Fence:
+    line("__threadfence();");
+    return;
+  default:
+    break;
   }
   for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()})
     if (op) prepare(*op);
 }
 
-void Emitter::emit_fill(const std::string& dst, DType t, const ir::Expr& value, const ir::Layout* l) {
+void Emitter::emit_fill(const std::string& dst, DType t, const ir::Expr& value,
+                        const ir::Layout* l) {
   std::string L = layout_name(l);
   std::string v = elem(value, value.type.is_scalar() ? nullptr : l, "tj_e");
-  std::string conv = (t == DType::F16 || t == DType::BF16) ? str("tj::cvt<", storage_type(t), ">(", v, ")") : v;
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", conv, ";"));
+  std::string conv =
+      (t == DType::F16 || t == DType::BF16) ? str("tj::cvt<", storage_type(t), ">(", v, ")") : v;
+  line(
+      str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", conv, ";"));
 }
 
 std::string Emitter::materialize(const ir::Expr& e, const ir::Layout* l) {
   prepare(e);
   auto it = materialized_.find(&e);
-  if (it != materialized_.end() && it->second.kind == Value::Kind::Array && ir::equivalent(it->second.layout, l))
+  if (it != materialized_.end() && it->second.kind == Value::Kind::Array &&
+      ir::equivalent(it->second.layout, l))
     return it->second.name;
   std::string name = fresh("t");
   line(str(storage_type(e.type.dtype), " ", name, "[", layout_name(l), "::N];"));

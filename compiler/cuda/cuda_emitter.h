@@ -20,7 +20,7 @@ namespace tilejit::cuda {
 /// Generated source and what the launcher needs to call it.
 struct GeneratedKernel {
   std::string source;
-  std::string entry;      ///< the __global__ function's name
+  std::string entry; ///< the __global__ function's name
   int threads = 128;
   int64_t smem_bytes = 0; ///< dynamic shared memory to launch with
 };
@@ -36,7 +36,7 @@ std::string compute_type(DType t);
 /// How a materialised value is read.
 struct Value {
   enum class Kind { Array, Shared } kind = Kind::Array;
-  std::string name;     ///< array name, or a shared pointer expression
+  std::string name; ///< array name, or a shared pointer expression
   const ir::Layout* layout = nullptr;
   DType dtype = DType::F32;
   int64_t row_stride = 0; ///< Shared
@@ -50,7 +50,7 @@ public:
 
   // ---- output ----
   void line(const std::string& text);
-  void open(const std::string& text);  ///< "text {" and indent
+  void open(const std::string& text); ///< "text {" and indent
   void close(const std::string& text = "}");
   void line_directive(const dsl::SourceLoc& loc);
   std::string fresh(const std::string& base);
@@ -104,7 +104,7 @@ public:
   std::map<const ir::Expr*, Value> materialized_;
   std::map<const ir::Expr*, std::string> scalar_temps_;
   std::map<const ir::Layout*, std::string> layout_names_;
-  std::map<const ir::Var*, std::string> stage_index_; ///< ring buffers: current stage variable
+  std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: current stage variable
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
   bool in_producer_ = false;

@@ -15,10 +15,14 @@ namespace {
 
 const char* op_type(ir::ReduceOp op) {
   switch (op) {
-  case ir::ReduceOp::Sum: return "tj::OpSum";
-  case ir::ReduceOp::Max: return "tj::OpMax";
-  case ir::ReduceOp::Min: return "tj::OpMin";
-  case ir::ReduceOp::Prod: return "tj::OpProd";
+  case ir::ReduceOp::Sum:
+    return "tj::OpSum";
+  case ir::ReduceOp::Max:
+    return "tj::OpMax";
+  case ir::ReduceOp::Min:
+    return "tj::OpMin";
+  case ir::ReduceOp::Prod:
+    return "tj::OpProd";
   }
   return "?";
 }
@@ -40,8 +44,8 @@ static SharedOperand shared_operand(Emitter& em, const ir::Expr& x) {
   if (x.kind == ExprKind::VarRef) return {em.shared_ptr(x.var), x.var->smem_row_stride, false};
   if (x.kind == ExprKind::SharedSlice) {
     const ir::Var* v = x.a->var;
-    return {str("(", em.shared_ptr(v), " + (", em.scalar(*x.b), ") * ", v->smem_row_stride, ")"), v->smem_row_stride,
-            false};
+    return {str("(", em.shared_ptr(v), " + (", em.scalar(*x.b), ") * ", v->smem_row_stride, ")"),
+            v->smem_row_stride, false};
   }
   if (x.kind == ExprKind::Convert && x.type.space == Space::Shared) {
     auto it = em.materialized_.find(&x);
@@ -58,24 +62,27 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
   line(str("// ", ir::print_expr(e)));
   if (!accumulate_in_place) {
     if (e.c)
-      line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", LC, "::N; ++tj_e) ", dst, "[tj_e] = ", elem(*e.c, lc, "tj_e"), ";"));
+      line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", LC, "::N; ++tj_e) ", dst,
+               "[tj_e] = ", elem(*e.c, lc, "tj_e"), ";"));
     else
       line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", LC, "::N; ++tj_e) ", dst, "[tj_e] = 0.0f;"));
   }
   int64_t K = e.a->type.shape[1];
   std::string T = storage_type(e.b->type.dtype);
   SharedOperand b = shared_operand(*this, *e.b);
-  if (is_shared_operand(*e.a) || (e.a->kind == ExprKind::Convert && e.a->type.space == Space::Shared)) {
+  if (is_shared_operand(*e.a) ||
+      (e.a->kind == ExprKind::Convert && e.a->type.space == Space::Shared)) {
     SharedOperand a = shared_operand(*this, *e.a);
     line(str("tj::dot_ss<", LC, ", ", K, ", ", T, ", ", a.transposed ? "true" : "false", ", ",
-             b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ", b.ld, ");"));
+             b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ",
+             b.ld, ");"));
     return;
   }
   // A in registers, as an f32 MmaAcc tile (warps split M only).
   const ir::Layout* la = k_.layouts.mma_acc(e.a->type.shape[0], K, lc->wm, 1, k_.threads);
   std::string ra = materialize(*e.a, la);
-  line(str("tj::dot_rs<", LC, ", ", layout_name(la), ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ">(",
-           dst, ", ", ra, ", ", b.ptr, ", ", b.ld, ");"));
+  line(str("tj::dot_rs<", LC, ", ", layout_name(la), ", ", K, ", ", T, ", ",
+           b.transposed ? "true" : "false", ">(", dst, ", ", ra, ", ", b.ptr, ", ", b.ld, ");"));
 }
 
 void Emitter::emit_reduce(const ir::Expr& e, const std::string& dst) {
@@ -87,17 +94,19 @@ void Emitter::emit_reduce(const ir::Expr& e, const std::string& dst) {
   std::string op = op_type(e.reduce_op);
   line(str("// ", ir::print_expr(e)));
   line(str(RT, " ", dst, "[", S, "::N];"));
-  line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", S, "::N; ++tj_s) ", dst, "[tj_s] = ", op, "::identity<", RT, ">();"));
+  line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", S, "::N; ++tj_s) ", dst, "[tj_s] = ", op,
+           "::identity<", RT, ">();"));
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   line(str("const int tj_s = ", L, "::slice_index<", e.axis, ">(tj_e);"));
   line(str("if (", L, "::valid(tj_e)) ", dst, "[tj_s] = ", op, "::apply(", dst, "[tj_s], ",
            elem(*e.a, lin, "tj_e"), ");"));
   close();
   if (lin->warps_along(e.axis) > 1)
-    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", ", next_scratch(RT), ");"));
+    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", ",
+             next_scratch(RT), ");"));
   else
-    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", static_cast<", RT,
-             "*>(nullptr)); // within warps: shuffles only"));
+    line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", static_cast<",
+             RT, "*>(nullptr)); // within warps: shuffles only"));
 }
 
 std::string Emitter::emit_full_reduce(const ir::Expr& e) {
@@ -109,12 +118,15 @@ std::string Emitter::emit_full_reduce(const ir::Expr& e) {
   std::string name = fresh("t");
   line(str("// ", ir::print_expr(e)));
   line(str(RT, " ", name, " = ", op, "::identity<", RT, ">();"));
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e) && tj::Owner<", L,
-           ">::is(tj_e)) ", name, " = ", op, "::apply(", name, ", ", elem(*e.a, lin, "tj_e"), ");"));
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L,
+           "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e)) ", name, " = ", op, "::apply(", name,
+           ", ", elem(*e.a, lin, "tj_e"), ");"));
   if (k_.threads > 32)
-    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", ", next_scratch(RT), ");"));
+    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", ",
+             next_scratch(RT), ");"));
   else
-    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", static_cast<", RT, "*>(nullptr));"));
+    line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name,
+             ", static_cast<", RT, "*>(nullptr));"));
   return name;
 }
 
@@ -125,9 +137,11 @@ void Emitter::emit_scan(const ir::Expr& e, const std::string& dst) {
   std::string RT = compute_type(e.type.dtype);
   line(str("// ", ir::print_expr(e)));
   line(str(RT, " ", dst, "[", L, "::N];"));
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
+           "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
   int axis = l->rank() == 1 ? 1 : e.axis; // rank-1 tiles are one row
-  line(str("tj::scan<", L, ", ", axis, ", ", op_type(e.reduce_op), ", false>(", dst, ", ", next_scratch(RT), ");"));
+  line(str("tj::scan<", L, ", ", axis, ", ", op_type(e.reduce_op), ", false>(", dst, ", ",
+           next_scratch(RT), ");"));
 }
 
 void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
@@ -137,8 +151,8 @@ void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
   std::string T = storage_type(e.type.dtype);
   line(str("// ", from->str(), " -> ", e.layout->str()));
   line(str(T, " ", dst, "[", layout_name(e.layout), "::N];"));
-  line(str("tj::convert<", layout_name(from), ", ", layout_name(e.layout), ", false>(", dst, ", ", src, ", ",
-           next_scratch(T), ");"));
+  line(str("tj::convert<", layout_name(from), ", ", layout_name(e.layout), ", false>(", dst, ", ",
+           src, ", ", next_scratch(T), ");"));
 }
 
 void Emitter::emit_stage(const ir::Expr& e) {
@@ -151,9 +165,11 @@ void Emitter::emit_stage(const ir::Expr& e) {
   std::string ptr = fresh("tj_staged");
   line(str("// stage ", ir::print_expr(*e.a), " in shared memory for the tensor cores"));
   line(str(T, "* const ", ptr, " = ", shared_ptr(v), ";"));
-  std::string index = v->type.rank() == 1 ? str(L, "::c(tj_e)") : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ", ptr, "[", index,
-           "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
+  std::string index = v->type.rank() == 1
+                          ? str(L, "::c(tj_e)")
+                          : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
+           ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
   line("__syncthreads();");
   scratch_free();
   Value val{Value::Kind::Shared, ptr, nullptr, v->type.dtype, v->smem_row_stride, v->type.rank()};

@@ -2,10 +2,10 @@
 // host headers. Each header holds one kind of operation; none loops over a sequence or a K
 // dimension, and none knows any workload.
 #pragma once
-#include "tj/types.cuh"
-#include "tj/tensor.cuh"
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
 #include "tj/mma.cuh"
 #include "tj/reduce.cuh"
 #include "tj/shared.cuh"
+#include "tj/tensor.cuh"
+#include "tj/types.cuh"

@@ -27,7 +27,8 @@ std::vector<double> gemm_reference(const HostBuffer& a, const HostBuffer& b, int
   return c;
 }
 
-void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, const Bindings& config) {
+void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
+                const Bindings& config) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("gemm ", dtype_name(t), " M=", m, " N=", n, " K=", k, " ", config_text(config),
                    "seed=", seed));
@@ -40,11 +41,9 @@ void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t 
   expect_close(c, gemm_reference(a, b, m, n, k), 1e-2);
 }
 
-
-
-
 // ---- softmax -----------------------------------------------------------------------------
-void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols, const Bindings& config, double tol) {
+void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
+                   const Bindings& config, double tol) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("softmax ", dtype_name(t), " R=", rows, " C=", cols, " ", config_text(config),
                    "seed=", seed));
@@ -65,12 +64,9 @@ void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
   expect_close(y, ref, tol);
 }
 
-
-
-
-
 // ---- cumsum_rows -------------------------------------------------------------------------
-void check_cumsum(const KernelRunner& run, DType t, int64_t rows, int64_t cols, const Bindings& config, double tol) {
+void check_cumsum(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
+                  const Bindings& config, double tol) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("cumsum_rows ", dtype_name(t), " R=", rows, " C=", cols, " ",
                    config_text(config), "seed=", seed));
@@ -87,10 +83,9 @@ void check_cumsum(const KernelRunner& run, DType t, int64_t rows, int64_t cols, 
   expect_close(y, ref, tol);
 }
 
-
-
 // ---- bucket_scan -------------------------------------------------------------------------
-void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps, const Bindings& config) {
+void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps,
+                       const Bindings& config) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(
       str("bucket_scan B=", basins, " T=", steps, " ", config_text(config), "seed=", seed));
@@ -107,7 +102,8 @@ void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps, c
     params.set(b * 4 + 3, thr(rng));
   }
   q.poison();
-  run("embedded:examples/bucket_scan.tile", config, {TestArg::of(p), TestArg::of(params), TestArg::of(q)});
+  run("embedded:examples/bucket_scan.tile", config,
+      {TestArg::of(p), TestArg::of(params), TestArg::of(q)});
   std::vector<double> ref(basins * steps);
   for (int64_t b = 0; b < basins; ++b) {
     double s = 0.001;
@@ -120,8 +116,6 @@ void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps, c
   }
   expect_close(q, ref, 1e-5);
 }
-
-
 
 const std::vector<Bindings>& gemm_configs() {
   static const std::vector<Bindings> configs = {

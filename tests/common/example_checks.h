@@ -9,12 +9,14 @@
 
 namespace tilejit::test {
 
-void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, const Bindings& config);
-void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols, const Bindings& config,
-                   double tol);
-void check_cumsum(const KernelRunner& run, DType t, int64_t rows, int64_t cols, const Bindings& config,
-                  double tol);
-void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps, const Bindings& config);
+void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
+                const Bindings& config);
+void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
+                   const Bindings& config, double tol);
+void check_cumsum(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
+                  const Bindings& config, double tol);
+void check_bucket_scan(const KernelRunner& run, int64_t basins, int64_t steps,
+                       const Bindings& config);
 
 /// Configurations the checks sweep (small and large tiles, 1..8 warps, 1..4 stages).
 const std::vector<Bindings>& gemm_configs();

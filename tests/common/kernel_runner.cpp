@@ -10,9 +10,9 @@ KernelRunner interpreter_runner() {
       if (a.buffer)
         host.push_back(a.buffer->arg());
       else
-        host.push_back(ref::HostArg::of_scalar(dtype_is_float(a.scalar_dtype)
-                                                   ? HostValue::of_float(a.scalar)
-                                                   : HostValue::of_int(static_cast<int64_t>(a.scalar))));
+        host.push_back(ref::HostArg::of_scalar(
+            dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.scalar)
+                                           : HostValue::of_int(static_cast<int64_t>(a.scalar))));
     }
     ref::run_tile(module.kernel(), config, host);
   };

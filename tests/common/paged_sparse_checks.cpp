@@ -13,10 +13,11 @@ double check_paged_sparse(const KernelRunner& run, PagedSparseData& d, const Bin
   Bindings given = config;
   for (const auto& [k, v] : workloads::paged_sparse_generics(d.shape)) given[k] = v;
   run(workloads::kPagedSparseSource, given,
-      {TestArg::input(d.q), TestArg::input(d.k_cache), TestArg::input(d.v_cache), TestArg::input(d.block_table),
-       TestArg::input(d.seq_lens), TestArg::input(d.kept_idx), TestArg::input(d.kept_len), TestArg::of(d.o),
-       TestArg::of(d.lse), TestArg::f32(d.scale)});
-  workloads::PagedSparseErrors e = workloads::compare_paged_sparse(d, workloads::paged_sparse_reference(d));
+      {TestArg::input(d.q), TestArg::input(d.k_cache), TestArg::input(d.v_cache),
+       TestArg::input(d.block_table), TestArg::input(d.seq_lens), TestArg::input(d.kept_idx),
+       TestArg::input(d.kept_len), TestArg::of(d.o), TestArg::of(d.lse), TestArg::f32(d.scale)});
+  workloads::PagedSparseErrors e =
+      workloads::compare_paged_sparse(d, workloads::paged_sparse_reference(d));
   EXPECT_EQ(e.nan_o, 0) << "o has NaN (unwritten or wrong)";
   EXPECT_EQ(e.nonzero_empty, 0) << "kept_len = 0 must give o = 0";
   EXPECT_EQ(e.bad_lse, 0) << "lse must be finite for kept tokens and -inf for none";

@@ -30,7 +30,8 @@ TEST(RefExamples, GemmF16) {
   for (const auto& cfg : test::gemm_configs()) {
     test::check_gemm(cpu(), DType::F16, 37, 45, 64, cfg);
     test::check_gemm(cpu(), DType::F16, 64, 64, 96, cfg);
-    test::check_gemm(cpu(), DType::F16, 17, 33, 40, cfg); // K not a multiple of BK: the tail reads zeros
+    test::check_gemm(cpu(), DType::F16, 17, 33, 40,
+                     cfg); // K not a multiple of BK: the tail reads zeros
   }
 }
 
@@ -49,11 +50,13 @@ TEST(RefExamples, SoftmaxF32) {
 }
 
 TEST(RefExamples, SoftmaxF16) {
-  for (const auto& cfg : test::softmax_configs()) test::check_softmax(cpu(), DType::F16, 5, 300, cfg, 1e-2);
+  for (const auto& cfg : test::softmax_configs())
+    test::check_softmax(cpu(), DType::F16, 5, 300, cfg, 1e-2);
 }
 
 TEST(RefExamples, SoftmaxBF16) {
-  for (const auto& cfg : test::softmax_configs()) test::check_softmax(cpu(), DType::BF16, 5, 300, cfg, 1e-2);
+  for (const auto& cfg : test::softmax_configs())
+    test::check_softmax(cpu(), DType::BF16, 5, 300, cfg, 1e-2);
 }
 
 TEST(RefExamples, CumsumRows) {
@@ -159,8 +162,9 @@ TEST(RefWorkloads, PagedSparseRagged) {
     s.kept_lens = {0, 45, 1, 77};
     s.dtype = t;
     auto d = make_paged_sparse_data(s, fresh_seed());
-    for (const Bindings& cfg : std::vector<Bindings>{{{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}},
-                                                     {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}}})
+    for (const Bindings& cfg :
+         std::vector<Bindings>{{{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}},
+                               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}}})
       check_paged_sparse(interpreter_runner(), *d, cfg);
   }
 }

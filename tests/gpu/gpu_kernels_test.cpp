@@ -105,7 +105,8 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
       s.seq_lens = {5003, 77, 1999};
       std::vector<int64_t> kept;
       for (int64_t b = 0; b < 3; ++b)
-        for (int64_t h = 0; h < 8; ++h) kept.push_back(std::min<int64_t>(s.seq_lens[b], 13 + 211 * h + 7 * b));
+        for (int64_t h = 0; h < 8; ++h)
+          kept.push_back(std::min<int64_t>(s.seq_lens[b], 13 + 211 * h + 7 * b));
       kept[0] = 0;
       kept[9] = 1;
       kept[23] = s.seq_lens[2]; // everything kept

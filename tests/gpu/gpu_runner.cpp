@@ -14,45 +14,51 @@ bool gpu_available(std::string* why) {
   return false;
 }
 
-void GpuRunner::forget_inputs() { constant_inputs_.clear(); }
+void GpuRunner::forget_inputs() {
+  constant_inputs_.clear();
+}
 
 KernelRunner GpuRunner::runner() {
-  return [this](const std::string& source, const Bindings& config, const std::vector<TestArg>& args) {
-    auto it = kernels_.find(source);
-    if (it == kernels_.end()) it = kernels_.emplace(source, runtime_->load(source)).first;
-    std::vector<std::unique_ptr<DeviceBuffer>> owned;
-    std::vector<std::pair<const TestArg*, DeviceBuffer*>> copies_back;
-    std::vector<Arg> launch_args;
-    for (const TestArg& a : args) {
-      if (!a.buffer) {
-        launch_args.push_back(dtype_is_float(a.scalar_dtype) ? Arg::f32(static_cast<float>(a.scalar))
-                                                             : Arg::i32(static_cast<int32_t>(a.scalar)));
-        continue;
-      }
-      size_t bytes = static_cast<size_t>(a.buffer->numel()) * dtype_size(a.buffer->dtype());
-      DeviceBuffer* dev = nullptr;
-      if (a.constant_input) {
-        auto& slot = constant_inputs_[a.buffer->data()];
-        if (!slot || slot->size() != std::max<size_t>(bytes, 16)) {
-          slot = std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16));
-          slot->upload(a.buffer->data(), bytes);
+  return
+      [this](const std::string& source, const Bindings& config, const std::vector<TestArg>& args) {
+        auto it = kernels_.find(source);
+        if (it == kernels_.end()) it = kernels_.emplace(source, runtime_->load(source)).first;
+        std::vector<std::unique_ptr<DeviceBuffer>> owned;
+        std::vector<std::pair<const TestArg*, DeviceBuffer*>> copies_back;
+        std::vector<Arg> launch_args;
+        for (const TestArg& a : args) {
+          if (!a.buffer) {
+            launch_args.push_back(dtype_is_float(a.scalar_dtype)
+                                      ? Arg::f32(static_cast<float>(a.scalar))
+                                      : Arg::i32(static_cast<int32_t>(a.scalar)));
+            continue;
+          }
+          size_t bytes = static_cast<size_t>(a.buffer->numel()) * dtype_size(a.buffer->dtype());
+          DeviceBuffer* dev = nullptr;
+          if (a.constant_input) {
+            auto& slot = constant_inputs_[a.buffer->data()];
+            if (!slot || slot->size() != std::max<size_t>(bytes, 16)) {
+              slot = std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16));
+              slot->upload(a.buffer->data(), bytes);
+            }
+            dev = slot.get();
+          } else {
+            owned.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
+            dev = owned.back().get();
+            dev->upload(a.buffer->data(), bytes);
+            copies_back.emplace_back(&a, dev);
+          }
+          launch_args.push_back(
+              Arg::of(Tensor::contiguous(dev->data(), a.buffer->dtype(), a.buffer->shape())));
         }
-        dev = slot.get();
-      } else {
-        owned.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
-        dev = owned.back().get();
-        dev->upload(a.buffer->data(), bytes);
-        copies_back.emplace_back(&a, dev);
-      }
-      launch_args.push_back(Arg::of(Tensor::contiguous(dev->data(), a.buffer->dtype(), a.buffer->shape())));
-    }
-    LaunchOptions options;
-    options.config = config;
-    options.synchronize = true;
-    runtime_->launch(it->second, launch_args, options);
-    for (auto& [a, dev] : copies_back)
-      dev->download(a->buffer->data(), static_cast<size_t>(a->buffer->numel()) * dtype_size(a->buffer->dtype()));
-  };
+        LaunchOptions options;
+        options.config = config;
+        options.synchronize = true;
+        runtime_->launch(it->second, launch_args, options);
+        for (auto& [a, dev] : copies_back)
+          dev->download(a->buffer->data(),
+                        static_cast<size_t>(a->buffer->numel()) * dtype_size(a->buffer->dtype()));
+      };
 }
 
 } // namespace tilejit::test

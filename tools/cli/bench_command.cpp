@@ -61,16 +61,20 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
   CudaDriver::require();
   DeviceInfo dev = query_device();
   double bandwidth = measure_copy_bandwidth();
-  std::cerr << dev.name << ": device-to-device copy " << bandwidth / 1e9 << " GB/s (read + write)\n";
-  Runtime rt(RuntimeOptions{0, "", std::nullopt, global.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                                                : std::function<void(const std::string&)>()});
+  std::cerr << dev.name << ": device-to-device copy " << bandwidth / 1e9
+            << " GB/s (read + write)\n";
+  Runtime rt(RuntimeOptions{0, "", std::nullopt,
+                            global.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
+                                           : std::function<void(const std::string&)>()});
   KernelRef k = rt.load(workloads::kPagedSparseSource);
   // Tuned configurations come from the database (exact shape, else the nearest tuned one).
   std::string db_file = global.db_path.empty() ? TuneDatabase::default_path() : global.db_path;
-  rt.set_config_selector(make_db_config_selector(std::make_shared<TuneDatabase>(db_file), current_identity()));
+  rt.set_config_selector(
+      make_db_config_selector(std::make_shared<TuneDatabase>(db_file), current_identity()));
   KernelTimer timer;
   std::ofstream out;
-  std::string out_path = o.out.empty() ? str("bench/results/", today(), "-paged_sparse.jsonl") : o.out;
+  std::string out_path =
+      o.out.empty() ? str("bench/results/", today(), "-paged_sparse.jsonl") : o.out;
   out.open(out_path, std::ios::app);
   if (!out) throw Error(str("cannot write '", out_path, "'"));
   std::vector<DType> dtypes;
@@ -91,9 +95,11 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
         bufs.back()->upload(h.data(), bytes);
         return Arg::of(Tensor::contiguous(bufs.back()->data(), h.dtype(), h.shape()));
       };
-      std::vector<Arg> args = {up(d->q),        up(d->k_cache),  up(d->v_cache), up(d->block_table), up(d->seq_lens),
-                               up(d->kept_idx), up(d->kept_len), up(d->o),       up(d->lse),
-                               Arg::f32(static_cast<float>(d->scale))};
+      std::vector<Arg> args = {up(d->q),        up(d->k_cache),
+                               up(d->v_cache),  up(d->block_table),
+                               up(d->seq_lens), up(d->kept_idx),
+                               up(d->kept_len), up(d->o),
+                               up(d->lse),      Arg::f32(static_cast<float>(d->scale))};
       auto ref = workloads::paged_sparse_reference(*d);
       double floor_ms = workloads::paged_sparse_floor_bytes(d->shape) / bandwidth * 1e3;
       double best_ms = 1e30;
@@ -114,28 +120,54 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
         bufs[7]->upload(d->o.data(), static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
         rt.launch_config(k, resolved, args);
         CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
-        bufs[7]->download(d->o.data(), static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
+        bufs[7]->download(d->o.data(),
+                          static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
         bufs[8]->download(d->lse.data(), static_cast<size_t>(d->lse.numel()) * 4);
         auto e = workloads::compare_paged_sparse(*d, ref);
         TimingOptions to;
         to.repeats = o.repeats;
         Timing tm = timer.time([&] { rt.launch_config(k, resolved, args); }, to);
         std::vector<std::string> cfg;
-        for (const auto& tn : rt.kernel(k).tunables) cfg.push_back(tn.name + "=" + resolved[tn.name]);
+        for (const auto& tn : rt.kernel(k).tunables)
+          cfg.push_back(tn.name + "=" + resolved[tn.name]);
         std::string cfg_text = join(cfg, ",");
         double bytes = workloads::paged_sparse_floor_bytes(d->shape);
         nlohmann::json j = {
-            {"workload", "paged_sparse"}, {"variant", "sparse"}, {"impl", "tilejit"},
-            {"shape", {{"B", d->shape.batch}, {"Hq", d->shape.heads_q}, {"Hkv", d->shape.heads_kv}, {"D", c.head_dim},
-                       {"ps", c.page_size}, {"ctx", c.context}, {"r", c.ratio}, {"kept", d->shape.kept_lens[0]}}},
-            {"dtype", dtype_name(t)}, {"ms", tm.median_ms}, {"p10_ms", tm.p10_ms}, {"p90_ms", tm.p90_ms},
-            {"repeats", tm.repeats}, {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9}, {"floor_ms", floor_ms},
-            {"pct_floor", 100.0 * floor_ms / tm.median_ms}, {"err_o", e.o}, {"err_lse", e.lse}, {"correct", e.ok()},
-            {"config", cfg_text}, {"config_source", why}, {"device", dev.name}, {"date", today()}, {"commit", o.commit},
-            {"copy_bandwidth_gbps", bandwidth / 1e9}, {"method", "L2 flushed (256 MB memset) before each call, CUDA events, median"}};
+            {"workload", "paged_sparse"},
+            {"variant", "sparse"},
+            {"impl", "tilejit"},
+            {"shape",
+             {{"B", d->shape.batch},
+              {"Hq", d->shape.heads_q},
+              {"Hkv", d->shape.heads_kv},
+              {"D", c.head_dim},
+              {"ps", c.page_size},
+              {"ctx", c.context},
+              {"r", c.ratio},
+              {"kept", d->shape.kept_lens[0]}}},
+            {"dtype", dtype_name(t)},
+            {"ms", tm.median_ms},
+            {"p10_ms", tm.p10_ms},
+            {"p90_ms", tm.p90_ms},
+            {"repeats", tm.repeats},
+            {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
+            {"floor_ms", floor_ms},
+            {"pct_floor", 100.0 * floor_ms / tm.median_ms},
+            {"err_o", e.o},
+            {"err_lse", e.lse},
+            {"correct", e.ok()},
+            {"config", cfg_text},
+            {"config_source", why},
+            {"device", dev.name},
+            {"date", today()},
+            {"commit", o.commit},
+            {"copy_bandwidth_gbps", bandwidth / 1e9},
+            {"method", "L2 flushed (256 MB memset) before each call, CUDA events, median"}};
         out << j.dump() << "\n";
         out.flush();
-        if (!e.ok()) std::cerr << "WRONG result for " << c.name() << " " << cfg_text << ": " << e.describe() << "\n";
+        if (!e.ok())
+          std::cerr << "WRONG result for " << c.name() << " " << cfg_text << ": " << e.describe()
+                    << "\n";
         if (e.ok() && tm.median_ms < best_ms) best_ms = tm.median_ms, best_config = cfg_text;
         if (sweep.size() > 1)
           std::cerr << "  " << c.name() << " " << cfg_text << ": " << tm.median_ms * 1e3 << " us\n";
@@ -143,10 +175,13 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
       char ms[32], pct[32], gbps[32];
       std::snprintf(ms, sizeof ms, "%.1f", best_ms * 1e3);
       std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * floor_ms / best_ms);
-      std::snprintf(gbps, sizeof gbps, "%.0f", workloads::paged_sparse_floor_bytes(d->shape) / (best_ms * 1e-3) / 1e9);
-      rows.push_back({dtype_name(t), c.name(), best_config, ms, gbps, str(static_cast<int>(floor_ms * 1e3 * 10) / 10.0), pct});
+      std::snprintf(gbps, sizeof gbps, "%.0f",
+                    workloads::paged_sparse_floor_bytes(d->shape) / (best_ms * 1e-3) / 1e9);
+      rows.push_back({dtype_name(t), c.name(), best_config, ms, gbps,
+                      str(static_cast<int>(floor_ms * 1e3 * 10) / 10.0), pct});
     }
-  std::cout << format_table({"dtype", "shape", "config", "us", "GB/s", "floor us", "% floor"}, rows);
+  std::cout << format_table({"dtype", "shape", "config", "us", "GB/s", "floor us", "% floor"},
+                            rows);
   std::cerr << "results appended to " << out_path << "\n";
 }
 
@@ -154,18 +189,25 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
 
 void register_bench_command(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "Time a workload's kernels (L2 flushed, CUDA events, median) and write JSON results");
+  auto* cmd = app.add_subcommand(
+      "bench",
+      "Time a workload's kernels (L2 flushed, CUDA events, median) and write JSON results");
   cmd->add_option("--workload", o->workload, "Workload (default paged_sparse)");
   cmd->add_option("--dtype", o->dtype, "f16, bf16 or both (default f16)");
-  cmd->add_option("--case", o->case_filter, "Only shapes whose name contains this (e.g. ctx131072)");
+  cmd->add_option("--case", o->case_filter,
+                  "Only shapes whose name contains this (e.g. ctx131072)");
   cmd->add_option("--set", o->set, "Force NAME=VALUE (a generic or tunable)");
-  cmd->add_option("--sweep", o->sweep, "Time every combination, e.g. CHUNK=128|256,BN=32|64 (best per shape in the table)");
-  cmd->add_option("--out", o->out, "JSON lines file (default bench/results/<date>-paged_sparse.jsonl)");
+  cmd->add_option(
+      "--sweep", o->sweep,
+      "Time every combination, e.g. CHUNK=128|256,BN=32|64 (best per shape in the table)");
+  cmd->add_option("--out", o->out,
+                  "JSON lines file (default bench/results/<date>-paged_sparse.jsonl)");
   cmd->add_option("--commit", o->commit, "Commit id to record with the results");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 30)");
   cmd->callback([o, &global] {
     workloads::find_workload(o->workload);
-    if (o->workload != "paged_sparse") throw Error(str("bench: workload '", o->workload, "' has no benchmark yet"));
+    if (o->workload != "paged_sparse")
+      throw Error(str("bench: workload '", o->workload, "' has no benchmark yet"));
     bench_paged_sparse(*o, global);
   });
 }

@@ -16,7 +16,8 @@ LoadedModule load_kernel_source(const std::string& source, const std::string& wo
 std::string runtime_source(const std::string& source, const std::string& workload);
 
 /// "NAME=VALUE" items (from repeated --set, or comma-separated) into a map; errors name the item.
-std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items, const char* flag);
+std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
+                                                     const char* flag);
 /// Like parse_assignments, for integer values (--shape M=64,N=128).
 std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items);
 
@@ -25,6 +26,7 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
 Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given);
 
 /// A text table with a header row; columns padded to their widest cell.
-std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+std::string format_table(const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows);
 
 } // namespace tilejit::cli

@@ -67,7 +67,8 @@ void inspect(const InspectOptions& o) {
   Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"));
   CompileOptions options;
   options.arch = o.arch;
-  if (options.arch.empty()) options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
+  if (options.arch.empty())
+    options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
   if (!o.unaligned)
     for (const auto& p : k.params) options.vector_aligned.insert(p.name);
@@ -76,7 +77,8 @@ void inspect(const InspectOptions& o) {
   };
   if (o.stage == "ir") {
     auto ir = lower_to_ir(k, bindings, options, o.after, warn);
-    std::cout << "// after " << (o.after.empty() ? pass_names().back() : o.after) << "\n" << ir::print_kernel(*ir);
+    std::cout << "// after " << (o.after.empty() ? pass_names().back() : o.after) << "\n"
+              << ir::print_kernel(*ir);
     return;
   }
   if (!o.after.empty()) throw Error("--after applies to --stage ir");
@@ -108,18 +110,22 @@ void inspect(const InspectOptions& o) {
               << "  shared memory, dynamic " << v.smem_bytes << " bytes\n"
               << "  shared memory, static  " << n(u.shared_bytes) << " bytes\n"
               << "  stack frame            " << n(u.stack_bytes) << " bytes\n"
-              << "  spill stores / loads   " << n(u.spill_store_bytes) << " / " << n(u.spill_load_bytes) << " bytes\n"
+              << "  spill stores / loads   " << n(u.spill_store_bytes) << " / "
+              << n(u.spill_load_bytes) << " bytes\n"
               << "  NVRTC compile          " << static_cast<int>(v.compile_ms) << " ms\n";
     return;
   }
   std::string tool;
   std::string path = find_disassembler(&tool);
   if (path.empty())
-    throw Error("--stage sass needs cuobjdump or nvdisasm (CUDA toolkit), found neither on PATH, in $CUDA_HOME/bin "
+    throw Error("--stage sass needs cuobjdump or nvdisasm (CUDA toolkit), found neither on PATH, "
+                "in $CUDA_HOME/bin "
                 "or /usr/local/cuda/bin; --stage ptx and --stage resources work without them");
-  std::string tmp = (std::filesystem::temp_directory_path() / str("tilejit-", ::getpid(), ".cubin")).string();
+  std::string tmp =
+      (std::filesystem::temp_directory_path() / str("tilejit-", ::getpid(), ".cubin")).string();
   write_file_atomic(tmp, v.cubin);
-  std::string cmd = tool == "cuobjdump" ? str("'", path, "' -sass '", tmp, "' 2>&1") : str("'", path, "' -c '", tmp, "' 2>&1");
+  std::string cmd = tool == "cuobjdump" ? str("'", path, "' -sass '", tmp, "' 2>&1")
+                                        : str("'", path, "' -c '", tmp, "' 2>&1");
   std::string sass;
   try {
     sass = run_capture(cmd);
@@ -135,15 +141,21 @@ void inspect(const InspectOptions& o) {
 
 void register_inspect_command(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<InspectOptions>();
-  auto* cmd = app.add_subcommand("inspect", "Show a kernel at any stage: ast, ir (after any pass), cuda, ptx, sass, resources");
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "Show a kernel at any stage: ast, ir (after any pass), cuda, ptx, sass, resources");
   cmd->add_option("source", o->source, "A .tile file, or embedded:<path> (see `tilejit list`)");
   cmd->add_option("--workload", o->workload, "Inspect a workload's kernel (e.g. paged_sparse)");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
   cmd->add_option("--stage", o->stage, "ast | ir | cuda | ptx | sass | resources (default ir)");
-  cmd->add_option("--after", o->after, "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
-  cmd->add_option("--set", o->set, "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
-  cmd->add_option("--arch", o->arch, "Target, e.g. sm_80, sm_90a (default: the GPU's own, else sm_90a)");
-  cmd->add_flag("--unaligned", o->unaligned, "Assume tensors are not 16-byte aligned (element-wise accesses)");
+  cmd->add_option("--after", o->after,
+                  "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
+  cmd->add_option("--set", o->set,
+                  "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
+  cmd->add_option("--arch", o->arch,
+                  "Target, e.g. sm_80, sm_90a (default: the GPU's own, else sm_90a)");
+  cmd->add_flag("--unaligned", o->unaligned,
+                "Assume tensors are not 16-byte aligned (element-wise accesses)");
   cmd->callback([o] { inspect(*o); });
   (void)global;
 }

@@ -28,7 +28,8 @@ void register_list_command(CLI::App& app, GlobalOptions& global) {
         rows.push_back({"embedded:" + path, k->name, join(gen, " "), join(tun, " ")});
       }
     }
-    std::cout << "Kernels (tilejit inspect|run SOURCE):\n" << format_table({"source", "kernel", "generics", "tunables"}, rows);
+    std::cout << "Kernels (tilejit inspect|run SOURCE):\n"
+              << format_table({"source", "kernel", "generics", "tunables"}, rows);
   });
   (void)global;
 }

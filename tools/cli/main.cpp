@@ -8,7 +8,8 @@
 #include <iostream>
 
 int main(int argc, char** argv) {
-  CLI::App app{"tilejit: a JIT compiler and autotuner for tile kernels (CUDA via NVRTC)", "tilejit"};
+  CLI::App app{"tilejit: a JIT compiler and autotuner for tile kernels (CUDA via NVRTC)",
+               "tilejit"};
   app.require_subcommand(1);
   tilejit::cli::GlobalOptions global;
   app.add_flag("-v,--verbose", global.verbose, "Say what happens and why (cache hits, lookups)");

@@ -45,8 +45,9 @@ struct DeviceCopies {
 };
 
 void run_paged_sparse(const RunOptions& o, bool verbose) {
-  Runtime rt(RuntimeOptions{0, "", std::nullopt, verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                                         : std::function<void(const std::string&)>()});
+  Runtime rt(RuntimeOptions{0, "", std::nullopt,
+                            verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
+                                    : std::function<void(const std::string&)>()});
   KernelRef k = rt.load(workloads::kPagedSparseSource);
   Bindings forced = parse_assignments(o.set, "--set");
   std::vector<std::vector<std::string>> rows;
@@ -63,10 +64,11 @@ void run_paged_sparse(const RunOptions& o, bool verbose) {
       d->o.poison();
       d->lse.poison();
       DeviceCopies dev;
-      std::vector<Arg> args = {dev.upload(d->q),         dev.upload(d->k_cache),  dev.upload(d->v_cache),
-                               dev.upload(d->block_table), dev.upload(d->seq_lens), dev.upload(d->kept_idx),
-                               dev.upload(d->kept_len),  dev.upload(d->o),        dev.upload(d->lse),
-                               Arg::f32(static_cast<float>(d->scale))};
+      std::vector<Arg> args = {dev.upload(d->q),        dev.upload(d->k_cache),
+                               dev.upload(d->v_cache),  dev.upload(d->block_table),
+                               dev.upload(d->seq_lens), dev.upload(d->kept_idx),
+                               dev.upload(d->kept_len), dev.upload(d->o),
+                               dev.upload(d->lse),      Arg::f32(static_cast<float>(d->scale))};
       Bindings config = forced;
       for (const auto& [n, v] : workloads::paged_sparse_generics(d->shape)) config.emplace(n, v);
       LaunchOptions lo;
@@ -86,7 +88,8 @@ void run_paged_sparse(const RunOptions& o, bool verbose) {
       rows.push_back({dtype_name(t), c.name(), err, e.ok() ? "ok" : "WRONG: " + e.describe(),
                       str(static_cast<int>(timer.elapsed_ms() * 1000), " us")});
     }
-  std::cout << format_table({"dtype", "shape", "err o / lse", "check", "time (1 call, warm L2)"}, rows);
+  std::cout << format_table({"dtype", "shape", "err o / lse", "check", "time (1 call, warm L2)"},
+                            rows);
   if (!all_ok) throw Error("paged_sparse: some results are wrong (see the table)");
 }
 
@@ -104,7 +107,8 @@ void run_tile_file(const RunOptions& o, bool verbose) {
   HostEnv env;
   for (const auto& [n, v] : sizes) env[n] = HostValue::of_int(v);
   for (const auto& g : k.generics)
-    if (given.count(g.name) && !g.choice.is_dtype) env[g.name] = HostValue::of_int(std::stoll(given[g.name]));
+    if (given.count(g.name) && !g.choice.is_dtype)
+      env[g.name] = HostValue::of_int(std::stoll(given[g.name]));
   host.reserve(k.params.size());
   for (const auto& p : k.params) {
     if (p.is_scratch) continue;
@@ -116,23 +120,27 @@ void run_tile_file(const RunOptions& o, bool verbose) {
       continue;
     }
     std::vector<int64_t> shape;
-    for (const auto& d : p.type.dims) shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
+    for (const auto& d : p.type.dims)
+      shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
     std::string dt = p.type.dtype;
     if (!parse_dtype(dt)) {
-      if (!given.count(dt)) throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
+      if (!given.count(dt))
+        throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
       dt = given[dt];
     }
     host.emplace_back(*parse_dtype(dt), shape);
     ref::HostBuffer& b = host.back();
     std::uniform_real_distribution<double> f(-1, 1);
     std::uniform_int_distribution<int> i(0, 15);
-    for (int64_t e = 0; e < b.numel(); ++e) dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
+    for (int64_t e = 0; e < b.numel(); ++e)
+      dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
     host_args.push_back(b.arg());
     tensor_of_param.push_back(static_cast<int>(host.size()) - 1);
   }
   std::vector<ref::HostBuffer> gpu_copy = host;
-  Runtime rt(RuntimeOptions{0, "", std::nullopt, verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                                         : std::function<void(const std::string&)>()});
+  Runtime rt(RuntimeOptions{0, "", std::nullopt,
+                            verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
+                                    : std::function<void(const std::string&)>()});
   KernelRef kr = rt.load(o.source, o.kernel);
   DeviceCopies dev;
   std::vector<Arg> args;
@@ -182,14 +190,21 @@ void run_tile_file(const RunOptions& o, bool verbose) {
 
 void register_run_command(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run a workload's kernels (or any .tile kernel) on the GPU and check the results");
-  cmd->add_option("source", o->source, "A .tile file (or embedded:<path>): random inputs, checked against the interpreter");
-  cmd->add_option("--workload", o->workload, "Run a workload on its shapes, checked against its float64 reference");
+  auto* cmd = app.add_subcommand(
+      "run", "Run a workload's kernels (or any .tile kernel) on the GPU and check the results");
+  cmd->add_option(
+      "source", o->source,
+      "A .tile file (or embedded:<path>): random inputs, checked against the interpreter");
+  cmd->add_option("--workload", o->workload,
+                  "Run a workload on its shapes, checked against its float64 reference");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
-  cmd->add_option("--shape", o->shape, "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
-  cmd->add_option("--set", o->set, "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
+  cmd->add_option("--shape", o->shape,
+                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
+  cmd->add_option("--set", o->set,
+                  "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
   cmd->add_option("--dtype", o->dtype, "Workload dtype: f16, bf16 or both (default f16)");
-  cmd->add_option("--case", o->case_filter, "Only workload shapes whose name contains this (e.g. ctx131072)");
+  cmd->add_option("--case", o->case_filter,
+                  "Only workload shapes whose name contains this (e.g. ctx131072)");
   cmd->add_option("--seed", o->seed, "Random seed (default: fresh)");
   cmd->callback([o, &global] {
     CudaDriver::require();

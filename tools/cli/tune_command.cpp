@@ -29,7 +29,8 @@ namespace tilejit::cli {
 namespace {
 
 struct TuneOptions {
-  std::string source, workload, kernel, dtype = "f16", case_filter, strategy = "auto", budget = "60";
+  std::string source, workload, kernel, dtype = "f16", case_filter, strategy = "auto",
+                                        budget = "60";
   std::vector<std::string> set, shape;
   uint64_t seed = 1;
   int repeats = 20;
@@ -42,12 +43,14 @@ std::string fmt(double v, const char* f) {
   return b;
 }
 
-std::string db_path(const GlobalOptions& g) { return g.db_path.empty() ? TuneDatabase::default_path() : g.db_path; }
+std::string db_path(const GlobalOptions& g) {
+  return g.db_path.empty() ? TuneDatabase::default_path() : g.db_path;
+}
 
 void print_progress(const std::string& label, const TuneProgress& p) {
-  std::fprintf(stderr, "\r%s [%d/%d] best %s %s  %.0fs elapsed, ~%.0fs left   ", label.c_str(), p.done, p.total,
-               p.best_ms > 0 ? fmt(p.best_ms * 1e3, "%.1f us").c_str() : "-", p.best_config.c_str(), p.elapsed_s,
-               p.eta_s);
+  std::fprintf(stderr, "\r%s [%d/%d] best %s %s  %.0fs elapsed, ~%.0fs left   ", label.c_str(),
+               p.done, p.total, p.best_ms > 0 ? fmt(p.best_ms * 1e3, "%.1f us").c_str() : "-",
+               p.best_config.c_str(), p.elapsed_s, p.eta_s);
   std::fflush(stderr);
 }
 
@@ -62,7 +65,8 @@ void print_progress(const std::string& label, const TuneProgress& p) {
       for (int64_t ps : {16, 64})
         for (const char* t : {"f16", "bf16"})
           if (o.dtype == "both" || o.dtype == t)
-            variants.push_back({{"T", t}, {"D", std::to_string(d)}, {"G", "4"}, {"PS", std::to_string(ps)}});
+            variants.push_back(
+                {{"T", t}, {"D", std::to_string(d)}, {"G", "4"}, {"PS", std::to_string(ps)}});
   } else {
     variants.push_back(parse_assignments(o.set, "--set"));
   }
@@ -76,18 +80,23 @@ void print_progress(const std::string& label, const TuneProgress& p) {
       r.options.arch = "sm_90a";
       for (const auto& p : k.params) r.options.vector_aligned.insert(p.name);
       CompiledVariant c = jit_compile(r);
-      std::cerr << "compiled " << k.name << " [" << join([&] {
-        std::vector<std::string> s;
-        for (const auto& [n, x] : c.bindings) s.push_back(n + "=" + x);
-        return s;
-      }(), " ") << "] for sm_90a: " << c.resources.registers << " registers, " << c.smem_bytes
+      std::cerr << "compiled " << k.name << " ["
+                << join(
+                       [&] {
+                         std::vector<std::string> s;
+                         for (const auto& [n, x] : c.bindings) s.push_back(n + "=" + x);
+                         return s;
+                       }(),
+                       " ")
+                << "] for sm_90a: " << c.resources.registers << " registers, " << c.smem_bytes
                 << " bytes shared, " << static_cast<int>(c.compile_ms) << " ms\n";
       ++ok;
     }
   } else {
     std::cerr << "NVRTC not available (" << Nvrtc::unavailable_reason() << "): nothing compiled\n";
   }
-  throw NoGpuError(str(CudaDriver::unavailable_reason(), "; compiled ", ok, " variant(s), tuned nothing"));
+  throw NoGpuError(
+      str(CudaDriver::unavailable_reason(), "; compiled ", ok, " variant(s), tuned nothing"));
 }
 
 void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
@@ -95,8 +104,9 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
   TuneIdentity id = current_identity();
   DeviceInfo dev = query_device();
   double bandwidth = measure_copy_bandwidth();
-  Runtime rt(RuntimeOptions{0, "", std::nullopt, g.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                                           : std::function<void(const std::string&)>()});
+  Runtime rt(RuntimeOptions{0, "", std::nullopt,
+                            g.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
+                                      : std::function<void(const std::string&)>()});
   KernelRef k = rt.load(workloads::kPagedSparseSource);
   std::vector<DType> dtypes;
   if (o.dtype == "f16" || o.dtype == "both") dtypes.push_back(DType::F16);
@@ -118,7 +128,8 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
       std::vector<Arg> views;
       for (const Tensor& v : workloads::paged_sparse_arg_views(shape)) views.push_back(Arg::of(v));
       views.push_back(Arg::f32(1.0f));
-      TuneKey key = make_tune_key(rt.kernel(k).name, rt.source_hash(k), rt.launch_shape(k, views, generics).generics,
+      TuneKey key = make_tune_key(rt.kernel(k).name, rt.source_hash(k),
+                                  rt.launch_shape(k, views, generics).generics,
                                   rt.launch_shape(k, views, generics).sizes, id);
       std::unique_ptr<workloads::PagedSparseData> d;
       std::vector<std::unique_ptr<DeviceBuffer>> bufs;
@@ -133,8 +144,11 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
           bufs.back()->upload(h.data(), bytes);
           return Arg::of(Tensor::contiguous(bufs.back()->data(), h.dtype(), h.shape()));
         };
-        args = {up(d->q),        up(d->k_cache),  up(d->v_cache), up(d->block_table), up(d->seq_lens),
-                up(d->kept_idx), up(d->kept_len), up(d->o),       up(d->lse),         Arg::f32(static_cast<float>(d->scale))};
+        args = {up(d->q),        up(d->k_cache),
+                up(d->v_cache),  up(d->block_table),
+                up(d->seq_lens), up(d->kept_idx),
+                up(d->kept_len), up(d->o),
+                up(d->lse),      Arg::f32(static_cast<float>(d->scale))};
         ref = workloads::paged_sparse_reference(*d);
       } else {
         args = views;
@@ -154,7 +168,8 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
         bufs[8]->fill_byte(0xFF); // NaN in f32
       };
       r.check = [&](std::string* why) {
-        bufs[7]->download(d->o.data(), static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
+        bufs[7]->download(d->o.data(),
+                          static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
         bufs[8]->download(d->lse.data(), static_cast<size_t>(d->lse.numel()) * 4);
         auto e = workloads::compare_paged_sparse(*d, ref);
         if (!e.ok() && why) *why = e.describe();
@@ -168,17 +183,21 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
       double bytes = workloads::paged_sparse_floor_bytes(shape);
       double floor_ms = bytes / bandwidth * 1e3;
       std::vector<std::string> cfg;
-      for (const auto& tn : rt.kernel(k).tunables) cfg.push_back(tn.name + "=" + out.winner[tn.name]);
+      for (const auto& tn : rt.kernel(k).tunables)
+        cfg.push_back(tn.name + "=" + out.winner[tn.name]);
       rows.push_back({dtype_name(t), c.name(), join(cfg, ","), fmt(out.winner_ms * 1e3, "%.1f"),
-                      fmt(bytes / (out.winner_ms * 1e-3) / 1e9, "%.0f"), fmt(100.0 * floor_ms / out.winner_ms, "%.0f%%"),
+                      fmt(bytes / (out.winner_ms * 1e-3) / 1e9, "%.0f"),
+                      fmt(100.0 * floor_ms / out.winner_ms, "%.0f%%"),
                       out.default_ms > 0 ? fmt(out.default_ms / out.winner_ms, "%.2fx") : "-",
                       out.from_database ? "database" : str(out.trials, " trials")});
-      std::cerr << label << ": " << rows.back()[2] << " " << rows.back()[3] << " us (" << rows.back()[7] << ")\n";
+      std::cerr << label << ": " << rows.back()[2] << " " << rows.back()[3] << " us ("
+                << rows.back()[7] << ")\n";
     }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << format_table({"dtype", "shape", "winner", "median us", "GB/s", "% floor", "vs default", "source"}, rows);
-  std::cout << "tuned " << rows.size() << " shapes in " << fmt(secs, "%.1f") << " s; compiled " << compiled
-            << " variants; database " << db->path() << "\n";
+  std::cout << format_table(
+      {"dtype", "shape", "winner", "median us", "GB/s", "% floor", "vs default", "source"}, rows);
+  std::cout << "tuned " << rows.size() << " shapes in " << fmt(secs, "%.1f") << " s; compiled "
+            << compiled << " variants; database " << db->path() << "\n";
 }
 
 /// Any .tile kernel: random inputs from --shape; candidates must match the default config.
@@ -190,7 +209,8 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   HostEnv env;
   for (const auto& [n, v] : sizes) env[n] = HostValue::of_int(v);
   for (const auto& gp : k.generics)
-    if (given.count(gp.name) && !gp.choice.is_dtype) env[gp.name] = HostValue::of_int(std::stoll(given[gp.name]));
+    if (given.count(gp.name) && !gp.choice.is_dtype)
+      env[gp.name] = HostValue::of_int(std::stoll(given[gp.name]));
   std::mt19937_64 rng(o.seed);
   std::vector<ref::HostBuffer> host;
   std::vector<std::unique_ptr<DeviceBuffer>> bufs;
@@ -202,17 +222,20 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
       continue;
     }
     std::vector<int64_t> shape;
-    for (const auto& d : p.type.dims) shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
+    for (const auto& d : p.type.dims)
+      shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
     std::string dt = p.type.dtype;
     if (!parse_dtype(dt)) {
-      if (!given.count(dt)) throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
+      if (!given.count(dt))
+        throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
       dt = given[dt];
     }
     host.emplace_back(*parse_dtype(dt), shape);
     ref::HostBuffer& b = host.back();
     std::uniform_real_distribution<double> f(-1, 1);
     std::uniform_int_distribution<int> i(0, 15);
-    for (int64_t e = 0; e < b.numel(); ++e) dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
+    for (int64_t e = 0; e < b.numel(); ++e)
+      dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
     size_t bytes = static_cast<size_t>(b.numel()) * dtype_size(b.dtype());
     bufs.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
     bufs.back()->upload(b.data(), bytes);
@@ -229,14 +252,16 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   Config def = rt.resolve_config(kr, args, generics);
   auto restore = [&] {
     for (size_t i = 0; i < host.size(); ++i)
-      bufs[i]->upload(host[i].data(), static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
+      bufs[i]->upload(host[i].data(),
+                      static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
   };
   restore();
   rt.launch_config(kr, def, args);
   CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
   std::vector<ref::HostBuffer> expected = host;
   for (size_t i = 0; i < host.size(); ++i)
-    bufs[i]->download(expected[i].data(), static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
+    bufs[i]->download(expected[i].data(),
+                      static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
   TuneRequest r;
   r.runtime = &rt;
   r.kernel = kr;
@@ -271,26 +296,32 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   std::fprintf(stderr, "\n");
   std::vector<std::string> cfg;
   for (const auto& tn : k.tunables) cfg.push_back(tn.name + "=" + out.winner[tn.name]);
-  std::cout << format_table({"kernel", "winner", "median us", "vs default", "source"},
-                            {{k.name, join(cfg, ","), fmt(out.winner_ms * 1e3, "%.1f"),
-                              out.default_ms > 0 ? fmt(out.default_ms / out.winner_ms, "%.2fx") : "-",
-                              out.from_database ? "database" : str(out.trials, " trials")}});
+  std::cout << format_table(
+      {"kernel", "winner", "median us", "vs default", "source"},
+      {{k.name, join(cfg, ","), fmt(out.winner_ms * 1e3, "%.1f"),
+        out.default_ms > 0 ? fmt(out.default_ms / out.winner_ms, "%.2fx") : "-",
+        out.from_database ? "database" : str(out.trials, " trials")}});
 }
 
 } // namespace
 
 void register_tune_command(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<TuneOptions>();
-  auto* cmd = app.add_subcommand("tune", "Tune a workload's kernels (or any .tile kernel) per shape; winners go to the database");
+  auto* cmd = app.add_subcommand(
+      "tune",
+      "Tune a workload's kernels (or any .tile kernel) per shape; winners go to the database");
   cmd->add_option("source", o->source, "A .tile file (with --shape) instead of a workload");
   cmd->add_option("--workload", o->workload, "A workload: paged_sparse (see `tilejit list`)");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
-  cmd->add_option("--shape", o->shape, "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
+  cmd->add_option("--shape", o->shape,
+                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
   cmd->add_option("--set", o->set, "Fix generics (T=f16) for a .tile file");
   cmd->add_option("--dtype", o->dtype, "Workload dtype: f16, bf16 or both (default f16)");
   cmd->add_option("--case", o->case_filter, "Only workload shapes whose name contains this");
-  cmd->add_option("--strategy", o->strategy, "auto, exhaustive, halving or evolutionary (default auto)");
-  cmd->add_option("--budget", o->budget, "Per shape: trials (\"60\") or time (\"90s\"); default 60 trials");
+  cmd->add_option("--strategy", o->strategy,
+                  "auto, exhaustive, halving or evolutionary (default auto)");
+  cmd->add_option("--budget", o->budget,
+                  "Per shape: trials (\"60\") or time (\"90s\"); default 60 trials");
   cmd->add_option("--seed", o->seed, "Seed of the search (deterministic for a seed; default 1)");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20)");
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");

@@ -13,8 +13,12 @@
 
 namespace tj {
 
-TJ_DEVICE int lane_id() { return threadIdx.x & 31; }
-TJ_DEVICE int warp_id() { return threadIdx.x >> 5; }
+TJ_DEVICE int lane_id() {
+  return threadIdx.x & 31;
+}
+TJ_DEVICE int warp_id() {
+  return threadIdx.x >> 5;
+}
 
 /// Threads form a TR x TC grid (TR = NT / TC); thread (tr, tc) owns VEC consecutive columns at
 /// (tc + j*TC)*VEC for j < CJ, in rows tr + i*TR for i < RI. Element e = (i*CJ + j)*VEC + v.
@@ -44,7 +48,9 @@ template <int R, int C, int VEC, int TC, int NT> struct Blocked {
                      : (TC >= 32 ? threadIdx.x / TC : warp_id());
   }
   /// Slice support: the kept coordinate of reduced element s, and how many there are.
-  template <int AXIS> __host__ __device__ static constexpr int slice_n() { return AXIS == 1 ? RI : CJ * VEC; }
+  template <int AXIS> __host__ __device__ static constexpr int slice_n() {
+    return AXIS == 1 ? RI : CJ * VEC;
+  }
   template <int AXIS> TJ_DEVICE static int slice_coord(int s) {
     return AXIS == 1 ? tr() + s * TR : (tcol() + (s / VEC) * TC) * VEC + s % VEC;
   }
@@ -77,10 +83,16 @@ template <int TM, int TN, int WM, int WN, int NT> struct MmaAcc {
   template <int AXIS> TJ_DEVICE static int slice_index(int e) {
     return AXIS == 1 ? (e / (4 * NTL)) * 2 + (e % 4) / 2 : ((e / 4) % NTL) * 2 + (e % 2);
   }
-  template <int AXIS> __host__ __device__ static constexpr int lane_bits() { return AXIS == 1 ? 3 : 28; }
-  template <int AXIS> __host__ __device__ static constexpr int warps_along() { return AXIS == 1 ? WN : WM; }
+  template <int AXIS> __host__ __device__ static constexpr int lane_bits() {
+    return AXIS == 1 ? 3 : 28;
+  }
+  template <int AXIS> __host__ __device__ static constexpr int warps_along() {
+    return AXIS == 1 ? WN : WM;
+  }
   template <int AXIS> TJ_DEVICE static int warp_pos() { return AXIS == 1 ? wn() : wm(); }
-  template <int AXIS> __host__ __device__ static constexpr int slice_n() { return AXIS == 1 ? MT * 2 : NTL * 2; }
+  template <int AXIS> __host__ __device__ static constexpr int slice_n() {
+    return AXIS == 1 ? MT * 2 : NTL * 2;
+  }
   template <int AXIS> TJ_DEVICE static int slice_coord(int s) {
     return AXIS == 1 ? wm() * WTM + (s / 2) * 16 + lane_id() / 4 + (s % 2) * 8
                      : wn() * WTN + (s / 2) * 8 + (lane_id() % 4) * 2 + s % 2;

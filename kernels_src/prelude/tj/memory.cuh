@@ -29,8 +29,12 @@ TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(pred ? 16 : 0));
 }
-TJ_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> TJ_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+TJ_DEVICE void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> TJ_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 /// An atomic add issued once for the whole block, after every thread of the block has reached
 /// it (so writes each thread fenced before are visible first); every thread gets the old value.

@@ -63,10 +63,16 @@ TJ_DEVICE void load_b_frag(unsigned* b, const T* s, int ld, int n0, int k0) {
   const int l = lane_id(), g = (l / 8) % 4, i = l % 8;
   if (B_NMAJOR) {
     const T* p = s + (n0 + i + (g / 2) * 8) * ld + k0 + (g % 2) * 8;
-    if (PAIR) ldmatrix_x4(b, p); else ldmatrix_x2(b, p);
+    if (PAIR)
+      ldmatrix_x4(b, p);
+    else
+      ldmatrix_x2(b, p);
   } else {
     const T* p = s + (k0 + i + (g % 2) * 8) * ld + n0 + (g / 2) * 8;
-    if (PAIR) ldmatrix_x4_trans(b, p); else ldmatrix_x2_trans(b, p);
+    if (PAIR)
+      ldmatrix_x4_trans(b, p);
+    else
+      ldmatrix_x2_trans(b, p);
   }
 }
 
@@ -80,7 +86,10 @@ TJ_DEVICE void load_b_frags(unsigned (&b)[LC::NTL][2], const T* sb, int ldb, int
     if (nt + 1 < LC::NTL && n0 + 8 < LC::C_) {
       unsigned q[4];
       load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n0, k0);
-      b[nt][0] = q[0]; b[nt][1] = q[1]; b[nt + 1][0] = q[2]; b[nt + 1][1] = q[3];
+      b[nt][0] = q[0];
+      b[nt][1] = q[1];
+      b[nt + 1][0] = q[2];
+      b[nt + 1][1] = q[3];
     } else {
       load_b_frag<T, B_NMAJOR, false>(b[nt], sb, ldb, n0, k0);
     }
@@ -96,14 +105,14 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
   const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[LC::MT][4];
-    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
-      if (m_base + mt * 16 < LC::R_) load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) if (m_base + mt * 16 < LC::R_)
+        load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
     unsigned b[LC::NTL][2];
     load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
-      TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
-        if (m_base + mt * 16 < LC::R_ && n_base + nt * 8 < LC::C_)
-          mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+        TJ_UNROLL for (int nt = 0; nt < LC::NTL;
+                       ++nt) if (m_base + mt * 16 < LC::R_ && n_base + nt * 8 < LC::C_)
+            mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }
 
@@ -128,8 +137,8 @@ TJ_DEVICE void dot_rs(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb
     unsigned b[LC::NTL][2];
     load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
-      TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt)
-        if (n_base + nt * 8 < LC::C_) mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
+        TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) if (n_base + nt * 8 < LC::C_)
+            mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }
 

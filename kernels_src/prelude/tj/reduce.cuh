@@ -7,7 +7,9 @@
 
 namespace tj {
 
-template <class T> TJ_DEVICE T shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+template <class T> TJ_DEVICE T shfl_xor(T v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
 
 /// Finishes a reduction of layout L along AXIS: v holds this thread's partial values in the
 /// Slice<L, AXIS> arrangement; afterwards every thread holds the full results for its slice
@@ -46,7 +48,8 @@ TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
 
 /// Combines one value per thread over the whole block; every thread gets the result.
 /// `scratch` needs NT / 32 elements.
-template <class Op, int NT, bool SYNC_AFTER = true, class T> TJ_DEVICE T block_reduce(T v, T* scratch) {
+template <class Op, int NT, bool SYNC_AFTER = true, class T>
+TJ_DEVICE T block_reduce(T v, T* scratch) {
   TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
   if constexpr (NT > 32) {
     if (lane_id() == 0) scratch[warp_id()] = v;

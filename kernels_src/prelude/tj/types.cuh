@@ -29,7 +29,9 @@ TJ_DEVICE float to_f32(f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
   return f;
 }
-TJ_DEVICE float to_f32(bf16 h) { return __uint_as_float(static_cast<unsigned>(h.bits) << 16); }
+TJ_DEVICE float to_f32(bf16 h) {
+  return __uint_as_float(static_cast<unsigned>(h.bits) << 16);
+}
 TJ_DEVICE f16 to_f16(float f) {
   f16 h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
@@ -71,7 +73,9 @@ template <> struct Converter<bf16> {
   static TJ_DEVICE bf16 run(bf16 x) { return x; }
   static TJ_DEVICE bf16 run(f16 x) { return to_bf16(to_f32(x)); }
 };
-template <class To, class From> TJ_DEVICE To cvt(From x) { return Converter<To>::run(x); }
+template <class To, class From> TJ_DEVICE To cvt(From x) {
+  return Converter<To>::run(x);
+}
 
 /// Identity values and combiners for reductions.
 struct OpSum {
@@ -86,45 +90,80 @@ struct OpMax {
   template <class T> static TJ_DEVICE T identity();
   template <class T> static TJ_DEVICE T apply(T a, T b) { return a > b ? a : b; }
 };
-template <> TJ_DEVICE float OpMax::identity<float>() { return -__int_as_float(0x7f800000); }
-template <> TJ_DEVICE double OpMax::identity<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
-template <> TJ_DEVICE int OpMax::identity<int>() { return -2147483647 - 1; }
-template <> TJ_DEVICE unsigned OpMax::identity<unsigned>() { return 0u; }
-template <> TJ_DEVICE long long OpMax::identity<long long>() { return -9223372036854775807ll - 1; }
-template <> TJ_DEVICE float OpMax::apply<float>(float a, float b) { return fmaxf(a, b); }
+template <> TJ_DEVICE float OpMax::identity<float>() {
+  return -__int_as_float(0x7f800000);
+}
+template <> TJ_DEVICE double OpMax::identity<double>() {
+  return -__longlong_as_double(0x7ff0000000000000ll);
+}
+template <> TJ_DEVICE int OpMax::identity<int>() {
+  return -2147483647 - 1;
+}
+template <> TJ_DEVICE unsigned OpMax::identity<unsigned>() {
+  return 0u;
+}
+template <> TJ_DEVICE long long OpMax::identity<long long>() {
+  return -9223372036854775807ll - 1;
+}
+template <> TJ_DEVICE float OpMax::apply<float>(float a, float b) {
+  return fmaxf(a, b);
+}
 struct OpMin {
   template <class T> static TJ_DEVICE T identity();
   template <class T> static TJ_DEVICE T apply(T a, T b) { return a < b ? a : b; }
 };
-template <> TJ_DEVICE float OpMin::identity<float>() { return __int_as_float(0x7f800000); }
-template <> TJ_DEVICE double OpMin::identity<double>() { return __longlong_as_double(0x7ff0000000000000ll); }
-template <> TJ_DEVICE int OpMin::identity<int>() { return 2147483647; }
-template <> TJ_DEVICE unsigned OpMin::identity<unsigned>() { return 0xffffffffu; }
-template <> TJ_DEVICE long long OpMin::identity<long long>() { return 9223372036854775807ll; }
-template <> TJ_DEVICE float OpMin::apply<float>(float a, float b) { return fminf(a, b); }
+template <> TJ_DEVICE float OpMin::identity<float>() {
+  return __int_as_float(0x7f800000);
+}
+template <> TJ_DEVICE double OpMin::identity<double>() {
+  return __longlong_as_double(0x7ff0000000000000ll);
+}
+template <> TJ_DEVICE int OpMin::identity<int>() {
+  return 2147483647;
+}
+template <> TJ_DEVICE unsigned OpMin::identity<unsigned>() {
+  return 0xffffffffu;
+}
+template <> TJ_DEVICE long long OpMin::identity<long long>() {
+  return 9223372036854775807ll;
+}
+template <> TJ_DEVICE float OpMin::apply<float>(float a, float b) {
+  return fminf(a, b);
+}
 
-TJ_DEVICE float sigmoidf(float x) { return 1.0f / (1.0f + __expf(-x)); }
-TJ_DEVICE float rsqrt_(float x) { return rsqrtf(x); }
+TJ_DEVICE float sigmoidf(float x) {
+  return 1.0f / (1.0f + __expf(-x));
+}
+TJ_DEVICE float rsqrt_(float x) {
+  return rsqrtf(x);
+}
 
 } // namespace tj
 
 namespace tj {
 
 /// A float rounded to f16 / bf16 precision and back: f16 arithmetic rounds after each step.
-TJ_DEVICE float round_f16(float x) { return to_f32(to_f16(x)); }
-TJ_DEVICE float round_bf16(float x) { return to_f32(to_bf16(x)); }
+TJ_DEVICE float round_f16(float x) {
+  return to_f32(to_f16(x));
+}
+TJ_DEVICE float round_bf16(float x) {
+  return to_f32(to_bf16(x));
+}
 
 /// Float to integer like the reference interpreter: truncate, clamp to the range, NaN -> 0.
 template <class I> TJ_DEVICE I float_to_int(double x);
 template <> TJ_DEVICE int float_to_int<int>(double x) {
-  return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? (-2147483647 - 1) : static_cast<int>(x);
+  return x != x               ? 0
+         : x >= 2147483647.0  ? 2147483647
+         : x <= -2147483648.0 ? (-2147483647 - 1)
+                              : static_cast<int>(x);
 }
 template <> TJ_DEVICE unsigned float_to_int<unsigned>(double x) {
   return x != x ? 0u : x >= 4294967295.0 ? 4294967295u : x <= 0.0 ? 0u : static_cast<unsigned>(x);
 }
 template <> TJ_DEVICE long long float_to_int<long long>(double x) {
-  return x != x ? 0ll
-         : x >= 9223372036854775807.0 ? 9223372036854775807ll
+  return x != x                        ? 0ll
+         : x >= 9223372036854775807.0  ? 9223372036854775807ll
          : x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1)
                                        : static_cast<long long>(x);
 }
@@ -138,6 +177,8 @@ template <> TJ_DEVICE unsigned char float_to_int<unsigned char>(double x) {
   return x != x ? 0 : x >= 255.0 ? 255 : x <= 0.0 ? 0 : static_cast<unsigned char>(x);
 }
 
-TJ_DEVICE double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+TJ_DEVICE double sigmoid_d(double x) {
+  return 1.0 / (1.0 + exp(-x));
+}
 
 } // namespace tj

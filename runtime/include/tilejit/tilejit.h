@@ -109,7 +109,8 @@ public:
   /// declaration first (errors name the tensor and the expected shape).
   void launch(KernelRef k, const std::vector<Arg>& args, const LaunchOptions& options = {});
   /// Launches one exact configuration (the tuner's path).
-  void launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args, void* stream = nullptr);
+  void launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,
+                     void* stream = nullptr);
 
   void set_config_selector(ConfigSelector selector);
   void set_log(std::function<void(const std::string&)> log);
