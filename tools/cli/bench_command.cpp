@@ -88,13 +88,8 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
     for (const auto& c : workloads::paged_sparse_cases()) {
       if (!o.case_filter.empty() && c.name().find(o.case_filter) == std::string::npos) continue;
       auto d = workloads::make_paged_sparse_data(c.shape(t), seed++);
-      std::vector<std::unique_ptr<DeviceBuffer>> bufs;
-      auto up = [&](ref::HostBuffer& h) {
-        size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
-        bufs.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
-        bufs.back()->upload(h.data(), bytes);
-        return Arg::of(Tensor::contiguous(bufs.back()->data(), h.dtype(), h.shape()));
-      };
+      DeviceCopies copies;
+      auto up = [&](ref::HostBuffer& h) { return copies.upload(h); };
       std::vector<Arg> args = {up(d->q),        up(d->k_cache),
                                up(d->v_cache),  up(d->block_table),
                                up(d->seq_lens), up(d->kept_idx),
@@ -117,12 +112,12 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
           continue;
         }
         d->o.poison();
-        bufs[7]->upload(d->o.data(), static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
+        copies.buffer(7).upload(d->o.data(),
+                                static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
         rt.launch_config(k, resolved, args);
         CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
-        bufs[7]->download(d->o.data(),
-                          static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
-        bufs[8]->download(d->lse.data(), static_cast<size_t>(d->lse.numel()) * 4);
+        copies.download(7, d->o);
+        copies.download(8, d->lse);
         auto e = workloads::compare_paged_sparse(*d, ref);
         TimingOptions to;
         to.repeats = o.repeats;

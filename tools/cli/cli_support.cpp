@@ -5,6 +5,7 @@
 #include "workloads/registry.h"
 
 #include <iostream>
+#include <random>
 
 namespace tilejit::cli {
 
@@ -65,6 +66,56 @@ Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given) {
     given[g.name] = v;
   }
   return complete_bindings(k, given);
+}
+
+RandomInputs make_random_inputs(const dsl::Kernel& k, const std::map<std::string, int64_t>& sizes,
+                                const Bindings& given, uint64_t seed) {
+  HostEnv env;
+  for (const auto& [n, v] : sizes) env[n] = HostValue::of_int(v);
+  for (const auto& g : k.generics)
+    if (given.count(g.name) && !g.choice.is_dtype)
+      env[g.name] = HostValue::of_int(std::stoll(given.at(g.name)));
+  std::mt19937_64 rng(seed);
+  RandomInputs in;
+  in.tensors.reserve(k.params.size());
+  for (const auto& p : k.params) {
+    if (p.is_scratch) continue;
+    if (!p.type.has_dims) {
+      auto it = sizes.find(p.name);
+      in.scalars.push_back(it == sizes.end() ? 1.0 : static_cast<double>(it->second));
+      in.tensor_of_param.push_back(-1);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const auto& d : p.type.dims)
+      shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
+    std::string dt = p.type.dtype;
+    if (!parse_dtype(dt)) {
+      if (!given.count(dt))
+        throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
+      dt = given.at(dt);
+    }
+    in.tensors.emplace_back(*parse_dtype(dt), shape);
+    ref::HostBuffer& b = in.tensors.back();
+    std::uniform_real_distribution<double> f(-1, 1);
+    std::uniform_int_distribution<int> i(0, 15);
+    for (int64_t e = 0; e < b.numel(); ++e)
+      dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
+    in.scalars.push_back(0);
+    in.tensor_of_param.push_back(static_cast<int>(in.tensors.size()) - 1);
+  }
+  return in;
+}
+
+Arg DeviceCopies::upload(ref::HostBuffer& h) {
+  size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
+  buffers_.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
+  buffers_.back()->upload(h.data(), bytes);
+  return Arg::of(Tensor::contiguous(buffers_.back()->data(), h.dtype(), h.shape()));
+}
+
+void DeviceCopies::download(size_t i, ref::HostBuffer& h) const {
+  buffers_[i]->download(h.data(), static_cast<size_t>(h.numel()) * dtype_size(h.dtype()));
 }
 
 std::string format_table(const std::vector<std::string>& header,

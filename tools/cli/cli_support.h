@@ -2,7 +2,11 @@
 #pragma once
 
 #include "compiler/kernel_library.h"
+#include "compiler/ref/run_tile.h"
 #include "compiler/specialise.h"
+#include "runtime/device_buffer.h"
+
+#include <tilejit/tilejit.h>
 
 #include <map>
 #include <string>
@@ -24,6 +28,28 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
 /// Fills generics missing from `given` with their declared default or first choice, telling
 /// stderr which (inspect only: a launch infers them from its tensors).
 Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given);
+
+/// Random inputs for any .tile kernel: a host buffer per tensor parameter, shaped from the
+/// sizes given with --shape and the generic values given with --set (floats uniform in
+/// [-1, 1), integers in [0, 16)); scalar parameters take their --shape value, else 1.
+struct RandomInputs {
+  std::vector<ref::HostBuffer> tensors; ///< the tensor parameters', in order
+  std::vector<int> tensor_of_param;     ///< per caller parameter: index in tensors, or -1
+  std::vector<double> scalars;          ///< per caller parameter (used where -1 above)
+};
+RandomInputs make_random_inputs(const dsl::Kernel& k, const std::map<std::string, int64_t>& sizes,
+                                const Bindings& given, uint64_t seed);
+
+/// Device copies of host buffers (kept alive here), in upload order.
+class DeviceCopies {
+public:
+  Arg upload(ref::HostBuffer& h);
+  void download(size_t i, ref::HostBuffer& h) const;
+  DeviceBuffer& buffer(size_t i) { return *buffers_[i]; }
+
+private:
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+};
 
 /// A text table with a header row; columns padded to their widest cell.
 std::string format_table(const std::vector<std::string>& header,

@@ -30,20 +30,6 @@ struct RunOptions {
   uint64_t seed = 0;
 };
 
-/// Uploads host buffers, launches, downloads the results.
-struct DeviceCopies {
-  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
-  Arg upload(ref::HostBuffer& h) {
-    size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
-    buffers.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
-    buffers.back()->upload(h.data(), bytes);
-    return Arg::of(Tensor::contiguous(buffers.back()->data(), h.dtype(), h.shape()));
-  }
-  void download(size_t i, ref::HostBuffer& h) {
-    buffers[i]->download(h.data(), static_cast<size_t>(h.numel()) * dtype_size(h.dtype()));
-  }
-};
-
 void run_paged_sparse(const RunOptions& o, bool verbose) {
   Runtime rt(RuntimeOptions{0, "", std::nullopt,
                             verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
@@ -100,43 +86,14 @@ void run_tile_file(const RunOptions& o, bool verbose) {
   const dsl::Kernel& k = m.kernel(o.kernel);
   std::map<std::string, int64_t> sizes = parse_sizes(o.shape);
   Bindings given = parse_assignments(o.set, "--set");
-  std::mt19937_64 rng(o.seed ? o.seed : std::random_device{}());
-  std::vector<ref::HostBuffer> host;
+  RandomInputs in = make_random_inputs(k, sizes, given, o.seed ? o.seed : std::random_device{}());
+  std::vector<ref::HostBuffer>& host = in.tensors;
+  const std::vector<int>& tensor_of_param = in.tensor_of_param;
   std::vector<ref::HostArg> host_args;
-  std::vector<int> tensor_of_param;
-  HostEnv env;
-  for (const auto& [n, v] : sizes) env[n] = HostValue::of_int(v);
-  for (const auto& g : k.generics)
-    if (given.count(g.name) && !g.choice.is_dtype)
-      env[g.name] = HostValue::of_int(std::stoll(given[g.name]));
-  host.reserve(k.params.size());
-  for (const auto& p : k.params) {
-    if (p.is_scratch) continue;
-    if (!p.type.has_dims) {
-      auto it = sizes.find(p.name);
-      double v = it == sizes.end() ? 1.0 : static_cast<double>(it->second);
-      host_args.push_back(ref::HostArg::of_scalar(HostValue::of_float(v)));
-      tensor_of_param.push_back(-1);
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (const auto& d : p.type.dims)
-      shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
-    std::string dt = p.type.dtype;
-    if (!parse_dtype(dt)) {
-      if (!given.count(dt))
-        throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
-      dt = given[dt];
-    }
-    host.emplace_back(*parse_dtype(dt), shape);
-    ref::HostBuffer& b = host.back();
-    std::uniform_real_distribution<double> f(-1, 1);
-    std::uniform_int_distribution<int> i(0, 15);
-    for (int64_t e = 0; e < b.numel(); ++e)
-      dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
-    host_args.push_back(b.arg());
-    tensor_of_param.push_back(static_cast<int>(host.size()) - 1);
-  }
+  for (size_t i = 0; i < tensor_of_param.size(); ++i)
+    host_args.push_back(tensor_of_param[i] < 0
+                            ? ref::HostArg::of_scalar(HostValue::of_float(in.scalars[i]))
+                            : host[tensor_of_param[i]].arg());
   std::vector<ref::HostBuffer> gpu_copy = host;
   Runtime rt(RuntimeOptions{0, "", std::nullopt,
                             verbose ? [](const std::string& m) { std::cerr << m << "\n"; }

@@ -132,18 +132,13 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
                                   rt.launch_shape(k, views, generics).generics,
                                   rt.launch_shape(k, views, generics).sizes, id);
       std::unique_ptr<workloads::PagedSparseData> d;
-      std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+      DeviceCopies dev;
       std::vector<Arg> args;
       workloads::PagedSparseReference ref;
       bool warm = !o.retune && db->winner(key).has_value();
       if (!warm) {
         d = workloads::make_paged_sparse_data(shape, seed++);
-        auto up = [&](ref::HostBuffer& h) {
-          size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
-          bufs.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
-          bufs.back()->upload(h.data(), bytes);
-          return Arg::of(Tensor::contiguous(bufs.back()->data(), h.dtype(), h.shape()));
-        };
+        auto up = [&](ref::HostBuffer& h) { return dev.upload(h); };
         args = {up(d->q),        up(d->k_cache),
                 up(d->v_cache),  up(d->block_table),
                 up(d->seq_lens), up(d->kept_idx),
@@ -164,13 +159,12 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
       r.repeats = o.repeats;
       r.retune = o.retune;
       r.prepare_check = [&] {
-        bufs[7]->fill_byte(0xFF); // NaN in f16/bf16
-        bufs[8]->fill_byte(0xFF); // NaN in f32
+        dev.buffer(7).fill_byte(0xFF); // NaN in f16/bf16
+        dev.buffer(8).fill_byte(0xFF); // NaN in f32
       };
       r.check = [&](std::string* why) {
-        bufs[7]->download(d->o.data(),
-                          static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
-        bufs[8]->download(d->lse.data(), static_cast<size_t>(d->lse.numel()) * 4);
+        dev.download(7, d->o);
+        dev.download(8, d->lse);
         auto e = workloads::compare_paged_sparse(*d, ref);
         if (!e.ok() && why) *why = e.describe();
         return e.ok();
@@ -206,41 +200,13 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   const dsl::Kernel& k = m.kernel(o.kernel);
   std::map<std::string, int64_t> sizes = parse_sizes(o.shape);
   Config given = parse_assignments(o.set, "--set");
-  HostEnv env;
-  for (const auto& [n, v] : sizes) env[n] = HostValue::of_int(v);
-  for (const auto& gp : k.generics)
-    if (given.count(gp.name) && !gp.choice.is_dtype)
-      env[gp.name] = HostValue::of_int(std::stoll(given[gp.name]));
-  std::mt19937_64 rng(o.seed);
-  std::vector<ref::HostBuffer> host;
-  std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+  RandomInputs in = make_random_inputs(k, sizes, given, o.seed);
+  std::vector<ref::HostBuffer>& host = in.tensors;
+  DeviceCopies dev;
   std::vector<Arg> args;
-  for (const auto& p : k.params) {
-    if (p.is_scratch) continue;
-    if (!p.type.has_dims) {
-      args.push_back(Arg::f32(sizes.count(p.name) ? static_cast<float>(sizes[p.name]) : 1.0f));
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (const auto& d : p.type.dims)
-      shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
-    std::string dt = p.type.dtype;
-    if (!parse_dtype(dt)) {
-      if (!given.count(dt))
-        throw Error(str("pass --set ", dt, "=<dtype> to choose the dtype of '", p.name, "'"));
-      dt = given[dt];
-    }
-    host.emplace_back(*parse_dtype(dt), shape);
-    ref::HostBuffer& b = host.back();
-    std::uniform_real_distribution<double> f(-1, 1);
-    std::uniform_int_distribution<int> i(0, 15);
-    for (int64_t e = 0; e < b.numel(); ++e)
-      dtype_is_float(b.dtype()) ? b.set(e, f(rng)) : b.set_int(e, i(rng));
-    size_t bytes = static_cast<size_t>(b.numel()) * dtype_size(b.dtype());
-    bufs.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
-    bufs.back()->upload(b.data(), bytes);
-    args.push_back(Arg::of(Tensor::contiguous(bufs.back()->data(), b.dtype(), b.shape())));
-  }
+  for (size_t i = 0; i < in.tensor_of_param.size(); ++i)
+    args.push_back(in.tensor_of_param[i] < 0 ? Arg::f32(static_cast<float>(in.scalars[i]))
+                                             : dev.upload(host[in.tensor_of_param[i]]));
   auto db = std::make_shared<TuneDatabase>(db_path(g));
   TuneIdentity id = current_identity();
   Runtime rt;
@@ -252,16 +218,14 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   Config def = rt.resolve_config(kr, args, generics);
   auto restore = [&] {
     for (size_t i = 0; i < host.size(); ++i)
-      bufs[i]->upload(host[i].data(),
-                      static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
+      dev.buffer(i).upload(host[i].data(),
+                           static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
   };
   restore();
   rt.launch_config(kr, def, args);
   CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
   std::vector<ref::HostBuffer> expected = host;
-  for (size_t i = 0; i < host.size(); ++i)
-    bufs[i]->download(expected[i].data(),
-                      static_cast<size_t>(host[i].numel()) * dtype_size(host[i].dtype()));
+  for (size_t i = 0; i < host.size(); ++i) dev.download(i, expected[i]);
   TuneRequest r;
   r.runtime = &rt;
   r.kernel = kr;
@@ -276,7 +240,7 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   r.check = [&](std::string* why) {
     for (size_t i = 0; i < host.size(); ++i) {
       ref::HostBuffer got = host[i];
-      bufs[i]->download(got.data(), static_cast<size_t>(got.numel()) * dtype_size(got.dtype()));
+      dev.download(i, got);
       double diff = 0, norm = 0;
       for (int64_t e = 0; e < got.numel(); ++e) {
         double x = got.get(e), y = expected[i].get(e);
