@@ -7,9 +7,9 @@ out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
 export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
 B=.device/bin/tilejit; DB="$out/smoke.db"
 $B --db "$DB" tune --workload paged_sparse --case ctx32768/r0.02 --budget 12 2>/dev/null | tail -6
-start=$(date +%s.%N)
+start=$(date +%s%N)
 $B --db "$DB" tune --workload paged_sparse --case ctx32768/r0.02 2>/dev/null | tail -2
-echo "warm re-run: $(echo "$(date +%s.%N) - $start" | bc) s"
+echo "warm re-run: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 $B --db "$DB" tune embedded:examples/gemm.tile --shape M=500,N=300,K=256 --set T=f16 --budget 10 2>/dev/null | tail -3
 $B run --workload paged_sparse --case D128/ps16/ctx32768/r0.02 --dtype both | tail -3
 $B run embedded:examples/softmax.tile --shape R=37,C=1000 --set T=bf16 | tail -3
