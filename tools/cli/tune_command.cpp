@@ -43,6 +43,22 @@ std::string fmt(double v, const char* f) {
   return b;
 }
 
+/// The search settings of the command line, for one problem (checks are added by the caller).
+TuneRequest make_request(const TuneOptions& o, Runtime& rt, KernelRef k,
+                         const std::vector<Arg>& args, const Config& generics) {
+  TuneRequest r;
+  r.runtime = &rt;
+  r.kernel = k;
+  r.args = args;
+  r.generics = generics;
+  r.strategy = o.strategy;
+  r.budget = parse_budget(o.budget);
+  r.seed = o.seed;
+  r.repeats = o.repeats;
+  r.retune = o.retune;
+  return r;
+}
+
 std::string db_path(const GlobalOptions& g) {
   return g.db_path.empty() ? TuneDatabase::default_path() : g.db_path;
 }
@@ -148,16 +164,7 @@ void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
       } else {
         args = views;
       }
-      TuneRequest r;
-      r.runtime = &rt;
-      r.kernel = k;
-      r.args = args;
-      r.generics = generics;
-      r.strategy = o.strategy;
-      r.budget = parse_budget(o.budget);
-      r.seed = o.seed;
-      r.repeats = o.repeats;
-      r.retune = o.retune;
+      TuneRequest r = make_request(o, rt, k, args, generics);
       r.prepare_check = [&] {
         dev.buffer(7).fill_byte(0xFF); // NaN in f16/bf16
         dev.buffer(8).fill_byte(0xFF); // NaN in f32
@@ -226,16 +233,7 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
   std::vector<ref::HostBuffer> expected = host;
   for (size_t i = 0; i < host.size(); ++i) dev.download(i, expected[i]);
-  TuneRequest r;
-  r.runtime = &rt;
-  r.kernel = kr;
-  r.args = args;
-  r.generics = generics;
-  r.strategy = o.strategy;
-  r.budget = parse_budget(o.budget);
-  r.seed = o.seed;
-  r.repeats = o.repeats;
-  r.retune = o.retune;
+  TuneRequest r = make_request(o, rt, kr, args, generics);
   r.prepare_check = restore; // in-place kernels get their inputs back before each checked run
   r.check = [&](std::string* why) {
     for (size_t i = 0; i < host.size(); ++i) {
