@@ -470,10 +470,30 @@ private:
   /// A copy into shared memory is spread over the block with 16-byte chunks along rows.
   void place_copy(ir::Expr& e) {
     const Layout* l = table_.default_blocked(e.type.shape, dtype_size(e.type.dtype), k_.threads);
+    if (e.type.rank() == 2 && gathers(*e.access)) l = gather_layout(e.type.shape, l);
     e.layout = l;
     place_access(*e.access, l);
     if (e.b) place(e.b, l);
     if (e.c) place_scalar(*e.c);
+  }
+
+  static bool gathers(const ir::Access& a) {
+    for (const auto& ix : a.indices)
+      if (ix.kind == ir::AccessIndex::Kind::Gather) return true;
+    return false;
+  }
+
+  /// A gathered row costs a thread its index reads, bounds checks and address arithmetic
+  /// (about a dozen instructions) however many of the row's vectors it then copies, so each
+  /// thread takes several vectors of fewer rows: 8 threads (128 bytes of 16-byte vectors) per
+  /// row, or more where the tile has too few rows to keep every thread busy.
+  const Layout* gather_layout(const std::vector<int64_t>& shape, const Layout* l) {
+    if (l->kind != ir::LayoutKind::Blocked) return l;
+    int64_t chunks = std::max<int64_t>(1, shape[1] / l->vec);
+    int tc = 8;
+    while (tc < l->tc && tc < k_.threads && k_.threads / tc > shape[0]) tc *= 2;
+    if (tc >= l->tc || tc > chunks) return l;
+    return table_.blocked(shape, l->vec, tc, k_.threads);
   }
 
   void error(const dsl::SourceLoc& loc, const std::string& msg) { sink_.error(loc, msg); }

@@ -235,6 +235,8 @@ struct Kernel {
   /// Every layout used by this kernel (assign_layouts). Mutable: looking up a layout interns it.
   mutable LayoutTable layouts;
   int smem_limit = 48 * 1024;
+  /// Element offsets of every tensor fit in 31 bits: the backend indexes in 32-bit integers.
+  bool index32 = false;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);
   /// Index of the parameter called `name`, or -1.

@@ -206,7 +206,8 @@ std::string print_kernel(const Kernel& k) {
   std::ostringstream os;
   os << "kernel " << k.name;
   for (const auto& [n, v] : k.bindings) os << " " << n << "=" << v;
-  os << "\n  threads " << k.threads << ", shared memory " << k.smem_bytes << " bytes\n";
+  os << "\n  threads " << k.threads << ", shared memory " << k.smem_bytes << " bytes"
+     << (k.index32 ? ", 32-bit indices" : "") << "\n";
   for (const auto& p : k.params) {
     os << "  param " << (p.is_scratch ? "scratch " : "") << p.name << ": " << dtype_name(p.dtype);
     if (p.is_tensor) {

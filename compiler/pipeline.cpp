@@ -34,6 +34,7 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   SpecialiseOptions so;
   so.smem_limit = options.smem_limit;
   so.vector_aligned = options.vector_aligned;
+  so.index32 = options.index32;
   auto kernel = specialise(k, bindings, so);
   if (done("specialise", *kernel)) return kernel;
   // 2. Types and shapes, with broadcasting made explicit; the interpreter can run from here.

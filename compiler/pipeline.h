@@ -18,6 +18,9 @@ struct CompileOptions {
   std::string arch = "sm_90a";          ///< target GPU architecture
   int smem_limit = 227 * 1024;          ///< shared memory a block may use on the target (SMEM)
   std::set<std::string> vector_aligned; ///< tensors proven 16-byte friendly at launch
+  /// Every element offset of every tensor fits in 31 bits (proven at launch): index math in
+  /// 32-bit integers, which halves the address arithmetic of gathers.
+  bool index32 = false;
 };
 
 /// Called after each pass with its name and the IR it produced (inspect --after, --verbose).

@@ -136,6 +136,7 @@ public:
     k_->source_path = ast_.loc.path();
     k_->bindings = bindings_;
     k_->smem_limit = options_.smem_limit;
+    k_->index32 = options_.index32;
     bind_constants();
     check_where();
     lower_params();

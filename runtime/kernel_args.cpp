@@ -62,6 +62,18 @@ void** KernelArgs::pointers() {
   return pointers_.data();
 }
 
+bool offsets_fit_int32(const Tensor& t) {
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  int64_t last = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] > kMax || t.strides[d] > kMax || t.strides[d] < -kMax) return false;
+    if (t.shape[d] == 0) return true; // empty: nothing is ever addressed
+    last += (t.shape[d] - 1) * (t.strides[d] < 0 ? -t.strides[d] : t.strides[d]);
+    if (last > kMax) return false;
+  }
+  return true;
+}
+
 bool vector_aligned(const Tensor& t) {
   if (t.shape.empty()) return false;
   const int64_t elem = dtype_size(t.dtype);

@@ -27,5 +27,8 @@ private:
 /// Whether a view qualifies for 16-byte vector accesses along its rows: base 16-byte aligned,
 /// unit last stride, every other stride and the row length multiples of 16 bytes.
 bool vector_aligned(const Tensor& t);
+/// Whether every size and every element offset of `t` fits in a 32-bit signed integer (the
+/// compiler may then index it with 32-bit arithmetic).
+bool offsets_fit_int32(const Tensor& t);
 
 } // namespace tilejit

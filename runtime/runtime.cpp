@@ -264,24 +264,33 @@ const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
     scratch_shapes.assign(kernel.params.size(), {}); // no launch shapes (compile-only use)
   }
   size_t next = 0;
+  bool index32 = true;
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const auto& p = kernel.params[i];
     if (p.is_scratch) {
       const auto& shape = scratch_shapes[i];
       DType t = parse_dtype(p.type.dtype).value_or(DType::F32);
       static char aligned_base alignas(256);
-      if (!shape.empty() && vector_aligned(Tensor::contiguous(&aligned_base, t, shape))) {
+      Tensor view = Tensor::contiguous(&aligned_base, t, shape);
+      if (!shape.empty() && vector_aligned(view)) {
         options.vector_aligned.insert(p.name);
         key += "|a:" + p.name;
       }
+      index32 = index32 && !shape.empty() && offsets_fit_int32(view);
       continue;
     }
-    if (next < args.size() && args[next].is_tensor && vector_aligned(args[next].tensor)) {
-      options.vector_aligned.insert(p.name);
-      key += "|a:" + p.name;
+    if (next < args.size() && args[next].is_tensor) {
+      if (vector_aligned(args[next].tensor)) {
+        options.vector_aligned.insert(p.name);
+        key += "|a:" + p.name;
+      }
+      index32 = index32 && offsets_fit_int32(args[next].tensor);
     }
     ++next;
   }
+  // Without arguments (a compile-only use) nothing is proven: index in 64 bits.
+  options.index32 = index32 && !args.empty();
+  if (options.index32) key += "|i32";
   for (const auto& [n, v] : config) key += str("|", n, "=", v);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -7,6 +7,7 @@
 #include "support/text.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace tilejit::cuda {
 
@@ -64,10 +65,12 @@ namespace {
 struct AccessPlan {
   const ir::Param* param = nullptr;
   std::string tensor;               // C++ name of the Tensor argument
+  std::string index_type;           // "int" when the launcher proved 32-bit offsets suffice
   std::vector<std::string> hoisted; // per dim: point value or range start (empty for gathers)
   std::vector<int> tile_axis;       // per dim: tile axis it follows (-1 for points)
   bool gathered = false;
   int last_range_dim = -1;
+  std::vector<std::string> gather_rows; // per dim: register array of per-row gathered indices
 };
 
 } // namespace
@@ -90,6 +93,7 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
   AccessPlan p;
   p.param = &em.k_.params[a.param];
   p.tensor = em.param_name(a.param);
+  p.index_type = em.k_.index32 ? "int" : "long long";
   int next_axis = 0;
   for (const auto& ix : a.indices)
     if (ix.kind == AccessIndex::Kind::Gather) p.gathered = true;
@@ -101,7 +105,7 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
     case AccessIndex::Kind::Range: {
       std::string name = em.fresh("tj_i");
       em.prepare(*ix.index);
-      em.line(str("const long long ", name, " = ", em.scalar(*ix.index), ";"));
+      em.line(str("const ", p.index_type, " ", name, " = ", em.scalar(*ix.index), ";"));
       p.hoisted.push_back(name);
       p.tile_axis.push_back(ix.kind == AccessIndex::Kind::Range ? next_axis++ : -1);
       if (ix.kind == AccessIndex::Kind::Range) p.last_range_dim = static_cast<int>(d);
@@ -128,36 +132,78 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
       out.push_back(p.hoisted[d]);
     } else if (ix.kind == AccessIndex::Kind::Range) {
       out.push_back(str("(", p.hoisted[d], " + ", em.coord(node, loop, idx, p.tile_axis[d]), ")"));
+    } else if (loop->rank() == 2 && d < p.gather_rows.size() && !p.gather_rows[d].empty()) {
+      out.push_back(
+          str(p.gather_rows[d], "[", em.layout_name(loop), "::slice_index<1>(", idx, ")]"));
     } else if (loop->rank() == 2) {
       const ir::Layout* rows = em.k_.layouts.slice(loop, 1);
       out.push_back(str(
-          "static_cast<long long>(",
+          "static_cast<", p.index_type, ">(",
           em.elem(*ix.index, rows, str(em.layout_name(loop), "::slice_index<1>(", idx, ")")), ")"));
     } else {
-      out.push_back(str("static_cast<long long>(", em.elem(*ix.index, loop, idx), ")"));
+      out.push_back(str("static_cast<", p.index_type, ">(", em.elem(*ix.index, loop, idx), ")"));
     }
   }
   return out;
 }
 
+/// Size of dimension d: a literal when specialisation made it a constant (the launcher checks
+/// the argument against it), else the runtime shape.
+static std::string extent(const AccessPlan& p, size_t d) {
+  if (d < p.param->dim_values.size() && p.param->dim_values[d] >= 0)
+    return std::to_string(p.param->dim_values[d]);
+  return str("static_cast<", p.index_type, ">(", p.tensor, ".shape[", d, "])");
+}
+
+// The checks are joined with `&`, not `&&`: every operand is cheap and side-effect free, so
+// evaluating all of them keeps the address code free of branches (short-circuit evaluation
+// around shared-memory reads of gathered indices made NVRTC emit a branch per element).
+/// Reads the gathered indices of a rank-2 access once per row the thread owns, into registers,
+/// before the per-element loop: each row then costs one index read however many vectors of
+/// it the thread moves (NVCC does not merge the reads across the asynchronous copies).
+static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
+                                const ir::Layout* loop) {
+  if (!loop || loop->rank() != 2 || !p.gathered) return;
+  const ir::Layout* rows = em.k_.layouts.slice(loop, 1);
+  std::string R = em.layout_name(rows);
+  p.gather_rows.assign(a.indices.size(), "");
+  for (size_t d = 0; d < a.indices.size(); ++d) {
+    if (a.indices[d].kind != AccessIndex::Kind::Gather) continue;
+    std::string name = em.fresh("tj_row");
+    em.line(str(p.index_type, " ", name, "[", R, "::N];"));
+    em.line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s) ", name,
+                "[tj_s] = static_cast<", p.index_type, ">(",
+                em.elem(*a.indices[d].index, rows, "tj_s"), ");"));
+    p.gather_rows[d] = name;
+  }
+}
+
 static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix,
                              int vec_last = 1) {
+  const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
   std::vector<std::string> parts;
   for (size_t d = 0; d < ix.size(); ++d) {
     if (vec_last > 1 && static_cast<int>(d) == p.last_range_dim)
-      parts.push_back(str("(", ix[d], " >= 0 && ", ix[d], " + ", vec_last, " <= ", p.tensor,
-                          ".shape[", d, "])"));
+      parts.push_back(
+          str("(", ix[d], " >= 0) & (", ix[d], " + ", vec_last, " <= ", extent(p, d), ")"));
     else
-      parts.push_back(str("static_cast<unsigned long long>(", ix[d],
-                          ") < static_cast<unsigned long long>(", p.tensor, ".shape[", d, "])"));
+      parts.push_back(
+          str("(static_cast<", u, ">(", ix[d], ") < static_cast<", u, ">(", extent(p, d), "))"));
   }
-  return parts.empty() ? "true" : join(parts, " && ");
+  return parts.empty() ? "true" : join(parts, " & ");
 }
 
 static std::string offset(const AccessPlan& p, const std::vector<std::string>& ix) {
   std::vector<std::string> parts;
-  for (size_t d = 0; d < ix.size(); ++d)
-    parts.push_back(str(ix[d], " * ", p.tensor, ".stride[", d, "]"));
+  for (size_t d = 0; d < ix.size(); ++d) {
+    // A vector-aligned tensor's last dimension has unit stride (or size 1, indexed by 0).
+    if (d + 1 == ix.size() && p.param->vector_aligned)
+      parts.push_back(ix[d]);
+    else if (p.index_type == "int")
+      parts.push_back(str(ix[d], " * static_cast<int>(", p.tensor, ".stride[", d, "])"));
+    else
+      parts.push_back(str(ix[d], " * ", p.tensor, ".stride[", d, "]"));
+  }
   return parts.empty() ? "0" : join(parts, " + ");
 }
 
@@ -194,6 +240,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   }
   const ir::Layout* l = e.layout;
   std::string L = layout_name(l);
+  preload_gather_rows(*this, a, p, l);
   int vec = vector_width(*this, a, p, l, e);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -215,8 +262,8 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   }
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
-  std::string ok = str(L, "::valid(tj_e) && ", in_bounds(p, ix));
-  if (e.b) ok += str(" && ", elem(*e.b, l, "tj_e"));
+  std::string ok = str(L, "::valid(tj_e) && (", in_bounds(p, ix), ")");
+  if (e.b) ok += str(" & (", elem(*e.b, l, "tj_e"), ")");
   line(str(dst, "[tj_e] = (", ok, ") ? ", p.tensor, ".ptr[", offset(p, ix), "] : ", other, ";"));
   close();
 }
@@ -269,6 +316,63 @@ void Emitter::emit_store(const ir::Stmt& s) {
   close();
 }
 
+/// A gathered copy of whole rows (gathers and points select a row, the last dimension is the
+/// one range and runs along the tile's columns): a pointer and a check per row the thread
+/// owns, then one cp.async per 16-byte vector at a constant offset from its row's pointer.
+/// Returns false (emitting nothing) for any other shape of access.
+static bool
+emit_gathered_rows_copy(Emitter& em, const ir::Access& a, const AccessPlan& p, const ir::Expr& e,
+                        const ir::Layout* l, const std::string& dst,
+                        const std::function<std::string(const std::string&)>& smem_index) {
+  const int last = static_cast<int>(a.indices.size()) - 1;
+  if (!p.gathered || !l || l->rank() != 2 || p.gather_rows.empty()) return false;
+  if (!p.param->vector_aligned || p.last_range_dim != last || p.tile_axis[last] != 1) return false;
+  for (int d = 0; d < last; ++d)
+    if (a.indices[d].kind == AccessIndex::Kind::Range) return false;
+  const int vec = l->vec;
+  std::string L = em.layout_name(l);
+  std::string R = em.layout_name(em.k_.layouts.slice(l, 1));
+  std::string T = storage_type(p.param->dtype);
+  std::vector<std::string> row_ix;
+  for (int d = 0; d < last; ++d)
+    row_ix.push_back(p.gather_rows[d].empty() ? p.hoisted[d] : str(p.gather_rows[d], "[tj_s]"));
+  std::string rows_ok = em.fresh("tj_rok");
+  std::string rows_ptr = em.fresh("tj_rptr");
+  em.line(str("bool ", rows_ok, "[", R, "::N];"));
+  em.line(str("const ", T, "* ", rows_ptr, "[", R, "::N];"));
+  {
+    em.open(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s)"));
+    std::vector<std::string> checks;
+    const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
+    std::vector<std::string> terms;
+    for (int d = 0; d < last; ++d) {
+      checks.push_back(str("(static_cast<", u, ">(", row_ix[d], ") < static_cast<", u, ">(",
+                           extent(p, d), "))"));
+      terms.push_back(p.index_type == "int"
+                          ? str(row_ix[d], " * static_cast<int>(", p.tensor, ".stride[", d, "])")
+                          : str(row_ix[d], " * ", p.tensor, ".stride[", d, "]"));
+    }
+    em.line(str(rows_ok, "[tj_s] = ", checks.empty() ? "true" : join(checks, " & "), ";"));
+    // A rejected row points at the tensor's base: its copies have source size 0 (zeros).
+    em.line(str(rows_ptr, "[tj_s] = ", p.tensor, ".ptr + (", rows_ok, "[tj_s] ? ",
+                terms.empty() ? "0" : join(terms, " + "), " : 0);"));
+    em.close();
+  }
+  em.open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
+  em.line(str("const int tj_e = tj_q * ", vec, ";"));
+  em.line(str("const int tj_s = ", L, "::slice_index<1>(tj_e);"));
+  std::string col = str("(", p.hoisted[last], " + ", L, "::c(tj_e))");
+  std::string ok =
+      str(rows_ok, "[tj_s] & (", col, " >= 0) & (", col, " + ", vec, " <= ", extent(p, last), ")");
+  if (e.b) ok += str(" & (", em.elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"), ")");
+  em.open(str("if (", L, "::valid(tj_e))"));
+  em.line(str("tj::cp_async16(", dst, " + ", smem_index("tj_e"), ", ", rows_ptr, "[tj_s] + ", col,
+              ", ", ok, ");"));
+  em.close();
+  em.close();
+  return true;
+}
+
 void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer) {
   const ir::Access& a = *e.access;
   if (e.b) prepare(*e.b);
@@ -280,6 +384,7 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   std::string L = layout_name(l);
   std::string dst = fresh("tj_dst");
   line(str(T, "* const ", dst, " = ", shared_ptr(dst_var), ";"));
+  preload_gather_rows(*this, a, p, l);
   int64_t stride = dst_var->smem_row_stride;
   auto smem_index = [&](const std::string& idx) {
     return dst_var->type.rank() == 1
@@ -293,17 +398,22 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
       !e.c || (e.c->kind == ExprKind::Const && e.c->float_value == 0 && e.c->int_value == 0);
   std::string other =
       e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
+  if (vec > 1 && vec * dtype_size(p.param->dtype) == 16 && mask_per_row && zero_other &&
+      emit_gathered_rows_copy(*this, a, p, e, l, dst, smem_index)) {
+    if (!in_producer) line("tj::cp_async_commit();");
+    return;
+  }
   if (vec > 1 && vec * dtype_size(p.param->dtype) == 16 && mask_per_row && zero_other) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
     line(str("const int tj_e = tj_q * ", vec, ";"));
     std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
     std::string ok = in_bounds(p, ix, vec);
-    if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
+    if (e.b) ok += str(" & (", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"), ")");
     open(str("if (", L, "::valid(tj_e))"));
     line(str("const bool tj_ok = ", ok, ";"));
-    line(str("tj::cp_async16(", dst, " + ", smem_index("tj_e"),
-             ", tj_ok ? static_cast<const void*>(&", p.tensor, ".ptr[", offset(p, ix),
-             "]) : static_cast<const void*>(", p.tensor, ".ptr), tj_ok);"));
+    // A rejected element copies zeros from the tensor's base (cp.async with source size 0).
+    line(str("tj::cp_async16(", dst, " + ", smem_index("tj_e"), ", ", p.tensor, ".ptr + (tj_ok ? ",
+             offset(p, ix), " : 0), tj_ok);"));
     close();
     close();
     // Outside a pipeline the copy runs in the background: the barrier before its first read
@@ -314,7 +424,7 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = in_bounds(p, ix);
-  if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
+  if (e.b) ok += str(" & (", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"), ")");
   line(str("if (", L, "::valid(tj_e)) ", dst, "[", smem_index("tj_e"), "] = (", ok, ") ? ",
            p.tensor, ".ptr[", offset(p, ix), "] : ", other, ";"));
   close();

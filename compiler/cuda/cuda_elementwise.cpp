@@ -66,7 +66,7 @@ const char* float_fn(ir::MathFn f) {
   case ir::MathFn::Exp:
     return "expf";
   case ir::MathFn::Exp2:
-    return "exp2f";
+    return "tj::exp2_approx";
   case ir::MathFn::Log:
     return "logf";
   case ir::MathFn::Log2:

@@ -1,6 +1,8 @@
 // Tensor views: element counts, contiguity (PyTorch's rule) and descriptions.
 #include <tilejit/tensor.h>
 
+#include "runtime/kernel_args.h"
+
 #include <gtest/gtest.h>
 
 namespace tilejit {
@@ -58,4 +60,28 @@ TEST(TensorTest, Describe) {
 }
 
 } // namespace
+
+// The launcher compiles 32-bit index math only when every offset of every tensor fits.
+TEST(TensorTest, OffsetsFitInt32) {
+  // The largest paged_sparse K cache: 24576 pages x 16 x 8 heads x 256 = 805M elements.
+  EXPECT_TRUE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F16, {24576, 16, 8, 256})));
+  // 2^31 elements: the last offset is 2^31 - 1, which still fits; one more page does not.
+  EXPECT_TRUE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F16, {65536, 16, 8, 256})));
+  EXPECT_FALSE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F16, {65537, 16, 8, 256})));
+  // Sizes are compared as 32-bit integers too: a dimension of 2^31 does not fit.
+  EXPECT_TRUE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F32, {(int64_t(1) << 31) - 1})));
+  EXPECT_FALSE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F32, {int64_t(1) << 31})));
+  // A broadcast (stride 0) dimension adds nothing; an empty tensor is never addressed.
+  Tensor b = Tensor::contiguous(nullptr, DType::F32, {int64_t(1) << 40, 4});
+  b.strides = {0, 1};
+  EXPECT_FALSE(offsets_fit_int32(b)); // the size itself does not fit
+  b.shape = {1 << 30, 4};
+  EXPECT_TRUE(offsets_fit_int32(b));
+  EXPECT_TRUE(offsets_fit_int32(Tensor::contiguous(nullptr, DType::F32, {0, 1 << 20})));
+  // Negative strides count by magnitude.
+  Tensor n = Tensor::contiguous(nullptr, DType::F32, {3, 1 << 30});
+  n.strides = {-(1 << 30), 1};
+  EXPECT_FALSE(offsets_fit_int32(n));
+}
+
 } // namespace tilejit

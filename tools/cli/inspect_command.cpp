@@ -25,6 +25,7 @@ struct InspectOptions {
   std::string source, workload, kernel, stage = "ir", after, arch;
   std::vector<std::string> set;
   bool unaligned = false;
+  bool index64 = false;
 };
 
 /// cuobjdump or nvdisasm: on PATH, under $CUDA_HOME/bin, or /usr/local/cuda/bin.
@@ -70,6 +71,7 @@ void inspect(const InspectOptions& o) {
   if (options.arch.empty())
     options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
+  options.index32 = !o.index64;
   if (!o.unaligned)
     for (const auto& p : k.params) options.vector_aligned.insert(p.name);
   auto warn = [](const std::string& pass, const ir::Kernel&) {
@@ -156,6 +158,8 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
                   "Target, e.g. sm_80, sm_90a (default: the GPU's own, else sm_90a)");
   cmd->add_flag("--unaligned", o->unaligned,
                 "Assume tensors are not 16-byte aligned (element-wise accesses)");
+  cmd->add_flag("--index64", o->index64,
+                "Assume tensors too large for 32-bit element offsets (64-bit index math)");
   cmd->callback([o] { inspect(*o); });
   (void)global;
 }

@@ -95,6 +95,7 @@ void print_progress(const std::string& label, const TuneProgress& p) {
       r.bindings = complete_bindings(k, v);
       r.options.arch = "sm_90a";
       for (const auto& p : k.params) r.options.vector_aligned.insert(p.name);
+      r.options.index32 = true;
       CompiledVariant c = jit_compile(r);
       std::cerr << "compiled " << k.name << " ["
                 << join(

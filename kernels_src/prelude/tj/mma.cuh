@@ -82,8 +82,10 @@ template <class LC, class T, bool B_NMAJOR>
 TJ_DEVICE void load_b_frags(unsigned (&b)[LC::NTL][2], const T* sb, int ldb, int n_base, int k0) {
   TJ_UNROLL for (int nt = 0; nt < LC::NTL; nt += 2) {
     const int n0 = n_base + nt * 8;
-    if (n0 >= LC::C_) continue;
-    if (nt + 1 < LC::NTL && n0 + 8 < LC::C_) {
+    // Only a padded N can leave fragments past the tile; otherwise every warp's are inside
+    // (testing anyway made NVCC branch around, and recompute, each fragment's address).
+    if (LC::PN != LC::C_ && n0 >= LC::C_) continue;
+    if (nt + 1 < LC::NTL && (LC::PN == LC::C_ || n0 + 8 < LC::C_)) {
       unsigned q[4];
       load_b_frag<T, B_NMAJOR, true>(q, sb, ldb, n0, k0);
       b[nt][0] = q[0];
@@ -105,13 +107,14 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
   const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[LC::MT][4];
-    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) if (m_base + mt * 16 < LC::R_)
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) if (LC::PM == LC::R_ || m_base + mt * 16 < LC::R_)
         load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
     unsigned b[LC::NTL][2];
     load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
         TJ_UNROLL for (int nt = 0; nt < LC::NTL;
-                       ++nt) if (m_base + mt * 16 < LC::R_ && n_base + nt * 8 < LC::C_)
+                       ++nt) if ((LC::PM == LC::R_ || m_base + mt * 16 < LC::R_) &&
+                                 (LC::PN == LC::C_ || n_base + nt * 8 < LC::C_))
             mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }
@@ -137,7 +140,8 @@ TJ_DEVICE void dot_rs(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb
     unsigned b[LC::NTL][2];
     load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
-        TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) if (n_base + nt * 8 < LC::C_)
+        TJ_UNROLL for (int nt = 0; nt < LC::NTL;
+                       ++nt) if (LC::PN == LC::C_ || n_base + nt * 8 < LC::C_)
             mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a[mt], b[nt]);
   }
 }

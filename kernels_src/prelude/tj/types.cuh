@@ -131,6 +131,15 @@ template <> TJ_DEVICE float OpMin::apply<float>(float a, float b) {
   return fminf(a, b);
 }
 
+/// 2^x with one MUFU instruction (ex2.approx: relative error about 2^-22, subnormal results
+/// flushed to 0). exp2f would add a range-reduction sequence per element; softmax-style code
+/// calls exp2 on every score, so this is what the DSL's exp2 on f32 compiles to.
+TJ_DEVICE float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 TJ_DEVICE float sigmoidf(float x) {
   return 1.0f / (1.0f + __expf(-x));
 }
