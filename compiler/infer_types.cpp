@@ -136,8 +136,9 @@ private:
     case ir::StmtKind::Eval:
       statement_atomic_ = s.value.get();
       expr(s.value);
-      if (s.value->kind != ExprKind::AtomicAdd && s.value->kind != ExprKind::Fence)
-        error(s.loc, "only atomic_add and fence can stand alone");
+      if (s.value->kind != ExprKind::AtomicAdd && s.value->kind != ExprKind::Fence &&
+          s.value->kind != ExprKind::Prefetch)
+        error(s.loc, "only atomic_add, fence and prefetch can stand alone");
       return;
     case ir::StmtKind::For: {
       expr(s.lo);
@@ -487,6 +488,15 @@ private:
     case ExprKind::Fence:
       e->type = Type{DType::I32, {}, Space::Scalar};
       return;
+    case ExprKind::Prefetch: {
+      std::vector<int64_t> shape = access(*e->access);
+      if (shape.size() > 2)
+        error(e->loc, str("prefetch names a rank-", shape.size(),
+                          " tile; use point subscripts for all but two axes"));
+      // Typed as the tile it names (a statement: the value is never used).
+      e->type = Type{k_.params[e->access->param].dtype, shape, Space::Frag};
+      return;
+    }
     case ExprKind::Convert:
       return;
     }

@@ -101,6 +101,7 @@ enum class ExprKind {
   Scan,        ///< inclusive cumulative `reduce_op` (sum or prod) along `axis`
   AtomicAdd,   ///< atomic add of a to the access; scalar access returns the old value
   Fence,       ///< memory fence across the device (before a flag/counter update)
+  Prefetch,    ///< hint: bring the accessed elements into L2 (no value, no effect on results)
   Convert,     ///< a moved to another layout or space (inserted by assign_layouts)
 };
 

@@ -116,6 +116,8 @@ std::string print_expr(const Expr& e) {
     return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
   case ExprKind::Fence:
     return "fence()";
+  case ExprKind::Prefetch:
+    return str("prefetch(", access_str(*e.access), ")");
   case ExprKind::Convert:
     return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
                print_expr(*e.a), ")");

@@ -301,13 +301,15 @@ private:
         out.push_back(std::move(st));
         return;
       }
-      if (e.kind == dsl::ExprKind::Call && (e.name == "atomic_add" || e.name == "fence")) {
+      if (e.kind == dsl::ExprKind::Call &&
+          (e.name == "atomic_add" || e.name == "fence" || e.name == "prefetch")) {
         auto st = std::make_unique<ir::Stmt>(ir::StmtKind::Eval, s.loc);
         st->value = lower_expr(e);
         out.push_back(std::move(st));
         return;
       }
-      fail_at(s.loc, "this expression has no effect; only store, atomic_add and fence stand alone");
+      fail_at(s.loc, "this expression has no effect; only store, atomic_add, fence and prefetch "
+                     "stand alone");
     }
     case dsl::StmtKind::For: {
       auto st = std::make_unique<ir::Stmt>(ir::StmtKind::For, s.loc);
@@ -623,6 +625,11 @@ private:
     }
     case BK::Fence:
       return std::make_unique<ir::Expr>(ExprKind::Fence, e.loc);
+    case BK::Prefetch: {
+      auto x = std::make_unique<ir::Expr>(ExprKind::Prefetch, e.loc);
+      x->access = std::make_unique<ir::Access>(lower_access(*e.args[0]));
+      return x;
+    }
     case BK::Dot: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Dot, e.loc);
       x->a = lower_expr(*e.args[0]);

@@ -17,6 +17,7 @@ enum class BuiltinKind {
   Store,
   AtomicAdd,
   Fence,
+  Prefetch,
   Dot,
   Trans,
   ReduceSum,

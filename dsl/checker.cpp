@@ -386,7 +386,8 @@ private:
     if (b->kind == BuiltinKind::Cast && !e.type_arg)
       sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
     bool takes_access = b->kind == BuiltinKind::Load || b->kind == BuiltinKind::Copy ||
-                        b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd;
+                        b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd ||
+                        b->kind == BuiltinKind::Prefetch;
     bool device_only = takes_access || b->kind == BuiltinKind::ProgramId ||
                        b->kind == BuiltinKind::NumPrograms || b->kind == BuiltinKind::Dot ||
                        b->kind == BuiltinKind::Iota || b->kind == BuiltinKind::Fence;

@@ -465,6 +465,30 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   close();
 }
 
+// Each element of a prefetch's layout is the first element of one 128-byte line (assign_layouts
+// sized the vectors so): one L2 prefetch per line, skipped where out of bounds.
+void Emitter::emit_prefetch(const ir::Expr& e) {
+  const ir::Access& a = *e.access;
+  line(str("// ", ir::print_expr(e)));
+  AccessPlan p = plan_access(*this, a);
+  if (e.type.is_scalar()) {
+    std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
+    line(str("if (threadIdx.x == 0 && (", in_bounds(p, ix), ")) tj::prefetch_l2(&", p.tensor,
+             ".ptr[", offset(p, ix), "]);"));
+    return;
+  }
+  const ir::Layout* l = e.layout;
+  TJ_ICHECK(l && l->kind == LayoutKind::Blocked, "prefetch without a blocked layout");
+  std::string L = layout_name(l);
+  preload_gather_rows(*this, a, p, l);
+  open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", l->vec, "; ++tj_q)"));
+  line(str("const int tj_e = tj_q * ", l->vec, ";"));
+  std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
+  line(str("if (", L, "::valid(tj_e) && (", in_bounds(p, ix), ")) tj::prefetch_l2(&", p.tensor,
+           ".ptr[", offset(p, ix), "]);"));
+  close();
+}
+
 std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   const ir::Access& a = *e.access;
   line(str("// ", ir::print_expr(e)));

@@ -348,6 +348,9 @@ void Emitter::prepare(const ir::Expr& e) {
   case ExprKind::Fence:
     line("__threadfence();");
     return;
+  case ExprKind::Prefetch:
+    emit_prefetch(e);
+    return;
   default:
     break;
   }

@@ -191,6 +191,8 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     const ir::Expr& e = *s.value;
     if (e.kind == ExprKind::Fence) {
       line("__threadfence();");
+    } else if (e.kind == ExprKind::Prefetch) {
+      emit_prefetch(e);
     } else if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {
       emit_tile_atomic(e);
     } else {

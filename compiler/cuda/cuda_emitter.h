@@ -85,6 +85,7 @@ public:
   void emit_store(const ir::Stmt& s);
   void emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer);
   void emit_tile_atomic(const ir::Expr& e);
+  void emit_prefetch(const ir::Expr& e);
   std::string emit_scalar_atomic(const ir::Expr& e);
   void emit_shared_write(const ir::Var* v, const ir::Expr& value);
   int divisibility(const ir::Expr& e) const;

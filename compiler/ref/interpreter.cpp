@@ -245,7 +245,7 @@ private:
       store(s);
       return Flow::Next;
     case ir::StmtKind::Eval:
-      eval(*s.value);
+      if (s.value->kind != ExprKind::Prefetch) eval(*s.value); // a prefetch is only a hint
       return Flow::Next;
     case ir::StmtKind::For: {
       int64_t lo = scalar_int(*s.lo), hi = scalar_int(*s.hi), step = scalar_int(*s.step);
@@ -494,6 +494,8 @@ private:
       return atomic_add(e);
     case ExprKind::Fence:
       return Value::scalar_int(DType::I32, 0); // programs run one at a time
+    case ExprKind::Prefetch:
+      TJ_ICHECK(false, "prefetch is a statement (run skips it)");
     case ExprKind::Convert:
       return eval(*e.a); // a layout or space change: same values
     }

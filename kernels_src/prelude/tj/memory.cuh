@@ -29,6 +29,11 @@ TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(pred ? 16 : 0));
 }
+/// Asks L2 to fetch the line holding `p` (a hint: no register waits for it). Deep prefetch
+/// through L2 keeps many bytes in flight without holding shared memory for them.
+TJ_DEVICE void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
 TJ_DEVICE void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
