@@ -439,19 +439,11 @@ private:
     case ir::StmtKind::Eval: {
       ir::Expr& e = *s.value;
       if (e.kind == ExprKind::Prefetch) {
-        // One thread per 128-byte line: each element of the layout is a line's first element.
-        int elem = dtype_size(e.type.dtype);
-        const Layout* l = nullptr;
-        if (!e.type.is_scalar()) {
-          int64_t cols = e.type.shape.back();
-          int vec = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cols, 128 / elem)));
-          while (vec > 1 && cols % vec != 0) vec /= 2;
-          int64_t lines = std::max<int64_t>(1, cols / vec);
-          int max_tc = e.type.rank() == 2 ? 32 : k_.threads;
-          int tc = 1;
-          while (tc * 2 <= max_tc && tc * 2 <= lines) tc *= 2;
-          l = table_.blocked(e.type.shape, vec, tc, k_.threads);
-        }
+        // "Vectors" of one 128-byte line: each element of the layout is a line's first element.
+        const Layout* l =
+            e.type.is_scalar()
+                ? nullptr
+                : table_.default_blocked(e.type.shape, dtype_size(e.type.dtype), k_.threads, 128);
         e.layout = l;
         place_access(*e.access, l);
       } else if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {

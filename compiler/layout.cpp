@@ -146,10 +146,10 @@ const Layout* LayoutTable::slice(const Layout* parent, int axis) {
 }
 
 const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, int elem_bytes,
-                                           int threads) {
+                                           int threads, int vector_bytes) {
   int64_t cols = shape.back();
   int64_t rows = shape.size() == 2 ? shape[0] : 1;
-  int vec = std::max(1, 16 / std::max(1, elem_bytes));
+  int vec = std::max(1, vector_bytes / std::max(1, elem_bytes));
   while (vec > 1 && cols % vec != 0) vec /= 2;
   // Threads along a row: enough to cover it with one vector each, at most a warp for 2-D tiles
   // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.

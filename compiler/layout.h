@@ -58,7 +58,10 @@ public:
   const Layout* slice(const Layout* parent, int axis);
   /// The default layout for a tile of `shape` with `elem_bytes`-byte elements: Blocked with
   /// 16-byte vectors along the last axis where the shape allows.
-  const Layout* default_blocked(const std::vector<int64_t>& shape, int elem_bytes, int threads);
+  /// vector_bytes: bytes one thread owns contiguously along a row (16 for 16-byte accesses; a
+  /// prefetch uses 128, one cache line per element).
+  const Layout* default_blocked(const std::vector<int64_t>& shape, int elem_bytes, int threads,
+                                int vector_bytes = 16);
 
 private:
   const Layout* intern(Layout l);

@@ -155,9 +155,6 @@ static std::string extent(const AccessPlan& p, size_t d) {
   return str("static_cast<", p.index_type, ">(", p.tensor, ".shape[", d, "])");
 }
 
-// The checks are joined with `&`, not `&&`: every operand is cheap and side-effect free, so
-// evaluating all of them keeps the address code free of branches (short-circuit evaluation
-// around shared-memory reads of gathered indices made NVRTC emit a branch per element).
 /// Reads the gathered indices of a rank-2 access once per row the thread owns, into registers,
 /// before the per-element loop: each row then costs one index read however many vectors of
 /// it the thread moves (NVCC does not merge the reads across the asynchronous copies).
@@ -178,6 +175,10 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
   }
 }
 
+// The checks are joined with `&`, not `&&`: every operand is cheap and side-effect free, so
+// evaluating all of them keeps the address code free of branches (short-circuit evaluation
+// around shared-memory reads of gathered indices made NVRTC emit a branch per element).
+// `ix` may cover only the leading dimensions (a row's).
 static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix,
                              int vec_last = 1) {
   const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
@@ -197,7 +198,7 @@ static std::string offset(const AccessPlan& p, const std::vector<std::string>& i
   std::vector<std::string> parts;
   for (size_t d = 0; d < ix.size(); ++d) {
     // A vector-aligned tensor's last dimension has unit stride (or size 1, indexed by 0).
-    if (d + 1 == ix.size() && p.param->vector_aligned)
+    if (static_cast<int>(d) + 1 == p.param->rank() && p.param->vector_aligned)
       parts.push_back(ix[d]);
     else if (p.index_type == "int")
       parts.push_back(str(ix[d], " * static_cast<int>(", p.tensor, ".stride[", d, "])"));
@@ -340,24 +341,12 @@ emit_gathered_rows_copy(Emitter& em, const ir::Access& a, const AccessPlan& p, c
   std::string rows_ptr = em.fresh("tj_rptr");
   em.line(str("bool ", rows_ok, "[", R, "::N];"));
   em.line(str("const ", T, "* ", rows_ptr, "[", R, "::N];"));
-  {
-    em.open(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s)"));
-    std::vector<std::string> checks;
-    const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
-    std::vector<std::string> terms;
-    for (int d = 0; d < last; ++d) {
-      checks.push_back(str("(static_cast<", u, ">(", row_ix[d], ") < static_cast<", u, ">(",
-                           extent(p, d), "))"));
-      terms.push_back(p.index_type == "int"
-                          ? str(row_ix[d], " * static_cast<int>(", p.tensor, ".stride[", d, "])")
-                          : str(row_ix[d], " * ", p.tensor, ".stride[", d, "]"));
-    }
-    em.line(str(rows_ok, "[tj_s] = ", checks.empty() ? "true" : join(checks, " & "), ";"));
-    // A rejected row points at the tensor's base: its copies have source size 0 (zeros).
-    em.line(str(rows_ptr, "[tj_s] = ", p.tensor, ".ptr + (", rows_ok, "[tj_s] ? ",
-                terms.empty() ? "0" : join(terms, " + "), " : 0);"));
-    em.close();
-  }
+  em.open(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s)"));
+  em.line(str(rows_ok, "[tj_s] = ", in_bounds(p, row_ix), ";"));
+  // A rejected row points at the tensor's base: its copies have source size 0 (zeros).
+  em.line(str(rows_ptr, "[tj_s] = ", p.tensor, ".ptr + (", rows_ok, "[tj_s] ? ", offset(p, row_ix),
+              " : 0);"));
+  em.close();
   em.open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
   em.line(str("const int tj_e = tj_q * ", vec, ";"));
   em.line(str("const int tj_s = ", L, "::slice_index<1>(tj_e);"));
