@@ -346,7 +346,7 @@ void Emitter::prepare(const ir::Expr& e) {
     scalar_temps_[&e] = emit_scalar_atomic(e);
     return;
   case ExprKind::Fence:
-    line("__threadfence();");
+    line("tj::fence();");
     return;
   case ExprKind::Prefetch:
     emit_prefetch(e);

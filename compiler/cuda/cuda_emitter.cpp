@@ -190,7 +190,7 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     line_directive(s.loc);
     const ir::Expr& e = *s.value;
     if (e.kind == ExprKind::Fence) {
-      line("__threadfence();");
+      line("tj::fence();");
     } else if (e.kind == ExprKind::Prefetch) {
       emit_prefetch(e);
     } else if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {

@@ -122,7 +122,10 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
                // more warps than a small tile has columns: padding warps must read nothing
                {{"CHUNK", "256"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "8"}},
                // one warp: P stays in registers for the second dot, no cross-warp reductions
-               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "1"}}})
+               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "1"}},
+               // chunk sizes that are not powers of two
+               {{"CHUNK", "192"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
+               {{"CHUNK", "768"}, {"BN", "16"}, {"STAGES", "4"}, {"WARPS", "2"}, {"PF", "8"}}})
         check_paged_sparse(run, *d, cfg);
     }
 }
