@@ -237,7 +237,11 @@ bool RandomHalving::start_bracket(size_t n, std::optional<size_t> carry) {
     members.push_back(i);
     if (!sampled_[i]) sampled_[i] = 1, --unsampled_;
   };
-  if (brackets_ == 0) take(space_.default_index());
+  if (brackets_ == 0) {
+    take(space_.default_index());
+    for (size_t seed : options_.seeds)
+      if (members.size() < n && seed < sampled_.size() && !sampled_[seed]) take(seed);
+  }
   if (carry && !failed(*carry)) take(*carry);
   if (members.size() < n && unsampled_ > 0) {
     std::vector<size_t> pool;
@@ -332,6 +336,8 @@ void EvolutionarySearch::next_generation() {
   };
   if (generations_ == 0) {
     add(space_.default_index());
+    for (size_t seed : options_.seeds)
+      if (seed < seen_.size() && next.size() < options_.population) add(seed);
   } else {
     // Parents: the best quarter of the population's worth of measured configs.
     std::vector<std::pair<double, size_t>> ranked;

@@ -54,7 +54,11 @@ struct StrategyOptions {
   size_t sample_size = 0;
   size_t population = 16; ///< evolutionary: configs per generation
   int patience = 3;       ///< evolutionary without a budget: generations without improvement
-  Clock clock;            ///< empty = steady_seconds
+  /// Configs measured first, right after the default (halving's first bracket, evolution's
+  /// first generation; exhaustive measures everything anyway): typically the winners of the
+  /// nearest shapes already tuned, so a budgeted search starts from what won there.
+  std::vector<size_t> seeds;
+  Clock clock; ///< empty = steady_seconds
 };
 
 /// The best configuration found so far and its cost.
@@ -142,7 +146,8 @@ private:
   bool default_done_ = false;
 };
 
-/// Successive halving: a random sample (the default included) measured with min_repeats, the
+/// Successive halving: a random sample (the default and the seeds included) measured with
+/// min_repeats, the
 /// best 1/eta re-measured with eta times the repeats, until one remains: the bracket's
 /// finalist. While budget remains and unsampled configs exist, another bracket runs with the
 /// finalist in it, so a new finalist has beaten the old one under equal conditions.
@@ -179,7 +184,7 @@ private:
   std::optional<size_t> finalist_; ///< of the last completed bracket
 };
 
-/// Evolutionary search: a first generation of the default plus random configs; each next
+/// Evolutionary search: a first generation of the default, the seeds and random configs; each next
 /// generation the unmeasured neighbours of the best configs (mutations one step along one
 /// tunable), topped up with random configs.
 class EvolutionarySearch : public SearchStrategy {

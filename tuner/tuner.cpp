@@ -41,6 +41,19 @@ Config as_config(const Bindings& b) {
 
 } // namespace
 
+std::vector<size_t> warm_start_seeds(TuneDatabase& db, const TuneKey& key, const SearchSpace& space,
+                                     int limit) {
+  std::vector<size_t> seeds;
+  if (limit <= 0) return seeds;
+  for (const NearestWinner& near : db.nearest_winners(key)) {
+    if (static_cast<int>(seeds.size()) >= limit) break;
+    auto index = space.index_of(near.winner.config);
+    if (index && std::find(seeds.begin(), seeds.end(), *index) == seeds.end())
+      seeds.push_back(*index);
+  }
+  return seeds;
+}
+
 TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& identity) {
   TJ_ICHECK(r.runtime && r.check && r.prepare_check, "tune request incomplete");
   Runtime& rt = *r.runtime;
@@ -77,11 +90,15 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   so.budget = r.budget;
   so.repeats = r.repeats;
   so.batch_size = 16;
+  so.seeds = warm_start_seeds(db, out.key, space, r.warm_start);
   auto strategy = make_strategy(r.strategy, space, so);
   out.strategy = strategy->name();
   log(str(kernel.name, ": ", space.size(), " configurations (", space.pruned(),
           " pruned by constraints), strategy ", strategy->name(), ", budget ",
           to_string(r.budget)));
+  if (!so.seeds.empty())
+    log(str("  measured first: the winners of ", so.seeds.size(),
+            " nearby tuned shape(s) of this kernel"));
 
   KernelTimer timer;
   rt.arch(); // initialise device queries before compiling on worker threads

@@ -40,6 +40,9 @@ struct TuneRequest {
   double compile_timeout_s = 120;
   unsigned compile_threads = 0; ///< 0 = hardware threads
   bool retune = false;          ///< measure again even if the database has a winner
+  /// Measure the winners of the nearest shapes already tuned (same kernel, source, generics
+  /// and machine) first, at most this many; 0 = start from the default alone.
+  int warm_start = 8;
   std::function<void(const TuneProgress&)> progress;
   std::function<void(const std::string&)> log;
 };
@@ -54,6 +57,12 @@ struct TuneOutcome {
   bool from_database = false; ///< the winner was already tuned; nothing was compiled or timed
   std::string strategy, stop_reason;
 };
+
+/// Config indices of the winners of the nearest shapes tuned before (nearest first, distinct,
+/// at most `limit`), for TuneRequest::warm_start. Winners whose config is no longer in the
+/// space (the tune clause changed, or a constraint prunes it) are skipped.
+std::vector<size_t> warm_start_seeds(TuneDatabase& db, const TuneKey& key, const SearchSpace& space,
+                                     int limit);
 
 /// Tunes one problem. Throws tilejit::Error when no configuration runs correctly.
 TuneOutcome tune(const TuneRequest& request, TuneDatabase& db, const TuneIdentity& identity);

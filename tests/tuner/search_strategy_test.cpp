@@ -6,6 +6,9 @@
 
 #include "compiler/kernel_library.h"
 #include "support/error.h"
+#include "tune_test_util.h"
+#include "tuner/tune_database.h"
+#include "tuner/tuner.h"
 
 #include <gtest/gtest.h>
 
@@ -329,6 +332,66 @@ TEST(EvolutionarySearch, StopsWithoutABudgetOnceItStopsImproving) {
   ASSERT_TRUE(log.best);
   EXPECT_NE(log.best->config_index % 7, 3u);
   EXPECT_LT(bowl.rank(log.best->config_index), 10u);
+}
+
+TEST(WarmStart, SeedsAreMeasuredFirstAndAWinningSeedIsKept) {
+  // A 10^4-point space, 60 trials: random sampling alone rarely comes near the optimum, but a
+  // seed at the optimum (what won for a nearby shape) is measured in the first batch, right
+  // after the default, and wins.
+  LoadedModule m = grid_kernel(100);
+  SearchSpace space(m.kernel(), {}, 48 * 1024);
+  Bowl bowl{space, 71, 23};
+  const size_t optimum = bowl.argmin();
+  const size_t far = *space.index_of(TuneConfig{{"A", 5}, {"B", 90}});
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    StrategyOptions o = options_with(seed, trials(60));
+    o.seeds = {far, optimum, far};
+    RandomHalving halving(space, o);
+    EvolutionarySearch evolution(space, o);
+    for (SearchStrategy* s : std::vector<SearchStrategy*>{&halving, &evolution}) {
+      RunLog log = run(*s, bowl);
+      const std::vector<Proposal>& first = log.batches.front();
+      ASSERT_GE(first.size(), 3u) << s->name();
+      EXPECT_EQ(first[0].config_index, space.default_index()) << s->name();
+      EXPECT_EQ(first[1].config_index, far) << s->name();
+      EXPECT_EQ(first[2].config_index, optimum) << s->name();
+      std::set<size_t> in_first;
+      for (const Proposal& p : first) EXPECT_TRUE(in_first.insert(p.config_index).second);
+      ASSERT_TRUE(log.best) << s->name();
+      EXPECT_EQ(log.best->config_index, optimum) << s->name() << " seed " << seed;
+    }
+  }
+  // Without seeds the same budget does not find the optimum (the seeds are what helped).
+  size_t found = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    RandomHalving plain(space, options_with(seed, trials(60)));
+    RunLog log = run(plain, bowl);
+    found += log.best && log.best->config_index == optimum;
+  }
+  EXPECT_LT(found, 3u);
+}
+
+TEST(WarmStart, SeedsAreTheWinnersOfTheNearestTunedShapes) {
+  tune_test::TempDir dir;
+  TuneDatabase db(dir.file("t.db"));
+  LoadedModule m = grid_kernel(10);
+  SearchSpace space(m.kernel(), {}, 48 * 1024);
+  // Winners for B = 8 (1 step from 4), 1 (2 steps), 64 (4 steps) and 32 (3 steps, the same
+  // config as B = 8's); one from another GPU, and one whose config left the space.
+  db.set_winner(tune_test::sample_key(8), {{"A", 3}, {"B", 4}}, 0.2);
+  db.set_winner(tune_test::sample_key(1), {{"A", 7}, {"B", 1}}, 0.1);
+  db.set_winner(tune_test::sample_key(64), {{"A", 2}, {"B", 2}}, 0.9);
+  db.set_winner(tune_test::sample_key(32), {{"A", 3}, {"B", 4}}, 0.5);
+  db.set_winner(tune_test::sample_key(16), {{"A", 42}, {"B", 0}}, 0.3);
+  TuneKey other_gpu = tune_test::sample_key(4);
+  other_gpu.device_name = "NVIDIA H200";
+  db.set_winner(other_gpu, {{"A", 9}, {"B", 9}}, 0.1);
+  auto at = [&](int64_t a, int64_t b) { return *space.index_of(TuneConfig{{"A", a}, {"B", b}}); };
+  EXPECT_EQ(warm_start_seeds(db, tune_test::sample_key(4), space, 8),
+            (std::vector<size_t>{at(3, 4), at(7, 1), at(2, 2)}));
+  EXPECT_EQ(warm_start_seeds(db, tune_test::sample_key(4), space, 2),
+            (std::vector<size_t>{at(3, 4), at(7, 1)}));
+  EXPECT_TRUE(warm_start_seeds(db, tune_test::sample_key(4), space, 0).empty());
 }
 
 TEST(SearchStrategy, ReportingContractIsChecked) {

@@ -35,6 +35,7 @@ struct TuneOptions {
   uint64_t seed = 1;
   int repeats = 20;
   bool retune = false;
+  int warm_start = 8;
 };
 
 std::string fmt(double v, const char* f) {
@@ -56,6 +57,7 @@ TuneRequest make_request(const TuneOptions& o, Runtime& rt, KernelRef k,
   r.seed = o.seed;
   r.repeats = o.repeats;
   r.retune = o.retune;
+  r.warm_start = o.warm_start;
   return r;
 }
 
@@ -288,6 +290,9 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--seed", o->seed, "Seed of the search (deterministic for a seed; default 1)");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20)");
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");
+  cmd->add_option("--warm-start", o->warm_start,
+                  "Measure the winners of up to N nearby tuned shapes first (default 8; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &global] {
     if (!o->workload.empty()) workloads::find_workload(o->workload);
     if (o->workload.empty() && o->source.empty())
