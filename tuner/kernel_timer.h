@@ -1,6 +1,13 @@
 // Timing a launch the way the peers are timed (METHOD.md, triton.testing.do_bench): warm-up
 // calls, then for every timed call the L2 flushed by an asynchronous 256 MB memset on the same
 // stream, CUDA events around the call alone, and the median of the repeats.
+//
+// The warm-up lasts at least `warmup_ms` of back-to-back work (flushes and calls): a GPU that
+// sat idle (the tuner compiling its next batch, a benchmark preparing inputs) runs below its
+// boost clock for a while, and a latency-bound call of ~15 us then measured up to 1.4x slower,
+// in two modes, depending on how long the pause before it was. The peers' timing loops run on
+// a GPU kept busy (a spin queued ahead of the loop), so without this the comparison was unfair
+// to whichever side had just paused.
 #pragma once
 
 #include "runtime/cuda_abi.h"
@@ -14,9 +21,10 @@ namespace tilejit {
 class DeviceBuffer;
 
 struct TimingOptions {
-  int warmup = 3;
-  int repeats = 20;     ///< at least this many timed calls
-  double budget_ms = 0; ///< if > 0, more repeats until this much GPU time (capped at 200)
+  int warmup = 3;          ///< at least this many warm-up calls...
+  double warmup_ms = 25.0; ///< ...and at least this long (wall clock) of back-to-back work
+  int repeats = 20;        ///< at least this many timed calls
+  double budget_ms = 0;    ///< if > 0, more repeats until this much GPU time (capped at 200)
   bool flush_l2 = true;
 };
 
