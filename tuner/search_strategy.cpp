@@ -215,9 +215,12 @@ size_t RandomHalving::next_bracket_size() const {
   size_t available = unsampled_ + (finalist_ ? 1 : 0);
   size_t n = 0;
   if (auto left = trials_left()) {
-    size_t cap = std::min<size_t>(available, static_cast<size_t>(*left));
+    int64_t allowed = *left;
+    // A first bracket that cannot cover the space leaves half the budget to refinement.
+    if (brackets_ == 0 && static_cast<int64_t>(space_.size()) > *left) allowed = (*left + 1) / 2;
+    size_t cap = std::min<size_t>(available, static_cast<size_t>(allowed));
     n = cap;
-    while (n > 0 && bracket_trials(n, options_.eta) > *left) --n;
+    while (n > 0 && bracket_trials(n, options_.eta) > allowed) --n;
   } else if (brackets_ == 0) {
     n = options_.sample_size ? options_.sample_size : 64;
   } else if (options_.budget.seconds) {
@@ -257,6 +260,26 @@ bool RandomHalving::start_bracket(size_t n, std::optional<size_t> carry) {
   }
   if (members.empty()) return false;
   if (brackets_ == 0) first_bracket_size_ = members.size();
+  ++brackets_;
+  rung_ = std::move(members);
+  next_member_ = 0;
+  rung_costs_.clear();
+  rung_index_ = 0;
+  bracket_open_ = true;
+  return true;
+}
+
+bool RandomHalving::start_neighbour_bracket(size_t n) {
+  if (!finalist_ || n < 2) return false;
+  std::vector<size_t> members = {*finalist_};
+  for (size_t i : space_.neighbours(*finalist_)) {
+    if (members.size() >= n) break;
+    if (sampled_[i] || failed(i)) continue;
+    sampled_[i] = 1;
+    --unsampled_;
+    members.push_back(i);
+  }
+  if (members.size() < 2) return false;
   ++brackets_;
   rung_ = std::move(members);
   next_member_ = 0;
@@ -307,7 +330,10 @@ std::vector<Proposal> RandomHalving::propose(size_t max_count) {
       close_rung(); // every member is proposed and (by contract) reported
       continue;
     }
-    if (!start_bracket(next_bracket_size(), finalist_)) return {};
+    // Refine around the finalist while it has unsampled neighbours, else sample afresh.
+    const size_t n = next_bracket_size();
+    if (brackets_ > 0 && start_neighbour_bracket(n)) continue;
+    if (!start_bracket(n, finalist_)) return {};
   }
 }
 

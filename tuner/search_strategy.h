@@ -147,10 +147,13 @@ private:
 };
 
 /// Successive halving: a random sample (the default and the seeds included) measured with
-/// min_repeats, the
-/// best 1/eta re-measured with eta times the repeats, until one remains: the bracket's
-/// finalist. While budget remains and unsampled configs exist, another bracket runs with the
-/// finalist in it, so a new finalist has beaten the old one under equal conditions.
+/// min_repeats, the best 1/eta re-measured with eta times the repeats, until one remains: the
+/// bracket's finalist. While budget remains and unsampled configs exist, another bracket runs
+/// with the finalist in it, so a new finalist has beaten the old one under equal conditions.
+/// The next bracket holds the finalist's unsampled neighbours (one step along one tunable) when
+/// it has any — a local refinement that climbs from the finalist while it keeps improving —
+/// and a fresh random sample otherwise. With a trial budget smaller than the space, the first
+/// random bracket takes at most half of it, leaving the rest to refinement.
 class RandomHalving : public SearchStrategy {
 public:
   RandomHalving(const SearchSpace& space, StrategyOptions options);
@@ -167,6 +170,9 @@ protected:
 private:
   /// Starts a bracket of up to n configs (fresh samples plus `carry`); false if none left.
   bool start_bracket(size_t n, std::optional<size_t> carry);
+  /// Starts a bracket of the finalist and up to n - 1 of its unsampled, not failed neighbours;
+  /// false when it has none.
+  bool start_neighbour_bracket(size_t n);
   /// All of the current rung is measured: keep the best, or close the bracket.
   void close_rung();
   /// Size of the next bracket given the budget left; 0 = no further bracket.

@@ -167,8 +167,8 @@ TEST(RandomHalving, IsDeterministicForASeed) {
 }
 
 TEST(RandomHalving, FindsANearBestWithinBudget) {
-  // 400 configs, 200 trials: a first rung of 133 random configs, so the optimum itself is
-  // sampled about a third of the time.
+  // 400 configs, 200 trials: a first bracket of random configs on half the budget, then
+  // brackets of the finalist's neighbours.
   LoadedModule m = grid_kernel(20);
   SearchSpace space(m.kernel(), {}, 48 * 1024);
   Bowl bowl{space, 13, 6};
@@ -177,12 +177,16 @@ TEST(RandomHalving, FindsANearBestWithinBudget) {
     RunLog log = run(search, bowl);
     ASSERT_TRUE(log.best) << seed;
     EXPECT_LE(log.trials, 200);
-    // Noise (under 1% at 5 repeats) is below the bowl's steps near the bottom (1%), so the
-    // pick is the best config sampled; random sampling makes that among the best 5%.
+    // The pick is the best config sampled, up to the noise (under 1% at 5 repeats, the size
+    // of the bowl's steps near the bottom, where refinement samples every neighbour).
     size_t sampled_best = space.size();
+    double sampled_best_cost = 1e30;
     for (const auto& b : log.batches)
-      for (const Proposal& p : b) sampled_best = std::min(sampled_best, bowl.rank(p.config_index));
-    EXPECT_EQ(bowl.rank(log.best->config_index), sampled_best) << "seed " << seed;
+      for (const Proposal& p : b) {
+        sampled_best = std::min(sampled_best, bowl.rank(p.config_index));
+        sampled_best_cost = std::min(sampled_best_cost, bowl.cost(p.config_index));
+      }
+    EXPECT_LE(bowl.cost(log.best->config_index), sampled_best_cost * 1.02) << "seed " << seed;
     EXPECT_LT(sampled_best, space.size() / 20) << "seed " << seed;
     // The default is always measured, in the first batch.
     EXPECT_EQ(log.batches.front().front().config_index, space.default_index());
@@ -193,7 +197,8 @@ TEST(RandomHalving, FindsANearBestWithinBudget) {
     EXPECT_EQ(most, 20);
     EXPECT_EQ(log.best->repeats, 20);
   }
-  // A 10^4-point space with 300 trials: among the best 5%.
+  // A 10^4-point space with 300 trials: random sampling alone reaches the best 5%; refining
+  // around the finalist climbs to (next to) the optimum.
   LoadedModule big = grid_kernel(100);
   SearchSpace large(big.kernel(), {}, 48 * 1024);
   Bowl wide{large, 71, 23};
@@ -201,7 +206,7 @@ TEST(RandomHalving, FindsANearBestWithinBudget) {
     RandomHalving search(large, options_with(seed, trials(300)));
     RunLog log = run(search, wide);
     ASSERT_TRUE(log.best);
-    EXPECT_LT(wide.rank(log.best->config_index), large.size() / 20) << "seed " << seed;
+    EXPECT_LE(wide.rank(log.best->config_index), 5u) << "seed " << seed;
   }
 }
 
