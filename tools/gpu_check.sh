@@ -11,7 +11,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1
 status=0
 summary=()
-for t in gpu_driver_test gpu_kernels_test ${EXTRA_GPU_TESTS:-}; do
+for t in gpu_driver_test gpu_kernels_test gpu_tune_test ${EXTRA_GPU_TESTS:-}; do
   exe=$(find "$bin" -name "$t" -type f | head -1)
   [ -n "$exe" ] || { summary+=("$t: missing"); status=1; continue; }
   start=$(date +%s)

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .device/bin && mkdir -p .device/bin
-for f in build/tilejit build/tests/gpu/gpu_kernels_test build/tests/runtime/gpu_driver_test "$@"; do
+for f in build/tilejit build/tests/gpu/gpu_kernels_test build/tests/gpu/gpu_tune_test build/tests/runtime/gpu_driver_test "$@"; do
   [ -f "$f" ] && cp "$f" .device/bin/
 done
 du -sh .device/bin

@@ -1,0 +1,164 @@
+// Tuning end to end on the GPU (label `gpu`): tune a real kernel into a fresh SQLite database,
+// check that every trial and the winner landed there, that a second run answers from the
+// database without compiling or timing anything, and that a fresh Runtime with the database
+// selector launches the winner for that shape and computes the right answer (output poisoned,
+// every element checked against a float64 reference on fresh random inputs).
+#include "gpu_runner.h"
+#include "test_util.h"
+
+#include "runtime/device_buffer.h"
+#include "tuner/db_config_selector.h"
+#include "tuner/tune_database.h"
+#include "tuner/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <tilejit/tilejit.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tilejit::test {
+namespace {
+
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
+  } while (0)
+
+/// A directory removed with its contents at the end of the test.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    std::string pattern =
+        std::filesystem::temp_directory_path().string() + "/tilejit-gpu-tune-XXXXXX";
+    path = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// Row softmax (f32) on the GPU with its inputs, a poisoning step and a checker.
+struct SoftmaxProblem {
+  int64_t rows, cols;
+  std::vector<float> x;
+  std::vector<double> want;
+  DeviceBuffer dx, dy;
+
+  SoftmaxProblem(int64_t r, int64_t c, uint64_t seed)
+      : rows(r), cols(c), x(static_cast<size_t>(r * c)), want(x.size()),
+        dx(x.size() * sizeof(float)), dy(x.size() * sizeof(float)) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    for (float& v : x) v = normal(rng);
+    for (int64_t i = 0; i < rows; ++i) {
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < cols; ++j) m = std::max(m, double(x[i * cols + j]));
+      for (int64_t j = 0; j < cols; ++j) s += std::exp(double(x[i * cols + j]) - m);
+      for (int64_t j = 0; j < cols; ++j)
+        want[i * cols + j] = std::exp(double(x[i * cols + j]) - m) / s;
+    }
+    dx.upload(x.data(), x.size() * sizeof(float));
+  }
+  std::vector<Arg> args() {
+    return {Arg::of(Tensor::contiguous(dx.data(), DType::F32, {rows, cols})),
+            Arg::of(Tensor::contiguous(dy.data(), DType::F32, {rows, cols}))};
+  }
+  void poison() { dy.fill_byte(0xFF); } // NaN everywhere
+  /// Every element within 1e-5 relative (+1e-7 absolute) of the float64 reference.
+  bool correct(std::string* why) const {
+    std::vector<float> got(x.size());
+    dy.download(got.data(), got.size() * sizeof(float));
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!(std::fabs(got[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + 1e-7)) {
+        if (why) *why = str("element ", i, ": got ", got[i], ", want ", want[i]);
+        return false;
+      }
+    return true;
+  }
+};
+
+TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const std::string db_file = dir.path + "/tune.db";
+  const uint64_t seed = fresh_seed();
+  SoftmaxProblem p(37, 1000, seed); // odd sizes: partial row blocks and column tiles
+  TuneIdentity identity = current_identity();
+
+  RuntimeOptions ro;
+  ro.cache_dir = dir.path + "/modules";
+  Runtime rt(ro);
+  KernelRef k = rt.load("embedded:examples/softmax.tile");
+  TuneRequest r;
+  r.runtime = &rt;
+  r.kernel = k;
+  r.args = p.args();
+  r.prepare_check = [&] { p.poison(); };
+  r.check = [&](std::string* why) { return p.correct(why); };
+  r.budget = parse_budget("12");
+  r.repeats = 5;
+  r.seed = 3;
+
+  TuneOutcome first;
+  {
+    TuneDatabase db(db_file);
+    first = tune(r, db, identity);
+    ASSERT_FALSE(first.winner.empty()) << "seed " << seed;
+    EXPECT_FALSE(first.from_database);
+    EXPECT_GT(first.measured, 0);
+    EXPECT_GT(first.compiled, 0);
+    EXPECT_GT(first.winner_ms, 0);
+    // Every trial is in the database, and the winner is the one tune() reported.
+    std::vector<TrialRecord> trials = db.trials_for(first.key);
+    EXPECT_EQ(static_cast<int>(trials.size()), first.trials);
+    auto w = db.winner(first.key);
+    ASSERT_TRUE(w);
+    for (const auto& [name, value] : w->config)
+      EXPECT_EQ(first.winner.at(name), std::to_string(value));
+    EXPECT_DOUBLE_EQ(*w->median_ms, first.winner_ms);
+  }
+
+  // A second run on the warm database compiles and times nothing.
+  {
+    TuneDatabase db(db_file);
+    TuneOutcome again = tune(r, db, identity);
+    EXPECT_TRUE(again.from_database);
+    EXPECT_EQ(again.compiled, 0);
+    EXPECT_EQ(again.measured, 0);
+    EXPECT_EQ(again.winner, first.winner);
+  }
+
+  // A fresh runtime that consults the database launches the winner for this exact shape.
+  std::vector<std::string> log;
+  RuntimeOptions ro2;
+  ro2.cache_dir = dir.path + "/modules";
+  ro2.log = [&](const std::string& m) { log.push_back(m); };
+  Runtime rt2(ro2);
+  rt2.set_config_selector(
+      make_db_config_selector(std::make_shared<TuneDatabase>(db_file), identity));
+  KernelRef k2 = rt2.load("embedded:examples/softmax.tile");
+  p.poison();
+  LaunchOptions lo;
+  lo.synchronize = true;
+  rt2.launch(k2, p.args(), lo);
+  std::string why;
+  EXPECT_TRUE(p.correct(&why)) << why << " (seed " << seed << ")";
+  bool said_tuned = false;
+  for (const std::string& m : log)
+    if (m.find("tuned winner for the exact shape") != std::string::npos) said_tuned = true;
+  EXPECT_TRUE(said_tuned) << "the launch did not take the tuned winner";
+  Config chosen = rt2.resolve_config(k2, p.args(), {}, &why);
+  for (const auto& [name, value] : first.winner)
+    if (chosen.count(name)) EXPECT_EQ(chosen.at(name), value) << name;
+}
+
+} // namespace
+} // namespace tilejit::test
