@@ -198,16 +198,30 @@ RandomHalving::RandomHalving(const SearchSpace& space, StrategyOptions options)
     : SearchStrategy(space, std::move(options)), sampled_(space.size(), 0),
       unsampled_(space.size()) {}
 
-int64_t RandomHalving::bracket_trials(size_t n, int eta) {
+int64_t RandomHalving::bracket_trials(size_t n, int eta, int rungs_to_cap) {
   int64_t total = 0;
   size_t m = n;
-  while (m > 0) {
+  for (int rung = 0; m > 0; ++rung) {
     total += static_cast<int64_t>(m);
     if (m == 1) break;
-    m = std::max<size_t>(1, m / eta);
-    if (m == 1) break; // the last survivor is the finalist: no rung of one is measured
+    size_t next = std::max<size_t>(1, m / eta);
+    if (next == 1 && rung < rungs_to_cap) next = 2; // decided only with the full repeats
+    if (next == 1) break; // the last survivor is the finalist: no rung of one is measured
+    m = next;
   }
   return total;
+}
+
+int RandomHalving::rung_repeats(int rung) const {
+  const double cap = std::max(options_.repeats, options_.min_repeats);
+  return static_cast<int>(
+      std::min<double>(options_.min_repeats * std::pow(double(options_.eta), rung), cap));
+}
+
+int RandomHalving::rungs_to_cap() const {
+  int rung = 0;
+  while (rung < 30 && rung_repeats(rung) < std::max(options_.repeats, options_.min_repeats)) ++rung;
+  return rung;
 }
 
 size_t RandomHalving::next_bracket_size() const {
@@ -220,7 +234,7 @@ size_t RandomHalving::next_bracket_size() const {
     if (brackets_ == 0 && static_cast<int64_t>(space_.size()) > *left) allowed = (*left + 1) / 2;
     size_t cap = std::min<size_t>(available, static_cast<size_t>(allowed));
     n = cap;
-    while (n > 0 && bracket_trials(n, options_.eta) > allowed) --n;
+    while (n > 0 && bracket_trials(n, options_.eta, rungs_to_cap()) > allowed) --n;
   } else if (brackets_ == 0) {
     n = options_.sample_size ? options_.sample_size : 64;
   } else if (options_.budget.seconds) {
@@ -245,7 +259,8 @@ bool RandomHalving::start_bracket(size_t n, std::optional<size_t> carry) {
     for (size_t seed : options_.seeds)
       if (members.size() < n && seed < sampled_.size() && !sampled_[seed]) take(seed);
   }
-  if (carry && !failed(*carry)) take(*carry);
+  defender_.reset();
+  if (carry && !failed(*carry)) take(*carry), defender_ = *carry;
   if (members.size() < n && unsampled_ > 0) {
     std::vector<size_t> pool;
     pool.reserve(unsampled_);
@@ -280,6 +295,7 @@ bool RandomHalving::start_neighbour_bracket(size_t n) {
     members.push_back(i);
   }
   if (members.size() < 2) return false;
+  defender_ = *finalist_;
   ++brackets_;
   rung_ = std::move(members);
   next_member_ = 0;
@@ -301,6 +317,8 @@ void RandomHalving::close_rung() {
   }
   std::sort(ok.begin(), ok.end()); // by cost, then by index
   size_t keep = std::min(ok.size(), std::max<size_t>(1, rung_.size() / options_.eta));
+  // A rung measured with fewer than the full repeats decides nothing alone: two go on.
+  if (keep == 1 && ok.size() >= 2 && rung_index_ < rungs_to_cap()) keep = 2;
   if (ok.empty() || rung_.size() == 1 || keep == 1) {
     if (!ok.empty()) finalist_ = ok.front().second;
     bracket_open_ = false;
@@ -308,6 +326,10 @@ void RandomHalving::close_rung() {
   }
   rung_.clear();
   for (size_t j = 0; j < keep; ++j) rung_.push_back(ok[j].second);
+  // The defender goes on whatever its first, short measurement said.
+  if (defender_ && std::find(rung_.begin(), rung_.end(), *defender_) == rung_.end() &&
+      std::any_of(ok.begin(), ok.end(), [&](const auto& c) { return c.second == *defender_; }))
+    rung_.back() = *defender_;
   std::sort(rung_.begin(), rung_.end());
   next_member_ = 0;
   rung_costs_.clear();
@@ -318,9 +340,7 @@ std::vector<Proposal> RandomHalving::propose(size_t max_count) {
   while (true) {
     if (bracket_open_ && next_member_ < rung_.size()) {
       // Repeats grow by eta per rung, from min_repeats up to the cap.
-      double r = options_.min_repeats * std::pow(double(options_.eta), rung_index_);
-      int repeats =
-          static_cast<int>(std::min<double>(r, std::max(options_.repeats, options_.min_repeats)));
+      const int repeats = rung_repeats(rung_index_);
       std::vector<Proposal> out;
       while (out.size() < max_count && next_member_ < rung_.size())
         out.push_back({rung_[next_member_++], repeats});
@@ -338,10 +358,9 @@ std::vector<Proposal> RandomHalving::propose(size_t max_count) {
 }
 
 std::optional<BestConfig> RandomHalving::choose_best() const {
-  // The finalist of the last completed bracket has beaten every rival of that bracket (the
-  // previous finalist included) under equal repeats; partial brackets do not overrule it.
-  if (finalist_)
-    if (auto m = measurement(*finalist_)) return m;
+  // Every bracket ends with the full repeats, its finalist having beaten the previous one
+  // there: the lowest of the measurements with the most repeats is that finalist, or a config
+  // that matched it with the full repeats in a bracket the budget cut short.
   return SearchStrategy::choose_best();
 }
 

@@ -153,14 +153,17 @@ private:
 /// The next bracket holds the finalist's unsampled neighbours (one step along one tunable) when
 /// it has any — a local refinement that climbs from the finalist while it keeps improving —
 /// and a fresh random sample otherwise. With a trial budget smaller than the space, the first
-/// random bracket takes at most half of it, leaving the rest to refinement.
+/// random bracket takes at most half of it, leaving the rest to refinement. Every bracket's
+/// last decision is made with the full repeats: rungs measured with fewer keep at least two
+/// configs, the carried finalist among them.
 class RandomHalving : public SearchStrategy {
 public:
   RandomHalving(const SearchSpace& space, StrategyOptions options);
   const char* name() const override { return "halving"; }
   /// Trials one bracket of `n` configs takes: n + n/eta + ... over rungs of more than one
-  /// (the last survivor is the finalist and is not measured again).
-  static int64_t bracket_trials(size_t n, int eta);
+  /// (the last survivor is the finalist and is not measured again). Rungs before
+  /// `rungs_to_cap` (those measured with fewer than the full repeats) keep at least two.
+  static int64_t bracket_trials(size_t n, int eta, int rungs_to_cap = 0);
 
 protected:
   std::vector<Proposal> propose(size_t max_count) override;
@@ -168,6 +171,10 @@ protected:
   std::optional<BestConfig> choose_best() const override;
 
 private:
+  /// Repeats of rung `rung`: min_repeats * eta^rung, capped at the full repeats.
+  int rung_repeats(int rung) const;
+  /// Index of the first rung measured with the full repeats.
+  int rungs_to_cap() const;
   /// Starts a bracket of up to n configs (fresh samples plus `carry`); false if none left.
   bool start_bracket(size_t n, std::optional<size_t> carry);
   /// Starts a bracket of the finalist and up to n - 1 of its unsampled, not failed neighbours;
@@ -188,6 +195,9 @@ private:
   int brackets_ = 0;
   bool bracket_open_ = false;
   std::optional<size_t> finalist_; ///< of the last completed bracket
+  /// The finalist carried into the current bracket: it stays to the bracket's last rung, so a
+  /// newcomer replaces it only by beating it with the full repeats (not by a lucky first rung).
+  std::optional<size_t> defender_;
 };
 
 /// Evolutionary search: a first generation of the default, the seeds and random configs; each next
