@@ -275,13 +275,17 @@ bool RandomHalving::start_bracket(size_t n, std::optional<size_t> carry) {
   }
   if (members.empty()) return false;
   if (brackets_ == 0) first_bracket_size_ = members.size();
+  open_bracket(std::move(members));
+  return true;
+}
+
+void RandomHalving::open_bracket(std::vector<size_t> members) {
   ++brackets_;
   rung_ = std::move(members);
   next_member_ = 0;
   rung_costs_.clear();
   rung_index_ = 0;
   bracket_open_ = true;
-  return true;
 }
 
 bool RandomHalving::start_neighbour_bracket(size_t n) {
@@ -296,12 +300,7 @@ bool RandomHalving::start_neighbour_bracket(size_t n) {
   }
   if (members.size() < 2) return false;
   defender_ = *finalist_;
-  ++brackets_;
-  rung_ = std::move(members);
-  next_member_ = 0;
-  rung_costs_.clear();
-  rung_index_ = 0;
-  bracket_open_ = true;
+  open_bracket(std::move(members));
   return true;
 }
 

@@ -180,6 +180,8 @@ private:
   /// Starts a bracket of the finalist and up to n - 1 of its unsampled, not failed neighbours;
   /// false when it has none.
   bool start_neighbour_bracket(size_t n);
+  /// Makes `members` the first rung of a new bracket.
+  void open_bracket(std::vector<size_t> members);
   /// All of the current rung is measured: keep the best, or close the bracket.
   void close_rung();
   /// Size of the next bracket given the budget left; 0 = no further bracket.
