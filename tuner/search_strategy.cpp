@@ -259,7 +259,10 @@ bool RandomHalving::start_bracket(size_t n, std::optional<size_t> carry) {
     for (size_t seed : options_.seeds)
       if (members.size() < n && seed < sampled_.size() && !sampled_[seed]) take(seed);
   }
+  // The first bracket defends the default: a config replaces it only by beating it with the
+  // full repeats, so tuning never ends on something slower than the default.
   defender_.reset();
+  if (brackets_ == 0) defender_ = space_.default_index();
   if (carry && !failed(*carry)) take(*carry), defender_ = *carry;
   if (members.size() < n && unsampled_ > 0) {
     std::vector<size_t> pool;

@@ -155,7 +155,7 @@ private:
 /// and a fresh random sample otherwise. With a trial budget smaller than the space, the first
 /// random bracket takes at most half of it, leaving the rest to refinement. Every bracket's
 /// last decision is made with the full repeats: rungs measured with fewer keep at least two
-/// configs, the carried finalist among them.
+/// configs, the carried finalist (in the first bracket, the default) among them.
 class RandomHalving : public SearchStrategy {
 public:
   RandomHalving(const SearchSpace& space, StrategyOptions options);

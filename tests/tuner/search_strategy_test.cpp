@@ -328,6 +328,29 @@ TEST(RandomHalving, AShortLuckyMeasurementNeverWins) {
     }
 }
 
+TEST(RandomHalving, NeverEndsSlowerThanTheDefaultForAnUnluckyFirstMeasurement) {
+  // The default is the optimum, but every measurement of it with fewer than the full repeats
+  // comes out twice as slow. It must still be the pick, measured with the full repeats.
+  LoadedModule m = grid_kernel(30);
+  SearchSpace space(m.kernel(), {}, 48 * 1024);
+  Bowl bowl{space, 0, 0}; // the default (A=0, B=0) is the optimum
+  for (int budget : {20, 60, 150})
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      RandomHalving search(space, options_with(seed, trials(budget)));
+      while (auto batch = search.next_batch())
+        for (const Proposal& p : *batch) {
+          double ms = bowl.cost(p.config_index);
+          if (p.repeats < 20 && p.config_index == space.default_index()) ms *= 2;
+          search.report(p.config_index, ms);
+        }
+      auto best = search.best();
+      ASSERT_TRUE(best);
+      EXPECT_EQ(best->config_index, space.default_index())
+          << "budget " << budget << " seed " << seed;
+      EXPECT_EQ(best->repeats, 20);
+    }
+}
+
 TEST(RandomHalving, AllFailingGivesNoBest) {
   LoadedModule m = grid_kernel(5);
   SearchSpace space(m.kernel(), {}, 48 * 1024);
