@@ -93,6 +93,7 @@ std::string Emitter::layout_name(const ir::Layout* l) {
   if (it != layout_names_.end()) return it->second;
   std::string name = str("L", layout_names_.size());
   layout_names_[l] = name;
+  layout_order_.push_back(l);
   return name;
 }
 
@@ -147,8 +148,10 @@ GeneratedKernel Emitter::run() {
       << k_.threads << " threads, " << k_.smem_bytes << " bytes of shared memory\n";
   src << "#include \"tilejit_prelude.cuh\"\n\n";
   src << "namespace {\n";
-  for (const auto& [l, name] : layout_names_)
-    src << "using " << name << " = " << l->cpp_type() << ";\n";
+  // In the order the names were given (not the map's pointer order): the same kernel must
+  // print the same text in every process, or its module-cache key would change.
+  for (const ir::Layout* l : layout_order_)
+    src << "using " << layout_names_.at(l) << " = " << l->cpp_type() << ";\n";
   src << "} // namespace\n\n";
   src << "extern \"C\" __global__ void __launch_bounds__(" << k_.threads << ") " << k_.name << "(";
   for (size_t i = 0; i < k_.params.size(); ++i) {

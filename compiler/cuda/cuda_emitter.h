@@ -105,6 +105,7 @@ public:
   std::map<const ir::Expr*, Value> materialized_;
   std::map<const ir::Expr*, std::string> scalar_temps_;
   std::map<const ir::Layout*, std::string> layout_names_;
+  std::vector<const ir::Layout*> layout_order_; ///< in naming order (L0, L1, ...)
   std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: current stage variable
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
