@@ -75,6 +75,15 @@ CompiledVariant jit_compile(const JitRequest& r) {
     if (auto cubin = r.cache->get(v.cache_key)) {
       v.cubin = std::move(*cubin);
       v.from_cache = true;
+      v.cache_source = "module cache";
+    }
+  }
+  if (!v.from_cache && r.binary_source && !r.want_ptx) {
+    if (auto cubin = r.binary_source(v.cache_key)) {
+      v.cubin = std::move(*cubin);
+      v.from_cache = true;
+      v.cache_source = "binary source";
+      if (r.cache) r.cache->put(v.cache_key, v.cubin);
     }
   }
   if (!v.from_cache) {

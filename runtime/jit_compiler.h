@@ -6,7 +6,10 @@
 #include "compiler/ir.h"
 #include "compiler/pipeline.h"
 #include "runtime/module_cache.h"
+
 #include "runtime/resource_usage.h"
+#include <functional>
+#include <optional>
 
 #include <memory>
 #include <string>
@@ -25,7 +28,8 @@ struct CompiledVariant {
   std::string cubin;
   std::string nvrtc_log;
   std::string cache_key;
-  bool from_cache = false; ///< the cubin came from the module cache (nothing compiled)
+  bool from_cache = false;  ///< the cubin came from a cache (nothing compiled)
+  std::string cache_source; ///< "module cache" or "binary source" when from_cache
   double compile_ms = 0;
   int threads = 128;
   int64_t smem_bytes = 0; ///< dynamic shared memory
@@ -41,6 +45,8 @@ struct JitRequest {
   CompileOptions options; ///< arch, smem limit, aligned tensors
   bool want_ptx = false;
   ModuleCache* cache = nullptr; ///< optional
+  /// Optional: asked after the module cache misses (its hits are put into the module cache).
+  std::function<std::optional<std::string>(const std::string& cache_key)> binary_source;
 };
 
 /// The NVRTC options every variant compiles with (part of the cache key).

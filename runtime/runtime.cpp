@@ -109,6 +109,7 @@ struct Runtime::Impl {
   std::unique_ptr<ModuleCache> cache;
   mutable std::optional<DeviceInfo> device;
   ConfigSelector selector;
+  BinarySource binary_source;
   std::mutex mutex;
 
   void note(const std::string& m) const {
@@ -146,6 +147,10 @@ std::string Runtime::arch() const {
 
 void Runtime::set_config_selector(ConfigSelector selector) {
   impl_->selector = std::move(selector);
+}
+void Runtime::set_binary_source(BinarySource source) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->binary_source = std::move(source);
 }
 void Runtime::set_log(std::function<void(const std::string&)> log) {
   impl_->log = std::move(log);
@@ -303,10 +308,15 @@ const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
   req.bindings = config;
   req.options = options;
   req.cache = impl_->cache.get();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    req.binary_source = impl_->binary_source;
+  }
   auto v = std::make_unique<LoadedVariant>();
   v->compiled = jit_compile(req);
   impl_->note(str(
-      v->compiled.from_cache ? "module cache hit for " : "compiled ", kernel.name, " [",
+      v->compiled.from_cache ? v->compiled.cache_source + " hit for " : "compiled ", kernel.name,
+      " [",
       join(
           [&] {
             std::vector<std::string> parts;

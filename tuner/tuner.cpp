@@ -251,6 +251,14 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   out.default_ms = d == measured_ms.end() ? 0 : d->second;
   if (!db.set_winner(out.key, tunables_of(space, best->config_index), best->cost_ms))
     log(str(kernel.name, ": a pinned winner exists for this key; it stays"));
+  // The winner's binary goes into the database too (the winner is already recorded: a failure
+  // here costs a later compile, never the tuning result).
+  try {
+    const CompiledVariant& v = rt.compile(r.kernel, out.winner, r.args);
+    db.put_binary(v.cache_key, v.arch, v.cubin, kernel.name);
+  } catch (const std::exception& e) {
+    log(str(kernel.name, ": the winner's binary was not stored: ", e.what()));
+  }
   return out;
 }
 

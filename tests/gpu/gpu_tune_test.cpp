@@ -157,7 +157,9 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
   EXPECT_TRUE(said_tuned) << "the launch did not take the tuned winner";
   Config chosen = rt2.resolve_config(k2, p.args(), {}, &why);
   for (const auto& [name, value] : first.winner)
-    if (chosen.count(name)) EXPECT_EQ(chosen.at(name), value) << name;
+    if (chosen.count(name)) {
+      EXPECT_EQ(chosen.at(name), value) << name;
+    }
 }
 
 } // namespace

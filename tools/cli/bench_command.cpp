@@ -8,6 +8,7 @@
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "support/text.h"
+#include "tuner/db_binary_source.h"
 #include "tuner/db_config_selector.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
@@ -69,8 +70,9 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
   KernelRef k = rt.load(workloads::kPagedSparseSource);
   // Tuned configurations come from the database (exact shape, else the nearest tuned one).
   std::string db_file = global.db_path.empty() ? TuneDatabase::default_path() : global.db_path;
-  rt.set_config_selector(
-      make_db_config_selector(std::make_shared<TuneDatabase>(db_file), current_identity()));
+  auto db = std::make_shared<TuneDatabase>(db_file);
+  rt.set_config_selector(make_db_config_selector(db, current_identity()));
+  rt.set_binary_source(make_db_binary_source(db));
   KernelTimer timer;
   std::ofstream out;
   std::string out_path =

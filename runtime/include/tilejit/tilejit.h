@@ -69,6 +69,11 @@ using ConfigSelector = std::function<std::optional<Config>(
     const std::string& kernel, const std::string& source_hash, const Config& generics,
     const std::map<std::string, int64_t>& sizes, std::string* why)>;
 
+/// A store of compiled modules by their cache key, beside the module cache (the tuning
+/// database plugs in here, so that an exported database carries its winners' binaries to
+/// another machine). `get` returns nullopt for a miss.
+using BinarySource = std::function<std::optional<std::string>(const std::string& cache_key)>;
+
 class Runtime {
 public:
   explicit Runtime(RuntimeOptions options = {});
@@ -113,6 +118,8 @@ public:
                      void* stream = nullptr);
 
   void set_config_selector(ConfigSelector selector);
+  /// Consulted when the module cache misses, before compiling with NVRTC.
+  void set_binary_source(BinarySource source);
   void set_log(std::function<void(const std::string&)> log);
 
   struct Impl;
