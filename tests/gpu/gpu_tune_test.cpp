@@ -2,11 +2,14 @@
 // check that every trial and the winner landed there, that a second run answers from the
 // database without compiling or timing anything, and that a fresh Runtime with the database
 // selector launches the winner for that shape and computes the right answer (output poisoned,
-// every element checked against a float64 reference on fresh random inputs).
+// every element checked against a float64 reference on fresh random inputs), its binary
+// loaded from the database rather than compiled again.
 #include "gpu_runner.h"
 #include "test_util.h"
 
 #include "runtime/device_buffer.h"
+#include "runtime/jit_compiler.h"
+#include "tuner/db_binary_source.h"
 #include "tuner/db_config_selector.h"
 #include "tuner/tune_database.h"
 #include "tuner/tuner.h"
@@ -124,6 +127,9 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
     for (const auto& [name, value] : w->config)
       EXPECT_EQ(first.winner.at(name), std::to_string(value));
     EXPECT_DOUBLE_EQ(*w->median_ms, first.winner_ms);
+    // The winner's binary is stored with it.
+    const CompiledVariant& wv = rt.compile(k, first.winner, p.args());
+    EXPECT_EQ(db.get_binary(wv.cache_key), wv.cubin);
   }
 
   // A second run on the warm database compiles and times nothing.
@@ -139,11 +145,12 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
   // A fresh runtime that consults the database launches the winner for this exact shape.
   std::vector<std::string> log;
   RuntimeOptions ro2;
-  ro2.cache_dir = dir.path + "/modules";
+  ro2.cache_dir = ""; // no module cache on disk: the winner's binary comes from the database
   ro2.log = [&](const std::string& m) { log.push_back(m); };
   Runtime rt2(ro2);
-  rt2.set_config_selector(
-      make_db_config_selector(std::make_shared<TuneDatabase>(db_file), identity));
+  auto db2 = std::make_shared<TuneDatabase>(db_file);
+  rt2.set_config_selector(make_db_config_selector(db2, identity));
+  rt2.set_binary_source(make_db_binary_source(db2));
   KernelRef k2 = rt2.load("embedded:examples/softmax.tile");
   p.poison();
   LaunchOptions lo;
@@ -155,6 +162,10 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
   for (const std::string& m : log)
     if (m.find("tuned winner for the exact shape") != std::string::npos) said_tuned = true;
   EXPECT_TRUE(said_tuned) << "the launch did not take the tuned winner";
+  bool from_db = false;
+  for (const std::string& m : log)
+    if (m.find("binary source hit for softmax") != std::string::npos) from_db = true;
+  EXPECT_TRUE(from_db) << "the winner was compiled again instead of loaded from the database";
   Config chosen = rt2.resolve_config(k2, p.args(), {}, &why);
   for (const auto& [name, value] : first.winner)
     if (chosen.count(name)) {
