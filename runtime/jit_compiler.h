@@ -6,10 +6,9 @@
 #include "compiler/ir.h"
 #include "compiler/pipeline.h"
 #include "runtime/module_cache.h"
-
 #include "runtime/resource_usage.h"
-#include <functional>
-#include <optional>
+
+#include <tilejit/tilejit.h>
 
 #include <memory>
 #include <string>
@@ -46,7 +45,7 @@ struct JitRequest {
   bool want_ptx = false;
   ModuleCache* cache = nullptr; ///< optional
   /// Optional: asked after the module cache misses (its hits are put into the module cache).
-  std::function<std::optional<std::string>(const std::string& cache_key)> binary_source;
+  BinarySource binary_source;
 };
 
 /// The NVRTC options every variant compiles with (part of the cache key).

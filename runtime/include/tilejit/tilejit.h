@@ -71,7 +71,7 @@ using ConfigSelector = std::function<std::optional<Config>(
 
 /// A store of compiled modules by their cache key, beside the module cache (the tuning
 /// database plugs in here, so that an exported database carries its winners' binaries to
-/// another machine). `get` returns nullopt for a miss.
+/// another machine). Returns nullopt for a miss.
 using BinarySource = std::function<std::optional<std::string>(const std::string& cache_key)>;
 
 class Runtime {
