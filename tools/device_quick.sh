@@ -3,24 +3,29 @@
 # time and compare on the five shapes of the peers' --quick mode (our Triton peer and the
 # shared yardstick, same run), and print the paired table last.
 #   BUDGET=40 TESTS='GpuPagedSparse.Ragged*:GpuExamples.*' tools/device_quick.sh
+# CASES='D128/ps64/ctx32768/r0.02 ...' picks other shapes of the grid: our peer then times exactly
+# those (the yardstick's quick mode has its own five shapes, so it is skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1 TILEJIT_CACHE_DIR=/tmp/tilejit-modules
 B=.device/bin/tilejit; db="$out/quick.db"
 GTEST_ARGS="--gtest_filter=${TESTS:-GpuPagedSparse.Ragged*:GpuExamples.*}" tools/gpu_check.sh 2>&1 | tail -6
-for c in ${CASES:-D128/ps16/ctx131072/r0.02 D128/ps16/ctx131072/r0.05 D128/ps64/ctx131072/r0.05 \
-    D256/ps16/ctx131072/r0.05 D256/ps64/ctx32768/r0.02}; do
+quick_cases="D128/ps16/ctx131072/r0.02 D128/ps16/ctx131072/r0.05 D128/ps64/ctx131072/r0.05 \
+  D256/ps16/ctx131072/r0.05 D256/ps64/ctx32768/r0.02"
+for c in ${CASES:-$quick_cases}; do
   "$B" --db "$db" tune --workload paged_sparse --case "$c" --budget "${BUDGET:-40}" 2>>"$out/tune.err" \
     | tail -2 | head -1
   "$B" --db "$db" bench --workload paged_sparse --case "$c" --commit "${COMMIT:-unknown}" \
     --out "$out/tilejit.jsonl" >>"$out/bench.txt" 2>>"$out/bench.err"
 done
 if [ -z "${NO_PEER:-}" ]; then
-  timeout 150 python3 bench/peers/paged_sparse_peer.py --quick --out "$out/peer.jsonl" --budget 100 \
+  if [ -n "${CASES:-}" ]; then peer_shapes=(--cases "$(echo $CASES | tr ' ' ',')"); else peer_shapes=(--quick); fi
+  timeout 150 python3 bench/peers/paged_sparse_peer.py "${peer_shapes[@]}" --out "$out/peer.jsonl" --budget 100 \
     --commit "${COMMIT:-unknown}" >"$out/peer.log" 2>&1
-  [ -d .peers ] && timeout 120 python3 .peers/run_all.py --only paged_sparse --quick \
+  [ -d .peers ] && [ -z "${CASES:-}" ] && timeout 120 python3 .peers/run_all.py --only paged_sparse --quick \
     --out "$out/yardstick.jsonl" >"$out/yardstick.log" 2>&1
-  python3 bench/report.py --tilejit "$out/tilejit.jsonl" --peers "$out/peer.jsonl" "$out/yardstick.jsonl" \
+  peers=("$out/peer.jsonl"); [ -f "$out/yardstick.jsonl" ] && peers+=("$out/yardstick.jsonl")
+  python3 bench/report.py --tilejit "$out/tilejit.jsonl" --peers "${peers[@]}" \
     --markdown "$out/report.md" 2>&1 | tail -14
 fi

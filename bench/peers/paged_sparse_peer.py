@@ -91,8 +91,26 @@ def shape_dict(D, ps, ctx, ratio):
             "kept": kept_count(ctx, ratio)}
 
 
-def shape_grid(quick=False):
-    """[(D, ps, ctx, ratio)] in run order: grouped by (ctx, D) so each dense context is built once."""
+def parse_case(text):
+    """'D128/ps64/ctx32768/r0.02' (tilejit's --case spelling) -> (128, 64, 32768, 0.02)."""
+    try:
+        d, ps, ctx, r = text.strip().split("/")
+        assert d[0] == "D" and ps[:2] == "ps" and ctx[:3] == "ctx" and r[0] == "r"
+        return int(d[1:]), int(ps[2:]), int(ctx[3:]), float(r[1:])
+    except (ValueError, AssertionError, IndexError):
+        raise ValueError(f"bad case '{text}': expected e.g. D128/ps64/ctx32768/r0.02") from None
+
+
+def shape_grid(quick=False, cases=None):
+    """[(D, ps, ctx, ratio)] in run order: grouped by (ctx, D) so each dense context is built once.
+    `cases` (a list of case strings) keeps only those shapes of the full grid."""
+    if cases:
+        wanted = [parse_case(c) for c in cases]
+        full = shape_grid()
+        unknown = [c for c, w in zip(cases, wanted) if w not in full]
+        if unknown:
+            raise ValueError(f"cases not in the workload's grid: {', '.join(unknown)}")
+        return [s for s in full if s in wanted]
     if quick:
         order = {(ctx, D): i for i, (ctx, D) in enumerate((c, d) for c in CONTEXTS for d in HEAD_DIMS)}
         return sorted(QUICK_SHAPES, key=lambda s: (order[(s[2], s[0])], s[1], s[3]))
@@ -778,7 +796,7 @@ def run(args):
     searcher = Searcher(args.quick)
     ragged_check(res, searcher, dtype, dev)
 
-    grid = shape_grid(args.quick)
+    grid = shape_grid(args.quick, args.cases.split(",") if args.cases else None)
     groups = []
     for sh in grid:
         key = (sh[2], sh[0])
@@ -877,6 +895,8 @@ def parse_args(argv=None):
     p.add_argument("--out", default=None, help="JSON lines file (overwritten unless --append)")
     p.add_argument("--append", action="store_true", help="append to --out instead of overwriting it")
     p.add_argument("--quick", action="store_true", help="5 shapes and 5 kernel variants")
+    p.add_argument("--cases", default=None,
+                   help="comma-separated shapes of the grid to time, e.g. D128/ps64/ctx32768/r0.02")
     p.add_argument("--budget", type=float, default=None,
                    help="seconds; shapes not started by then are skipped (and listed)")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16")

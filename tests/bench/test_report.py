@@ -116,6 +116,20 @@ def test_peer_shapes_match_workloads_and_fixture():
     assert all(keys.index(k) == i or keys[i - 1] == k for i, k in enumerate(keys))
 
 
+def test_peer_cases_pick_shapes_of_the_grid():
+    m = _import_peer()
+    assert m.parse_case("D128/ps64/ctx32768/r0.02") == (128, 64, 32768, 0.02)
+    picked = m.shape_grid(False, ["D256/ps16/ctx131072/r0.05", "D128/ps64/ctx32768/r0.02"])
+    assert sorted(picked) == [(128, 64, 32768, 0.02), (256, 16, 131072, 0.05)]
+    for bad in ("D128/ps64/ctx32768", "x128/ps64/ctx32768/r0.02", "D96/ps64/ctx32768/r0.02"):
+        try:
+            m.shape_grid(False, [bad])
+        except ValueError as ex:
+            assert bad in str(ex)
+        else:
+            raise AssertionError(f"{bad} accepted")
+
+
 def test_peer_search_space():
     m = _import_peer()
     for D in (128, 256):
