@@ -49,8 +49,25 @@ public:
 
   void run() {
     plan_register_operands();
-    // Variables take layouts from what is assigned to them; repeat until nothing changes
-    // (an accumulator's layout can depend on another variable's).
+    // Variables take layouts from what is assigned to them, then variables nothing fixes
+    // (loads, constants) take the layout their uses want. When neither settles a variable,
+    // the highest-rank one left takes its default layout and the rest follow from it (row
+    // vectors are mostly broadcast into tiles, so tiles choose first).
+    do {
+      do layouts_from_values();
+      while (layouts_from_uses());
+    } while (default_for_one_variable());
+    for (auto& [v, l] : var_layout_) v->layout = l;
+    rewrite_block(k_.body);
+    sink_.check();
+  }
+
+private:
+  // ---- variables' layouts ------------------------------------------------------------------
+  /// Forward: a variable takes the layout of the values assigned to it, the strongest one
+  /// winning; repeated until nothing changes (an accumulator's layout can depend on another
+  /// variable's).
+  void layouts_from_values() {
     for (int round = 0; round < 6; ++round) {
       bool changed = false;
       ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
@@ -67,16 +84,61 @@ public:
       });
       if (!changed) break;
     }
-    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
-      if (s.kind == ir::StmtKind::Decl && s.var->type.space == Space::Frag && !var_layout_[s.var])
-        var_layout_[s.var] = default_for(*s.value, s.var->type);
-    });
-    for (auto& [v, l] : var_layout_) v->layout = l;
-    rewrite_block(k_.body);
-    sink_.check();
   }
 
-private:
+  /// Gives the first variable of the highest rank still without a layout its default one.
+  bool default_for_one_variable() {
+    ir::Stmt* pick = nullptr;
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if (s.kind == ir::StmtKind::Decl && s.var->type.space == Space::Frag && !var_layout_[s.var] &&
+          (!pick || s.var->type.rank() > pick->var->type.rank()))
+        pick = &s;
+    });
+    if (!pick) return false;
+    var_layout_[pick->var] = default_for(*pick->value, pick->var->type);
+    return true;
+  }
+
+  /// Backward: a variable that no value fixes takes the layout of the first variable computed
+  /// from it elementwise, or that layout's Slice where it is broadcast (x[:, None]). Without
+  /// this a loaded row vector sits in a default layout and every broadcast of it converts
+  /// through shared memory behind a barrier, which also keeps the compiler from issuing the
+  /// loads of later loop iterations early. Returns whether any variable got a layout.
+  bool layouts_from_uses() {
+    bool changed = false;
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+          s.var->type.space == Space::Frag) {
+        auto it = var_layout_.find(s.var);
+        if (it != var_layout_.end() && it->second) changed |= want_layout(*s.value, it->second);
+      }
+    });
+    return changed;
+  }
+
+  bool want_layout(const ir::Expr& e, const Layout* l) {
+    if (e.type.is_scalar()) return false;
+    if (e.kind == ExprKind::VarRef) {
+      if (e.var->type.space != Space::Frag || e.var->type.shape != l->shape) return false;
+      const Layout*& cur = var_layout_[e.var];
+      if (cur) return false;
+      cur = l;
+      return true;
+    }
+    if (e.kind == ExprKind::Expand && l->rank() == 2 && e.a->type.rank() == 1 && e.axes.size() == 1)
+      return want_layout(*e.a, table_.slice(l, e.axes[0]));
+    if (!is_elementwise(e.kind)) return false;
+    bool changed = false;
+    for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()}) {
+      if (!op || op->type.is_scalar()) continue;
+      if (op->type.rank() == e.type.rank()) // equal shapes, or x[:, None] (an Expand)
+        changed |= want_layout(*op, l);
+      else if (l->rank() == 2 && op->type.rank() == 1) // implicit leading axis, as in place()
+        changed |= want_layout(*op, table_.slice(l, 0));
+    }
+    return changed;
+  }
+
   // ---- which dots take their A operand from registers -------------------------------------
   /// A dot whose A operand is computed in registers (attention's P @ V) can use it in place
   /// when its warps split only M; then the dots producing that operand (S = Q @ K^T) must use
