@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace tilejit {
 
@@ -18,24 +19,6 @@ KernelTimer::~KernelTimer() = default;
 
 Timing KernelTimer::time(const std::function<void()>& launch, const TimingOptions& o) {
   CudaDriver& d = CudaDriver::get();
-  // Warm-up: the calls themselves, each after a flush as when timed, until both the count and
-  // the duration are reached (the GPU back at its working clock; see the header).
-  const auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 0;; ++i) {
-    if (i >= o.warmup && (i - o.warmup) % 8 == 0) { // keep a few calls queued between checks
-      d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start)
-              .count();
-      if (ms >= o.warmup_ms || i >= 100000) break;
-    }
-    if (o.flush_l2)
-      d.check(
-          d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream_),
-          "cuMemsetD32Async (L2 flush)");
-    launch();
-  }
-  d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
   auto run_batch = [&](int n, std::vector<float>& times) {
     std::vector<cu::CUevent> start(n), stop(n);
     for (int i = 0; i < n; ++i) {
@@ -60,6 +43,47 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
       d.cuEventDestroy(stop[i]);
     }
   };
+  auto median = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5f * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  // Warm-up: the calls themselves, each after a flush as when timed, until both the count and
+  // the duration are reached (the GPU back at its working clock; see the header).
+  const auto warm_start = std::chrono::steady_clock::now();
+  auto warm_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start)
+        .count();
+  };
+  for (int i = 0;; ++i) {
+    if (i >= o.warmup && (i - o.warmup) % 8 == 0) { // keep a few calls queued between checks
+      d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+      if (warm_ms() >= o.warmup_ms || i >= 100000) break;
+    }
+    if (o.flush_l2)
+      d.check(
+          d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream_),
+          "cuMemsetD32Async (L2 flush)");
+    launch();
+  }
+  d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+  Timing t;
+  if (o.warmup_steady) {
+    // Rounds of timed calls until two in a row agree: the clock ramp after a long idle can
+    // outlast any fixed warm-up.
+    t.steady = false;
+    double previous = -1;
+    while (warm_ms() < o.warmup_cap_ms) {
+      std::vector<float> round;
+      run_batch(8, round);
+      double m = median(round);
+      if (previous > 0 && std::abs(m - previous) <= o.steady_tolerance * previous) {
+        t.steady = true;
+        break;
+      }
+      previous = m;
+    }
+  }
+  t.warmup_ms = warm_ms();
   std::vector<float> times;
   run_batch(std::max(1, o.repeats), times);
   if (o.budget_ms > 0) {
@@ -74,7 +98,6 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
   auto pct = [&](double p) {
     return static_cast<double>(times[static_cast<size_t>(p * (times.size() - 1))]);
   };
-  Timing t;
   t.repeats = static_cast<int>(times.size());
   t.min_ms = times.front();
   t.median_ms = times.size() % 2 ? times[times.size() / 2]

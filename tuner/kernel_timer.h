@@ -2,12 +2,14 @@
 // calls, then for every timed call the L2 flushed by an asynchronous 256 MB memset on the same
 // stream, CUDA events around the call alone, and the median of the repeats.
 //
-// The warm-up lasts at least `warmup_ms` of back-to-back work (flushes and calls): a GPU that
-// sat idle (the tuner compiling its next batch, a benchmark preparing inputs) runs below its
-// boost clock for a while, and a latency-bound call of ~15 us then measured up to 1.4x slower,
-// in two modes, depending on how long the pause before it was. The peers' timing loops run on
-// a GPU kept busy (a spin queued ahead of the loop), so without this the comparison was unfair
-// to whichever side had just paused.
+// The warm-up lasts at least `warmup_ms` of back-to-back work (flushes and calls) and then goes
+// on, in rounds of timed calls, until two rounds in a row agree on the median: a GPU that sat
+// idle (the tuner compiling its next batch, a benchmark preparing inputs for seconds) runs
+// below its boost clock for a while. A latency-bound call of ~15 us measured up to 1.4x slower
+// after a short pause, and on an H100 a 30 us call measured 114-683 us (median of 30) right
+// after a benchmark's seconds of input generation, while a fixed 25 ms warm-up had passed. The
+// peers' timing loops run on a GPU kept busy (a spin queued ahead of the loop), so without
+// this the comparison was unfair to whichever side had just paused.
 #pragma once
 
 #include "runtime/cuda_abi.h"
@@ -21,16 +23,21 @@ namespace tilejit {
 class DeviceBuffer;
 
 struct TimingOptions {
-  int warmup = 3;          ///< at least this many warm-up calls...
-  double warmup_ms = 25.0; ///< ...and at least this long (wall clock) of back-to-back work
-  int repeats = 20;        ///< at least this many timed calls
-  double budget_ms = 0;    ///< if > 0, more repeats until this much GPU time (capped at 200)
+  int warmup = 3;            ///< at least this many warm-up calls...
+  double warmup_ms = 25.0;   ///< ...and at least this long (wall clock) of back-to-back work...
+  bool warmup_steady = true; ///< ...then rounds until two agree within `steady_tolerance`
+  double steady_tolerance = 0.05;
+  double warmup_cap_ms = 1000; ///< the steady-state search gives up after this long
+  int repeats = 20;            ///< at least this many timed calls
+  double budget_ms = 0;        ///< if > 0, more repeats until this much GPU time (capped at 200)
   bool flush_l2 = true;
 };
 
 struct Timing {
   double median_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0;
   int repeats = 0;
+  double warmup_ms = 0; ///< wall-clock time the warm-up took
+  bool steady = true;   ///< false when the warm-up hit its cap before two rounds agreed
   double spread_ms() const { return p90_ms - p10_ms; }
 };
 

@@ -11,6 +11,7 @@
 #include "runtime/jit_compiler.h"
 #include "tuner/db_binary_source.h"
 #include "tuner/db_config_selector.h"
+#include "tuner/kernel_timer.h"
 #include "tuner/tune_database.h"
 #include "tuner/tuner.h"
 
@@ -18,11 +19,13 @@
 
 #include <tilejit/tilejit.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tilejit::test {
@@ -171,6 +174,41 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
     if (chosen.count(name)) {
       EXPECT_EQ(chosen.at(name), value) << name;
     }
+}
+
+// The timer's warm-up runs until the kernel's own timings are steady: after the GPU idled (as
+// it does while a benchmark prepares inputs for seconds) a median taken right away must match
+// one taken on a GPU kept busy. On an H100 a fixed 25 ms warm-up let a 30 us call measure
+// 114-683 us after such a pause.
+TEST(GpuTune, TimerWarmsUpToASteadyStateAfterAnIdlePause) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  SoftmaxProblem p(4099, 1000, fresh_seed()); // ~33 MB moved per call: tens of microseconds
+  RuntimeOptions ro;
+  ro.cache_dir = dir.path + "/modules";
+  Runtime rt(ro);
+  KernelRef k = rt.load("embedded:examples/softmax.tile");
+  std::vector<Arg> args = p.args();
+  p.poison();
+  LaunchOptions sync;
+  sync.synchronize = true;
+  rt.launch(k, args, sync); // compiled and loaded before timing
+  std::string why;
+  ASSERT_TRUE(p.correct(&why)) << why;
+
+  KernelTimer timer;
+  TimingOptions o;
+  o.repeats = 30;
+  auto launch = [&] { rt.launch(k, args); };
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Timing after_idle = timer.time(launch, o);
+  Timing busy = timer.time(launch, o);
+  EXPECT_TRUE(after_idle.steady) << "warm-up ran " << after_idle.warmup_ms << " ms";
+  EXPECT_GE(after_idle.warmup_ms, o.warmup_ms);
+  EXPECT_LE(after_idle.warmup_ms, o.warmup_cap_ms + 500);
+  EXPECT_NEAR(after_idle.median_ms, busy.median_ms, 0.15 * busy.median_ms)
+      << "after an idle pause " << after_idle.median_ms * 1e3 << " us, busy "
+      << busy.median_ms * 1e3 << " us";
 }
 
 } // namespace

@@ -147,6 +147,8 @@ void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
             {"p10_ms", tm.p10_ms},
             {"p90_ms", tm.p90_ms},
             {"repeats", tm.repeats},
+            {"warmup_ms", tm.warmup_ms},
+            {"steady", tm.steady},
             {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
             {"floor_ms", floor_ms},
             {"pct_floor", 100.0 * floor_ms / tm.median_ms},
