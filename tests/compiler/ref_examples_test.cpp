@@ -162,12 +162,14 @@ TEST(RefWorkloads, PagedSparseRagged) {
     s.kept_lens = {0, 45, 1, 77};
     s.dtype = t;
     auto d = make_paged_sparse_data(s, fresh_seed());
-    for (const Bindings& cfg :
-         std::vector<Bindings>{{{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}},
-                               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}},
-                               // chunk sizes that are not powers of two (wave balance)
-                               {{"CHUNK", "192"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
-                               {{"CHUNK", "384"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "2"}}})
+    for (const Bindings& cfg : std::vector<Bindings>{
+             {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "2"}},
+             {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}, {"PF", "2"}},
+             // one tile per chunk: the merge takes several chunks
+             {{"CHUNK", "32"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "4"}, {"PF", "0"}},
+             // chunk sizes that are not powers of two (wave balance)
+             {{"CHUNK", "192"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "2"}},
+             {{"CHUNK", "384"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "2"}}})
       check_paged_sparse(interpreter_runner(), *d, cfg);
   }
 }

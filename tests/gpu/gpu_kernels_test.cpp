@@ -115,16 +115,18 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
       auto d = make_paged_sparse_data(s, fresh_seed());
       for (const Bindings& cfg : std::vector<Bindings>{
                {},
-               {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}},
-               {{"CHUNK", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
+               {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"PF", "2"}},
+               {{"CHUNK", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "0"}},
+               // one tile per chunk: up to 157 chunks for one (b, kv head) to merge
+               {{"CHUNK", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "0"}},
                {{"CHUNK", "512"}, {"BN", "32"}, {"STAGES", "4"}, {"WARPS", "8"}},
                {{"CHUNK", "1024"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "4"}},
                // more warps than a small tile has columns: padding warps must read nothing
                {{"CHUNK", "256"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "8"}},
                // one warp: P stays in registers for the second dot, no cross-warp reductions
-               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "1"}},
+               {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "1"}, {"PF", "2"}},
                // chunk sizes that are not powers of two
-               {{"CHUNK", "192"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}},
+               {{"CHUNK", "192"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "2"}},
                {{"CHUNK", "768"}, {"BN", "16"}, {"STAGES", "4"}, {"WARPS", "2"}, {"PF", "8"}}})
         check_paged_sparse(run, *d, cfg);
     }

@@ -45,7 +45,8 @@ std::vector<Variant> variants() {
         {"CHUNK", "64"},
         {"BN", "16"},
         {"STAGES", "1"},
-        {"WARPS", "2"}}},
+        {"WARPS", "2"},
+        {"PF", "2"}}},
   };
 }
 
