@@ -66,6 +66,7 @@ CompiledVariant jit_compile(const JitRequest& r) {
   v.threads = g.threads;
   v.smem_bytes = g.smem_bytes;
   v.params = ir->params;
+  v.index32 = ir->index32;
 
   const Nvrtc& nvrtc = Nvrtc::get();
   std::vector<std::string> options = nvrtc_options();

@@ -34,6 +34,7 @@ struct CompiledVariant {
   int64_t smem_bytes = 0; ///< dynamic shared memory
   ResourceUsage resources;
   std::vector<ir::Param> params; ///< the launch signature, scratch tensors included
+  bool index32 = false;          ///< tensors are passed as tj::Tensor32 (32-bit sizes, strides)
   std::vector<std::string> warnings;
 };
 

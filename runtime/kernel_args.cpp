@@ -6,14 +6,24 @@
 
 namespace tilejit {
 
-void KernelArgs::add_tensor(const Tensor& t) {
-  std::vector<unsigned char> bytes(8 + 16 * t.shape.size());
+void KernelArgs::add_tensor(const Tensor& t, bool index32) {
+  const size_t rank = t.shape.size(), field = index32 ? 4 : 8;
+  std::vector<unsigned char> bytes(8 + 2 * field * rank);
   uint64_t ptr = reinterpret_cast<uintptr_t>(t.data);
   std::memcpy(bytes.data(), &ptr, 8);
-  for (size_t d = 0; d < t.shape.size(); ++d) {
-    int64_t size = t.shape[d], stride = t.strides[d];
-    std::memcpy(bytes.data() + 8 + 8 * d, &size, 8);
-    std::memcpy(bytes.data() + 8 + 8 * t.shape.size() + 8 * d, &stride, 8);
+  auto put = [&](size_t offset, int64_t v) {
+    if (index32) {
+      TJ_ICHECK(v >= INT32_MIN && v <= INT32_MAX,
+                "a size or stride that does not fit 32 bits went to a 32-bit-index kernel");
+      int32_t v32 = static_cast<int32_t>(v);
+      std::memcpy(bytes.data() + offset, &v32, 4);
+    } else {
+      std::memcpy(bytes.data() + offset, &v, 8);
+    }
+  };
+  for (size_t d = 0; d < rank; ++d) {
+    put(8 + field * d, t.shape[d]);
+    put(8 + field * (rank + d), t.strides[d]);
   }
   storage_.push_back(std::move(bytes));
 }

@@ -1,5 +1,6 @@
 // Packs launch arguments the way generated kernels declare them: a tensor is tj::Tensor<T, R>
-// (an 8-byte pointer, R 8-byte sizes, R 8-byte strides, in elements); a scalar is passed by
+// (an 8-byte pointer, R 8-byte sizes, R 8-byte strides, in elements), or tj::Tensor32<T, R>
+// (4-byte sizes and strides) in kernels compiled for 32-bit indices; a scalar is passed by
 // value in its dtype.
 #pragma once
 
@@ -14,7 +15,8 @@ namespace tilejit {
 
 class KernelArgs {
 public:
-  void add_tensor(const Tensor& t);
+  /// `index32`: the kernel was compiled for 32-bit indices (sizes and strides must fit).
+  void add_tensor(const Tensor& t, bool index32 = false);
   void add_scalar(DType dtype, const HostValue& v);
   /// The void* array cuLaunchKernel takes; valid while this object lives.
   void** pointers();

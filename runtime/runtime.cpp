@@ -405,12 +405,12 @@ void Runtime::launch_config(KernelRef k, const Config& config, const std::vector
         buf.fill_byte(0);
         it = impl_->scratch.emplace(skey, std::move(buf)).first;
       }
-      packed.add_tensor(Tensor::contiguous(it->second.data(), ip.dtype, shape));
+      packed.add_tensor(Tensor::contiguous(it->second.data(), ip.dtype, shape), compiled.index32);
       continue;
     }
     const Arg& a = args[next++];
     if (a.is_tensor)
-      packed.add_tensor(a.tensor);
+      packed.add_tensor(a.tensor, compiled.index32);
     else
       packed.add_scalar(ip.dtype, dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
                                                                  : HostValue::of_int(a.i));

@@ -158,7 +158,8 @@ GeneratedKernel Emitter::run() {
     const ir::Param& p = k_.params[i];
     if (i) src << ",\n    ";
     if (p.is_tensor)
-      src << "tj::Tensor<" << storage_type(p.dtype) << ", " << p.rank() << "> " << sanitize(p.name);
+      src << (k_.index32 ? "tj::Tensor32<" : "tj::Tensor<") << storage_type(p.dtype) << ", "
+          << p.rank() << "> " << sanitize(p.name);
     else
       src << "const " << storage_type(p.dtype) << " " << sanitize(p.name);
   }

@@ -1,9 +1,15 @@
-// Tensor views: element counts, contiguity (PyTorch's rule) and descriptions.
+// Tensor views: element counts, contiguity (PyTorch's rule) and descriptions; how launch
+// arguments are packed for tj::Tensor and tj::Tensor32.
 #include <tilejit/tensor.h>
 
 #include "runtime/kernel_args.h"
 
+#include "support/error.h"
+
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
 
 namespace tilejit {
 namespace {
@@ -82,6 +88,37 @@ TEST(TensorTest, OffsetsFitInt32) {
   Tensor n = Tensor::contiguous(nullptr, DType::F32, {3, 1 << 30});
   n.strides = {-(1 << 30), 1};
   EXPECT_FALSE(offsets_fit_int32(n));
+}
+
+// The bytes cuLaunchKernel gets for one tensor: the layout of tj::Tensor<T, R> (8-byte sizes and
+// strides) or tj::Tensor32<T, R> (4-byte), pointer first.
+TEST(KernelArgsTest, TensorsArePackedInTheKernelsIndexWidth) {
+  alignas(16) static float data[64];
+  Tensor t = Tensor::contiguous(data, DType::F32, {3, 5, 4});
+  t.strides = {40, 8, 1}; // a padded view: strides differ from the sizes
+  KernelArgs wide, narrow;
+  wide.add_tensor(t);
+  narrow.add_tensor(t, /*index32=*/true);
+  auto check = [&](void* p, auto zero) {
+    using I = decltype(zero);
+    struct Packed {
+      float* ptr;
+      I shape[3];
+      I stride[3];
+    } got;
+    std::memcpy(&got, p, sizeof got);
+    EXPECT_EQ(got.ptr, data);
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(got.shape[d], t.shape[d]) << "dim " << d;
+      EXPECT_EQ(got.stride[d], t.strides[d]) << "dim " << d;
+    }
+  };
+  check(wide.pointers()[0], int64_t(0));
+  check(narrow.pointers()[0], int32_t(0));
+  // A value that does not fit 32 bits never reaches a 32-bit kernel silently truncated.
+  Tensor big = Tensor::contiguous(data, DType::F32, {int64_t(1) << 32});
+  KernelArgs a;
+  EXPECT_THROW(a.add_tensor(big, true), InternalError);
 }
 
 } // namespace tilejit
