@@ -197,6 +197,14 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
             Timing t = timer.time([&] { rt.launch_config(r.kernel, cfg, r.args); }, to);
             result.median_ms = t.median_ms;
             result.spread_ms = t.spread_ms();
+            if (!t.steady) {
+              // Kept (the numbers are real), but said: it may have been timed on a GPU whose
+              // clock or load was still changing.
+              result.error = str("timed after ", static_cast<int>(t.warmup_ms),
+                                 " ms of warm-up without two rounds agreeing within ",
+                                 static_cast<int>(to.steady_tolerance * 100), "%");
+              log(str("  ", space.describe(p.config_index), ": ", result.error));
+            }
           }
         } catch (const std::exception& e) {
           result.status = TrialStatus::launch_error;
