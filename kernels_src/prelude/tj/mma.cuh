@@ -45,21 +45,11 @@ template <> TJ_DEVICE void mma_16816<bf16>(float* d, const unsigned* a, const un
 }
 
 /// A fragments (16 x 16 at rows m0, columns k0) of A from shared memory. A_KMAJOR: the tile
-/// is stored [K][M] (A is a transposed view) and is read with ldmatrix.trans. TOP8: rows
-/// m0 + 8 .. m0 + 15 are padding past the tile's M (decode attention's G = 4 query heads):
-/// only the top eight rows are read and the bottom half of the fragment is zero, which halves
-/// the shared-memory reads of an operand that every warp re-reads for every tile.
-template <class T, bool A_KMAJOR, bool TOP8 = false>
+/// is stored [K][M] (A is a transposed view) and is read with ldmatrix.trans.
+template <class T, bool A_KMAJOR>
 TJ_DEVICE void load_a_frag(unsigned* a, const T* s, int ld, int m0, int k0) {
   const int l = lane_id(), g = l / 8, i = l % 8;
-  if (TOP8 && !A_KMAJOR) {
-    unsigned top[2]; // matrix 0: rows m0..m0+7 at k0 (a0), matrix 1: the same rows at k0+8 (a2)
-    ldmatrix_x2(top, s + (m0 + i) * ld + k0 + (g % 2) * 8);
-    a[0] = top[0];
-    a[1] = 0;
-    a[2] = top[1];
-    a[3] = 0;
-  } else if (A_KMAJOR) {
+  if (A_KMAJOR) {
     ldmatrix_x4_trans(a, s + (k0 + i + (g / 2) * 8) * ld + m0 + (g % 2) * 8);
   } else {
     ldmatrix_x4(a, s + (m0 + (l % 16)) * ld + k0 + (l / 16) * 8);
@@ -117,12 +107,8 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
   const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[LC::MT][4];
-    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) {
-      if (LC::PM != LC::R_ && m_base + mt * 16 + 8 >= LC::R_ && m_base + mt * 16 < LC::R_)
-        load_a_frag<T, A_KMAJOR, true>(a[mt], sa, lda, m_base + mt * 16, k0);
-      else if (LC::PM == LC::R_ || m_base + mt * 16 < LC::R_)
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) if (LC::PM == LC::R_ || m_base + mt * 16 < LC::R_)
         load_a_frag<T, A_KMAJOR>(a[mt], sa, lda, m_base + mt * 16, k0);
-    }
     unsigned b[LC::NTL][2];
     load_b_frags<LC, T, B_NMAJOR>(b, sb, ldb, n_base, k0);
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
