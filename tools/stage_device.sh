@@ -3,7 +3,8 @@
 # the device machine as one carried folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf .device/bin && mkdir -p .device/bin
+# Another commit's CLI staged by tools/stage_base.sh (tilejit_base) is kept.
+mkdir -p .device/bin && find .device/bin -type f ! -name tilejit_base -delete
 for f in build/tilejit build/tests/gpu/gpu_kernels_test build/tests/gpu/gpu_tune_test build/tests/runtime/gpu_driver_test "$@"; do
   [ -f "$f" ] && cp "$f" .device/bin/
 done

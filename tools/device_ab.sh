@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A/B timing of two tilejit builds on the GPU machine, in one call: the working tree's
+# (.device/bin/tilejit) and another commit's (.device/bin/tilejit_base, from
+# tools/stage_base.sh), each case at one configuration, the two builds alternating for ROUNDS
+# rounds on fresh inputs. Prints one line per measurement and a table of medians last.
+#   CASES="D256/ps16/ctx32768/r0.04@CHUNK=128,BN=32,STAGES=3,WARPS=2,PF=0 ..." ROUNDS=2 \
+#     tools/device_ab.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
+export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
+bin=.device/bin
+for b in tilejit tilejit_base; do
+  [ -x "$bin/$b" ] || { echo "device_ab: $bin/$b is missing (tools/stage_base.sh REV, then tools/stage_device.sh)"; exit 2; }
+done
+: "${CASES:?CASES: space-separated case@config pairs, e.g. D256/ps16/ctx32768/r0.04@CHUNK=128,BN=32}"
+rows=$out/ab.tsv; : >"$rows"
+for round in $(seq "${ROUNDS:-2}"); do
+  for cc in $CASES; do
+    c=${cc%%@*}; cfg=${cc#*@}
+    for b in tilejit tilejit_base; do
+      us=$("$bin/$b" --db "/tmp/ab-$b.db" bench --workload paged_sparse --case "$c" --set "$cfg" \
+             --out "/tmp/ab-$b.jsonl" 2>/dev/null | awk '$1 == "f16" { print $(NF-3) }' | tail -1)
+      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$c" "$cfg" "$b" "${us:-failed}" | tee -a "$rows"
+    done
+  done
+done
+python3 - "$rows" <<'PY'
+import statistics, sys
+from collections import defaultdict
+t = defaultdict(list)
+for line in open(sys.argv[1]):
+    r, c, cfg, b, us = line.rstrip("\n").split("\t")
+    if us != "failed":
+        t[(c, cfg, b)].append(float(us))
+print(f"{'case':28} {'config':40} {'tilejit us':>10} {'base us':>10} {'base/tilejit':>12}")
+for c, cfg in dict.fromkeys((c, cfg) for c, cfg, _ in t):
+    a, b = t.get((c, cfg, "tilejit")), t.get((c, cfg, "tilejit_base"))
+    ma = statistics.median(a) if a else float("nan")
+    mb = statistics.median(b) if b else float("nan")
+    print(f"{c:28} {cfg:40} {ma:10.1f} {mb:10.1f} {mb / ma:11.3f}x")
+PY
