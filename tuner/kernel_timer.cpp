@@ -10,6 +10,18 @@
 
 namespace tilejit {
 
+bool WarmupRounds::add(double round_median_ms) {
+  bool settled = previous_ > 0 && std::abs(round_median_ms - previous_) <= tolerance_ * previous_;
+  previous_ = round_median_ms;
+  return settled;
+}
+
+double median_of(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + double(v[n / 2]));
+}
+
 KernelTimer::KernelTimer(cu::CUstream stream) : stream_(stream) {
   CudaDriver::get().ensure_context();
   flush_ = std::make_unique<DeviceBuffer>(size_t(256) << 20); // larger than any current L2
@@ -43,10 +55,6 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
       d.cuEventDestroy(stop[i]);
     }
   };
-  auto median = [](std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5f * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
   // Warm-up: the calls themselves, each after a flush as when timed, until both the count and
   // the duration are reached (the GPU back at its working clock; see the header).
   const auto warm_start = std::chrono::steady_clock::now();
@@ -71,16 +79,11 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
     // Rounds of timed calls until two in a row agree: the clock ramp after a long idle can
     // outlast any fixed warm-up.
     t.steady = false;
-    double previous = -1;
-    while (warm_ms() < o.warmup_cap_ms) {
+    WarmupRounds rounds(o.steady_tolerance);
+    while (!t.steady && warm_ms() < o.warmup_cap_ms) {
       std::vector<float> round;
       run_batch(8, round);
-      double m = median(round);
-      if (previous > 0 && std::abs(m - previous) <= o.steady_tolerance * previous) {
-        t.steady = true;
-        break;
-      }
-      previous = m;
+      t.steady = rounds.add(median_of(round));
     }
   }
   t.warmup_ms = warm_ms();
@@ -100,8 +103,7 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
   };
   t.repeats = static_cast<int>(times.size());
   t.min_ms = times.front();
-  t.median_ms = times.size() % 2 ? times[times.size() / 2]
-                                 : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  t.median_ms = median_of(times);
   t.p10_ms = pct(0.1);
   t.p90_ms = pct(0.9);
   return t;

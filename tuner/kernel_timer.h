@@ -41,6 +41,23 @@ struct Timing {
   double spread_ms() const { return p90_ms - p10_ms; }
 };
 
+/// When the warm-up's rounds of timed calls have settled: as soon as a round's median agrees
+/// with the previous round's within `tolerance` (relative). A GPU ramping its clock up gives
+/// medians that keep falling by more than that; noise alone rarely moves two medians of 8 apart.
+class WarmupRounds {
+public:
+  explicit WarmupRounds(double tolerance) : tolerance_(tolerance) {}
+  /// Adds one round's median; returns whether the warm-up has settled.
+  bool add(double round_median_ms);
+
+private:
+  double tolerance_;
+  double previous_ = -1;
+};
+
+/// The median of `v` (the mean of the middle two for an even count); v must not be empty.
+double median_of(std::vector<float> v);
+
 /// Times `launch` (which enqueues one call on `stream`). Throws tilejit::Error on CUDA errors.
 class KernelTimer {
 public:
