@@ -5,6 +5,9 @@
 # rounds on fresh inputs. Prints one line per measurement and a table of medians last.
 #   CASES="D256/ps16/ctx32768/r0.04@CHUNK=128,BN=32,STAGES=3,WARPS=2,PF=0 ..." ROUNDS=2 \
 #     tools/device_ab.sh
+# TUNE=N: each build first tunes each case (N trials, its own database) and is then timed at
+# its own winner; a case may then leave out "@config". For variants whose best configurations
+# differ (another kernel formulation, a changed tuning space).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
@@ -15,13 +18,23 @@ for b in tilejit tilejit_base; do
 done
 : "${CASES:?CASES: space-separated case@config pairs, e.g. D256/ps16/ctx32768/r0.04@CHUNK=128,BN=32}"
 rows=$out/ab.tsv; : >"$rows"
+if [ -n "${TUNE:-}" ]; then
+  for cc in $CASES; do
+    for b in tilejit tilejit_base; do
+      "$bin/$b" --db "/tmp/ab-$b.db" tune --workload paged_sparse --case "${cc%%@*}" --budget "$TUNE" \
+        2>/dev/null | tail -2 | head -1 | sed "s/^/$b tuned: /"
+    done
+  done
+fi
 for round in $(seq "${ROUNDS:-2}"); do
   for cc in $CASES; do
-    c=${cc%%@*}; cfg=${cc#*@}
+    c=${cc%%@*}; cfg=""; [ "$cc" != "$c" ] && cfg=${cc#*@}
+    set_cfg=(); [ -n "$cfg" ] && [ -z "${TUNE:-}" ] && set_cfg=(--set "$cfg")
+    label=${cfg:-default}; [ -n "${TUNE:-}" ] && label=tuned
     for b in tilejit tilejit_base; do
-      us=$("$bin/$b" --db "/tmp/ab-$b.db" bench --workload paged_sparse --case "$c" --set "$cfg" \
+      us=$("$bin/$b" --db "/tmp/ab-$b.db" bench --workload paged_sparse --case "$c" "${set_cfg[@]}" \
              --out "/tmp/ab-$b.jsonl" 2>/dev/null | awk '$1 == "f16" { print $(NF-3) }' | tail -1)
-      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$c" "$cfg" "$b" "${us:-failed}" | tee -a "$rows"
+      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$c" "$label" "$b" "${us:-failed}" | tee -a "$rows"
     done
   done
 done
