@@ -251,6 +251,7 @@ def render_table(t):
     worst = {"ours": None, "yard": None, "dense": None}
     pct_big = []
     ours_vs_yard, ours_direct_vs_yard = [], []   # yardstick time / our peer's time, per shape
+    graph_vs_ours = []   # our peer's graph-replayed ms / tilejit's ms_graph: both from a CUDA graph
     n_tilejit = n_fail = 0
     for e in main:
         tj_cell, tj = cell_time(e, "tilejit")
@@ -271,6 +272,9 @@ def render_table(t):
                 wins[name] += x > 1.0
                 if worst[name] is None or x < worst[name][0]:
                     worst[name] = (x, shape_label(e["shape"], varying))
+        if tj and ours and number(tj.get("ms_graph")) and ours.get("launch") == "cuda_graph":
+            graph_vs_ours.append((float(ours["ms"]) / number(tj["ms_graph"]),
+                                  shape_label(e["shape"], varying)))
         if ours and yard:
             ours_vs_yard.append((float(yard["ms"]) / float(ours["ms"]), shape_label(e["shape"], varying)))
             direct = number(ours.get("ms_direct"))
@@ -299,6 +303,7 @@ def render_table(t):
     summary["pct_floor_big"] = pct_big
     summary["ours_vs_yard"] = ours_vs_yard
     summary["ours_direct_vs_yard"] = ours_direct_vs_yard
+    summary["graph_vs_ours"] = graph_vs_ours
     summary["yardstick_name"] = yard_name
     out = [f"### {t.workload} ({t.dtype})", ""]
     if constant:
@@ -325,6 +330,13 @@ def summary_lines(t, s):
         mn = v["min"]
         out.append(f"- tilejit vs {names[name]}: geometric-mean speed-up {v['geomean']:.2f}x over "
                    f"{v['n']} shapes; min {mn[0]:.2f}x ({mn[1]}); tilejit faster on {v['wins']}/{v['n']}")
+    pairs = s.get("graph_vs_ours")
+    if pairs:
+        lo = min(pairs)
+        out.append(f"- tilejit vs {names['ours']}, both replayed from a CUDA graph (tilejit's ms_graph): "
+                   f"geometric-mean speed-up {geomean([x for x, _ in pairs]):.2f}x over {len(pairs)} "
+                   f"shapes; min {lo[0]:.2f}x ({lo[1]}); tilejit faster on "
+                   f"{sum(x > 1.0 for x, _ in pairs)}/{len(pairs)}")
     for key, how in (("ours_vs_yard", "as timed in its row"),
                      ("ours_direct_vs_yard", "launched from Python, the yardstick's way (ms_direct)")):
         pairs = s[key]

@@ -104,6 +104,12 @@ struct CudaDriverLoader {
     ok &=
         bind(lib, d->cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
     ok &= bind(lib, d->cuEventDestroy, {"cuEventDestroy_v2"}, missing);
+    ok &= bind(lib, d->cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, missing);
+    ok &= bind(lib, d->cuStreamEndCapture, {"cuStreamEndCapture"}, missing);
+    ok &= bind(lib, d->cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, missing);
+    ok &= bind(lib, d->cuGraphLaunch, {"cuGraphLaunch"}, missing);
+    ok &= bind(lib, d->cuGraphExecDestroy, {"cuGraphExecDestroy"}, missing);
+    ok &= bind(lib, d->cuGraphDestroy, {"cuGraphDestroy"}, missing);
     if (!ok) {
       out.reason = str("libcuda.so.1 has no ", missing, " (NVIDIA driver too old for tilejit)");
       return out;

@@ -98,6 +98,14 @@ public:
   cu::CUresult (*cuEventSynchronize)(cu::CUevent event) = nullptr;
   cu::CUresult (*cuEventElapsedTime)(float* ms, cu::CUevent start, cu::CUevent end) = nullptr;
   cu::CUresult (*cuEventDestroy)(cu::CUevent event) = nullptr;
+  // CUDA graphs: a launch captured once and replayed, as serving engines run decode steps.
+  cu::CUresult (*cuStreamBeginCapture)(cu::CUstream stream, int mode) = nullptr;
+  cu::CUresult (*cuStreamEndCapture)(cu::CUstream stream, cu::CUgraph* graph) = nullptr;
+  cu::CUresult (*cuGraphInstantiateWithFlags)(cu::CUgraphExec* exec, cu::CUgraph graph,
+                                              unsigned long long flags) = nullptr;
+  cu::CUresult (*cuGraphLaunch)(cu::CUgraphExec exec, cu::CUstream stream) = nullptr;
+  cu::CUresult (*cuGraphExecDestroy)(cu::CUgraphExec exec) = nullptr;
+  cu::CUresult (*cuGraphDestroy)(cu::CUgraph graph) = nullptr;
 
 private:
   CudaDriver() = default;

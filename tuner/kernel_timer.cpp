@@ -27,10 +27,69 @@ KernelTimer::KernelTimer(cu::CUstream stream) : stream_(stream) {
   flush_ = std::make_unique<DeviceBuffer>(size_t(256) << 20); // larger than any current L2
 }
 
-KernelTimer::~KernelTimer() = default;
+KernelTimer::~KernelTimer() {
+  if (capture_stream_) CudaDriver::get().cuStreamDestroy(capture_stream_);
+}
 
-Timing KernelTimer::time(const std::function<void()>& launch, const TimingOptions& o) {
+namespace {
+
+/// One call captured into an instantiated CUDA graph; destroyed with it.
+class CapturedCall {
+public:
+  CapturedCall(const KernelTimer::Launch& launch, cu::CUstream stream) {
+    CudaDriver& d = CudaDriver::get();
+    d.check(d.cuStreamBeginCapture(stream, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture");
+    try {
+      launch(stream);
+    } catch (...) {
+      cu::CUgraph broken = nullptr;
+      d.cuStreamEndCapture(stream, &broken); // ends the capture; its error is the one thrown
+      if (broken) d.cuGraphDestroy(broken);
+      throw;
+    }
+    d.check(d.cuStreamEndCapture(stream, &graph_), "cuStreamEndCapture");
+    d.check(d.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiateWithFlags");
+  }
+  ~CapturedCall() {
+    CudaDriver& d = CudaDriver::get();
+    if (exec_) d.cuGraphExecDestroy(exec_);
+    if (graph_) d.cuGraphDestroy(graph_);
+  }
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+  void replay(cu::CUstream stream) const {
+    CudaDriver& d = CudaDriver::get();
+    d.check(d.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+  }
+
+private:
+  cu::CUgraph graph_ = nullptr;
+  cu::CUgraphExec exec_ = nullptr;
+};
+
+} // namespace
+
+Timing KernelTimer::time(const Launch& direct_launch, const TimingOptions& o) {
   CudaDriver& d = CudaDriver::get();
+  cu::CUstream stream = stream_; // graph mode: the timer's own stream (see the header)
+  std::unique_ptr<CapturedCall> captured;
+  if (o.graph) {
+    if (!capture_stream_)
+      d.check(d.cuStreamCreate(&capture_stream_, cu::CU_STREAM_DEFAULT), "cuStreamCreate");
+    stream = capture_stream_;
+    // One direct call first: a first launch may load modules or allocate scratch, which a
+    // capture does not allow.
+    direct_launch(stream);
+    d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (before capture)");
+    captured = std::make_unique<CapturedCall>(direct_launch, stream);
+  }
+  auto launch = [&] {
+    if (captured)
+      captured->replay(stream);
+    else
+      direct_launch(stream);
+  };
   auto run_batch = [&](int n, std::vector<float>& times) {
     std::vector<cu::CUevent> start(n), stop(n);
     for (int i = 0; i < n; ++i) {
@@ -39,14 +98,14 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
     }
     for (int i = 0; i < n; ++i) {
       if (o.flush_l2)
-        d.check(d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4,
-                                   stream_),
-                "cuMemsetD32Async (L2 flush)");
-      d.check(d.cuEventRecord(start[i], stream_), "cuEventRecord");
+        d.check(
+            d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream),
+            "cuMemsetD32Async (L2 flush)");
+      d.check(d.cuEventRecord(start[i], stream), "cuEventRecord");
       launch();
-      d.check(d.cuEventRecord(stop[i], stream_), "cuEventRecord");
+      d.check(d.cuEventRecord(stop[i], stream), "cuEventRecord");
     }
-    d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (timing)");
+    d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (timing)");
     for (int i = 0; i < n; ++i) {
       float ms = 0;
       d.check(d.cuEventElapsedTime(&ms, start[i], stop[i]), "cuEventElapsedTime");
@@ -64,16 +123,16 @@ Timing KernelTimer::time(const std::function<void()>& launch, const TimingOption
   };
   for (int i = 0;; ++i) {
     if (i >= o.warmup && (i - o.warmup) % 8 == 0) { // keep a few calls queued between checks
-      d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+      d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");
       if (warm_ms() >= o.warmup_ms || i >= 100000) break;
     }
     if (o.flush_l2)
       d.check(
-          d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream_),
+          d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream),
           "cuMemsetD32Async (L2 flush)");
     launch();
   }
-  d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+  d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");
   Timing t;
   if (o.warmup_steady) {
     // Rounds of timed calls until two in a row agree: the clock ramp after a long idle can
@@ -120,8 +179,8 @@ double measure_copy_bandwidth() {
   o.flush_l2 = false;
   o.repeats = 10;
   o.warmup_ms = 0;
-  Timing t =
-      timer.time([&] { d.check(d.cuMemcpyDtoD(b.ptr(), a.ptr(), bytes), "cuMemcpyDtoD"); }, o);
+  Timing t = timer.time(
+      [&](cu::CUstream) { d.check(d.cuMemcpyDtoD(b.ptr(), a.ptr(), bytes), "cuMemcpyDtoD"); }, o);
   return 2.0 * static_cast<double>(bytes) / (t.median_ms * 1e-3);
 }
 

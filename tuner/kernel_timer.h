@@ -10,6 +10,10 @@
 // after a benchmark's seconds of input generation, while a fixed 25 ms warm-up had passed. The
 // peers' timing loops run on a GPU kept busy (a spin queued ahead of the loop), so without
 // this the comparison was unfair to whichever side had just paused.
+//
+// With `graph`, the call is captured once into a CUDA graph and every warm-up and timed call
+// replays it: how a serving engine runs its decode step, and how our Triton peer's `ms` is
+// timed (its two launches replayed from a graph), so both sides are measured the same way.
 #pragma once
 
 #include "runtime/cuda_abi.h"
@@ -31,6 +35,7 @@ struct TimingOptions {
   int repeats = 20;            ///< at least this many timed calls
   double budget_ms = 0;        ///< if > 0, more repeats until this much GPU time (capped at 200)
   bool flush_l2 = true;
+  bool graph = false; ///< replay the call from a CUDA graph captured once (see above)
 };
 
 struct Timing {
@@ -58,15 +63,20 @@ private:
 /// The median of `v` (the mean of the middle two for an even count); v must not be empty.
 double median_of(std::vector<float> v);
 
-/// Times `launch` (which enqueues one call on `stream`). Throws tilejit::Error on CUDA errors.
+/// Times `launch`, which enqueues one call on the stream it is given. Throws tilejit::Error on
+/// CUDA errors. Direct calls go to the timer's stream (default: the legacy default stream);
+/// graph mode captures and replays on a stream of the timer's own, since the legacy stream
+/// cannot be captured.
 class KernelTimer {
 public:
+  using Launch = std::function<void(cu::CUstream)>;
   explicit KernelTimer(cu::CUstream stream = nullptr);
   ~KernelTimer();
-  Timing time(const std::function<void()>& launch, const TimingOptions& options = {});
+  Timing time(const Launch& launch, const TimingOptions& options = {});
 
 private:
   cu::CUstream stream_;
+  cu::CUstream capture_stream_ = nullptr; ///< created on first use of graph mode
   std::unique_ptr<DeviceBuffer> flush_;
 };
 

@@ -194,7 +194,8 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
             TimingOptions to;
             to.repeats = p.repeats;
             to.warmup = 2;
-            Timing t = timer.time([&] { rt.launch_config(r.kernel, cfg, r.args); }, to);
+            Timing t =
+                timer.time([&](cu::CUstream s) { rt.launch_config(r.kernel, cfg, r.args, s); }, to);
             result.median_ms = t.median_ms;
             result.spread_ms = t.spread_ms();
             if (!t.steady) {

@@ -202,7 +202,7 @@ def test_report_uses_fastest_correct_and_our_rows():
     ours = []
     for shape, tj_ms, _, _, _ in exp.values():
         ours.append({"workload": "paged_sparse", "variant": "sparse", "impl": "triton_peer", "shape": shape,
-                     "dtype": "f16", "ms": tj_ms * 2.0, "ms_direct": tj_ms * 3.0, "err": 3e-4, "correct": True,
+                     "dtype": "f16", "ms": tj_ms * 2.0, "ms_direct": tj_ms * 3.0, "launch": "cuda_graph", "err": 3e-4, "correct": True,
                      "device": "NVIDIA H200", "date": "2026-11-22"})
     ours.append(dict(ours[0], ms=1e-6, err="nan"))                 # NaN error: not correct
     ours.append(dict(ours[1], ms=1e-6, err=0.5))                   # too large an error
@@ -211,7 +211,7 @@ def test_report_uses_fastest_correct_and_our_rows():
         tj_path, ours_path = os.path.join(d, "tj.jsonl"), os.path.join(d, "ours.jsonl")
         with open(tj_path, "w") as f:
             for r in tj + [extra_tj]:
-                f.write(json.dumps(r) + "\n")
+                f.write(json.dumps(dict(r, ms_graph=r["ms"] * 0.5)) + "\n")
         with open(ours_path, "w") as f:
             for r in ours:
                 f.write(json.dumps(r) + "\n")
@@ -225,6 +225,9 @@ def test_report_uses_fastest_correct_and_our_rows():
         assert cells[COL["vs_ours"]] == "2.00x", cells
     assert "tilejit vs our Triton peer (triton_peer): geometric-mean speed-up 2.00x over 24 shapes" in out
     assert "faster on 24/24" in out
+    # both sides replayed from a CUDA graph: our peer's ms (2 t) over ours (0.5 t)
+    line = next(l for l in out.splitlines() if "both replayed from a CUDA graph" in l)
+    assert "speed-up 4.00x over 24 shapes; min 4.00x" in line and "faster on 24/24" in line, line
     # our peer against the yardstick, as timed and launched the yardstick's way (ms_direct)
     for factor, how in ((2.0, "as timed in its row"), (3.0, "the yardstick's way")):
         ratios = [y / (t * factor) for _, t, y, _, _ in exp.values()]
