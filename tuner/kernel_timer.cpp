@@ -24,7 +24,6 @@ double median_of(std::vector<float> v) {
 
 KernelTimer::KernelTimer(cu::CUstream stream) : stream_(stream) {
   CudaDriver::get().ensure_context();
-  flush_ = std::make_unique<DeviceBuffer>(size_t(256) << 20); // larger than any current L2
 }
 
 KernelTimer::~KernelTimer() {
@@ -84,6 +83,12 @@ Timing KernelTimer::time(const Launch& direct_launch, const TimingOptions& o) {
     d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (before capture)");
     captured = std::make_unique<CapturedCall>(direct_launch, stream);
   }
+  L2Flush* flush = nullptr;
+  if (o.flush_l2) {
+    auto& slot = o.flush == FlushKind::kernel ? kernel_flush_ : memset_flush_;
+    if (!slot) slot = std::make_unique<L2Flush>(o.flush);
+    flush = slot.get();
+  }
   auto launch = [&] {
     if (captured)
       captured->replay(stream);
@@ -97,10 +102,7 @@ Timing KernelTimer::time(const Launch& direct_launch, const TimingOptions& o) {
       d.check(d.cuEventCreate(&stop[i], 0), "cuEventCreate");
     }
     for (int i = 0; i < n; ++i) {
-      if (o.flush_l2)
-        d.check(
-            d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream),
-            "cuMemsetD32Async (L2 flush)");
+      if (flush) flush->enqueue(stream, static_cast<unsigned>(i));
       d.check(d.cuEventRecord(start[i], stream), "cuEventRecord");
       launch();
       d.check(d.cuEventRecord(stop[i], stream), "cuEventRecord");
@@ -126,10 +128,7 @@ Timing KernelTimer::time(const Launch& direct_launch, const TimingOptions& o) {
       d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");
       if (warm_ms() >= o.warmup_ms || i >= 100000) break;
     }
-    if (o.flush_l2)
-      d.check(
-          d.cuMemsetD32Async(flush_->ptr(), static_cast<unsigned>(i), flush_->size() / 4, stream),
-          "cuMemsetD32Async (L2 flush)");
+    if (flush) flush->enqueue(stream, static_cast<unsigned>(i));
     launch();
   }
   d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");

@@ -17,14 +17,13 @@
 #pragma once
 
 #include "runtime/cuda_abi.h"
+#include "tuner/l2_flush.h"
 
 #include <functional>
 #include <memory>
 #include <vector>
 
 namespace tilejit {
-
-class DeviceBuffer;
 
 struct TimingOptions {
   int warmup = 3;            ///< at least this many warm-up calls...
@@ -35,6 +34,7 @@ struct TimingOptions {
   int repeats = 20;            ///< at least this many timed calls
   double budget_ms = 0;        ///< if > 0, more repeats until this much GPU time (capped at 200)
   bool flush_l2 = true;
+  FlushKind flush = FlushKind::memset; ///< how the L2 is flushed (tuner/l2_flush.h)
   bool graph = false; ///< replay the call from a CUDA graph captured once (see above)
 };
 
@@ -76,8 +76,8 @@ public:
 
 private:
   cu::CUstream stream_;
-  cu::CUstream capture_stream_ = nullptr; ///< created on first use of graph mode
-  std::unique_ptr<DeviceBuffer> flush_;
+  cu::CUstream capture_stream_ = nullptr;                ///< created on first use of graph mode
+  std::unique_ptr<L2Flush> memset_flush_, kernel_flush_; ///< each made on first use
 };
 
 /// Device-to-device copy bandwidth in bytes/s, counting bytes read plus written (the ceiling

@@ -658,6 +658,22 @@ class Searcher:
         return best, errs, summary
 
 
+def steady_time(fn, out, tries=3):
+    """gpu_time(fn, FINAL_REPS), timed again (up to `tries` in all) while its p90 is over 1.5x its
+    p10, keeping the lowest median: on an H100 one final timing had p10 42.5 us, median 158 us and
+    p90 225 us while the search had timed the same config at 44 us (something else held the
+    GPU). The peer is then reported at its steady speed; `retimed` says how often."""
+    best = None
+    for i in range(tries):
+        t = gpu_time(fn, FINAL_REPS)
+        if best is None or t.ms < best.ms:
+            best = t
+        if t.p90 <= 1.5 * t.p10:
+            break
+        out["retimed"] = i + 1
+    return best
+
+
 def time_final(runner, ref):
     """ms from a CUDA-graph replay (falls back to direct launches), plus the plain direct loop."""
     direct = gpu_time(runner, DIRECT_REPS, backlog=False)
@@ -668,11 +684,11 @@ def time_final(runner, ref):
         errs = check(lambda: (graph.replay(), (runner.o, runner.lse))[1], runner.o, runner.lse, ref)
         if not errs[0] <= TOL:
             raise RuntimeError(f"graph replay gave err {errs[0]:.1e}")
-        t = gpu_time(graph.replay, FINAL_REPS)
+        t = steady_time(graph.replay, out)
         out.update(launch="cuda_graph", ms=t.ms, p10_ms=t.p10, p90_ms=t.p90, reps=t.reps)
     except Exception as ex:
         out["graph_error"] = " ".join(f"{type(ex).__name__}: {ex}".split())[:200]
-        t = gpu_time(runner, FINAL_REPS)
+        t = steady_time(runner, out)
         out.update(launch="direct", ms=t.ms, p10_ms=t.p10, p90_ms=t.p90, reps=t.reps)
     graph = None  # frees the graph's memory pool before the next shape
     return out

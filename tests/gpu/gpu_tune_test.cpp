@@ -214,7 +214,7 @@ TEST(GpuTune, TimerWarmsUpToASteadyStateAfterAnIdlePause) {
 // Graph mode captures the call once and replays it: the replays must compute the same result
 // (the output is poisoned before timing and checked after) and take about as long as direct
 // launches of a call this size (launch overhead is a small part of tens of microseconds).
-TEST(GpuTune, TimerGraphReplaysComputeTheCallAndTimeLikeDirectLaunches) {
+TEST(GpuTune, TimerGraphReplaysAndKernelFlushesTimeLikeDirectLaunchesAfterAMemset) {
   REQUIRE_GPU();
   ScratchDir dir;
   SoftmaxProblem p(4099, 1000, fresh_seed());
@@ -237,6 +237,20 @@ TEST(GpuTune, TimerGraphReplaysComputeTheCallAndTimeLikeDirectLaunches) {
   EXPECT_GT(graphed.median_ms, 0.0);
   EXPECT_NEAR(graphed.median_ms, direct.median_ms, 0.15 * direct.median_ms)
       << "graph " << graphed.median_ms * 1e3 << " us, direct " << direct.median_ms * 1e3 << " us";
+  // The fill-kernel flush evicts as the memset does: both flushed timings are slower than
+  // unflushed ones (the ~33 MB the call touches then stay in the 50 MB L2) and close together.
+  o.graph = false;
+  o.flush = FlushKind::kernel;
+  Timing kernel_flushed = timer.time(launch, o);
+  o.flush_l2 = false;
+  Timing unflushed = timer.time(launch, o);
+  EXPECT_GT(kernel_flushed.median_ms, 1.05 * unflushed.median_ms)
+      << "kernel-flushed " << kernel_flushed.median_ms * 1e3 << " us, unflushed "
+      << unflushed.median_ms * 1e3 << " us";
+  EXPECT_NEAR(kernel_flushed.median_ms, direct.median_ms, 0.25 * direct.median_ms);
+  o.flush_l2 = true;
+  o.flush = FlushKind::memset;
+  o.graph = true;
   // A second graph timing reuses the timer's stream and captures afresh.
   Timing again = timer.time(launch, o);
   EXPECT_NEAR(again.median_ms, graphed.median_ms, 0.15 * graphed.median_ms);
