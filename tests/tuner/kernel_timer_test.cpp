@@ -35,6 +35,16 @@ TEST(WarmupRounds, TheFirstRoundAloneNeverSettles) {
   EXPECT_TRUE(settles({15, 15}, 0.05));
 }
 
+TEST(LooksDisturbed, OnlyASpreadPastTheLimit) {
+  Timing t;
+  t.p10_ms = 0.0425, t.median_ms = 0.158, t.p90_ms = 0.225; // seen on an H100
+  EXPECT_TRUE(looks_disturbed(t, 1.5));
+  t.p10_ms = 0.0418, t.median_ms = 0.0426, t.p90_ms = 0.0438; // the same call, steady
+  EXPECT_FALSE(looks_disturbed(t, 1.5));
+  t.p90_ms = 1.5 * t.p10_ms; // at the limit: not disturbed
+  EXPECT_FALSE(looks_disturbed(t, 1.5));
+}
+
 TEST(MedianOf, OddAndEvenCounts) {
   EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2);
   EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);
