@@ -248,7 +248,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
     line(str("const int tj_e = tj_q * ", vec, ";"));
     std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
     line(str("if (", L, "::valid(tj_e) && ", in_bounds(p, ix, vec), ")"));
-    line(str("  tj::copy_vec<", T, ", ", vec, ">(&", dst, "[tj_e], &", p.tensor, ".ptr[",
+    line(str("  tj::load_vec<", T, ", ", vec, ">(&", dst, "[tj_e], &", p.tensor, ".ptr[",
              offset(p, ix), "]);"));
     line("else");
     line(str("  TJ_UNROLL for (int tj_v = 0; tj_v < ", vec, "; ++tj_v) ", dst,
@@ -303,7 +303,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
     line(str("TJ_UNROLL for (int tj_w = 0; tj_w < ", vec,
              "; ++tj_w) { const int tj_e = tj_e0 + tj_w; tj_v[tj_w] = tj::cvt<", T, ">(",
              elem(v, l, "tj_e"), "); }"));
-    line(str("tj::copy_vec<", T, ", ", vec, ">(&", p.tensor, ".ptr[", offset(p, ix), "], tj_v);"));
+    line(str("tj::store_vec<", T, ", ", vec, ">(&", p.tensor, ".ptr[", offset(p, ix), "], tj_v);"));
     close();
     close();
     return;

@@ -13,11 +13,22 @@ template <> struct VecBits<4> { typedef unsigned type; };
 template <> struct VecBits<2> { typedef unsigned short type; };
 template <> struct VecBits<1> { typedef unsigned char type; };
 
-/// Copies VEC elements with one vector access (src and dst aligned to the vector size).
-template <class T, int VEC> TJ_DEVICE void copy_vec(T* dst, const T* src) {
+/// Loads VEC elements from global memory with one vector access (src aligned to it) into
+/// registers.
+template <class T, int VEC> TJ_DEVICE void load_vec(T* dst, const T* src) {
   typedef typename VecBits<sizeof(T) * VEC>::type V;
   V v = *reinterpret_cast<const V*>(src);
   memcpy(dst, &v, sizeof(V));
+}
+
+/// Stores VEC elements from registers to global memory with one vector access (dst aligned to
+/// it). The store goes through a V pointer, not memcpy: memcpy to an f16 pointer only knows
+/// 2-byte alignment, and four f16 became eight one-byte stores.
+template <class T, int VEC> TJ_DEVICE void store_vec(T* dst, const T* src) {
+  typedef typename VecBits<sizeof(T) * VEC>::type V;
+  V v;
+  memcpy(&v, src, sizeof(V));
+  *reinterpret_cast<V*>(dst) = v;
 }
 
 TJ_DEVICE unsigned smem_addr(const void* p) {
