@@ -15,6 +15,8 @@
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o gather_sol paged_sparse_gather_sol.cu
 //   ./gather_sol [--quick] > sol.tsv
+//   ./gather_sol --profile 256,16,32768,0.04   # one chain launch (grid 4 x SMs, 1 row in flight
+//                                              # per thread) of one shape, for ncu
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -193,6 +195,13 @@ Timing sweep(const Device& d, int kept, int max_pages, int ps, int items, unsign
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool profile = argc > 2 && std::strcmp(argv[1], "--profile") == 0;
+  Shape profiled{};
+  if (profile && std::sscanf(argv[2], "%d,%d,%d,%lf", &profiled.D, &profiled.ps, &profiled.ctx,
+                             &profiled.r) != 4) {
+    std::fprintf(stderr, "--profile D,ps,ctx,r: e.g. 256,16,32768,0.04\n");
+    return 2;
+  }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -220,6 +229,7 @@ int main(int argc, char** argv) {
       for (int ps : {16, 64})
         for (double r : {0.02, 0.04, 0.05}) shapes.push_back({D, ps, ctx, r});
   if (quick) shapes = {{128, 16, 131072, 0.05}, {256, 16, 131072, 0.02}, {256, 64, 32768, 0.04}};
+  if (profile) shapes = {profiled};
 
   std::mt19937_64 rng(12345);
   for (const Shape& s : shapes) {
@@ -275,6 +285,20 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(d.rows, rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
     CHECK(cudaDeviceSynchronize());
 
+    if (profile) {
+      CHECK(cudaMemset(d.checksum, 0, 4));
+      if (lpr == 16)
+        gather<16, 1, Mode::chain><<<sms * 4, 256>>>(d.k, d.v, d.block_table, d.kept_idx, d.rows,
+                                                     kept, max_pages, s.ps, items, d.checksum);
+      else
+        gather<32, 1, Mode::chain><<<sms * 4, 256>>>(d.k, d.v, d.block_table, d.kept_idx, d.rows,
+                                                     kept, max_pages, s.ps, items, d.checksum);
+      CHECK(cudaDeviceSynchronize());
+      unsigned got = 0;
+      CHECK(cudaMemcpy(&got, d.checksum, 4, cudaMemcpyDeviceToHost));
+      std::printf("profiled one chain launch: checksum %s\n", got == expect ? "ok" : "MISMATCH");
+      return got == expect ? 0 : 1;
+    }
     Timing st, fl, ch;
     if (lpr == 16) {
       st = sweep<16, Mode::stream>(d, kept, max_pages, s.ps, items, expect, sms, "stream", quick);
