@@ -5,14 +5,15 @@
 #include "compiler/insert_barriers.h"
 #include "compiler/pipeline_loops.h"
 #include "compiler/plan_shared_memory.h"
+#include "compiler/unroll_loops.h"
 #include "support/text.h"
 
 namespace tilejit {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"specialise",         "infer-types",
-                                                 "assign-layouts",     "pipeline-loops",
-                                                 "plan-shared-memory", "insert-barriers"};
+  static const std::vector<std::string> names = {
+      "specialise",     "unroll-loops",       "infer-types",    "assign-layouts",
+      "pipeline-loops", "plan-shared-memory", "insert-barriers"};
   return names;
 }
 
@@ -37,21 +38,26 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   so.index32 = options.index32;
   auto kernel = specialise(k, bindings, so);
   if (done("specialise", *kernel)) return kernel;
-  // 2. Types and shapes, with broadcasting made explicit; the interpreter can run from here.
+  // 2. Loops marked `unroll = N` with no stores: N iterations' loads written first, so they
+  //    are in flight together (ptxas does not hoist them itself). Before types, so that the
+  //    reference interpreter, which starts after infer-types, runs the rewritten loop.
+  unroll_loops(*kernel);
+  if (done("unroll-loops", *kernel)) return kernel;
+  // 3. Types and shapes, with broadcasting made explicit; the interpreter can run from here.
   infer_types(*kernel);
   if (done("infer-types", *kernel)) return kernel;
-  // 3. Layouts need types; they decide which values must move between layouts or into
+  // 4. Layouts need types; they decide which values must move between layouts or into
   //    shared memory, which creates staged shared tiles.
   assign_layouts(*kernel);
   if (done("assign-layouts", *kernel)) return kernel;
-  // 4. Pipelining turns some shared tiles into rings of buffers: before sizes are planned.
+  // 5. Pipelining turns some shared tiles into rings of buffers: before sizes are planned.
   for (const auto& w : pipeline_loops(*kernel))
     if (observer) observer("warning: " + w.render(), *kernel);
   if (done("pipeline-loops", *kernel)) return kernel;
-  // 5. Every shared tile is known now (declared, staged, ring): place them.
+  // 6. Every shared tile is known now (declared, staged, ring): place them.
   plan_shared_memory(*kernel);
   if (done("plan-shared-memory", *kernel)) return kernel;
-  // 6. Barriers last: they depend on where every shared read and write ended up.
+  // 7. Barriers last: they depend on where every shared read and write ended up.
   insert_barriers(*kernel);
   done("insert-barriers", *kernel);
   return kernel;

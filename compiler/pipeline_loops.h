@@ -1,4 +1,4 @@
-// Pass 4, pipeline_loops: in each `for ... in pipelined(lo, hi, step, stages = S)` loop, finds
+// Pass 5, pipeline_loops: in each `for ... in pipelined(lo, hi, step, stages = S)` loop, finds
 // the copies into shared memory that can be issued S-1 iterations ahead (their addresses
 // depend only on the loop variable and values fixed in the loop, possibly through index
 // loads computed in the body) and marks them, and the statements they need, as producers.

@@ -1,4 +1,4 @@
-// Pass 5, plan_shared_memory: places every shared tile (declared ones, ring buffers of
+// Pass 6, plan_shared_memory: places every shared tile (declared ones, ring buffers of
 // pipelined copies, operands staged for the tensor cores) and the scratch area that
 // reductions, layout conversions and scans share. Rows of 2-D tiles are padded by 16 bytes so
 // that ldmatrix and column accesses avoid bank

@@ -174,5 +174,24 @@ TEST(RefWorkloads, PagedSparseRagged) {
   }
 }
 
+// More chunks than one unrolled step of the merge takes (eight, after unroll-loops): 290 kept
+// tokens in chunks of 32 are ten partial results, a full step and a step with two.
+TEST(RefWorkloads, PagedSparseMergeOfMoreThanEightChunks) {
+  PagedSparseShape s;
+  s.batch = 2;
+  s.heads_q = 4;
+  s.heads_kv = 2;
+  s.head_dim = 64;
+  s.page_size = 16;
+  s.seq_lens = {300, 250};
+  s.kept_lens = {290, 0, 1, 200};
+  s.dtype = DType::F16;
+  auto d = make_paged_sparse_data(s, fresh_seed());
+  for (const Bindings& cfg : std::vector<Bindings>{
+           {{"CHUNK", "32"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "4"}, {"PF", "0"}},
+           {{"CHUNK", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "2"}, {"PF", "0"}}})
+    check_paged_sparse(interpreter_runner(), *d, cfg);
+}
+
 } // namespace
 } // namespace tilejit::test
