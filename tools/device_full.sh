@@ -6,6 +6,8 @@
 # logs stay in /tmp/tilejit-logs. PART=tilejit stops after the tuning and tilejit's bench;
 # PART=peers only times the peers (bench/report.py pairs the rows of both calls afterwards),
 # for two back-to-back calls on one warm machine when one call's time limit is too short.
+# IMPORT=FILE (a `tilejit cache export` of an earlier tune, carried) skips tuning: the winners are
+# imported into the fresh database and benched, so one call can bench tilejit and time the peers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
@@ -17,11 +19,17 @@ bin=.device/bin
 db="$logs/tilejit.db"
 if [ "${PART:-all}" != peers ]; then
 start=$(date +%s)
-"$bin/tilejit" --db "$db" tune --workload paged_sparse --budget "${BUDGET:-30}" >"$out/tune.txt" 2>"$logs/tune.err"
-echo "tuned in $(( $(date +%s) - start )) s"; tail -2 "$out/tune.txt"
-"$bin/tilejit" --db "$db" cache export "$out/tuning.json" >/dev/null 2>>"$logs/tune.err"
+if [ -n "${IMPORT:-}" ]; then
+  "$bin/tilejit" --db "$db" cache import "$IMPORT" 2>&1 | tail -1
+else
+  "$bin/tilejit" --db "$db" tune --workload paged_sparse --budget "${BUDGET:-30}" >"$out/tune.txt" 2>"$logs/tune.err"
+  echo "tuned in $(( $(date +%s) - start )) s"; tail -2 "$out/tune.txt"
+  "$bin/tilejit" --db "$db" cache export "$out/tuning.json" >/dev/null 2>>"$logs/tune.err"
+fi
 "$bin/tilejit" --db "$db" bench --workload paged_sparse --commit "${COMMIT:-unknown}" --repeats 30 \
   --out "$out/tilejit.jsonl" >"$logs/bench.txt" 2>"$logs/bench.err"
+grep -c '"config_source": "tuned winner for the exact' "$out/tilejit.jsonl" |
+  sed 's/$/ tilejit rows used an exact tuned winner/'
 fi
 [ "${PART:-all}" = tilejit ] && exit 0
 [ -d .peers ] && timeout "${YARDSTICK_SECONDS:-150}" python3 .peers/run_all.py --only paged_sparse \
