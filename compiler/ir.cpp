@@ -222,4 +222,11 @@ void for_each_node(Expr& e, const std::function<void(Expr&)>& fn) {
   fn(e);
 }
 
+void vars_read(Expr& e, std::set<Var*>& out) {
+  for_each_node(e, [&](Expr& n) {
+    if (n.kind == ExprKind::VarRef) out.insert(n.var);
+    if (n.kind == ExprKind::Convert && n.var) out.insert(n.var);
+  });
+}
+
 } // namespace tilejit::ir

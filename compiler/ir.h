@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -250,5 +251,8 @@ void for_each_stmt(Block& block, const std::function<void(Stmt&)>& fn);
 void for_each_expr_root(Stmt& s, const std::function<void(ExprPtr&)>& fn);
 /// Visits every node of an expression tree (post-order: operands first).
 void for_each_node(Expr& e, const std::function<void(Expr&)>& fn);
+/// Adds to `out` every variable an expression tree reads (gather indices inside accesses and
+/// the source of a layout conversion included).
+void vars_read(Expr& e, std::set<Var*>& out);
 
 } // namespace tilejit::ir

@@ -10,17 +10,9 @@ using Role = ir::Stmt::PipelineRole;
 
 namespace {
 
-/// Variables read by an expression tree (including gather indices inside accesses).
-void vars_read(ir::Expr& e, std::set<ir::Var*>& out) {
-  ir::for_each_node(e, [&](ir::Expr& n) {
-    if (n.kind == ExprKind::VarRef) out.insert(n.var);
-    if (n.kind == ExprKind::Convert && n.var) out.insert(n.var);
-  });
-}
-
 std::set<ir::Var*> stmt_reads(ir::Stmt& s) {
   std::set<ir::Var*> out;
-  ir::for_each_expr_root(s, [&](ir::ExprPtr& root) { vars_read(*root, out); });
+  ir::for_each_expr_root(s, [&](ir::ExprPtr& root) { ir::vars_read(*root, out); });
   return out;
 }
 

@@ -11,8 +11,8 @@ using namespace ir;
 
 namespace {
 
-/// Reads or writes memory other than by a load, or is a shared tile: then loads of later
-/// iterations could not move above this one's work (or the body is not a value computation).
+/// Touches memory other than by a load (an atomic, a fence, a copy into shared memory, a
+/// prefetch): then later iterations' loads may not move above this iteration's work.
 bool has_effect(const Expr& e) {
   bool effect = false;
   for_each_node(const_cast<Expr&>(e), [&](Expr& n) {
@@ -32,15 +32,6 @@ bool rewritable(const Stmt& loop) {
     if (s->value && has_effect(*s->value)) return false;
   }
   return true;
-}
-
-/// Every variable an expression reads.
-std::set<const Var*> vars_read(const Expr& e) {
-  std::set<const Var*> out;
-  for_each_node(const_cast<Expr&>(e), [&](Expr& n) {
-    if (n.kind == ExprKind::VarRef) out.insert(n.var);
-  });
-  return out;
 }
 
 class LoopUnroller {
@@ -98,7 +89,9 @@ private:
     // A load is hoisted when it reads only the loop variable and values fixed in the loop.
     auto hoistable = [&](const Stmt& s) {
       if (s.kind != StmtKind::Decl || s.value->kind != ExprKind::Load) return false;
-      for (const Var* v : vars_read(*s.value))
+      std::set<Var*> reads;
+      vars_read(*s.value, reads);
+      for (const Var* v : reads)
         if (v != loop.var && changed.count(v)) return false;
       return true;
     };

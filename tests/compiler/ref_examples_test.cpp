@@ -150,18 +150,25 @@ namespace {
 
 // paged_sparse on the interpreter: small ragged problems (sequence lengths differ, kept counts
 // differ per (b, kv head), including 0 and 1), f16 and bf16, several configurations.
+/// B=2, Hkv=2, D=64, 16-token pages: small enough for the interpreter.
+PagedSparseShape small_paged_sparse(int64_t heads_q, std::vector<int64_t> seq_lens,
+                                    std::vector<int64_t> kept_lens, DType t) {
+  PagedSparseShape s;
+  s.batch = 2;
+  s.heads_q = heads_q;
+  s.heads_kv = 2;
+  s.head_dim = 64;
+  s.page_size = 16;
+  s.seq_lens = std::move(seq_lens);
+  s.kept_lens = std::move(kept_lens);
+  s.dtype = t;
+  return s;
+}
+
 TEST(RefWorkloads, PagedSparseRagged) {
   for (DType t : {DType::F16, DType::BF16}) {
-    PagedSparseShape s;
-    s.batch = 2;
-    s.heads_q = 8;
-    s.heads_kv = 2;
-    s.head_dim = 64;
-    s.page_size = 16;
-    s.seq_lens = {300, 77};
-    s.kept_lens = {0, 45, 1, 77};
-    s.dtype = t;
-    auto d = make_paged_sparse_data(s, fresh_seed());
+    auto d =
+        make_paged_sparse_data(small_paged_sparse(8, {300, 77}, {0, 45, 1, 77}, t), fresh_seed());
     for (const Bindings& cfg : std::vector<Bindings>{
              {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "4"}, {"PF", "2"}},
              {{"CHUNK", "128"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}, {"PF", "2"}},
@@ -177,16 +184,8 @@ TEST(RefWorkloads, PagedSparseRagged) {
 // More chunks than one unrolled step of the merge takes (eight, after unroll-loops): 290 kept
 // tokens in chunks of 32 are ten partial results, a full step and a step with two.
 TEST(RefWorkloads, PagedSparseMergeOfMoreThanEightChunks) {
-  PagedSparseShape s;
-  s.batch = 2;
-  s.heads_q = 4;
-  s.heads_kv = 2;
-  s.head_dim = 64;
-  s.page_size = 16;
-  s.seq_lens = {300, 250};
-  s.kept_lens = {290, 0, 1, 200};
-  s.dtype = DType::F16;
-  auto d = make_paged_sparse_data(s, fresh_seed());
+  auto d = make_paged_sparse_data(small_paged_sparse(4, {300, 250}, {290, 0, 1, 200}, DType::F16),
+                                  fresh_seed());
   for (const Bindings& cfg : std::vector<Bindings>{
            {{"CHUNK", "32"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "4"}, {"PF", "0"}},
            {{"CHUNK", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "2"}, {"PF", "0"}}})
