@@ -1,9 +1,11 @@
 #include "compiler/launch_plan.h"
 
 #include "dsl/ast_printer.h"
+#include "dsl/builtins.h"
 #include "support/text.h"
 
 #include <limits>
+#include <set>
 
 namespace tilejit {
 namespace {
@@ -18,7 +20,68 @@ std::string declared_text(const dsl::Param& p) {
   return p.name + ": " + dsl::type_to_string(p.type);
 }
 
+/// Adds every name an expression reads to `names`.
+void collect_names(const dsl::Expr& e, std::set<std::string>& names) {
+  if (e.kind == dsl::ExprKind::Name) names.insert(e.name);
+  if (e.lhs) collect_names(*e.lhs, names);
+  if (e.rhs) collect_names(*e.rhs, names);
+  for (const auto& a : e.args) collect_names(*a, names);
+  for (const auto& kw : e.kwargs) collect_names(*kw.value, names);
+  for (const auto& item : e.index)
+    for (const dsl::Expr* part : {item.expr.get(), item.start.get(), item.stop.get()})
+      if (part) collect_names(*part, names);
+}
+
+/// Adds the tensors that store and atomic calls in `e` write to `names`.
+void collect_written(const dsl::Expr& e, std::set<std::string>& names) {
+  if (e.kind == dsl::ExprKind::Call && !e.args.empty()) {
+    const dsl::BuiltinInfo* b = dsl::find_builtin(e.name);
+    if (b && (b->kind == dsl::BuiltinKind::Store || b->kind == dsl::BuiltinKind::AtomicAdd)) {
+      const dsl::Expr& target = *e.args[0];
+      if (target.kind == dsl::ExprKind::Name) names.insert(target.name);
+      if (target.kind == dsl::ExprKind::Index && target.lhs &&
+          target.lhs->kind == dsl::ExprKind::Name)
+        names.insert(target.lhs->name);
+    }
+  }
+  if (e.lhs) collect_written(*e.lhs, names);
+  if (e.rhs) collect_written(*e.rhs, names);
+  for (const auto& a : e.args) collect_written(*a, names);
+  for (const auto& kw : e.kwargs) collect_written(*kw.value, names);
+}
+
+void collect_written(const std::vector<dsl::StmtPtr>& body, std::set<std::string>& names) {
+  for (const auto& s : body) {
+    if (s->value) collect_written(*s->value, names);
+    for (const auto& a : s->range_args) collect_written(*a, names);
+    collect_written(s->body, names);
+    collect_written(s->else_body, names);
+  }
+}
+
 } // namespace
+
+std::vector<bool> params_written(const dsl::Kernel& k) {
+  std::set<std::string> names;
+  collect_written(k.body, names);
+  std::vector<bool> out(k.params.size(), false);
+  for (size_t i = 0; i < k.params.size(); ++i)
+    out[i] = k.params[i].type.has_dims && names.count(k.params[i].name) > 0;
+  return out;
+}
+
+std::vector<bool> scalars_read_by_plan(const dsl::Kernel& k) {
+  std::set<std::string> names;
+  for (const auto& r : k.require) collect_names(*r, names);
+  for (const auto& g : k.grid) collect_names(*g, names);
+  if (k.threads) collect_names(*k.threads, names);
+  for (const auto& p : k.params)
+    for (const auto& d : p.type.dims) collect_names(*d, names);
+  std::vector<bool> out(k.params.size(), false);
+  for (size_t i = 0; i < k.params.size(); ++i)
+    out[i] = !k.params[i].type.has_dims && names.count(k.params[i].name) > 0;
+  return out;
+}
 
 std::vector<std::string> infer_generics(const dsl::Kernel& k, const std::vector<ArgSpec>& args,
                                         Bindings& bindings) {

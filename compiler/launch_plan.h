@@ -44,4 +44,13 @@ std::vector<std::string> infer_generics(const dsl::Kernel& k, const std::vector<
 LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& complete_bindings,
                        const std::vector<ArgSpec>& args);
 
+/// Per parameter: whether plan_launch reads the value of this scalar parameter (in a `require`,
+/// the grid, the thread count or a tensor's declared shape). Other scalars only reach the
+/// kernel body, so a launch whose plan is cached need not look at their values.
+std::vector<bool> scalars_read_by_plan(const dsl::Kernel& k);
+
+/// Per parameter: whether the kernel body may write this tensor (it is the target of a
+/// `store` or an atomic). Scratch tensors are included (the runtime owns them).
+std::vector<bool> params_written(const dsl::Kernel& k);
+
 } // namespace tilejit

@@ -6,31 +6,47 @@
 
 namespace tilejit {
 
+unsigned char* KernelArgs::reserve(size_t bytes) {
+  size_t at = (bytes_.size() + 7) & ~size_t(7);
+  offsets_.push_back(at);
+  bytes_.resize(at + bytes);
+  return bytes_.data() + at;
+}
+
+void KernelArgs::clear() {
+  bytes_.clear();
+  offsets_.clear();
+}
+
 void KernelArgs::add_tensor(const Tensor& t, bool index32) {
-  const size_t rank = t.shape.size(), field = index32 ? 4 : 8;
-  std::vector<unsigned char> bytes(8 + 2 * field * rank);
-  uint64_t ptr = reinterpret_cast<uintptr_t>(t.data);
-  std::memcpy(bytes.data(), &ptr, 8);
+  add_tensor(t.data, t.shape.data(), t.strides.data(), t.shape.size(), index32);
+}
+
+void KernelArgs::add_tensor(const void* data, const int64_t* shape, const int64_t* strides,
+                            size_t rank, bool index32) {
+  const size_t field = index32 ? 4 : 8;
+  unsigned char* bytes = reserve(8 + 2 * field * rank);
+  uint64_t ptr = reinterpret_cast<uintptr_t>(data);
+  std::memcpy(bytes, &ptr, 8);
   auto put = [&](size_t offset, int64_t v) {
     if (index32) {
       TJ_ICHECK(v >= INT32_MIN && v <= INT32_MAX,
                 "a size or stride that does not fit 32 bits went to a 32-bit-index kernel");
       int32_t v32 = static_cast<int32_t>(v);
-      std::memcpy(bytes.data() + offset, &v32, 4);
+      std::memcpy(bytes + offset, &v32, 4);
     } else {
-      std::memcpy(bytes.data() + offset, &v, 8);
+      std::memcpy(bytes + offset, &v, 8);
     }
   };
   for (size_t d = 0; d < rank; ++d) {
-    put(8 + field * d, t.shape[d]);
-    put(8 + field * (rank + d), t.strides[d]);
+    put(8 + field * d, shape[d]);
+    put(8 + field * (rank + d), strides[d]);
   }
-  storage_.push_back(std::move(bytes));
 }
 
 void KernelArgs::add_scalar(DType dtype, const HostValue& v) {
-  std::vector<unsigned char> bytes(dtype_size(dtype));
-  auto put = [&](auto x) { std::memcpy(bytes.data(), &x, sizeof x); };
+  unsigned char* bytes = reserve(dtype_size(dtype));
+  auto put = [&](auto x) { std::memcpy(bytes, &x, sizeof x); };
   switch (dtype) {
   case DType::Bool:
     put(static_cast<uint8_t>(v.b));
@@ -63,12 +79,11 @@ void KernelArgs::add_scalar(DType dtype, const HostValue& v) {
   case DType::BF16:
     throw Error("16-bit float scalar parameters are not supported; declare them f32");
   }
-  storage_.push_back(std::move(bytes));
 }
 
 void** KernelArgs::pointers() {
   pointers_.clear();
-  for (auto& s : storage_) pointers_.push_back(s.data());
+  for (size_t at : offsets_) pointers_.push_back(bytes_.data() + at);
   return pointers_.data();
 }
 

@@ -13,16 +13,26 @@
 
 namespace tilejit {
 
+/// The packed argument list of one launch. Fields live in one byte buffer (each at an 8-byte
+/// aligned offset), so packing a launch allocates nothing once the buffer has grown: the
+/// runtime keeps one per thread and clear()s it for every launch.
 class KernelArgs {
 public:
   /// `index32`: the kernel was compiled for 32-bit indices (sizes and strides must fit).
   void add_tensor(const Tensor& t, bool index32 = false);
+  /// A tensor given by its parts (the runtime's scratch tensors, without building a Tensor).
+  void add_tensor(const void* data, const int64_t* shape, const int64_t* strides, size_t rank,
+                  bool index32);
   void add_scalar(DType dtype, const HostValue& v);
-  /// The void* array cuLaunchKernel takes; valid while this object lives.
+  /// Forgets the fields, keeps the memory.
+  void clear();
+  /// The void* array cuLaunchKernel takes; valid until the next add or clear.
   void** pointers();
 
 private:
-  std::vector<std::vector<unsigned char>> storage_;
+  unsigned char* reserve(size_t bytes);
+  std::vector<unsigned char> bytes_;
+  std::vector<size_t> offsets_;
   std::vector<void*> pointers_;
 };
 

@@ -10,11 +10,15 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/kernel_args.h"
+#include "runtime/launch_signature.h"
 #include "runtime/module_cache.h"
 #include "support/text.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 namespace tilejit {
 
@@ -51,15 +55,50 @@ Arg Arg::i64(int64_t v) {
 
 namespace {
 
+/// A loaded .tile kernel and what every launch of it needs from its declaration. Immutable
+/// once loaded, and shared with compile tasks that may outlive the Runtime.
 struct LoadedKernel {
   LoadedModule module;
   const dsl::Kernel* kernel = nullptr;
+  size_t caller_params = 0;       ///< parameters the caller passes (scratch excluded)
+  std::vector<bool> plan_scalars; ///< per caller parameter: its value is read by the plan
+  std::set<std::string> tunables; ///< tunable names
+  std::set<std::string> scalars;  ///< scalar parameter names
 };
 
+/// One compiled variant, its module loaded on the GPU when first launched.
 struct LoadedVariant {
   CompiledVariant compiled;
+  std::mutex load_mutex;
   CudaModule module;
-  cu::CUfunction function = nullptr;
+  cu::CUfunction function = nullptr; ///< set once, under load_mutex
+};
+
+/// Compiled variants by key (kernel, arch, alignment, index width, configuration). Shared with
+/// compile tasks, so a task that finishes after its Runtime is gone still has somewhere to put
+/// its result.
+struct VariantStore {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<LoadedVariant>> by_key;
+};
+
+/// A scratch tensor the runtime owns: one per kernel, parameter, shape and stream, so that two
+/// streams running the same kernel on the same shape never share arrival counters or partials.
+struct ScratchTensor {
+  DeviceBuffer buffer;
+  std::vector<int64_t> shape, strides;
+};
+
+/// A prepared launch and what launching it again needs.
+struct PreparedEntry : PreparedLaunch {
+  std::shared_ptr<const LoadedKernel> kernel;
+  std::shared_ptr<LoadedVariant> variant;
+  std::vector<std::vector<int64_t>> scratch_shapes; ///< per parameter (empty if not scratch)
+  std::vector<ScratchTensor*> scratch;              ///< per parameter, once ready
+  std::vector<DType> param_dtypes;                  ///< per parameter, as compiled
+  bool index32 = false;
+  std::atomic<bool> ready{false}; ///< module loaded, scratch allocated, arguments checked
+  std::mutex ready_mutex;
 };
 
 std::vector<ArgSpec> arg_specs(const dsl::Kernel& k, const std::vector<Arg>& args) {
@@ -91,41 +130,91 @@ std::vector<ArgSpec> arg_specs(const dsl::Kernel& k, const std::vector<Arg>& arg
   return specs;
 }
 
-size_t caller_param_count(const dsl::Kernel& k) {
-  size_t n = 0;
-  for (const auto& p : k.params) n += p.is_scratch ? 0 : 1;
-  return n;
+std::string config_text(const Config& config) {
+  std::vector<std::string> parts;
+  for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
+  return join(parts, " ");
 }
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return false;
+  std::string s = v;
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  throw Error(str(name, "='", s, "': expected 1 or 0"));
+}
+
+/// What compiling one variant needs, by value or shared ownership only.
+struct CompileJob {
+  std::shared_ptr<const LoadedKernel> kernel;
+  std::shared_ptr<ModuleCache> cache;
+  std::shared_ptr<VariantStore> store;
+  BinarySource binary_source;
+  std::function<void(const std::string&)> log;
+  std::string key;
+  JitRequest request; ///< request.kernel points into `kernel`; request.cache into `cache`
+
+  /// The variant, compiled now unless the store has it.
+  std::shared_ptr<LoadedVariant> run() const {
+    {
+      std::lock_guard<std::mutex> lock(store->mutex);
+      auto it = store->by_key.find(key);
+      if (it != store->by_key.end()) return it->second;
+    }
+    auto v = std::make_shared<LoadedVariant>();
+    v->compiled = jit_compile(request);
+    if (log)
+      log(str(
+          v->compiled.from_cache ? v->compiled.cache_source + " hit for " : "compiled ",
+          kernel->kernel->name, " [", config_text(request.bindings), "] for ", request.options.arch,
+          v->compiled.from_cache ? ""
+                                 : str(" in ", static_cast<int>(v->compiled.compile_ms), " ms")));
+    std::lock_guard<std::mutex> lock(store->mutex);
+    auto& slot = store->by_key[key];
+    if (!slot) slot = std::move(v);
+    return slot;
+  }
+};
 
 } // namespace
 
 struct Runtime::Impl {
   RuntimeOptions options;
   std::function<void(const std::string&)> log;
-  std::vector<std::unique_ptr<LoadedKernel>> kernels;
-  std::map<std::string, std::unique_ptr<LoadedVariant>>
-      variants;                                // by kernel id + config + alignment
-  std::map<std::string, DeviceBuffer> scratch; // by kernel id + param + shape
-  std::unique_ptr<ModuleCache> cache;
+  std::vector<std::shared_ptr<const LoadedKernel>> kernels;
+  std::shared_ptr<VariantStore> variants = std::make_shared<VariantStore>();
+  // Node-based: entries and scratch tensors keep their addresses while others are added.
+  std::map<std::string, std::unique_ptr<ScratchTensor>> scratch; // kernel|param|shape|stream
+  std::unordered_map<LaunchSignature, std::unique_ptr<PreparedEntry>, LaunchSignatureHash> prepared;
+  /// Entries forget_prepared() dropped: kept, since a launch on another thread may hold one.
+  std::vector<std::unique_ptr<PreparedEntry>> retired;
+  std::shared_ptr<ModuleCache> cache;
   mutable std::optional<DeviceInfo> device;
   ConfigSelector selector;
+  FirstUseTuner first_use_tuner;
+  bool tune_on_first_use = false;
   BinarySource binary_source;
-  std::mutex mutex;
+  mutable std::mutex mutex;
+  std::atomic<int64_t> hits{0};
 
   void note(const std::string& m) const {
     if (log) log(m);
   }
-  LoadedKernel& get(KernelRef k) {
+  std::shared_ptr<const LoadedKernel> get(KernelRef k) const {
+    std::lock_guard<std::mutex> lock(mutex);
     if (k.id < 0 || k.id >= static_cast<int>(kernels.size())) throw Error("invalid kernel handle");
-    return *kernels[k.id];
+    return kernels[k.id];
   }
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   impl_->log = options.log;
+  impl_->tune_on_first_use = options.tune_on_first_use.value_or(env_flag("TILEJIT_TUNE"));
+  Impl* impl = impl_.get();
   impl_->cache =
-      std::make_unique<ModuleCache>(options.cache_dir, [this](std::string m) { impl_->note(m); });
+      std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });
 }
 
 Runtime::~Runtime() = default;
@@ -135,6 +224,7 @@ bool Runtime::has_gpu() const {
 }
 
 const DeviceInfo& Runtime::device() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
   if (!impl_->device) impl_->device = query_device(impl_->options.device);
   return *impl_->device;
 }
@@ -146,7 +236,15 @@ std::string Runtime::arch() const {
 }
 
 void Runtime::set_config_selector(ConfigSelector selector) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->selector = std::move(selector);
+}
+void Runtime::set_first_use_tuner(FirstUseTuner tuner) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->first_use_tuner = std::move(tuner);
+}
+bool Runtime::tunes_on_first_use() const {
+  return impl_->tune_on_first_use;
 }
 void Runtime::set_binary_source(BinarySource source) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -157,57 +255,98 @@ void Runtime::set_log(std::function<void(const std::string&)> log) {
 }
 
 KernelRef Runtime::load(const std::string& source, const std::string& name) {
-  auto lk = std::make_unique<LoadedKernel>();
+  auto lk = std::make_shared<LoadedKernel>();
   if (starts_with(source, "embedded:"))
     lk->module = load_embedded_tile(source.substr(9));
   else
     lk->module = load_tile_file(source);
   lk->kernel = &lk->module.kernel(name);
+  const dsl::Kernel& k = *lk->kernel;
+  std::vector<bool> by_param = scalars_read_by_plan(k);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_scratch) continue;
+    ++lk->caller_params;
+    lk->plan_scalars.push_back(by_param[i]);
+    if (!k.params[i].type.has_dims) lk->scalars.insert(k.params[i].name);
+  }
+  for (const auto& t : k.tunables) lk->tunables.insert(t.name);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->kernels.push_back(std::move(lk));
   return KernelRef{static_cast<int>(impl_->kernels.size()) - 1};
 }
 
 const dsl::Kernel& Runtime::kernel(KernelRef k) const {
-  return *impl_->get(k).kernel;
+  return *impl_->get(k)->kernel;
 }
 const std::string& Runtime::source_hash(KernelRef k) const {
-  return impl_->get(k).module.source_hash;
+  return impl_->get(k)->module.source_hash;
 }
 
-Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced,
-                               std::string* why) {
-  const dsl::Kernel& kernel = *impl_->get(k).kernel;
-  if (args.size() != caller_param_count(kernel))
-    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel),
-                    " arguments, got ", args.size()));
+namespace {
+
+void check_arg_count(const LoadedKernel& lk, const std::vector<Arg>& args) {
+  if (args.size() != lk.caller_params)
+    throw Error(str("kernel '", lk.kernel->name, "' takes ", lk.caller_params, " arguments, got ",
+                    args.size()));
+}
+
+/// The runtime sizes of a plan: what a ConfigSelector and a tuning key are given.
+std::map<std::string, int64_t> plan_sizes(const LoadedKernel& lk, const LaunchPlan& plan,
+                                          const Config& generics) {
+  std::map<std::string, int64_t> sizes;
+  for (const auto& [n, v] : plan.env)
+    if (!lk.tunables.count(n) && !generics.count(n) && !lk.scalars.count(n) && n != "SMEM")
+      sizes[n] = v.i;
+  return sizes;
+}
+
+} // namespace
+
+/// Forced values, then (for a launch, when on) tuning on first use, then the selector, then the
+/// kernel's defaults.
+static Config resolve(Runtime& rt, Runtime::Impl& impl, KernelRef k, const LoadedKernel& lk,
+                      const std::vector<Arg>& args, const Config& forced, void* stream,
+                      bool may_tune, std::string* why) {
+  const dsl::Kernel& kernel = *lk.kernel;
+  check_arg_count(lk, args);
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   Config given = forced;
   infer_generics(kernel, specs, given);
-  // Generics are fixed by the arguments; ask the selector for tunables.
   std::string reason = forced.empty() ? "defaults" : "forced values, defaults for the rest";
-  std::set<std::string> tunable_names;
-  for (const auto& t : kernel.tunables) tunable_names.insert(t.name);
   bool all_forced = true;
   for (const auto& t : kernel.tunables) all_forced = all_forced && forced.count(t.name);
-  if (impl_->selector && !all_forced) {
+  ConfigSelector selector;
+  FirstUseTuner tuner;
+  {
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    selector = impl.selector;
+    tuner = impl.first_use_tuner;
+  }
+  if (all_forced) {
+    if (why) *why = reason;
+    return complete_bindings(kernel, given);
+  }
+  if (may_tune && impl.tune_on_first_use && tuner) {
+    std::string tune_why;
+    if (auto tuned = tuner(rt, k, args, forced, stream, &tune_why)) {
+      for (const auto& [n, v] : *tuned)
+        if (!forced.count(n) && lk.tunables.count(n)) given[n] = v;
+      if (why) *why = tune_why;
+      return complete_bindings(kernel, given);
+    }
+    if (!tune_why.empty()) impl.note(str(kernel.name, ": ", tune_why));
+  }
+  if (selector) {
     Config generics;
     for (const auto& g : kernel.generics)
       if (given.count(g.name)) generics[g.name] = given[g.name];
     Bindings partial = complete_bindings(kernel, given);
     LaunchPlan plan = plan_launch(kernel, partial, specs);
-    std::set<std::string> scalars;
-    for (const auto& p : kernel.params)
-      if (!p.type.has_dims) scalars.insert(p.name);
-    std::map<std::string, int64_t> sizes;
-    for (const auto& [n, v] : plan.env)
-      if (!tunable_names.count(n) && !generics.count(n) && !scalars.count(n) && n != "SMEM")
-        sizes[n] = v.i;
     std::string sel_why;
-    if (auto chosen = impl_->selector(kernel.name, impl_->get(k).module.source_hash, generics,
-                                      sizes, &sel_why)) {
+    if (auto chosen = selector(kernel.name, lk.module.source_hash, generics,
+                               plan_sizes(lk, plan, generics), &sel_why)) {
       for (const auto& [n, v] : *chosen)
-        if (!forced.count(n) && tunable_names.count(n)) given[n] = v;
+        if (!forced.count(n) && lk.tunables.count(n)) given[n] = v;
       reason = sel_why;
     } else if (!sel_why.empty()) {
       reason = sel_why;
@@ -217,12 +356,17 @@ Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const 
   return complete_bindings(kernel, given);
 }
 
+Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced,
+                               std::string* why) {
+  auto lk = impl_->get(k);
+  return resolve(*this, *impl_, k, *lk, args, forced, nullptr, /*may_tune=*/false, why);
+}
+
 Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& args,
                                            const Config& forced) {
-  const dsl::Kernel& kernel = *impl_->get(k).kernel;
-  if (args.size() != caller_param_count(kernel))
-    throw Error(str("kernel '", kernel.name, "' takes ", caller_param_count(kernel),
-                    " arguments, got ", args.size()));
+  auto lk = impl_->get(k);
+  const dsl::Kernel& kernel = *lk->kernel;
+  check_arg_count(*lk, args);
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   Config given;
   for (const auto& g : kernel.generics)
@@ -231,17 +375,8 @@ Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& 
   Bindings complete = complete_bindings(kernel, given);
   LaunchPlan plan = plan_launch(kernel, complete, specs);
   LaunchShape shape;
-  std::set<std::string> compile_time;
-  for (const auto& g : kernel.generics) {
-    shape.generics[g.name] = complete.at(g.name);
-    compile_time.insert(g.name);
-  }
-  for (const auto& t : kernel.tunables) compile_time.insert(t.name);
-  std::set<std::string> scalars;
-  for (const auto& p : kernel.params)
-    if (!p.type.has_dims) scalars.insert(p.name);
-  for (const auto& [n, v] : plan.env)
-    if (!compile_time.count(n) && !scalars.count(n) && n != "SMEM") shape.sizes[n] = v.i;
+  for (const auto& g : kernel.generics) shape.generics[g.name] = complete.at(g.name);
+  shape.sizes = plan_sizes(*lk, plan, shape.generics);
   size_t next = 0;
   for (const auto& p : kernel.params) {
     if (p.is_scratch) continue;
@@ -251,13 +386,16 @@ Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& 
   return shape;
 }
 
-const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
-                                        const std::vector<Arg>& args) {
-  LoadedKernel& lk = impl_->get(k);
-  const dsl::Kernel& kernel = *lk.kernel;
+namespace {
+
+/// The compile job for `config` and these arguments' alignment: the variant's key and request.
+CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
+                            std::shared_ptr<const LoadedKernel> lk, const Config& config,
+                            const std::vector<Arg>& args) {
+  const dsl::Kernel& kernel = *lk->kernel;
   CompileOptions options;
-  options.arch = arch();
-  if (has_gpu()) options.smem_limit = device().smem_per_block_optin;
+  options.arch = rt.arch();
+  if (rt.has_gpu()) options.smem_limit = rt.device().smem_per_block_optin;
   std::string key = str(k.id, "|", options.arch);
   // Scratch tensors are dense and allocated here (cuMemAlloc aligns to 256 bytes), so their
   // alignment follows from their shapes, which follow from the arguments and the config.
@@ -297,132 +435,219 @@ const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
   options.index32 = index32 && !args.empty();
   if (options.index32) key += "|i32";
   for (const auto& [n, v] : config) key += str("|", n, "=", v);
+  CompileJob job;
+  job.kernel = std::move(lk);
+  job.cache = impl.cache;
+  job.store = impl.variants;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    auto it = impl_->variants.find(key);
-    if (it != impl_->variants.end()) return it->second->compiled;
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    job.binary_source = impl.binary_source;
   }
-  JitRequest req;
-  req.kernel = &kernel;
-  req.source_hash = lk.module.source_hash;
-  req.bindings = config;
-  req.options = options;
-  req.cache = impl_->cache.get();
+  job.log = impl.log;
+  job.key = std::move(key);
+  job.request.kernel = job.kernel->kernel;
+  job.request.source_hash = job.kernel->module.source_hash;
+  job.request.bindings = config;
+  job.request.options = options;
+  job.request.cache = job.cache.get();
+  job.request.binary_source = job.binary_source;
+  return job;
+}
+
+} // namespace
+
+const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
+                                        const std::vector<Arg>& args) {
+  return make_compile_job(*this, *impl_, k, impl_->get(k), config, args).run()->compiled;
+}
+
+std::function<std::string()> Runtime::compile_task(KernelRef k, const Config& config,
+                                                   const std::vector<Arg>& args) {
+  auto job =
+      std::make_shared<CompileJob>(make_compile_job(*this, *impl_, k, impl_->get(k), config, args));
+  job->log = {}; // the Runtime's log may be gone when the task runs
+  return [job]() -> std::string {
+    try {
+      job->run();
+      return {};
+    } catch (const ConstraintError& e) {
+      return str("constraint: ", e.what());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+}
+
+namespace {
+
+/// Builds the prepared launch of a signature not seen before: the whole host-side path.
+std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, KernelRef k,
+                                           const std::vector<Arg>& args,
+                                           const LaunchOptions& options) {
+  auto lk = impl.get(k);
+  const dsl::Kernel& kernel = *lk->kernel;
+  auto e = std::make_unique<PreparedEntry>();
+  e->kernel = lk;
+  e->config =
+      resolve(rt, impl, k, *lk, args, options.config, options.stream, /*may_tune=*/true, &e->why);
+  LaunchPlan plan = plan_launch(kernel, e->config, arg_specs(kernel, args));
+  e->variant = make_compile_job(rt, impl, k, lk, e->config, args).run();
+  const CompiledVariant& c = e->variant->compiled;
+  e->grid = plan.grid;
+  e->threads = c.threads;
+  e->smem_bytes = c.smem_bytes;
+  e->scratch_shapes = std::move(plan.scratch_shapes);
+  e->scratch.assign(kernel.params.size(), nullptr);
+  for (const auto& p : c.params) e->param_dtypes.push_back(p.dtype);
+  e->index32 = c.index32;
+  return e;
+}
+
+/// First launch of a prepared signature: the device-side checks, the module, the scratch.
+void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& args, void* stream) {
+  std::lock_guard<std::mutex> lock(e.ready_mutex);
+  if (e.ready.load(std::memory_order_acquire)) return;
+  const dsl::Kernel& kernel = *e.kernel->kernel;
+  size_t next = 0;
+  for (const auto& p : kernel.params) {
+    if (p.is_scratch) continue;
+    const Arg& a = args[next++];
+    if (a.is_tensor && a.tensor.device != DeviceKind::CUDA)
+      throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' is on the CPU (",
+                      a.tensor.describe(), "); pass a CUDA tensor"));
+    if (a.is_tensor && a.tensor.data == nullptr && a.tensor.numel() > 0)
+      throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' has no data pointer"));
+  }
+  CudaDriver& driver = CudaDriver::get();
+  LoadedVariant& v = *e.variant;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    req.binary_source = impl_->binary_source;
+    std::lock_guard<std::mutex> vlock(v.load_mutex);
+    if (!v.function) {
+      v.module = CudaModule::load(v.compiled.cubin, impl.options.device);
+      cu::CUfunction f = v.module.function(v.compiled.entry);
+      if (v.compiled.smem_bytes > 48 * 1024)
+        driver.check(driver.cuFuncSetAttribute(f,
+                                               cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(v.compiled.smem_bytes)),
+                     "cuFuncSetAttribute(max dynamic shared memory)");
+      v.function = f;
+    }
   }
-  auto v = std::make_unique<LoadedVariant>();
-  v->compiled = jit_compile(req);
-  impl_->note(str(
-      v->compiled.from_cache ? v->compiled.cache_source + " hit for " : "compiled ", kernel.name,
-      " [",
-      join(
-          [&] {
-            std::vector<std::string> parts;
-            for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
-            return parts;
-          }(),
-          " "),
-      "] for ", options.arch,
-      v->compiled.from_cache ? "" : str(" in ", static_cast<int>(v->compiled.compile_ms), " ms")));
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto& slot = impl_->variants[key];
-  if (!slot) slot = std::move(v);
-  return slot->compiled;
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const dsl::Param& p = kernel.params[i];
+    if (!p.is_scratch) continue;
+    const std::vector<int64_t>& shape = e.scratch_shapes[i];
+    std::vector<std::string> dims;
+    for (int64_t d : shape) dims.push_back(std::to_string(d));
+    std::string skey = str(e.variant->compiled.kernel_name, "@", e.kernel.get(), "|", p.name, "|",
+                           join(dims, "x"), "|stream ", reinterpret_cast<uintptr_t>(stream));
+    std::lock_guard<std::mutex> rlock(impl.mutex);
+    auto it = impl.scratch.find(skey);
+    if (it == impl.scratch.end()) {
+      auto t = std::make_unique<ScratchTensor>();
+      int64_t numel = 1;
+      for (int64_t d : shape) numel *= d;
+      t->buffer = DeviceBuffer(static_cast<size_t>(std::max<int64_t>(numel, 1)) *
+                                   dtype_size(e.param_dtypes[i]),
+                               impl.options.device);
+      // Zeroed scratch (counters) must start at 0; the kernel leaves it at 0 after each use.
+      t->buffer.fill_byte(0);
+      t->shape = shape;
+      t->strides = Tensor::contiguous(nullptr, e.param_dtypes[i], shape).strides;
+      it = impl.scratch.emplace(skey, std::move(t)).first;
+    }
+    e.scratch[i] = it->second.get();
+  }
+  e.ready.store(true, std::memory_order_release);
+}
+
+} // namespace
+
+/// The prepared launch of `args`: a hash lookup when this signature was seen before.
+static PreparedEntry& prepared_entry(Runtime& rt, Runtime::Impl& impl, KernelRef k,
+                                     const std::vector<Arg>& args, const LaunchOptions& options) {
+  thread_local LaunchSignature sig;
+  std::vector<bool> no_plan_scalars;
+  const std::vector<bool>* plan_scalars = &no_plan_scalars;
+  {
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    if (k.id < 0 || k.id >= static_cast<int>(impl.kernels.size()))
+      throw Error("invalid kernel handle");
+    plan_scalars = &impl.kernels[k.id]->plan_scalars; // immutable, kept alive by the Runtime
+  }
+  make_launch_signature(sig, k.id, options.stream, options.config, args, *plan_scalars);
+  {
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    auto it = impl.prepared.find(sig);
+    if (it != impl.prepared.end()) {
+      impl.hits.fetch_add(1, std::memory_order_relaxed);
+      return *it->second;
+    }
+  }
+  // Outside the lock: resolving may compile or tune for seconds.
+  std::unique_ptr<PreparedEntry> e = build_entry(rt, impl, k, args, options);
+  impl.note(str("launch ", e->kernel->kernel->name, ": configuration from ", e->why));
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  auto& slot = impl.prepared[sig];
+  if (!slot) slot = std::move(e);
+  return *slot;
+}
+
+const PreparedLaunch& Runtime::prepare(KernelRef k, const std::vector<Arg>& args,
+                                       const LaunchOptions& options) {
+  return prepared_entry(*this, *impl_, k, args, options);
 }
 
 void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOptions& options) {
-  std::string why;
-  Config config = resolve_config(k, args, options.config, &why);
-  impl_->note(str("launch ", impl_->get(k).kernel->name, ": configuration from ", why));
-  launch_config(k, config, args, options.stream);
-  if (options.synchronize)
-    CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
-}
-
-void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,
-                            void* stream) {
-  LoadedKernel& lk = impl_->get(k);
-  const dsl::Kernel& kernel = *lk.kernel;
+  PreparedEntry& e = prepared_entry(*this, *impl_, k, args, options);
   CudaDriver& driver = CudaDriver::get();
   driver.ensure_context(impl_->options.device);
-  std::vector<ArgSpec> specs = arg_specs(kernel, args);
-  LaunchPlan plan = plan_launch(kernel, config, specs);
-  // Every tensor must be on the GPU.
-  {
-    size_t next = 0;
-    for (const auto& p : kernel.params) {
-      if (p.is_scratch) continue;
-      const Arg& a = args[next++];
-      if (a.is_tensor && a.tensor.device != DeviceKind::CUDA)
-        throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' is on the CPU (",
-                        a.tensor.describe(), "); pass a CUDA tensor"));
-      if (a.is_tensor && a.tensor.data == nullptr && a.tensor.numel() > 0)
-        throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' has no data pointer"));
-    }
-  }
-  const CompiledVariant& compiled = compile(k, config, args);
-  LoadedVariant* variant = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    for (auto& [key, v] : impl_->variants)
-      if (&v->compiled == &compiled) variant = v.get();
-  }
-  TJ_ICHECK(variant, "compiled variant not registered");
-  if (!variant->function) {
-    variant->module = CudaModule::load(compiled.cubin, impl_->options.device);
-    variant->function = variant->module.function(compiled.entry);
-    if (compiled.smem_bytes > 48 * 1024)
-      driver.check(driver.cuFuncSetAttribute(variant->function,
-                                             cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                             static_cast<int>(compiled.smem_bytes)),
-                   "cuFuncSetAttribute(max dynamic shared memory)");
-  }
-  KernelArgs packed;
+  if (!e.ready.load(std::memory_order_acquire)) make_ready(*impl_, e, args, options.stream);
+  thread_local KernelArgs packed;
+  packed.clear();
+  const dsl::Kernel& kernel = *e.kernel->kernel;
   size_t next = 0;
   for (size_t i = 0; i < kernel.params.size(); ++i) {
-    const dsl::Param& p = kernel.params[i];
-    const ir::Param& ip = compiled.params[i];
-    if (p.is_scratch) {
-      const std::vector<int64_t>& shape = plan.scratch_shapes[i];
-      int64_t numel = 1;
-      for (int64_t d : shape) numel *= d;
-      std::string skey = str(k.id, "|", p.name, "|",
-                             join(
-                                 [&] {
-                                   std::vector<std::string> s;
-                                   for (int64_t d : shape) s.push_back(std::to_string(d));
-                                   return s;
-                                 }(),
-                                 "x"));
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      auto it = impl_->scratch.find(skey);
-      if (it == impl_->scratch.end()) {
-        DeviceBuffer buf(static_cast<size_t>(std::max<int64_t>(numel, 1)) * dtype_size(ip.dtype),
-                         impl_->options.device);
-        // Zeroed scratch (counters) must start at 0; the kernel leaves it at 0 after each use.
-        buf.fill_byte(0);
-        it = impl_->scratch.emplace(skey, std::move(buf)).first;
-      }
-      packed.add_tensor(Tensor::contiguous(it->second.data(), ip.dtype, shape), compiled.index32);
+    if (const ScratchTensor* t = e.scratch[i]) {
+      packed.add_tensor(t->buffer.data(), t->shape.data(), t->strides.data(), t->shape.size(),
+                        e.index32);
       continue;
     }
     const Arg& a = args[next++];
     if (a.is_tensor)
-      packed.add_tensor(a.tensor, compiled.index32);
+      packed.add_tensor(a.tensor, e.index32);
     else
-      packed.add_scalar(ip.dtype, dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
-                                                                 : HostValue::of_int(a.i));
+      packed.add_scalar(e.param_dtypes[i], dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
+                                                                          : HostValue::of_int(a.i));
   }
-  if (plan.grid[0] == 0 || plan.grid[1] == 0 || plan.grid[2] == 0) return; // nothing to do
-  driver.check(driver.cuLaunchKernel(variant->function, static_cast<unsigned>(plan.grid[0]),
-                                     static_cast<unsigned>(plan.grid[1]),
-                                     static_cast<unsigned>(plan.grid[2]),
-                                     static_cast<unsigned>(compiled.threads), 1, 1,
-                                     static_cast<unsigned>(compiled.smem_bytes),
-                                     static_cast<cu::CUstream>(stream), packed.pointers(), nullptr),
-               str("cuLaunchKernel(", kernel.name, ")").c_str());
+  if (e.grid[0] != 0 && e.grid[1] != 0 && e.grid[2] != 0) { // else nothing to do
+    cu::CUresult r = driver.cuLaunchKernel(
+        e.variant->function, static_cast<unsigned>(e.grid[0]), static_cast<unsigned>(e.grid[1]),
+        static_cast<unsigned>(e.grid[2]), static_cast<unsigned>(e.threads), 1, 1,
+        static_cast<unsigned>(e.smem_bytes), static_cast<cu::CUstream>(options.stream),
+        packed.pointers(), nullptr);
+    if (r != 0) driver.check(r, str("cuLaunchKernel(", kernel.name, ")").c_str());
+  }
+  if (options.synchronize) driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,
+                            void* stream) {
+  LaunchOptions o;
+  o.config = config;
+  o.stream = stream;
+  launch(k, args, o);
+}
+
+void Runtime::forget_prepared() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (auto& [sig, e] : impl_->prepared) impl_->retired.push_back(std::move(e));
+  impl_->prepared.clear();
+}
+
+Runtime::LaunchStats Runtime::launch_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return {static_cast<int64_t>(impl_->prepared.size()), impl_->hits.load()};
 }
 
 } // namespace tilejit

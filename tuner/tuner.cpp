@@ -145,16 +145,17 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
       std::vector<std::future<CompileResult>> futures;
       for (size_t i = lo; i < hi; ++i) {
         Config cfg = as_config(space.config(todo[i].config_index));
-        auto task = std::make_shared<std::packaged_task<CompileResult()>>([&rt, &r, cfg] {
+        // The task owns everything it touches: after a timeout this function returns (and
+        // the request, the arguments and even the Runtime may go) while it still runs.
+        std::function<std::string()> compile = rt.compile_task(r.kernel, cfg, r.args);
+        auto task = std::make_shared<std::packaged_task<CompileResult()>>([compile] {
           CompileResult c;
-          try {
-            rt.compile(r.kernel, cfg, r.args);
-          } catch (const ConstraintError& e) {
+          c.error = compile();
+          if (starts_with(c.error, "constraint: ")) {
             c.status = TrialStatus::pruned;
-            c.error = e.what();
-          } catch (const std::exception& e) {
+            c.error = c.error.substr(12);
+          } else if (!c.error.empty()) {
             c.status = TrialStatus::compile_error;
-            c.error = e.what();
           }
           return c;
         });

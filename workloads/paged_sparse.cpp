@@ -61,7 +61,8 @@ PagedSparseDims paged_sparse_dims(const PagedSparseShape& s) {
   int64_t used = 0;
   for (int64_t len : s.seq_lens) used += (len + PS - 1) / PS;
   d.num_pages = used + 3; // a few pages no sequence owns
-  d.max_kept = std::max<int64_t>(1, *std::max_element(s.kept_lens.begin(), s.kept_lens.end()));
+  for (int64_t k : s.kept_lens) d.max_kept = std::max(d.max_kept, k);
+  d.max_kept = std::max<int64_t>(d.max_kept, 1); // an empty kept list still has a column
   return d;
 }
 
@@ -118,7 +119,7 @@ void redraw_kept(PagedSparseData& d, const std::vector<int64_t>& kept_lens, uint
   TJ_ICHECK(static_cast<int64_t>(kept_lens.size()) == B * HKV, "kept_lens needs B*HKV entries");
   d.shape.kept_lens = kept_lens;
   std::mt19937_64 rng(seed);
-  d.max_kept = std::max<int64_t>(1, *std::max_element(kept_lens.begin(), kept_lens.end()));
+  d.max_kept = paged_sparse_dims(d.shape).max_kept;
   d.kept_idx = HostBuffer(DType::I32, {B, HKV, d.max_kept});
   d.kept_len = HostBuffer(DType::I32, {B, HKV});
   for (int64_t b = 0; b < B; ++b)

@@ -1,6 +1,7 @@
-// `tilejit bench --workload paged_sparse`: times kernels the way the peers are timed (L2 flushed,
-// CUDA events, median), writes one JSON line per measurement, and prints a table with GB/s and
-// the share of the HBM floor.
+// `tilejit bench --workload W`: times a workload's tuned kernels the way the peers are timed (L2
+// flushed, CUDA events, median): each step alone (one-time steps apart) and the per-call sequence
+// end to end; writes one JSON line per problem and configuration, and prints a table with GB/s
+// and the share of the floor.
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
@@ -8,15 +9,15 @@
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "support/text.h"
-#include "tuner/db_binary_source.h"
-#include "tuner/db_config_selector.h"
+#include "tuner/first_use_tuning.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
-#include "workloads/paged_sparse.h"
-#include "workloads/registry.h"
+#include "workloads/problem_on_gpu.h"
+#include "workloads/workload.h"
 
 #include <tilejit/tilejit.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -29,8 +30,8 @@ namespace tilejit::cli {
 namespace {
 
 struct BenchOptions {
-  std::string workload = "paged_sparse", dtype = "f16", case_filter, out, commit, sweep;
-  std::vector<std::string> set;
+  std::string workload = "paged_sparse", dtype, case_filter, out, commit, sweep;
+  std::vector<std::string> set, shape;
   int repeats = 30;
   bool graph = false; ///< `ms` from a CUDA-graph replay instead of direct launches
   FlushKind flush = FlushKind::memset;
@@ -60,147 +61,152 @@ std::vector<Bindings> expand_sweep(const std::string& spec) {
   return out;
 }
 
-void bench_paged_sparse(const BenchOptions& o, const GlobalOptions& global) {
+/// One step's resolved configuration: its tunables as text, and where they came from.
+struct StepConfig {
+  std::string text, why;
+};
+
+void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
+  auto w = workloads::find_workload(o.workload);
+  auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
+                                    o.case_filter, o.shape);
   CudaDriver::require();
   DeviceInfo dev = query_device();
-  double bandwidth = measure_copy_bandwidth();
-  std::cerr << dev.name << ": device-to-device copy " << bandwidth / 1e9
-            << " GB/s (read + write)\n";
-  Runtime rt(RuntimeOptions{0, "", std::nullopt,
-                            global.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                           : std::function<void(const std::string&)>()});
-  KernelRef k = rt.load(workloads::kPagedSparseSource);
+  workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};
+  std::cerr << fmt::format("{}: device-to-device copy {:.0f} GB/s (read + write)\n", dev.name,
+                           ceilings.bytes_per_s / 1e9);
+  auto rt = make_runtime(global.verbose);
   // Tuned configurations come from the database (exact shape, else the nearest tuned one).
-  std::string db_file = global.db_path.empty() ? TuneDatabase::default_path() : global.db_path;
-  auto db = std::make_shared<TuneDatabase>(db_file);
-  rt.set_config_selector(make_db_config_selector(db, current_identity()));
-  rt.set_binary_source(make_db_binary_source(db));
+  use_tuning_database(*rt, std::make_shared<TuneDatabase>(database_path(global.db_path)));
+  workloads::WorkloadKernels kernels(*rt, *w);
   KernelTimer timer;
   std::ofstream out;
   std::string out_path =
-      o.out.empty() ? str("bench/results/", today(), "-paged_sparse.jsonl") : o.out;
+      o.out.empty() ? fmt::format("bench/results/{}-{}.jsonl", today(), w->name()) : o.out;
   out.open(out_path, std::ios::app);
-  if (!out) throw Error(str("cannot write '", out_path, "'"));
-  std::vector<DType> dtypes;
-  if (o.dtype == "f16" || o.dtype == "both") dtypes.push_back(DType::F16);
-  if (o.dtype == "bf16" || o.dtype == "both") dtypes.push_back(DType::BF16);
+  if (!out) throw Error(fmt::format("cannot write '{}'", out_path));
   Bindings forced = parse_assignments(o.set, "--set");
   std::vector<Bindings> sweep = expand_sweep(o.sweep);
   std::vector<std::vector<std::string>> rows;
   uint64_t seed = std::random_device{}();
-  for (DType t : dtypes)
-    for (const auto& c : workloads::paged_sparse_cases()) {
-      if (!o.case_filter.empty() && c.name().find(o.case_filter) == std::string::npos) continue;
-      auto d = workloads::make_paged_sparse_data(c.shape(t), seed++);
-      DeviceCopies copies;
-      auto up = [&](ref::HostBuffer& h) { return copies.upload(h); };
-      std::vector<Arg> args = {up(d->q),        up(d->k_cache),
-                               up(d->v_cache),  up(d->block_table),
-                               up(d->seq_lens), up(d->kept_idx),
-                               up(d->kept_len), up(d->o),
-                               up(d->lse),      Arg::f32(static_cast<float>(d->scale))};
-      auto ref = workloads::paged_sparse_reference(*d);
-      double floor_ms = workloads::paged_sparse_floor_bytes(d->shape) / bandwidth * 1e3;
-      double best_ms = 1e30;
-      std::string best_config;
-      for (const Bindings& extra : sweep) {
-        Config config = forced;
-        for (const auto& [n, v] : extra) config[n] = v;
-        for (const auto& [n, v] : workloads::paged_sparse_generics(d->shape)) config[n] = v;
-        std::string why;
-        Config resolved;
-        try {
-          resolved = rt.resolve_config(k, args, config, &why);
-          rt.launch_config(k, resolved, args);
-        } catch (const ConstraintError& e) {
-          continue;
+  for (const auto& p : problems) {
+    auto data = p->make_data(seed++);
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    const std::vector<workloads::Step>& steps = gpu.steps();
+    const double floor = workloads::floor_ms(p->floor(), ceilings);
+    double best_ms = 1e30;
+    std::string best_config;
+    for (const Bindings& extra : sweep) {
+      Config user = forced;
+      for (const auto& [n, v] : extra) user[n] = v;
+      // Resolve every step first: a sweep point some kernel's constraints rule out is skipped.
+      std::vector<StepConfig> configs;
+      try {
+        for (size_t i = 0; i < steps.size(); ++i) {
+          LaunchOptions lo;
+          lo.config = gpu.config(i, user);
+          const PreparedLaunch& pl = rt->prepare(gpu.kernel(i), gpu.args(i), lo);
+          std::vector<std::string> t;
+          for (const auto& tn : rt->kernel(gpu.kernel(i)).tunables)
+            t.push_back(tn.name + "=" + pl.config.at(tn.name));
+          configs.push_back({join(t, ","), pl.why});
         }
-        d->o.poison();
-        copies.buffer(7).upload(d->o.data(),
-                                static_cast<size_t>(d->o.numel()) * dtype_size(d->o.dtype()));
-        rt.launch_config(k, resolved, args);
-        CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
-        copies.download(7, d->o);
-        copies.download(8, d->lse);
-        auto e = workloads::compare_paged_sparse(*d, ref);
-        // Timed both ways, as the Triton peer is: launched directly (cuLaunchKernel per call)
-        // and replayed from a CUDA graph (what a serving engine does with a decode step). `ms`
-        // is the one --launch names. On an H100 a graph replay of this one kernel measured
-        // 0.1-0.9 us slower than direct launches; the peer's two launches gain ~1 us from one.
-        auto call = [&](cu::CUstream s) { rt.launch_config(k, resolved, args, s); };
-        TimingOptions to;
-        to.repeats = o.repeats;
-        to.flush = o.flush;
-        to.tries = 3; // a disturbed timing is taken again, as the Triton peer's script does
-        Timing direct = timer.time(call, to);
-        to.graph = true;
-        Timing graphed = timer.time(call, to);
-        const Timing& tm = o.graph ? graphed : direct;
-        std::vector<std::string> cfg;
-        for (const auto& tn : rt.kernel(k).tunables)
-          cfg.push_back(tn.name + "=" + resolved[tn.name]);
-        std::string cfg_text = join(cfg, ",");
-        double bytes = workloads::paged_sparse_floor_bytes(d->shape);
-        nlohmann::json j = {
-            {"workload", "paged_sparse"},
-            {"variant", "sparse"},
-            {"impl", "tilejit"},
-            {"shape",
-             {{"B", d->shape.batch},
-              {"Hq", d->shape.heads_q},
-              {"Hkv", d->shape.heads_kv},
-              {"D", c.head_dim},
-              {"ps", c.page_size},
-              {"ctx", c.context},
-              {"r", c.ratio},
-              {"kept", d->shape.kept_lens[0]}}},
-            {"dtype", dtype_name(t)},
-            {"ms", tm.median_ms},
-            {"launch", o.graph ? "cuda_graph" : "direct"},
-            {"ms_direct", direct.median_ms},
-            {"p10_direct_ms", direct.p10_ms},
-            {"p90_direct_ms", direct.p90_ms},
-            {"ms_graph", graphed.median_ms},
-            {"p10_graph_ms", graphed.p10_ms},
-            {"p90_graph_ms", graphed.p90_ms},
-            {"p10_ms", tm.p10_ms},
-            {"p90_ms", tm.p90_ms},
-            {"repeats", tm.repeats},
-            {"warmup_ms", tm.warmup_ms},
-            {"steady", tm.steady},
-            {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
-            {"floor_ms", floor_ms},
-            {"pct_floor", 100.0 * floor_ms / tm.median_ms},
-            {"err_o", e.o},
-            {"err_lse", e.lse},
-            {"correct", e.ok()},
-            {"config", cfg_text},
-            {"config_source", why},
-            {"device", dev.name},
-            {"date", today()},
-            {"commit", o.commit},
-            {"copy_bandwidth_gbps", bandwidth / 1e9},
-            {"flush", o.flush == FlushKind::kernel ? "kernel" : "memset"},
-            {"method", str("L2 flushed (256 MB ",
-                           o.flush == FlushKind::kernel ? "written by a fill kernel" : "memset",
-                           ") before each call, CUDA events, median")}};
-        out << j.dump() << "\n";
-        out.flush();
-        if (!e.ok())
-          std::cerr << "WRONG result for " << c.name() << " " << cfg_text << ": " << e.describe()
-                    << "\n";
-        if (e.ok() && tm.median_ms < best_ms) best_ms = tm.median_ms, best_config = cfg_text;
-        if (sweep.size() > 1)
-          std::cerr << "  " << c.name() << " " << cfg_text << ": " << tm.median_ms * 1e3 << " us\n";
+      } catch (const ConstraintError&) {
+        continue;
       }
-      char ms[32], pct[32], gbps[32];
-      std::snprintf(ms, sizeof ms, "%.1f", best_ms * 1e3);
-      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * floor_ms / best_ms);
-      std::snprintf(gbps, sizeof gbps, "%.0f",
-                    workloads::paged_sparse_floor_bytes(d->shape) / (best_ms * 1e-3) / 1e9);
-      rows.push_back({dtype_name(t), c.name(), best_config, ms, gbps,
-                      str(static_cast<int>(floor_ms * 1e3 * 10) / 10.0), pct});
+      gpu.poison_from(0);
+      gpu.run(user, /*one_time=*/true);
+      workloads::Comparison c = gpu.check();
+      TimingOptions to;
+      to.repeats = o.repeats;
+      to.flush = o.flush;
+      to.tries = 3; // a disturbed timing is taken again, as the Triton peer's script does
+      // Each step alone (one-time steps are timed here, apart), then the per-call sequence.
+      nlohmann::json step_rows = nlohmann::json::array();
+      for (size_t i = 0; i < steps.size(); ++i) {
+        Timing t = timer.time([&](cu::CUstream s) { gpu.launch(i, user, s); }, to);
+        step_rows.push_back({{"step", steps[i].label},
+                             {"kernel", steps[i].kernel},
+                             {"one_time", steps[i].one_time},
+                             {"config", configs[i].text},
+                             {"config_source", configs[i].why},
+                             {"ms", t.median_ms},
+                             {"p10_ms", t.p10_ms},
+                             {"p90_ms", t.p90_ms}});
+      }
+      // Timed both ways, as the Triton peer is: launched directly (cuLaunchKernel per call)
+      // and replayed from a CUDA graph (what a serving engine does with a decode step). `ms`
+      // is the one --launch names. On an H100 a graph replay of paged_sparse's one kernel
+      // measured 0.1-0.9 us slower than direct launches; the peer's two launches gain ~1 us.
+      auto call = [&](cu::CUstream s) { gpu.run(user, /*one_time=*/false, s); };
+      Timing direct = timer.time(call, to);
+      to.graph = true;
+      Timing graphed = timer.time(call, to);
+      const Timing& tm = o.graph ? graphed : direct;
+      std::vector<std::string> cfg_parts, why_parts;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        cfg_parts.push_back(steps.size() > 1 ? steps[i].label + ":" + configs[i].text
+                                             : configs[i].text);
+        why_parts.push_back(configs[i].why);
+      }
+      std::string cfg_text = join(cfg_parts, " ");
+      nlohmann::json errors = nlohmann::json::object();
+      for (const auto& [name, e] : c.errors) errors[name] = e;
+      const double bytes = p->floor().bytes;
+      nlohmann::json j = {
+          {"workload", w->name()},
+          {"variant", p->variant()},
+          {"impl", "tilejit"},
+          {"scope", "end_to_end"},
+          {"shape", p->shape_json()},
+          {"problem", p->name()},
+          {"dtype", dtype_name(p->dtype())},
+          {"ms", tm.median_ms},
+          {"launch", o.graph ? "cuda_graph" : "direct"},
+          {"ms_direct", direct.median_ms},
+          {"p10_direct_ms", direct.p10_ms},
+          {"p90_direct_ms", direct.p90_ms},
+          {"ms_graph", graphed.median_ms},
+          {"p10_graph_ms", graphed.p10_ms},
+          {"p90_graph_ms", graphed.p90_ms},
+          {"p10_ms", tm.p10_ms},
+          {"p90_ms", tm.p90_ms},
+          {"repeats", tm.repeats},
+          {"warmup_ms", tm.warmup_ms},
+          {"steady", tm.steady},
+          {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
+          {"floor_ms", floor},
+          {"pct_floor", floor > 0 ? 100.0 * floor / tm.median_ms : 0.0},
+          {"errors", errors},
+          {"correct", c.ok},
+          {"config", cfg_text},
+          {"config_source", join(why_parts, "; ")},
+          {"steps", step_rows},
+          {"device", dev.name},
+          {"date", today()},
+          {"commit", o.commit},
+          {"copy_bandwidth_gbps", ceilings.bytes_per_s / 1e9},
+          {"flush", o.flush == FlushKind::kernel ? "kernel" : "memset"},
+          {"method",
+           fmt::format("L2 flushed (256 MB {}) before each call, CUDA events, median",
+                       o.flush == FlushKind::kernel ? "written by a fill kernel" : "memset")}};
+      // The error names the report reads for paged_sparse (err_o, err_lse).
+      for (const auto& [name, e] : c.errors) j["err_" + name] = e;
+      out << j.dump() << "\n";
+      out.flush();
+      if (!c.ok)
+        std::cerr << "WRONG result for " << p->name() << " " << cfg_text << ": " << c.summary()
+                  << "\n";
+      if (c.ok && tm.median_ms < best_ms) best_ms = tm.median_ms, best_config = cfg_text;
+      if (sweep.size() > 1)
+        std::cerr << "  " << p->name() << " " << cfg_text << ": " << tm.median_ms * 1e3 << " us\n";
     }
+    rows.push_back({dtype_name(p->dtype()), p->name(), best_config,
+                    fmt::format("{:.1f}", best_ms * 1e3),
+                    fmt::format("{:.0f}", p->floor().bytes / (best_ms * 1e-3) / 1e9),
+                    fmt::format("{:.1f}", floor * 1e3),
+                    floor > 0 ? fmt::format("{:.0f}%", 100.0 * floor / best_ms) : "-"});
+  }
   std::cout << format_table({"dtype", "shape", "config", "us", "GB/s", "floor us", "% floor"},
                             rows);
   std::cerr << "results appended to " << out_path << "\n";
@@ -214,15 +220,16 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
       "bench",
       "Time a workload's kernels (L2 flushed, CUDA events, median) and write JSON results");
   cmd->add_option("--workload", o->workload, "Workload (default paged_sparse)");
-  cmd->add_option("--dtype", o->dtype, "f16, bf16 or both (default f16)");
+  cmd->add_option("--dtype", o->dtype, "f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter,
                   "Only shapes whose name contains this (e.g. ctx131072)");
+  cmd->add_option("--shape", o->shape, "The user's own shape (see `tilejit list`)");
   cmd->add_option("--set", o->set, "Force NAME=VALUE (a generic or tunable)");
   cmd->add_option(
       "--sweep", o->sweep,
       "Time every combination, e.g. CHUNK=128|256,BN=32|64 (best per shape in the table)");
   cmd->add_option("--out", o->out,
-                  "JSON lines file (default bench/results/<date>-paged_sparse.jsonl)");
+                  "JSON lines file (default bench/results/<date>-<workload>.jsonl)");
   cmd->add_option("--commit", o->commit, "Commit id to record with the results");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 30)");
   cmd->add_option_function<std::string>(
@@ -243,12 +250,7 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
       },
       "How `ms` is timed: direct (cuLaunchKernel per call, default) or graph (a CUDA-graph "
       "replay, as the Triton peer's `ms`); ms_direct and ms_graph are recorded either way");
-  cmd->callback([o, &global] {
-    workloads::find_workload(o->workload);
-    if (o->workload != "paged_sparse")
-      throw Error(str("bench: workload '", o->workload, "' has no benchmark yet"));
-    bench_paged_sparse(*o, global);
-  });
+  cmd->callback([o, &global] { bench_workload(*o, global); });
 }
 
 } // namespace tilejit::cli

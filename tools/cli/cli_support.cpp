@@ -2,29 +2,79 @@
 
 #include "support/error.h"
 #include "support/text.h"
-#include "workloads/registry.h"
+#include "tuner/tune_database.h"
+
+#include <fmt/format.h>
 
 #include <iostream>
 #include <random>
 
 namespace tilejit::cli {
 
-std::string runtime_source(const std::string& source, const std::string& workload) {
+std::string runtime_source(const std::string& source, const std::string& workload,
+                           std::string& kernel) {
   if (!workload.empty()) {
     if (!source.empty()) throw Error("give either a .tile file or --workload, not both");
-    return workloads::find_workload(workload).kernel_source;
+    auto w = workloads::find_workload(workload);
+    std::vector<workloads::KernelSource> kernels = w->kernels();
+    std::vector<std::string> names;
+    for (const auto& k : kernels) {
+      if (k.name == kernel || (kernel.empty() && kernels.size() == 1)) {
+        kernel = k.name;
+        return k.source;
+      }
+      names.push_back(k.name);
+    }
+    throw Error(fmt::format("workload '{}' has {} kernel{} ({}): pick one with --kernel", workload,
+                            kernel.empty() ? "several" : "no '" + kernel + "'",
+                            kernel.empty() ? "s" : "", join(names, ", ")));
   }
   if (source.empty())
     throw Error("no kernel: give a .tile file or --workload NAME (see `tilejit list`)");
   return source;
 }
 
-LoadedModule load_kernel_source(const std::string& source, const std::string& workload) {
-  std::string s = runtime_source(source, workload);
+LoadedModule load_kernel_source(const std::string& source, const std::string& workload,
+                                std::string& kernel) {
+  std::string s = runtime_source(source, workload, kernel);
   LoadedModule m =
       starts_with(s, "embedded:") ? load_embedded_tile(s.substr(9)) : load_tile_file(s);
   for (const auto& w : m.warnings) std::cerr << w.render() << "\n";
   return m;
+}
+
+std::unique_ptr<Runtime> make_runtime(bool verbose) {
+  RuntimeOptions o;
+  if (verbose) o.log = [](const std::string& m) { std::cerr << m << "\n"; };
+  return std::make_unique<Runtime>(o);
+}
+
+std::string database_path(const std::string& db_flag) {
+  return db_flag.empty() ? TuneDatabase::default_path() : db_flag;
+}
+
+std::vector<std::unique_ptr<workloads::Problem>>
+workload_problems(const workloads::Workload& w, const std::string& dtype,
+                  const std::string& case_filter, const std::vector<std::string>& shape) {
+  std::vector<DType> dtypes = workloads::parse_workload_dtypes(w, dtype);
+  std::vector<std::unique_ptr<workloads::Problem>> out;
+  if (!shape.empty()) {
+    if (!case_filter.empty()) throw Error("give --case (WORKLOADS.md shapes) or --shape, not both");
+    std::map<std::string, std::string> items = parse_assignments(shape, "--shape");
+    for (DType t : dtypes) out.push_back(w.parse_shape(items, t));
+    return out;
+  }
+  std::vector<std::string> names;
+  for (DType t : dtypes)
+    for (auto& p : w.cases(t)) {
+      if (names.size() < 64) names.push_back(p->name());
+      if (case_filter.empty() || p->name().find(case_filter) != std::string::npos)
+        out.push_back(std::move(p));
+    }
+  if (out.empty())
+    throw Error(fmt::format("--case '{}' matches none of {}'s shapes: {}", case_filter, w.name(),
+                            join(names, " ")));
+  return out;
 }
 
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,

@@ -5,19 +5,35 @@
 #include "compiler/ref/run_tile.h"
 #include "compiler/specialise.h"
 #include "runtime/device_buffer.h"
+#include "workloads/workload.h"
 
 #include <tilejit/tilejit.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tilejit::cli {
 
-/// A .tile path, "embedded:<path>", or the kernel of a workload (--workload).
-LoadedModule load_kernel_source(const std::string& source, const std::string& workload);
+/// A .tile path, "embedded:<path>", or (with --workload) the source of the workload's kernel
+/// called `kernel` (its only kernel when `kernel` is empty; `kernel` is then set to its name).
+LoadedModule load_kernel_source(const std::string& source, const std::string& workload,
+                                std::string& kernel);
 /// The Runtime::load spelling of the same.
-std::string runtime_source(const std::string& source, const std::string& workload);
+std::string runtime_source(const std::string& source, const std::string& workload,
+                           std::string& kernel);
+
+/// A Runtime that logs to stderr under --verbose.
+std::unique_ptr<Runtime> make_runtime(bool verbose);
+/// --db, else $TILEJIT_DB, else the default database path.
+std::string database_path(const std::string& db_flag);
+
+/// The problems a workload command works on: the user's shape (--shape) for each dtype, or the
+/// WORKLOADS.md cases whose name contains `case_filter`. Errors name what matched nothing.
+std::vector<std::unique_ptr<workloads::Problem>>
+workload_problems(const workloads::Workload& w, const std::string& dtype,
+                  const std::string& case_filter, const std::vector<std::string>& shape);
 
 /// "NAME=VALUE" items (from repeated --set, or comma-separated) into a map; errors name the item.
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,

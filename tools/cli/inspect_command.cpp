@@ -59,12 +59,13 @@ std::string run_capture(const std::string& command) {
 }
 
 void inspect(const InspectOptions& o) {
-  LoadedModule m = load_kernel_source(o.source, o.workload);
+  std::string kernel_name = o.kernel;
+  LoadedModule m = load_kernel_source(o.source, o.workload, kernel_name);
   if (o.stage == "ast") {
     std::cout << dsl::print_ast(*m.module);
     return;
   }
-  const dsl::Kernel& k = m.kernel(o.kernel);
+  const dsl::Kernel& k = m.kernel(kernel_name);
   Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"));
   CompileOptions options;
   options.arch = o.arch;

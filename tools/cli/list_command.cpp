@@ -1,10 +1,12 @@
-// `tilejit list`: the workloads and the kernels shipped in the library.
+// `tilejit list`: the workloads (their kernels, shapes and peers) and the kernels shipped in the
+// library.
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
-#include "dsl/ast_printer.h"
 #include "support/text.h"
-#include "workloads/registry.h"
+#include "workloads/workload.h"
+
+#include <fmt/format.h>
 
 #include <iostream>
 
@@ -14,10 +16,28 @@ void register_list_command(CLI::App& app, GlobalOptions& global) {
   auto* cmd = app.add_subcommand("list", "List the workloads and the kernels shipped with tilejit");
   cmd->callback([] {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& w : workloads::all_workloads())
-      rows.push_back({w.name, w.implemented ? "yes" : "not yet", w.summary});
-    std::cout << "Workloads (tilejit tune|bench|run --workload NAME):\n"
-              << format_table({"workload", "implemented", "what"}, rows) << "\n";
+    for (const auto& w : workloads::registered_workloads()) {
+      std::vector<std::string> kernels, dtypes;
+      for (const auto& k : w->kernels()) kernels.push_back(k.name);
+      for (DType t : w->dtypes()) dtypes.push_back(dtype_name(t));
+      rows.push_back(
+          {w->name(), "yes", join(kernels, " "),
+           std::to_string(w->cases(w->dtypes().front()).size()) + " x " + join(dtypes, "|"),
+           w->summary()});
+    }
+    for (const auto& [name, summary] : workloads::planned_workloads())
+      rows.push_back({name, "not yet", "", "", summary});
+    std::cout << "Workloads (tilejit run|tune|bench --workload NAME [--case TEXT | --shape ...]):\n"
+              << format_table({"workload", "implemented", "kernels", "shapes", "what"}, rows)
+              << "\n";
+    for (const auto& w : workloads::registered_workloads()) {
+      std::cout << w->name() << " --shape takes:\n";
+      for (const std::string& line : split(w->shape_help(), '\n'))
+        std::cout << "  " << line << "\n";
+      std::cout << w->name() << " is measured against:\n";
+      for (const std::string& p : w->peers()) std::cout << "  " << p << "\n";
+      std::cout << "\n";
+    }
     rows.clear();
     for (const std::string& path : embedded_tile_paths()) {
       LoadedModule m = load_embedded_tile(path);

@@ -1,6 +1,6 @@
 // `tilejit run`: runs kernels on the GPU and checks them.
-//   --workload paged_sparse   every shape of WORKLOADS.md (or --case), against the float64
-//                             reference
+//   --workload W              every shape of WORKLOADS.md (or --case, or the user's --shape),
+//                             against the workload's float64 reference
 //   FILE.tile --shape M=..    random inputs, the GPU against the reference interpreter
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
@@ -11,10 +11,13 @@
 #include "runtime/device_buffer.h"
 #include "runtime/gpu_timer.h"
 #include "support/text.h"
-#include "workloads/paged_sparse.h"
-#include "workloads/registry.h"
+#include "tuner/first_use_tuning.h"
+#include "workloads/problem_on_gpu.h"
+#include "workloads/workload.h"
 
 #include <tilejit/tilejit.h>
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
@@ -25,65 +28,67 @@ namespace tilejit::cli {
 namespace {
 
 struct RunOptions {
-  std::string source, workload, kernel, dtype = "f16", case_filter;
+  std::string source, workload, kernel, dtype, case_filter;
   std::vector<std::string> set, shape;
   uint64_t seed = 0;
+  bool tune = false;
 };
 
-void run_paged_sparse(const RunOptions& o, bool verbose) {
-  Runtime rt(RuntimeOptions{0, "", std::nullopt,
-                            verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                    : std::function<void(const std::string&)>()});
-  KernelRef k = rt.load(workloads::kPagedSparseSource);
-  Bindings forced = parse_assignments(o.set, "--set");
+/// A workload: every step on the GPU (configurations from the tuning database, --set forcing
+/// values), every output against the float64 reference.
+void run_workload(const RunOptions& o, const GlobalOptions& g) {
+  auto w = workloads::find_workload(o.workload);
+  auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
+                                    o.case_filter, o.shape);
+  CudaDriver::require();
+  auto rt = make_runtime(g.verbose);
+  if (o.tune) {
+    RuntimeOptions ro;
+    ro.tune_on_first_use = true;
+    if (g.verbose) ro.log = [](const std::string& m) { std::cerr << m << "\n"; };
+    rt = std::make_unique<Runtime>(ro);
+  }
+  use_tuning_database(*rt, std::make_shared<TuneDatabase>(database_path(g.db_path)));
+  workloads::WorkloadKernels kernels(*rt, *w);
+  Config user = parse_assignments(o.set, "--set");
   std::vector<std::vector<std::string>> rows;
   bool all_ok = true;
-  std::vector<DType> dtypes;
-  if (o.dtype == "f16" || o.dtype == "both") dtypes.push_back(DType::F16);
-  if (o.dtype == "bf16" || o.dtype == "both") dtypes.push_back(DType::BF16);
-  if (dtypes.empty()) throw Error(str("--dtype must be f16, bf16 or both, got '", o.dtype, "'"));
   uint64_t seed = o.seed ? o.seed : std::random_device{}();
-  for (DType t : dtypes)
-    for (const auto& c : workloads::paged_sparse_cases()) {
-      if (!o.case_filter.empty() && c.name().find(o.case_filter) == std::string::npos) continue;
-      auto d = workloads::make_paged_sparse_data(c.shape(t), seed++);
-      d->o.poison();
-      d->lse.poison();
-      DeviceCopies dev;
-      std::vector<Arg> args = {dev.upload(d->q),        dev.upload(d->k_cache),
-                               dev.upload(d->v_cache),  dev.upload(d->block_table),
-                               dev.upload(d->seq_lens), dev.upload(d->kept_idx),
-                               dev.upload(d->kept_len), dev.upload(d->o),
-                               dev.upload(d->lse),      Arg::f32(static_cast<float>(d->scale))};
-      Bindings config = forced;
-      for (const auto& [n, v] : workloads::paged_sparse_generics(d->shape)) config.emplace(n, v);
+  for (const auto& p : problems) {
+    auto data = p->make_data(seed++);
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    gpu.poison_from(0);
+    gpu.run(user, /*one_time=*/true);
+    workloads::Comparison c = gpu.check();
+    all_ok = all_ok && c.ok;
+    EventTimer timer;
+    timer.start();
+    gpu.run(user, /*one_time=*/false);
+    timer.stop();
+    std::vector<std::string> configs;
+    for (size_t i = 0; i < gpu.steps().size(); ++i) {
       LaunchOptions lo;
-      lo.config = config;
-      lo.synchronize = true;
-      rt.launch(k, args, lo); // compiles on first use
-      EventTimer timer;
-      timer.start();
-      rt.launch(k, args, lo);
-      timer.stop();
-      dev.download(7, d->o);
-      dev.download(8, d->lse);
-      auto e = workloads::compare_paged_sparse(*d, workloads::paged_sparse_reference(*d));
-      all_ok = all_ok && e.ok();
-      char err[64];
-      std::snprintf(err, sizeof err, "%.1e / %.1e", e.o, e.lse);
-      rows.push_back({dtype_name(t), c.name(), err, e.ok() ? "ok" : "WRONG: " + e.describe(),
-                      str(static_cast<int>(timer.elapsed_ms() * 1000), " us")});
+      lo.config = gpu.config(i, user);
+      const PreparedLaunch& pl = rt->prepare(gpu.kernel(i), gpu.args(i), lo);
+      std::vector<std::string> t;
+      for (const auto& tn : rt->kernel(gpu.kernel(i)).tunables)
+        t.push_back(tn.name + "=" + pl.config.at(tn.name));
+      configs.push_back((gpu.steps().size() > 1 ? gpu.steps()[i].label + ":" : "") + join(t, ","));
     }
-  std::cout << format_table({"dtype", "shape", "err o / lse", "check", "time (1 call, warm L2)"},
-                            rows);
-  if (!all_ok) throw Error("paged_sparse: some results are wrong (see the table)");
+    rows.push_back({dtype_name(p->dtype()), p->name(), c.summary(), c.ok ? "ok" : "WRONG",
+                    fmt::format("{:.1f} us", timer.elapsed_ms() * 1e3), join(configs, " ")});
+  }
+  std::cout << format_table(
+      {"dtype", "shape", "error (vs float64)", "check", "time (1 call, warm L2)", "config"}, rows);
+  if (!all_ok) throw Error(fmt::format("{}: some results are wrong (see the table)", w->name()));
 }
 
 /// Any .tile kernel: random inputs from --shape; every tensor compared between the GPU and the
 /// reference interpreter after one launch.
 void run_tile_file(const RunOptions& o, bool verbose) {
-  LoadedModule m = load_kernel_source(o.source, "");
-  const dsl::Kernel& k = m.kernel(o.kernel);
+  std::string kernel_name = o.kernel;
+  LoadedModule m = load_kernel_source(o.source, "", kernel_name);
+  const dsl::Kernel& k = m.kernel(kernel_name);
   std::map<std::string, int64_t> sizes = parse_sizes(o.shape);
   Bindings given = parse_assignments(o.set, "--set");
   RandomInputs in = make_random_inputs(k, sizes, given, o.seed ? o.seed : std::random_device{}());
@@ -95,9 +100,8 @@ void run_tile_file(const RunOptions& o, bool verbose) {
                             ? ref::HostArg::of_scalar(HostValue::of_float(in.scalars[i]))
                             : host[tensor_of_param[i]].arg());
   std::vector<ref::HostBuffer> gpu_copy = host;
-  Runtime rt(RuntimeOptions{0, "", std::nullopt,
-                            verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                    : std::function<void(const std::string&)>()});
+  auto runtime = make_runtime(verbose);
+  Runtime& rt = *runtime;
   KernelRef kr = rt.load(o.source, o.kernel);
   DeviceCopies dev;
   std::vector<Arg> args;
@@ -156,20 +160,25 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
                   "Run a workload on its shapes, checked against its float64 reference");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
   cmd->add_option("--shape", o->shape,
-                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
+                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters); for a workload, "
+                  "the user's own shape (see `tilejit list`)");
   cmd->add_option("--set", o->set,
                   "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
-  cmd->add_option("--dtype", o->dtype, "Workload dtype: f16, bf16 or both (default f16)");
+  cmd->add_option("--dtype", o->dtype,
+                  "Workload dtype: f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter,
                   "Only workload shapes whose name contains this (e.g. ctx131072)");
   cmd->add_option("--seed", o->seed, "Random seed (default: fresh)");
+  cmd->add_flag("--tune", o->tune,
+                "Tune shapes the database has no winner for on first use (as TILEJIT_TUNE=1)");
   cmd->callback([o, &global] {
-    CudaDriver::require();
     if (!o->workload.empty()) {
-      workloads::find_workload(o->workload);
-      if (o->workload == "paged_sparse") return run_paged_sparse(*o, global.verbose);
+      if (!o->source.empty()) throw Error("give either a .tile file or --workload, not both");
+      return run_workload(*o, global);
     }
     if (o->source.empty()) throw Error("give a .tile file or --workload NAME (see `tilejit list`)");
+    if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
+    CudaDriver::require();
     run_tile_file(*o, global.verbose);
   });
 }

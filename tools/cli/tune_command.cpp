@@ -1,5 +1,6 @@
 // `tilejit tune`: fills the tuning database.
-//   --workload paged_sparse        every shape of WORKLOADS.md section 1
+//   --workload W                   every step of every shape of the workload (WORKLOADS.md, a
+//                                  --case of it, or the user's --shape)
 //   FILE.tile --shape M=..,N=..    any kernel: random inputs, each candidate checked against the
 //                                  kernel's default configuration
 // Without a GPU it compiles what it can (NVRTC needs none), then says so in one line and exits
@@ -16,33 +17,29 @@
 #include "support/text.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
-#include "workloads/paged_sparse.h"
-#include "workloads/registry.h"
+#include "workloads/workload.h"
+#include "workloads/workload_tuning.h"
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <set>
 
 namespace tilejit::cli {
 namespace {
 
 struct TuneOptions {
-  std::string source, workload, kernel, dtype = "f16", case_filter, strategy = "auto",
-                                        budget = "60";
+  std::string source, workload, kernel, dtype, case_filter, strategy = "auto", budget = "60";
   std::vector<std::string> set, shape;
   uint64_t seed = 1;
   int repeats = 20;
   bool retune = false;
   int warm_start = 8;
 };
-
-std::string fmt(double v, const char* f) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 /// The search settings of the command line, for one problem (checks are added by the caller).
 TuneRequest make_request(const TuneOptions& o, Runtime& rt, KernelRef k,
@@ -61,54 +58,73 @@ TuneRequest make_request(const TuneOptions& o, Runtime& rt, KernelRef k,
   return r;
 }
 
-std::string db_path(const GlobalOptions& g) {
-  return g.db_path.empty() ? TuneDatabase::default_path() : g.db_path;
-}
-
 void print_progress(const std::string& label, const TuneProgress& p) {
-  std::fprintf(stderr, "\r%s [%d/%d] best %s %s  %.0fs elapsed, ~%.0fs left   ", label.c_str(),
-               p.done, p.total, p.best_ms > 0 ? fmt(p.best_ms * 1e3, "%.1f us").c_str() : "-",
-               p.best_config.c_str(), p.elapsed_s, p.eta_s);
-  std::fflush(stderr);
+  std::cerr << fmt::format("\r{} [{}/{}] best {} {}  {:.0f}s elapsed, ~{:.0f}s left   ", label,
+                           p.done, p.total,
+                           p.best_ms > 0 ? fmt::format("{:.1f} us", p.best_ms * 1e3) : "-",
+                           p.best_config, p.elapsed_s, p.eta_s)
+            << std::flush;
 }
 
-/// No GPU: compile the default configuration of every variant the workload needs, so the user
-/// learns that the kernels build, then stop with one clear line.
-[[noreturn]] void compile_without_gpu(const TuneOptions& o) {
-  LoadedModule m = load_kernel_source(o.source, o.workload);
-  const dsl::Kernel& k = m.kernel(o.kernel);
-  std::vector<Bindings> variants;
-  if (o.workload == "paged_sparse") {
-    for (int64_t d : {128, 256})
-      for (int64_t ps : {16, 64})
-        for (const char* t : {"f16", "bf16"})
-          if (o.dtype == "both" || o.dtype == t)
-            variants.push_back(
-                {{"T", t}, {"D", std::to_string(d)}, {"G", "4"}, {"PS", std::to_string(ps)}});
-  } else {
-    variants.push_back(parse_assignments(o.set, "--set"));
+std::string tunables_text(const dsl::Kernel& k, const Config& config) {
+  std::vector<std::string> cfg;
+  for (const auto& tn : k.tunables) {
+    auto it = config.find(tn.name);
+    cfg.push_back(tn.name + "=" + (it == config.end() ? "?" : it->second));
   }
+  return join(cfg, ",");
+}
+
+/// No GPU: compile the default configuration of every kernel variant the problems need (NVRTC
+/// needs no GPU), so the user learns that the kernels build, then stop with one clear line.
+[[noreturn]] void compile_without_gpu(const TuneOptions& o) {
   int ok = 0;
   if (Nvrtc::available()) {
-    for (const Bindings& v : variants) {
-      JitRequest r;
-      r.kernel = &k;
-      r.source_hash = m.source_hash;
-      r.bindings = complete_bindings(k, v);
-      r.options.arch = "sm_90a";
-      for (const auto& p : k.params) r.options.vector_aligned.insert(p.name);
-      r.options.index32 = true;
-      CompiledVariant c = jit_compile(r);
-      std::cerr << "compiled " << k.name << " ["
-                << join(
-                       [&] {
-                         std::vector<std::string> s;
-                         for (const auto& [n, x] : c.bindings) s.push_back(n + "=" + x);
-                         return s;
-                       }(),
-                       " ")
-                << "] for sm_90a: " << c.resources.registers << " registers, " << c.smem_bytes
-                << " bytes shared, " << static_cast<int>(c.compile_ms) << " ms\n";
+    RuntimeOptions ro;
+    ro.arch = "sm_90a";
+    ro.cache_dir = "";
+    Runtime rt(ro);
+    struct Launch {
+      KernelRef kernel;
+      std::vector<Arg> views;
+      Config generics;
+    };
+    std::vector<Launch> launches;
+    if (!o.workload.empty()) {
+      auto w = workloads::find_workload(o.workload);
+      workloads::WorkloadKernels kernels(rt, *w);
+      std::set<std::string> seen;
+      for (const auto& p :
+           workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
+                             o.case_filter, o.shape))
+        for (const workloads::Step& s : p->steps()) {
+          KernelRef k = kernels.get(s.kernel);
+          std::vector<Arg> views = workloads::shape_only_args(*p, s);
+          Config config = rt.resolve_config(k, views, s.generics);
+          std::string id = s.kernel + "|" + tunables_text(rt.kernel(k), config);
+          for (const auto& [n, v] : rt.launch_shape(k, views, s.generics).generics)
+            id += "|" + n + "=" + v;
+          if (seen.insert(id).second) launches.push_back({k, views, s.generics});
+        }
+    } else {
+      std::string name = o.kernel;
+      KernelRef k = rt.load(runtime_source(o.source, "", name), o.kernel);
+      launches.push_back({k, {}, {}});
+    }
+    for (const auto& [k, views, generics] : launches) {
+      const dsl::Kernel& kernel = rt.kernel(k);
+      Config config;
+      if (views.empty()) {
+        config = complete_bindings(kernel, parse_assignments(o.set, "--set"));
+      } else {
+        config = rt.resolve_config(k, views, generics);
+      }
+      const CompiledVariant& c = rt.compile(k, config, views);
+      std::vector<std::string> b;
+      for (const auto& [n, x] : c.bindings) b.push_back(n + "=" + x);
+      std::cerr << fmt::format(
+          "compiled {} [{}] for sm_90a: {} registers, {} bytes shared, {} ms\n", kernel.name,
+          join(b, " "), c.resources.registers, c.smem_bytes, static_cast<int>(c.compile_ms));
       ++ok;
     }
   } else {
@@ -118,96 +134,73 @@ void print_progress(const std::string& label, const TuneProgress& p) {
       str(CudaDriver::unavailable_reason(), "; compiled ", ok, " variant(s), tuned nothing"));
 }
 
-void tune_paged_sparse(const TuneOptions& o, const GlobalOptions& g) {
-  auto db = std::make_shared<TuneDatabase>(db_path(g));
+void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
+  auto w = workloads::find_workload(o.workload);
+  auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
+                                    o.case_filter, o.shape);
+  if (!o.set.empty())
+    throw Error("tune --workload takes no --set: the shape fixes the generics and the tuner "
+                "chooses the tunables (use `tilejit run|bench --set` to force values)");
+  auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
   TuneIdentity id = current_identity();
   DeviceInfo dev = query_device();
-  double bandwidth = measure_copy_bandwidth();
-  Runtime rt(RuntimeOptions{0, "", std::nullopt,
-                            g.verbose ? [](const std::string& m) { std::cerr << m << "\n"; }
-                                      : std::function<void(const std::string&)>()});
-  KernelRef k = rt.load(workloads::kPagedSparseSource);
-  std::vector<DType> dtypes;
-  if (o.dtype == "f16" || o.dtype == "both") dtypes.push_back(DType::F16);
-  if (o.dtype == "bf16" || o.dtype == "both") dtypes.push_back(DType::BF16);
-  if (dtypes.empty()) throw Error(str("--dtype must be f16, bf16 or both, got '", o.dtype, "'"));
+  workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};
+  auto rt = make_runtime(g.verbose);
+  workloads::WorkloadKernels kernels(*rt, *w);
+  workloads::WorkloadTuneOptions to;
+  to.strategy = o.strategy;
+  to.budget = parse_budget(o.budget);
+  to.seed = o.seed;
+  to.repeats = o.repeats;
+  to.retune = o.retune;
+  to.warm_start = o.warm_start;
+  to.progress = print_progress;
+  if (g.verbose) to.log = [](const std::string& m) { std::cerr << "\n" << m; };
   std::vector<std::vector<std::string>> rows;
   auto start = std::chrono::steady_clock::now();
   int compiled = 0;
-  uint64_t seed = o.seed;
-  std::cerr << dev.name << " (" << dev.arch() << "), database " << db->path() << ", copy bandwidth "
-            << fmt(bandwidth / 1e9, "%.0f") << " GB/s\n";
-  for (DType t : dtypes)
-    for (const auto& c : workloads::paged_sparse_cases()) {
-      if (!o.case_filter.empty() && c.name().find(o.case_filter) == std::string::npos) continue;
-      workloads::PagedSparseShape shape = c.shape(t);
-      std::string label = str(dtype_name(t), " ", c.name());
-      Config generics = workloads::paged_sparse_generics(shape);
-      // Data only when the database cannot answer (a warm run generates nothing).
-      std::vector<Arg> views;
-      for (const Tensor& v : workloads::paged_sparse_arg_views(shape)) views.push_back(Arg::of(v));
-      views.push_back(Arg::f32(1.0f));
-      TuneKey key = make_tune_key(rt.kernel(k).name, rt.source_hash(k),
-                                  rt.launch_shape(k, views, generics).generics,
-                                  rt.launch_shape(k, views, generics).sizes, id);
-      std::unique_ptr<workloads::PagedSparseData> d;
-      DeviceCopies dev;
-      std::vector<Arg> args;
-      workloads::PagedSparseReference ref;
-      bool warm = !o.retune && db->winner(key).has_value();
-      if (!warm) {
-        d = workloads::make_paged_sparse_data(shape, seed++);
-        auto up = [&](ref::HostBuffer& h) { return dev.upload(h); };
-        args = {up(d->q),        up(d->k_cache),
-                up(d->v_cache),  up(d->block_table),
-                up(d->seq_lens), up(d->kept_idx),
-                up(d->kept_len), up(d->o),
-                up(d->lse),      Arg::f32(static_cast<float>(d->scale))};
-        ref = workloads::paged_sparse_reference(*d);
-      } else {
-        args = views;
-      }
-      TuneRequest r = make_request(o, rt, k, args, generics);
-      r.prepare_check = [&] {
-        dev.buffer(7).fill_byte(0xFF); // NaN in f16/bf16
-        dev.buffer(8).fill_byte(0xFF); // NaN in f32
-      };
-      r.check = [&](std::string* why) {
-        dev.download(7, d->o);
-        dev.download(8, d->lse);
-        auto e = workloads::compare_paged_sparse(*d, ref);
-        if (!e.ok() && why) *why = e.describe();
-        return e.ok();
-      };
-      r.progress = [&](const TuneProgress& p) { print_progress(label, p); };
-      if (g.verbose) r.log = [](const std::string& m) { std::cerr << "\n" << m; };
-      TuneOutcome out = tune(r, *db, id);
-      compiled += out.compiled;
-      std::fprintf(stderr, "\r%-80s\r", "");
-      double bytes = workloads::paged_sparse_floor_bytes(shape);
-      double floor_ms = bytes / bandwidth * 1e3;
-      std::vector<std::string> cfg;
-      for (const auto& tn : rt.kernel(k).tunables)
-        cfg.push_back(tn.name + "=" + out.winner[tn.name]);
-      rows.push_back({dtype_name(t), c.name(), join(cfg, ","), fmt(out.winner_ms * 1e3, "%.1f"),
-                      fmt(bytes / (out.winner_ms * 1e-3) / 1e9, "%.0f"),
-                      fmt(100.0 * floor_ms / out.winner_ms, "%.0f%%"),
-                      out.default_ms > 0 ? fmt(out.default_ms / out.winner_ms, "%.2fx") : "-",
-                      out.from_database ? "database" : str(out.trials, " trials")});
-      std::cerr << label << ": " << rows.back()[2] << " " << rows.back()[3] << " us ("
-                << rows.back()[7] << ")\n";
+  std::cerr << fmt::format("{} ({}), database {}, copy bandwidth {:.0f} GB/s\n", dev.name,
+                           dev.arch(), db->path(), ceilings.bytes_per_s / 1e9);
+  for (const auto& p : problems) {
+    workloads::ProblemTuning t = workloads::tune_problem(kernels, *p, *db, id, to);
+    std::cerr << fmt::format("\r{:<80}\r", "");
+    compiled += t.compiled;
+    const double floor = workloads::floor_ms(p->floor(), ceilings);
+    double per_call_ms = 0;
+    for (const auto& s : t.steps) {
+      const TuneOutcome& out = s.outcome;
+      if (!s.one_time) per_call_ms += out.winner_ms;
+      const dsl::Kernel& k = rt->kernel(kernels.get(s.kernel));
+      rows.push_back(
+          {dtype_name(p->dtype()), p->name(), s.label + (s.one_time ? " (once)" : ""),
+           tunables_text(k, out.winner), fmt::format("{:.1f}", out.winner_ms * 1e3), "", "",
+           out.default_ms > 0 ? fmt::format("{:.2f}x", out.default_ms / out.winner_ms) : "-",
+           out.from_database ? "database" : fmt::format("{} trials", out.trials)});
     }
+    // The end-to-end time: the per-call sequence timed as one (or the sum of the steps' tuned
+    // medians when the database answered and nothing ran).
+    double e2e = t.end_to_end_ms > 0 ? t.end_to_end_ms : per_call_ms;
+    if (t.steps.size() > 1)
+      rows.push_back({dtype_name(p->dtype()), p->name(), "end to end", "",
+                      fmt::format("{:.1f}", e2e * 1e3), "", "", "", ""});
+    auto& last = rows.back();
+    last[5] = floor > 0 ? fmt::format("{:.0f}", p->floor().bytes / (e2e * 1e-3) / 1e9) : "-";
+    last[6] = floor > 0 ? fmt::format("{:.0f}%", 100.0 * floor / e2e) : "-";
+    std::cerr << p->name() << ": " << last[3] << " " << last[4] << " us (" << last[8] << ")\n";
+  }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << format_table(
-      {"dtype", "shape", "winner", "median us", "GB/s", "% floor", "vs default", "source"}, rows);
-  std::cout << "tuned " << rows.size() << " shapes in " << fmt(secs, "%.1f") << " s; compiled "
-            << compiled << " variants; database " << db->path() << "\n";
+      {"dtype", "shape", "step", "winner", "median us", "GB/s", "% floor", "vs default", "source"},
+      rows);
+  std::cout << fmt::format("tuned {} shapes in {:.1f} s; compiled {} variants; database {}\n",
+                           problems.size(), secs, compiled, db->path());
 }
 
 /// Any .tile kernel: random inputs from --shape; candidates must match the default config.
 void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
-  LoadedModule m = load_kernel_source(o.source, "");
-  const dsl::Kernel& k = m.kernel(o.kernel);
+  std::string kernel_name = o.kernel;
+  LoadedModule m = load_kernel_source(o.source, "", kernel_name);
+  const dsl::Kernel& k = m.kernel(kernel_name);
   std::map<std::string, int64_t> sizes = parse_sizes(o.shape);
   Config given = parse_assignments(o.set, "--set");
   RandomInputs in = make_random_inputs(k, sizes, given, o.seed);
@@ -217,7 +210,7 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   for (size_t i = 0; i < in.tensor_of_param.size(); ++i)
     args.push_back(in.tensor_of_param[i] < 0 ? Arg::f32(static_cast<float>(in.scalars[i]))
                                              : dev.upload(host[in.tensor_of_param[i]]));
-  auto db = std::make_shared<TuneDatabase>(db_path(g));
+  auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
   TuneIdentity id = current_identity();
   Runtime rt;
   KernelRef kr = rt.load(o.source, o.kernel);
@@ -263,9 +256,9 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   for (const auto& tn : k.tunables) cfg.push_back(tn.name + "=" + out.winner[tn.name]);
   std::cout << format_table(
       {"kernel", "winner", "median us", "vs default", "source"},
-      {{k.name, join(cfg, ","), fmt(out.winner_ms * 1e3, "%.1f"),
-        out.default_ms > 0 ? fmt(out.default_ms / out.winner_ms, "%.2fx") : "-",
-        out.from_database ? "database" : str(out.trials, " trials")}});
+      {{k.name, join(cfg, ","), fmt::format("{:.1f}", out.winner_ms * 1e3),
+        out.default_ms > 0 ? fmt::format("{:.2f}x", out.default_ms / out.winner_ms) : "-",
+        out.from_database ? "database" : fmt::format("{} trials", out.trials)}});
 }
 
 } // namespace
@@ -276,12 +269,14 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       "tune",
       "Tune a workload's kernels (or any .tile kernel) per shape; winners go to the database");
   cmd->add_option("source", o->source, "A .tile file (with --shape) instead of a workload");
-  cmd->add_option("--workload", o->workload, "A workload: paged_sparse (see `tilejit list`)");
+  cmd->add_option("--workload", o->workload, "A workload (see `tilejit list`)");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
   cmd->add_option("--shape", o->shape,
-                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters)");
+                  "Sizes for a .tile file: M=64,N=128 (and scalar parameters); for a workload, "
+                  "the user's own shape (see `tilejit list`)");
   cmd->add_option("--set", o->set, "Fix generics (T=f16) for a .tile file");
-  cmd->add_option("--dtype", o->dtype, "Workload dtype: f16, bf16 or both (default f16)");
+  cmd->add_option("--dtype", o->dtype,
+                  "Workload dtype: f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter, "Only workload shapes whose name contains this");
   cmd->add_option("--strategy", o->strategy,
                   "auto, exhaustive, halving or evolutionary (default auto)");
@@ -297,8 +292,11 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
     if (!o->workload.empty()) workloads::find_workload(o->workload);
     if (o->workload.empty() && o->source.empty())
       throw Error("give --workload NAME or a .tile file with --shape (see `tilejit list`)");
+    if (!o->workload.empty() && !o->source.empty())
+      throw Error("give either a .tile file or --workload, not both");
+    parse_budget(o->budget); // a bad --budget is an error before anything is compiled
     if (!CudaDriver::available()) compile_without_gpu(*o);
-    if (o->workload == "paged_sparse") return tune_paged_sparse(*o, global);
+    if (!o->workload.empty()) return tune_workload(*o, global);
     tune_tile_file(*o, global);
   });
 }

@@ -10,6 +10,7 @@
 #include <tilejit/dtype.h>
 #include <tilejit/tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +51,10 @@ struct RuntimeOptions {
   std::optional<std::string> cache_dir;
   /// Receives one line per noteworthy event (compiles, cache hits, configuration choices).
   std::function<void(const std::string&)> log;
+  /// Tune a launch's shape on first use when it has no tuned winner (needs a FirstUseTuner,
+  /// which the tuner library installs: tilejit::enable_tuning_on_first_use). Unset: on when
+  /// the environment has TILEJIT_TUNE=1.
+  std::optional<bool> tune_on_first_use;
 };
 
 struct LaunchOptions {
@@ -68,6 +73,28 @@ struct KernelRef {
 using ConfigSelector = std::function<std::optional<Config>(
     const std::string& kernel, const std::string& source_hash, const Config& generics,
     const std::map<std::string, int64_t>& sizes, std::string* why)>;
+
+class Runtime;
+
+/// Tunes a launch's shape when the runtime first sees it (RuntimeOptions::tune_on_first_use).
+/// Called once per new launch signature, before the ConfigSelector, with the generics and
+/// tunables the caller forced; returns the configuration to launch (tuned now, or already
+/// tuned), or nullopt to leave the choice to the selector. `why` says what happened.
+using FirstUseTuner = std::function<std::optional<Config>(
+    Runtime& runtime, KernelRef kernel, const std::vector<Arg>& args, const Config& forced,
+    void* stream, std::string* why)>;
+
+/// What a launch resolved to: the configuration, where it came from, and the launch geometry.
+/// The runtime keeps one per launch signature (kernel, stream, forced values, and every
+/// argument's dtype, shape, strides and 16-byte alignment), so a repeated launch of a known
+/// shape is a hash lookup, the argument packing and the driver call.
+struct PreparedLaunch {
+  Config config;   ///< complete: every generic and tunable
+  std::string why; ///< where the configuration came from (defaults, tuned winner, forced...)
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  int threads = 0;
+  int64_t smem_bytes = 0;
+};
 
 /// A store of compiled modules by their cache key, beside the module cache (the tuning
 /// database plugs in here, so that an exported database carries its winners' binaries to
@@ -110,14 +137,36 @@ public:
   /// Compiles (or fetches from the cache) the variant for `config` and these arguments'
   /// alignment. Needs no GPU when an arch was given.
   const CompiledVariant& compile(KernelRef k, const Config& config, const std::vector<Arg>& args);
+  /// The same compile as a task that owns everything it touches (the kernel, the caches, the
+  /// variant store; nothing of the caller's), so a thread running it may outlive the caller's
+  /// arguments and this Runtime (the tuner detaches compiles that time out). Returns the
+  /// error text, empty on success; a ConstraintError's text starts with "constraint: ".
+  std::function<std::string()> compile_task(KernelRef k, const Config& config,
+                                            const std::vector<Arg>& args);
+  /// Resolves a launch without launching it: the configuration (forced > first-use tuning >
+  /// selector > defaults), the checks against the kernel's declaration, the compile. Cached per
+  /// launch signature; needs no GPU when an arch was given.
+  const PreparedLaunch& prepare(KernelRef k, const std::vector<Arg>& args,
+                                const LaunchOptions& options = {});
   /// Launches with the resolved configuration. Checks every argument against the kernel's
   /// declaration first (errors name the tensor and the expected shape).
   void launch(KernelRef k, const std::vector<Arg>& args, const LaunchOptions& options = {});
   /// Launches one exact configuration (the tuner's path).
   void launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,
                      void* stream = nullptr);
+  /// Forgets every prepared launch: the next launch of each shape resolves its configuration
+  /// again (after the tuning database changed under this Runtime, say).
+  void forget_prepared();
+  /// How many launch signatures are prepared, and how many launches found theirs ready.
+  struct LaunchStats {
+    int64_t prepared = 0, hits = 0;
+  };
+  LaunchStats launch_stats() const;
 
   void set_config_selector(ConfigSelector selector);
+  void set_first_use_tuner(FirstUseTuner tuner);
+  /// Whether launches tune shapes that have no tuned winner (RuntimeOptions::tune_on_first_use).
+  bool tunes_on_first_use() const;
   /// Consulted when the module cache misses, before compiling with NVRTC.
   void set_binary_source(BinarySource source);
   void set_log(std::function<void(const std::string&)> log);

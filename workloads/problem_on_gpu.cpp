@@ -1,0 +1,127 @@
+#include "workloads/problem_on_gpu.h"
+
+#include "runtime/cuda_driver.h"
+#include "support/error.h"
+#include "support/text.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace tilejit::workloads {
+
+WorkloadKernels::WorkloadKernels(Runtime& rt, const Workload& w) : rt_(&rt), workload_(w.name()) {
+  for (const KernelSource& k : w.kernels()) refs_[k.name] = rt.load(k.source, k.name);
+}
+
+KernelRef WorkloadKernels::get(const std::string& kernel_name) const {
+  auto it = refs_.find(kernel_name);
+  TJ_ICHECK(it != refs_.end(),
+            fmt::format("workload '{}' has no kernel '{}'", workload_, kernel_name));
+  return it->second;
+}
+
+Config step_config(const dsl::Kernel& k, const Step& step, const Config& user) {
+  Config out = step.generics;
+  std::set<std::string> declared;
+  for (const auto& g : k.generics) declared.insert(g.name);
+  for (const auto& t : k.tunables) declared.insert(t.name);
+  for (const auto& [name, value] : user)
+    if (declared.count(name)) out[name] = value;
+  return out;
+}
+
+std::vector<Arg> shape_only_args(const Problem& p, const Step& step) {
+  std::map<std::string, BufferSpec> specs;
+  for (BufferSpec& b : p.buffers()) specs[b.name] = std::move(b);
+  std::vector<Arg> args;
+  for (const StepArg& a : step.args) {
+    if (a.buffer.empty()) {
+      args.push_back(a.scalar);
+      continue;
+    }
+    auto it = specs.find(a.buffer);
+    TJ_ICHECK(it != specs.end(),
+              fmt::format("step '{}' names no buffer '{}'", step.label, a.buffer));
+    args.push_back(Arg::of(Tensor::contiguous(nullptr, it->second.dtype, it->second.shape)));
+  }
+  return args;
+}
+
+ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& problem,
+                           ProblemData& data)
+    : kernels_(kernels), problem_(problem), data_(data), steps_(problem.steps()),
+      specs_(problem.buffers()) {
+  std::map<std::string, Arg> views;
+  for (const BufferSpec& b : specs_) {
+    ref::HostBuffer& h = data_.buffer(b.name);
+    TJ_ICHECK(
+        h.shape() == b.shape && h.dtype() == b.dtype,
+        fmt::format("buffer '{}' of {} does not have its declared shape", b.name, problem.name()));
+    size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
+    // 16 bytes at least: an empty tensor still gets an address (nothing reads it).
+    auto d = std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16));
+    if (bytes) d->upload(h.data(), bytes);
+    views[b.name] = Arg::of(Tensor::contiguous(d->data(), h.dtype(), h.shape()));
+    buffers_[b.name] = std::move(d);
+  }
+  for (const Step& s : steps_) {
+    std::vector<Arg> a;
+    for (const StepArg& sa : s.args) {
+      if (sa.buffer.empty()) {
+        a.push_back(sa.scalar);
+        continue;
+      }
+      auto it = views.find(sa.buffer);
+      TJ_ICHECK(it != views.end(),
+                fmt::format("step '{}' names no buffer '{}'", s.label, sa.buffer));
+      a.push_back(it->second);
+    }
+    args_.push_back(std::move(a));
+  }
+}
+
+KernelRef ProblemOnGpu::kernel(size_t step) const {
+  return kernels_.get(steps_.at(step).kernel);
+}
+
+Config ProblemOnGpu::config(size_t step, const Config& user) const {
+  return step_config(kernels_.runtime().kernel(kernel(step)), steps_.at(step), user);
+}
+
+void ProblemOnGpu::launch(size_t step, const Config& user, void* stream) {
+  LaunchOptions o;
+  o.config = config(step, user);
+  o.stream = stream;
+  kernels_.runtime().launch(kernel(step), args_[step], o);
+}
+
+void ProblemOnGpu::run(const Config& user, bool one_time, void* stream) {
+  for (size_t i = 0; i < steps_.size(); ++i)
+    if (one_time || !steps_[i].one_time) launch(i, user, stream);
+}
+
+void ProblemOnGpu::poison_from(size_t first) {
+  for (size_t i = first; i < steps_.size(); ++i)
+    for (const std::string& name : steps_[i].writes) device_buffer(name).fill_byte(0xFF);
+}
+
+Comparison ProblemOnGpu::check() {
+  CudaDriver& driver = CudaDriver::get();
+  driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+  for (const BufferSpec& b : specs_) {
+    if (b.role != BufferRole::output) continue;
+    ref::HostBuffer& h = data_.buffer(b.name);
+    size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
+    if (bytes) device_buffer(b.name).download(h.data(), bytes);
+  }
+  return data_.compare();
+}
+
+DeviceBuffer& ProblemOnGpu::device_buffer(const std::string& name) {
+  auto it = buffers_.find(name);
+  TJ_ICHECK(it != buffers_.end(), fmt::format("{} has no buffer '{}'", problem_.name(), name));
+  return *it->second;
+}
+
+} // namespace tilejit::workloads

@@ -1,0 +1,114 @@
+#include "workloads/workload.h"
+
+#include "support/error.h"
+#include "support/text.h"
+#include "workloads/paged_sparse_workload.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace tilejit::workloads {
+
+StepArg StepArg::of(std::string buffer_name) {
+  StepArg a;
+  a.buffer = std::move(buffer_name);
+  return a;
+}
+
+StepArg StepArg::value(Arg scalar_value) {
+  StepArg a;
+  a.scalar = scalar_value;
+  return a;
+}
+
+std::string Comparison::summary() const {
+  std::vector<std::string> parts;
+  for (const auto& [name, err] : errors) parts.push_back(fmt::format("{} {:.1e}", name, err));
+  std::string s = join(parts, ", ");
+  if (!problems.empty()) s += (s.empty() ? "" : "; ") + problems;
+  return s;
+}
+
+double floor_ms(const FloorWork& w, const Ceilings& c) {
+  double ms = 0;
+  if (c.bytes_per_s > 0) ms = std::max(ms, w.bytes / c.bytes_per_s * 1e3);
+  if (c.flops_per_s > 0) ms = std::max(ms, w.flops / c.flops_per_s * 1e3);
+  return ms;
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const Workload>> by_name;
+  Registry() {
+    // The built-in workloads.
+    for (auto w : {make_paged_sparse_workload()}) by_name[w->name()] = std::move(w);
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+} // namespace
+
+void register_workload(std::shared_ptr<const Workload> workload) {
+  TJ_ICHECK(workload != nullptr, "register_workload(nullptr)");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.by_name[workload->name()] = std::move(workload);
+}
+
+std::vector<std::shared_ptr<const Workload>> registered_workloads() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::shared_ptr<const Workload>> out;
+  for (const auto& [name, w] : r.by_name) out.push_back(w);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> planned_workloads() {
+  std::vector<std::pair<std::string, std::string>> all = {
+      {"dequant_gemm", "weight-only int4/int8 GEMM for LLM decode"},
+      {"attention", "FlashAttention forward/backward, dense and block-sparse"},
+      {"gated_delta", "chunked linear attention and the gated delta rule"},
+      {"hbv", "differentiable HBV-96 hydrological model (a nonlinear scan)"},
+  };
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& p : all)
+    if (!r.by_name.count(p.first)) out.push_back(std::move(p));
+  return out;
+}
+
+std::shared_ptr<const Workload> find_workload(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& w : registered_workloads()) {
+    if (w->name() == name) return w;
+    names.push_back(w->name());
+  }
+  for (const auto& [planned, summary] : planned_workloads())
+    if (planned == name)
+      throw Error(fmt::format("workload '{}' is not implemented yet (implemented: {})", name,
+                              join(names, ", ")));
+  throw Error(fmt::format("unknown workload '{}'; workloads: {} (or pass a .tile file with "
+                          "--shape)",
+                          name, join(names, ", ")));
+}
+
+std::vector<DType> parse_workload_dtypes(const Workload& w, const std::string& text) {
+  std::vector<DType> all = w.dtypes();
+  std::vector<std::string> names;
+  for (DType t : all) names.push_back(dtype_name(t));
+  if (text == "both" || text == "all") return all;
+  for (DType t : all)
+    if (text == dtype_name(t)) return {t};
+  throw Error(fmt::format("--dtype '{}': {} takes {} (or all)", text, w.name(), join(names, ", ")));
+}
+
+} // namespace tilejit::workloads

@@ -1,0 +1,147 @@
+// The workload interface (WORKLOADS.md): what a workload is to the rest of tilejit. A workload
+// names its kernels and the host-side sequence of launches that runs them (one-time steps such
+// as a weight repack marked as such), its WORKLOADS.md cases and a parser for the user's own
+// shapes, random inputs, the float64 reference and the comparison, the floor and its peers.
+// The CLI (list, run, tune, bench) and the tuner are generic over it: adding a workload touches
+// workloads/ and kernels_src/, nothing else.
+#pragma once
+
+#include "compiler/ref/run_tile.h"
+
+#include <tilejit/tilejit.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit::workloads {
+
+/// One kernel of a workload: a .tile source and the kernel's name in it.
+struct KernelSource {
+  std::string name;   ///< the kernel's name in its .tile file
+  std::string source; ///< a path, or "embedded:workloads/<file>.tile"
+};
+
+/// An argument of a step: one of the problem's buffers (by name), or a scalar.
+struct StepArg {
+  std::string buffer; ///< empty for a scalar
+  Arg scalar;
+  static StepArg of(std::string buffer_name);
+  static StepArg value(Arg scalar_value);
+};
+
+/// One launch of a workload's host sequence.
+struct Step {
+  std::string label;               ///< names the step in tables ("decode", "repack", "dq")
+  std::string kernel;              ///< a KernelSource::name of the workload
+  std::vector<StepArg> args;       ///< in the kernel's parameter order, scratch excluded
+  Config generics;                 ///< generic values no tensor fixes (paged_sparse's G)
+  std::vector<std::string> writes; ///< the buffers this step writes
+  bool one_time = false;           ///< set-up (a weight repack): once per problem, timed apart
+};
+
+/// What a buffer is to the sequence: given by the caller, produced for the caller, or passed
+/// from one step to the next.
+enum class BufferRole { input, output, intermediate };
+
+struct BufferSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  BufferRole role = BufferRole::input;
+};
+
+/// How a run's outputs compare with the reference (every element of every output).
+struct Comparison {
+  bool ok = false;
+  /// ||out - ref|| / ||ref|| per output, in the workload's order.
+  std::vector<std::pair<std::string, double>> errors;
+  /// What is wrong beyond the norms: NaN (unwritten) elements, values that must be exact.
+  std::string problems;
+  /// "o 1.2e-03, lse 4.0e-06" (and the problems, when any).
+  std::string summary() const;
+};
+
+/// The least work a problem needs: bytes through device memory, floating-point operations.
+struct FloorWork {
+  double bytes = 0, flops = 0;
+};
+/// This GPU's measured ceilings (0: not measured).
+struct Ceilings {
+  double bytes_per_s = 0, flops_per_s = 0;
+};
+/// The floor in ms: the larger of bytes over bandwidth and flops over the compute rate.
+double floor_ms(const FloorWork& w, const Ceilings& c);
+
+/// Host data of one problem: every buffer (inputs drawn at random, never zeros), and the
+/// reference, computed on first use.
+class ProblemData {
+public:
+  virtual ~ProblemData() = default;
+  /// The host buffer of BufferSpec `name`; throws tilejit::Error for an unknown name.
+  virtual ref::HostBuffer& buffer(const std::string& name) = 0;
+  /// Compares the outputs (as downloaded into buffer()) with the float64 reference.
+  virtual Comparison compare() = 0;
+};
+
+/// One shape of a workload.
+class Problem {
+public:
+  virtual ~Problem() = default;
+  /// Short name: a WORKLOADS.md case ("D128/ps16/ctx131072/r0.05") or the user's shape.
+  virtual std::string name() const = 0;
+  /// Every size ("f16 B=3 Hq=32 Hkv=8 D=128 page=16 ctx<=131072 kept=2621..2621").
+  virtual std::string describe() const = 0;
+  virtual DType dtype() const = 0;
+  /// The benchmark rows' `variant` (paged_sparse: "sparse"), so they pair with the peers'.
+  virtual std::string variant() const { return "default"; }
+  virtual std::vector<BufferSpec> buffers() const = 0;
+  /// The host sequence, in order: one-time steps first.
+  virtual std::vector<Step> steps() const = 0;
+  virtual std::unique_ptr<ProblemData> make_data(uint64_t seed) const = 0;
+  virtual FloorWork floor() const = 0;
+  /// The shape as JSON for benchmark rows (the keys the peers' rows use, so they pair).
+  virtual nlohmann::json shape_json() const = 0;
+};
+
+/// A workload of WORKLOADS.md.
+class Workload {
+public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;
+  virtual std::vector<KernelSource> kernels() const = 0;
+  /// Who we are measured against ("bench/peers/paged_sparse_peer.py: Triton split-K").
+  virtual std::vector<std::string> peers() const = 0;
+  /// Supported input dtypes; the first is the default.
+  virtual std::vector<DType> dtypes() const = 0;
+  /// The WORKLOADS.md shapes for one dtype, in the order they are tuned and timed.
+  virtual std::vector<std::unique_ptr<Problem>> cases(DType dtype) const = 0;
+  /// The user's own shape from NAME=VALUE items (--shape); errors say which size is missing,
+  /// unknown or inconsistent, and what the workload takes.
+  virtual std::unique_ptr<Problem> parse_shape(const std::map<std::string, std::string>& items,
+                                               DType dtype) const = 0;
+  /// What --shape takes, one line per size.
+  virtual std::string shape_help() const = 0;
+};
+
+/// Adds a workload to the registry (the built-in ones are there from the start; tests add
+/// their own). A name registered twice replaces the earlier one.
+void register_workload(std::shared_ptr<const Workload> workload);
+/// Every registered workload, by name.
+std::vector<std::shared_ptr<const Workload>> registered_workloads();
+/// The workload called `name`. Throws tilejit::Error naming the registered workloads, or
+/// saying that a WORKLOADS.md workload is not implemented yet.
+std::shared_ptr<const Workload> find_workload(const std::string& name);
+/// WORKLOADS.md workloads not implemented yet: (name, summary).
+std::vector<std::pair<std::string, std::string>> planned_workloads();
+
+/// Reads "f16", "bf16", "both" (every dtype of the workload) into a list; errors name the
+/// accepted values.
+std::vector<DType> parse_workload_dtypes(const Workload& w, const std::string& text);
+
+} // namespace tilejit::workloads
