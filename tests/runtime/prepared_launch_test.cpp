@@ -1,0 +1,173 @@
+// The runtime's prepared launches (no GPU: NVRTC compiles for sm_90a): a repeated launch of a
+// known shape finds its prepared launch by signature, and every input that can change the
+// configuration, the checks, the compiled variant or the scratch buffers changes the signature.
+// Also: compile tasks own what they touch (they may outlive the arguments and the Runtime).
+#include "nvrtc_test_support.h"
+#include "runtime/launch_signature.h"
+#include "support/error.h"
+
+#include <gtest/gtest.h>
+
+#include <tilejit/tilejit.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+namespace tilejit {
+namespace {
+
+/// A Runtime that compiles for sm_90a without a GPU and keeps no module cache on disk.
+std::unique_ptr<Runtime> cpu_runtime(std::vector<std::string>* log = nullptr) {
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  o.tune_on_first_use = false;
+  if (log) o.log = [log](const std::string& m) { log->push_back(m); };
+  return std::make_unique<Runtime>(o);
+}
+
+Arg tensor(DType t, std::vector<int64_t> shape, uintptr_t address = 4096) {
+  return Arg::of(Tensor::contiguous(reinterpret_cast<void*>(address), t, std::move(shape)));
+}
+
+TEST(PreparedLaunch, ARepeatedShapeIsAHitAndCompilesOnce) {
+  TJ_REQUIRE_NVRTC();
+  std::vector<std::string> log;
+  auto rt = cpu_runtime(&log);
+  KernelRef k = rt->load("embedded:examples/softmax.tile");
+  std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300}, 8192)};
+  const PreparedLaunch& first = rt->prepare(k, args);
+  EXPECT_EQ(first.config.at("T"), "f32");
+  EXPECT_EQ(first.grid[0], (37 + 1) / 2); // cdiv(R, BR) with BR = 2 by default
+  EXPECT_GT(first.threads, 0);
+  EXPECT_EQ(rt->launch_stats().prepared, 1);
+  EXPECT_EQ(rt->launch_stats().hits, 0);
+  size_t compiles = log.size();
+  // Other data pointers with the same alignment: the same prepared launch, nothing compiled.
+  args[0] = tensor(DType::F32, {37, 300}, 4096 + (1 << 20));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(&rt->prepare(k, args), &first);
+  EXPECT_EQ(rt->launch_stats().prepared, 1);
+  EXPECT_EQ(rt->launch_stats().hits, 5);
+  EXPECT_EQ(log.size(), compiles);
+}
+
+TEST(PreparedLaunch, WhatChangesTheLaunchChangesTheSignature) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load("embedded:examples/softmax.tile");
+  std::vector<Arg> base = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300})};
+  const PreparedLaunch* p0 = &rt->prepare(k, base);
+
+  std::vector<Arg> shape = {tensor(DType::F32, {38, 300}), tensor(DType::F32, {38, 300})};
+  EXPECT_NE(&rt->prepare(k, shape), p0);
+
+  std::vector<Arg> dtype = {tensor(DType::F16, {37, 300}), tensor(DType::F16, {37, 300})};
+  EXPECT_EQ(rt->prepare(k, dtype).config.at("T"), "f16");
+
+  // A base that is not 16-byte aligned compiles a variant without vector accesses.
+  std::vector<Arg> misaligned = {tensor(DType::F32, {37, 300}, 4100), base[1]};
+  EXPECT_NE(&rt->prepare(k, misaligned), p0);
+
+  // A transposed view: other strides.
+  std::vector<Arg> strided = base;
+  strided[0].tensor.strides = {1, 37};
+  EXPECT_NE(&rt->prepare(k, strided), p0);
+
+  // Another stream: its own prepared launch (its own scratch buffers).
+  LaunchOptions on_stream;
+  on_stream.stream = reinterpret_cast<void*>(0x1234);
+  EXPECT_NE(&rt->prepare(k, base, on_stream), p0);
+
+  // Forced values.
+  LaunchOptions forced;
+  forced.config = {{"BC", "512"}};
+  const PreparedLaunch& f = rt->prepare(k, base, forced);
+  EXPECT_NE(&f, p0);
+  EXPECT_EQ(f.config.at("BC"), "512");
+  EXPECT_EQ(&rt->prepare(k, base), p0); // and the unforced launch is still the first one
+
+  const int64_t distinct = rt->launch_stats().prepared;
+  EXPECT_EQ(distinct, 7);
+  rt->forget_prepared();
+  EXPECT_EQ(rt->launch_stats().prepared, 0);
+  EXPECT_NE(&rt->prepare(k, base), nullptr);
+}
+
+TEST(PreparedLaunch, OnlyScalarsThePlanReadsAreInTheSignature) {
+  TJ_REQUIRE_NVRTC();
+  // `n` sizes the grid; `alpha` only reaches the kernel body.
+  char path[] = "/tmp/tilejit_scalars_XXXXXX.tile";
+  int fd = mkstemps(path, 5);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "kernel scaled(X: f32[N], Y: f32[N], n: i32, alpha: f32)\n"
+                         "  require n <= N\n"
+                         "  grid (cdiv(n, 128))\n"
+                         "{\n"
+                         "  let i0 = program_id(0) * 128;\n"
+                         "  store(Y[i0 : i0 + 128], load(X[i0 : i0 + 128]) * alpha);\n"
+                         "}\n";
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load(path);
+  std::remove(path);
+  auto args = [](int32_t n, float alpha) {
+    return std::vector<Arg>{tensor(DType::F32, {1000}), tensor(DType::F32, {1000}), Arg::i32(n),
+                            Arg::f32(alpha)};
+  };
+  const PreparedLaunch* a = &rt->prepare(k, args(1000, 1.0f));
+  EXPECT_EQ(a->grid[0], 8);
+  EXPECT_EQ(&rt->prepare(k, args(1000, 2.5f)), a); // alpha: same launch
+  const PreparedLaunch& b = rt->prepare(k, args(200, 1.0f)); // n: another grid
+  EXPECT_NE(&b, a);
+  EXPECT_EQ(b.grid[0], 2);
+  // The require is checked for every new value of n.
+  EXPECT_THROW(rt->prepare(k, args(1001, 1.0f)), Error);
+}
+
+TEST(PreparedLaunch, SignatureWordsNameEveryTensorField) {
+  LaunchSignature a, b;
+  std::vector<Arg> args = {tensor(DType::F32, {4, 8})};
+  make_launch_signature(a, 0, nullptr, {}, args, {false});
+  make_launch_signature(b, 0, nullptr, {}, args, {false});
+  EXPECT_EQ(a, b);
+  args[0].tensor.device = DeviceKind::CPU;
+  make_launch_signature(b, 0, nullptr, {}, args, {false});
+  EXPECT_FALSE(a == b) << "a CPU tensor must not reuse a CUDA tensor's prepared launch";
+  args[0].tensor.device = DeviceKind::CUDA;
+  args[0].tensor.data = nullptr;
+  make_launch_signature(b, 0, nullptr, {}, args, {false});
+  EXPECT_FALSE(a == b) << "a tensor without data must be checked again";
+  make_launch_signature(b, 1, nullptr, {}, {tensor(DType::F32, {4, 8})}, {false});
+  EXPECT_FALSE(a == b) << "another kernel";
+}
+
+TEST(CompileTask, OutlivesItsArgumentsAndTheRuntime) {
+  TJ_REQUIRE_NVRTC();
+  std::function<std::string()> task;
+  {
+    auto rt = cpu_runtime();
+    KernelRef k = rt->load("embedded:examples/softmax.tile");
+    std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300})};
+    Config config = rt->resolve_config(k, args);
+    task = rt->compile_task(k, config, args);
+    // The runtime, the arguments and the config end here, as a timed-out tune's do.
+  }
+  std::string error = "not run";
+  std::thread([&] { error = task(); }).join();
+  EXPECT_EQ(error, "");
+}
+
+TEST(CompileTask, AConfigurationTheConstraintsRuleOutIsSaidToBe) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load("embedded:examples/softmax.tile");
+  // BR * BC >= WARPS * 32 does not hold for BR=1, BC=64, WARPS=8.
+  Config config = {{"T", "f32"}, {"BR", "1"}, {"BC", "64"}, {"WARPS", "8"}};
+  std::string error = rt->compile_task(k, config, {})();
+  EXPECT_EQ(error.rfind("constraint: ", 0), 0u) << error;
+}
+
+} // namespace
+} // namespace tilejit
