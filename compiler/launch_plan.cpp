@@ -209,7 +209,8 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings,
     if (!p.is_scratch) continue;
     for (const auto& d : p.type.dims) {
       int64_t v = host_eval_int(*d, plan.env, str("shape of scratch tensor '", p.name, "'"));
-      if (v <= 0)
+      // 0 is allowed: an empty problem (no sequences) has empty scratch and an empty grid.
+      if (v < 0)
         throw Error(
             str("kernel '", k.name, "': scratch tensor '", p.name, "' would have dimension ", v));
       plan.scratch_shapes[i].push_back(v);

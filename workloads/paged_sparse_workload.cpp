@@ -314,7 +314,9 @@ PagedSparseShape parse_paged_sparse_shape(const std::map<std::string, std::strin
   }
   if (s.batch > 4096) throw Error(fmt::format("--shape: B={} is over 4096", s.batch));
   // Kept tokens per (sequence, kv head).
-  if (has("R") == has("KEPT"))
+  if (has("R") && has("KEPT"))
+    throw Error("--shape: give R (a share of each sequence) or KEPT (counts), not both");
+  if (!has("R") && !has("KEPT"))
     throw Error("--shape for paged_sparse needs the kept tokens, one of: R=0.05 (a share of "
                 "each sequence) or KEPT=n | a:b:c (per sequence, or per (sequence, kv head))");
   const int64_t B = s.batch, HKV = s.heads_kv;

@@ -138,9 +138,6 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
   auto w = workloads::find_workload(o.workload);
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                                     o.case_filter, o.shape);
-  if (!o.set.empty())
-    throw Error("tune --workload takes no --set: the shape fixes the generics and the tuner "
-                "chooses the tunables (use `tilejit run|bench --set` to force values)");
   auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
   TuneIdentity id = current_identity();
   DeviceInfo dev = query_device();
@@ -294,6 +291,9 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       throw Error("give --workload NAME or a .tile file with --shape (see `tilejit list`)");
     if (!o->workload.empty() && !o->source.empty())
       throw Error("give either a .tile file or --workload, not both");
+    if (!o->workload.empty() && !o->set.empty())
+      throw Error("tune --workload takes no --set: the shape fixes the generics and the tuner "
+                  "chooses the tunables (use `tilejit run|bench --set` to force values)");
     parse_budget(o->budget); // a bad --budget is an error before anything is compiled
     if (!CudaDriver::available()) compile_without_gpu(*o);
     if (!o->workload.empty()) return tune_workload(*o, global);

@@ -1,0 +1,33 @@
+#include "workload_checks.h"
+
+#include "kernel_runner.h"
+#include "support/error.h"
+#include "workloads/problem_on_gpu.h"
+
+namespace tilejit::test {
+
+workloads::Comparison run_problem_on_interpreter(const workloads::Workload& w,
+                                                 const workloads::Problem& problem,
+                                                 workloads::ProblemData& data,
+                                                 const Config& user) {
+  std::map<std::string, std::string> source_of;
+  for (const auto& k : w.kernels()) source_of[k.name] = k.source;
+  std::vector<workloads::Step> steps = problem.steps();
+  for (const auto& s : steps)
+    for (const std::string& b : s.writes) data.buffer(b).poison();
+  for (const auto& s : steps) {
+    LoadedModule m = load_source(source_of.at(s.kernel));
+    const dsl::Kernel& k = m.kernel(s.kernel);
+    std::vector<ref::HostArg> args;
+    for (const auto& a : s.args)
+      args.push_back(a.buffer.empty()
+                         ? ref::HostArg::of_scalar(dtype_is_float(a.scalar.scalar_dtype)
+                                                       ? HostValue::of_float(a.scalar.f)
+                                                       : HostValue::of_int(a.scalar.i))
+                         : data.buffer(a.buffer).arg());
+    ref::run_tile(k, workloads::step_config(k, s, user), args);
+  }
+  return data.compare();
+}
+
+} // namespace tilejit::test

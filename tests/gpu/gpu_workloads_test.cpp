@@ -1,0 +1,277 @@
+// Workloads through the interface on the GPU (label `gpu`): paged_sparse on the group sizes and
+// head dims real models use (ragged sequences, empty and single kept sets), two streams
+// running the same kernel and shape at once, a three-kernel toy workload tuned step by step,
+// tuning on first use end to end, and a tune whose compiles time out. Every output is poisoned
+// first and every element compared with a float64 reference on fresh random inputs.
+#include "gpu_runner.h"
+#include "test_util.h"
+#include "toy_workload.h"
+
+#include "runtime/cuda_driver.h"
+#include "runtime/device_buffer.h"
+#include "tuner/first_use_tuning.h"
+#include "tuner/tuner.h"
+#include "workloads/problem_on_gpu.h"
+#include "workloads/workload_tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <tilejit/tilejit.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+namespace tilejit::test {
+namespace {
+
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
+  } while (0)
+
+/// A database file in a directory removed at the end of the test.
+struct TempDb {
+  std::string dir, path;
+  TempDb() {
+    std::string pattern =
+        std::filesystem::temp_directory_path().string() + "/tilejit-gpu-workloads-XXXXXX";
+    dir = ::mkdtemp(pattern.data());
+    path = dir + "/t.db";
+  }
+  ~TempDb() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+std::unique_ptr<Runtime> runtime(bool tune_on_first_use = false,
+                                 std::vector<std::string>* log = nullptr) {
+  RuntimeOptions o;
+  o.tune_on_first_use = tune_on_first_use;
+  if (log) o.log = [log](const std::string& m) { log->push_back(m); };
+  return std::make_unique<Runtime>(o);
+}
+
+/// Runs `problem` with `config` forced (poisoned outputs first) and checks it.
+void check_problem(workloads::ProblemOnGpu& gpu, const Config& config) {
+  gpu.poison_from(0);
+  gpu.run(config, /*one_time=*/true);
+  workloads::Comparison c = gpu.check();
+  EXPECT_TRUE(c.ok) << config_text(config) << ": " << c.summary();
+}
+
+// Qwen2.5-7B's 28 query heads over 4 kv heads (G = 7), G = 5, 6 and 16, head dims 64 and 96
+// (and 128 for G = 7); ragged sequences, kept sets of 0, 1 and whole sequences.
+TEST(GpuWorkloads, PagedSparseGroupSizesAndHeadDims) {
+  REQUIRE_GPU();
+  auto rt = runtime();
+  auto w = workloads::find_workload("paged_sparse");
+  workloads::WorkloadKernels kernels(*rt, *w);
+  struct Shape {
+    const char* g;
+    const char* d;
+    DType t;
+  };
+  for (const Shape& s : std::vector<Shape>{{"7", "128", DType::BF16},
+                                           {"7", "96", DType::F16},
+                                           {"5", "64", DType::F16},
+                                           {"6", "96", DType::BF16},
+                                           {"16", "64", DType::F16},
+                                           {"16", "96", DType::BF16}}) {
+    // 5 sequences, 4 kv heads: kept per (sequence, kv head), with 0, 1 and a whole sequence.
+    std::string kept;
+    const int64_t seq[5] = {1000, 2000, 77, 5, 3001};
+    for (int b = 0; b < 5; ++b)
+      for (int h = 0; h < 4; ++h) {
+        int64_t n = std::min<int64_t>(seq[b], 11 + 97 * h + 31 * b);
+        if (b == 0 && h == 0) n = 0;
+        if (b == 1 && h == 3) n = 1;
+        if (b == 3) n = seq[b];
+        kept += (kept.empty() ? "" : ":") + std::to_string(n);
+      }
+    auto p = w->parse_shape({{"G", s.g},
+                             {"HKV", "4"},
+                             {"D", s.d},
+                             {"PS", "32"},
+                             {"SEQ", "1000:2000:77:5:3001"},
+                             {"KEPT", kept}},
+                            s.t);
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    for (const Config& c : std::vector<Config>{
+             {},
+             {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"PF", "2"}},
+             {{"CHUNK", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "8"}, {"PF", "0"}},
+             {{"CHUNK", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "1"}, {"PF", "0"}},
+             {{"CHUNK", "512"}, {"BN", "32"}, {"STAGES", "4"}, {"WARPS", "4"}, {"PF", "8"}}})
+      check_problem(gpu, c);
+  }
+}
+
+// Two streams launch the same kernel on the same shape at once, each on its own data: each
+// stream has its own scratch (partials and arrival counters), so neither corrupts the other's
+// merge. With shared scratch the interleaved merges mix partial results.
+TEST(GpuWorkloads, TwoStreamsRunTheSameShapeConcurrently) {
+  REQUIRE_GPU();
+  auto rt = runtime();
+  auto w = workloads::find_workload("paged_sparse");
+  workloads::WorkloadKernels kernels(*rt, *w);
+  auto p = w->parse_shape({{"HQ", "32"}, {"HKV", "8"}, {"D", "128"}, {"PS", "16"},
+                           {"SEQ", "20000:9000:15000"}, {"R", "0.05"}},
+                          DType::F16);
+  auto data_a = p->make_data(fresh_seed()), data_b = p->make_data(fresh_seed());
+  workloads::ProblemOnGpu a(kernels, *p, *data_a), b(kernels, *p, *data_b);
+  CudaDriver& d = CudaDriver::get();
+  d.ensure_context(0);
+  cu::CUstream s1 = nullptr, s2 = nullptr;
+  d.check(d.cuStreamCreate(&s1, 1), "cuStreamCreate"); // non-blocking streams
+  d.check(d.cuStreamCreate(&s2, 1), "cuStreamCreate");
+  // Small chunks: many blocks per (b, kv head) arrive at the counters of both launches.
+  Config small = {{"CHUNK", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "2"}, {"PF", "0"}};
+  a.poison_from(0);
+  b.poison_from(0);
+  for (int i = 0; i < 50; ++i) {
+    a.launch(0, small, s1);
+    b.launch(0, small, s2);
+  }
+  d.check(d.cuStreamSynchronize(s1), "cuStreamSynchronize");
+  d.check(d.cuStreamSynchronize(s2), "cuStreamSynchronize");
+  workloads::Comparison ca = a.check(), cb = b.check();
+  EXPECT_TRUE(ca.ok) << "stream 1: " << ca.summary();
+  EXPECT_TRUE(cb.ok) << "stream 2: " << cb.summary();
+  d.cuStreamDestroy(s1);
+  d.cuStreamDestroy(s2);
+}
+
+// A workload of three kernels (a one-time pack, then two per-call kernels) tuned step by step:
+// every step gets a winner on its real inputs, the sequence is timed end to end, a second tune
+// answers from the database without data, and a runtime with the database computes the right
+// answer with the winners.
+TEST(GpuWorkloads, AThreeKernelWorkloadIsTunedStepByStep) {
+  REQUIRE_GPU();
+  auto w = make_toy_workload();
+  workloads::register_workload(w);
+  TempDb db_file;
+  auto db = std::make_shared<TuneDatabase>(db_file.path);
+  TuneIdentity id = current_identity();
+  auto rt = runtime();
+  workloads::WorkloadKernels kernels(*rt, *w);
+  workloads::WorkloadTuneOptions o;
+  o.budget = parse_budget("8");
+  o.repeats = 5;
+  for (const auto& p : w->cases(DType::F32)) {
+    workloads::ProblemTuning t = workloads::tune_problem(kernels, *p, *db, id, o);
+    ASSERT_EQ(t.steps.size(), 3u);
+    EXPECT_FALSE(t.from_database);
+    EXPECT_TRUE(t.steps[0].one_time);
+    EXPECT_GT(t.end_to_end_ms, 0);
+    for (const auto& s : t.steps) {
+      EXPECT_GT(s.outcome.trials, 0) << s.label;
+      EXPECT_GT(s.outcome.winner_ms, 0) << s.label;
+    }
+    workloads::ProblemTuning again = workloads::tune_problem(kernels, *p, *db, id, o);
+    EXPECT_TRUE(again.from_database);
+    EXPECT_EQ(again.end_to_end_ms, 0) << "a warm database runs nothing";
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(again.steps[i].outcome.winner, t.steps[i].outcome.winner);
+  }
+  auto rt2 = runtime();
+  use_tuning_database(*rt2, db);
+  workloads::WorkloadKernels kernels2(*rt2, *w);
+  for (const auto& p : w->cases(DType::F32)) {
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels2, *p, *data);
+    check_problem(gpu, {});
+    for (size_t i = 0; i < gpu.steps().size(); ++i) {
+      const PreparedLaunch& pl = rt2->prepare(gpu.kernel(i), gpu.args(i));
+      EXPECT_NE(pl.why.find("tuned winner for the exact shape"), std::string::npos) << pl.why;
+    }
+  }
+}
+
+// Tuning on first use: a launch of a shape the database does not know is tuned there, its
+// winner stored and launched, the output right; a new runtime then finds the exact winner.
+TEST(GpuWorkloads, TuningOnFirstUse) {
+  REQUIRE_GPU();
+  TempDb db_file;
+  auto db = std::make_shared<TuneDatabase>(db_file.path);
+  auto w = workloads::find_workload("paged_sparse");
+  auto p = w->parse_shape({{"HQ", "28"}, {"HKV", "4"}, {"D", "128"}, {"PS", "32"},
+                           {"SEQ", "5003:77:1999"}, {"R", "0.05"}},
+                          DType::BF16);
+  FirstUseTuningOptions fo;
+  fo.budget = parse_budget("6");
+  fo.repeats = 5;
+  {
+    std::vector<std::string> log;
+    auto rt = runtime(/*tune_on_first_use=*/true, &log);
+    EXPECT_TRUE(rt->tunes_on_first_use());
+    use_tuning_database(*rt, db, fo);
+    workloads::WorkloadKernels kernels(*rt, *w);
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    check_problem(gpu, {});
+    const PreparedLaunch& pl = rt->prepare(gpu.kernel(0), gpu.args(0), [&] {
+      LaunchOptions lo;
+      lo.config = gpu.config(0, {});
+      return lo;
+    }());
+    EXPECT_NE(pl.why.find("tuned on first use"), std::string::npos) << pl.why;
+    // A second launch of the shape tunes nothing more.
+    size_t lines = log.size();
+    check_problem(gpu, {});
+    for (size_t i = lines; i < log.size(); ++i)
+      EXPECT_EQ(log[i].find("tuned on first use"), std::string::npos) << log[i];
+  }
+  EXPECT_FALSE(db->list().empty());
+  auto rt = runtime(/*tune_on_first_use=*/true);
+  use_tuning_database(*rt, db, fo);
+  workloads::WorkloadKernels kernels(*rt, *w);
+  auto data = p->make_data(fresh_seed());
+  workloads::ProblemOnGpu gpu(kernels, *p, *data);
+  check_problem(gpu, {});
+  LaunchOptions lo;
+  lo.config = gpu.config(0, {});
+  const PreparedLaunch& pl = rt->prepare(gpu.kernel(0), gpu.args(0), lo);
+  EXPECT_NE(pl.why.find("tuned winner for the exact shape"), std::string::npos) << pl.why;
+}
+
+// A tune whose every compile times out gives up with an error; the compiles it left running
+// own what they use, so destroying the request, the arguments and the runtime right away is
+// safe (before the fix the detached compiles read the destroyed request).
+TEST(GpuWorkloads, ATuneWhoseCompilesTimeOutLeavesNothingDangling) {
+  REQUIRE_GPU();
+  TempDb db_file;
+  TuneDatabase db(db_file.path);
+  {
+    RuntimeOptions o;
+    o.cache_dir = ""; // nothing cached: every compile really runs
+    o.tune_on_first_use = false;
+    Runtime rt(o);
+    KernelRef k = rt.load("embedded:examples/gemm.tile");
+    DeviceBuffer a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
+    auto t = [](DeviceBuffer& d) {
+      return Arg::of(Tensor::contiguous(d.data(), DType::F16, {64, 64}));
+    };
+    TuneRequest r;
+    r.runtime = &rt;
+    r.kernel = k;
+    r.args = {t(a), t(b), t(c)};
+    r.budget = parse_budget("4");
+    r.compile_timeout_s = 1e-4;
+    r.prepare_check = [] {};
+    r.check = [](std::string*) { return true; };
+    EXPECT_THROW(tune(r, db, current_identity()), Error);
+  }
+  // The abandoned compiles finish on their own threads, with nothing of the above alive.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  SUCCEED();
+}
+
+} // namespace
+} // namespace tilejit::test
