@@ -584,11 +584,14 @@ static PreparedEntry& prepared_entry(Runtime& rt, Runtime::Impl& impl, KernelRef
       return *it->second;
     }
   }
-  // Outside the lock: resolving may compile or tune for seconds.
+  // Outside the lock: resolving may compile or tune for seconds. Tuning on first use launches
+  // other configurations through this function on this thread, which reuses the thread-local
+  // signature: keep this launch's own.
+  LaunchSignature mine = sig;
   std::unique_ptr<PreparedEntry> e = build_entry(rt, impl, k, args, options);
   impl.note(str("launch ", e->kernel->kernel->name, ": configuration from ", e->why));
   std::lock_guard<std::mutex> lock(impl.mutex);
-  auto& slot = impl.prepared[sig];
+  auto& slot = impl.prepared[mine];
   if (!slot) slot = std::move(e);
   return *slot;
 }

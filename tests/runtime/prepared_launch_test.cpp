@@ -143,6 +143,38 @@ TEST(PreparedLaunch, SignatureWordsNameEveryTensorField) {
   EXPECT_FALSE(a == b) << "another kernel";
 }
 
+// Tuning on first use launches other configurations of the kernel from inside the launch being
+// prepared (on the same thread): the outer launch must still get its own prepared launch.
+TEST(PreparedLaunch, AFirstUseTunerThatLaunchesKeepsTheOuterLaunchItsOwn) {
+  TJ_REQUIRE_NVRTC();
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  o.tune_on_first_use = true;
+  Runtime rt(o);
+  KernelRef k = rt.load("embedded:examples/softmax.tile");
+  std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300})};
+  int calls = 0;
+  rt.set_first_use_tuner([&](Runtime& r, KernelRef kr, const std::vector<Arg>& a, const Config&,
+                             void*, std::string* why) -> std::optional<Config> {
+    ++calls;
+    // What a tuner does: prepare (and launch) candidates with every value forced.
+    for (const char* bc : {"128", "512"}) {
+      LaunchOptions lo;
+      lo.config = {{"T", "f32"}, {"BR", "2"}, {"BC", bc}, {"WARPS", "4"}};
+      r.prepare(kr, a, lo);
+    }
+    *why = "tuned by the test's tuner";
+    return Config{{"BC", "1024"}};
+  });
+  const PreparedLaunch& p = rt.prepare(k, args);
+  EXPECT_EQ(p.why, "tuned by the test's tuner");
+  EXPECT_EQ(p.config.at("BC"), "1024");
+  EXPECT_EQ(&rt.prepare(k, args), &p);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(rt.launch_stats().prepared, 3);
+}
+
 TEST(CompileTask, OutlivesItsArgumentsAndTheRuntime) {
   TJ_REQUIRE_NVRTC();
   std::function<std::string()> task;
