@@ -4,6 +4,8 @@
 #include "support/error.h"
 #include "support/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -248,9 +250,7 @@ PagedSparseErrors compare_paged_sparse(const PagedSparseData& d, const PagedSpar
 }
 
 std::string PagedSparseCase::name() const {
-  char r[16];
-  std::snprintf(r, sizeof r, "%g", ratio);
-  return str("D", head_dim, "/ps", page_size, "/ctx", context, "/r", r);
+  return fmt::format("D{}/ps{}/ctx{}/r{:g}", head_dim, page_size, context, ratio);
 }
 
 PagedSparseShape PagedSparseCase::shape(DType dtype) const {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <set>
 
@@ -310,9 +311,19 @@ PagedSparseShape parse_paged_sparse_shape(const std::map<std::string, std::strin
           fmt::format("--shape: B={} but SEQ lists {} sequence length(s)", count("B"), s.batch));
   } else {
     s.batch = has("B") ? count("B") : 1;
+    if (s.batch > 4096) throw Error(fmt::format("--shape: B={} is over 4096", s.batch));
     s.seq_lens.assign(s.batch, count("CTX"));
   }
   if (s.batch > 4096) throw Error(fmt::format("--shape: B={} is over 4096", s.batch));
+  for (int64_t len : s.seq_lens)
+    if (len > INT32_MAX)
+      throw Error(
+          fmt::format("--shape: a sequence of {} tokens: lengths must fit in 32 bits", len));
+  if (s.heads_kv > 65535)
+    throw Error(fmt::format("--shape: HKV={} is over 65535 (a grid dimension)", s.heads_kv));
+  if (s.batch * s.heads_kv > (int64_t(1) << 20))
+    throw Error(fmt::format("--shape: B={} sequences of HKV={} kv heads are over 2^20 kept lists",
+                            s.batch, s.heads_kv));
   // Kept tokens per (sequence, kv head).
   if (has("R") && has("KEPT"))
     throw Error("--shape: give R (a share of each sequence) or KEPT (counts), not both");

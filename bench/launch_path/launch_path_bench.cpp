@@ -106,8 +106,10 @@ nlohmann::json cpu_part() {
   std::cout << fmt::format("  prepare hit + argument packing (every launch now):          {:8.2f} "
                            "us\n",
                            now);
-  return {{"part", "cpu"},         {"kernel", kernel.name},
-          {"problem", problem->name()}, {"before_us", before},
+  return {{"part", "cpu"},
+          {"kernel", kernel.name},
+          {"problem", problem->name()},
+          {"before_us", before},
           {"prepare_and_pack_us", now}};
 }
 
@@ -137,10 +139,9 @@ nlohmann::json gpu_part() {
     };
   };
   auto bare_one = [&] {
-    driver.check(driver.cuLaunchKernel(f, static_cast<unsigned>(p.grid[0]), 1, 1,
-                                       static_cast<unsigned>(p.threads), 1, 1,
-                                       static_cast<unsigned>(p.smem_bytes), nullptr, params,
-                                       nullptr),
+    driver.check(driver.cuLaunchKernel(
+                     f, static_cast<unsigned>(p.grid[0]), 1, 1, static_cast<unsigned>(p.threads), 1,
+                     1, static_cast<unsigned>(p.smem_bytes), nullptr, params, nullptr),
                  "cuLaunchKernel");
   };
   auto ours_one = [&] { rt.launch(k, args); };
@@ -151,8 +152,7 @@ nlohmann::json gpu_part() {
       driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
       auto t0 = Clock::now();
       batch(one)();
-      per.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() /
-                    kBatch);
+      per.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
     }
     driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
     std::sort(per.begin(), per.end());
@@ -186,8 +186,12 @@ nlohmann::json gpu_part() {
                            ours - bare);
   std::cout << fmt::format("  Runtime::launch, tuning database on:    {:6.2f} us (+{:.2f})\n",
                            with_db, with_db - bare);
-  return {{"part", "gpu"},         {"device", query_device().name}, {"bare_us", bare},
-          {"launch_us", ours},     {"overhead_us", ours - bare},    {"launch_db_us", with_db},
+  return {{"part", "gpu"},
+          {"device", query_device().name},
+          {"bare_us", bare},
+          {"launch_us", ours},
+          {"overhead_us", ours - bare},
+          {"launch_db_us", with_db},
           {"overhead_db_us", with_db - bare}};
 }
 

@@ -48,8 +48,10 @@ public:
       double want = 0;
       for (int64_t c = 0; c < C; ++c) want += 4 * x.get(r * C + c) * x.get(r * C + c) + kBias;
       double got = s.get(r);
-      if (std::isnan(got)) ++nan;
-      else diff += (got - want) * (got - want);
+      if (std::isnan(got))
+        ++nan;
+      else
+        diff += (got - want) * (got - want);
       norm += want * want;
     }
     workloads::Comparison cmp;
@@ -75,16 +77,15 @@ public:
             {"S", DType::F32, {r_}, BufferRole::output}};
   }
   std::vector<workloads::Step> steps() const override {
-    workloads::Step pack{"pack", "toy_pack", {StepArg::of("X"), StepArg::of("P")}, {}, {"P"},
-                         true};
+    workloads::Step pack{"pack", "toy_pack", {StepArg::of("X"), StepArg::of("P")}, {}, {"P"}, true};
     workloads::Step square{"square",
                            "toy_square",
                            {StepArg::of("P"), StepArg::of("Y"), StepArg::value(Arg::f32(kBias))},
                            {},
                            {"Y"},
                            false};
-    workloads::Step rowsum{"rowsum", "toy_rowsum", {StepArg::of("Y"), StepArg::of("S")}, {},
-                           {"S"}, false};
+    workloads::Step rowsum{"rowsum", "toy_rowsum", {StepArg::of("Y"), StepArg::of("S")},
+                           {},       {"S"},        false};
     return {pack, square, rowsum};
   }
   std::unique_ptr<workloads::ProblemData> make_data(uint64_t seed) const override {
@@ -104,8 +105,7 @@ public:
   std::string name() const override { return "toy_chain"; }
   std::string summary() const override { return "a test workload of three kernels"; }
   std::vector<workloads::KernelSource> kernels() const override {
-    return {{"toy_pack", toy_source()}, {"toy_square", toy_source()},
-            {"toy_rowsum", toy_source()}};
+    return {{"toy_pack", toy_source()}, {"toy_square", toy_source()}, {"toy_rowsum", toy_source()}};
   }
   std::vector<std::string> peers() const override { return {"none (a test workload)"}; }
   std::vector<DType> dtypes() const override { return {DType::F32}; }

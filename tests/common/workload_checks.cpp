@@ -8,8 +8,7 @@ namespace tilejit::test {
 
 workloads::Comparison run_problem_on_interpreter(const workloads::Workload& w,
                                                  const workloads::Problem& problem,
-                                                 workloads::ProblemData& data,
-                                                 const Config& user) {
+                                                 workloads::ProblemData& data, const Config& user) {
   std::map<std::string, std::string> source_of;
   for (const auto& k : w.kernels()) source_of[k.name] = k.source;
   std::vector<workloads::Step> steps = problem.steps();

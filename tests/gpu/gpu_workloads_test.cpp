@@ -121,8 +121,12 @@ TEST(GpuWorkloads, TwoStreamsRunTheSameShapeConcurrently) {
   auto rt = runtime();
   auto w = workloads::find_workload("paged_sparse");
   workloads::WorkloadKernels kernels(*rt, *w);
-  auto p = w->parse_shape({{"HQ", "32"}, {"HKV", "8"}, {"D", "128"}, {"PS", "16"},
-                           {"SEQ", "20000:9000:15000"}, {"R", "0.05"}},
+  auto p = w->parse_shape({{"HQ", "32"},
+                           {"HKV", "8"},
+                           {"D", "128"},
+                           {"PS", "16"},
+                           {"SEQ", "20000:9000:15000"},
+                           {"R", "0.05"}},
                           DType::F16);
   auto data_a = p->make_data(fresh_seed()), data_b = p->make_data(fresh_seed());
   workloads::ProblemOnGpu a(kernels, *p, *data_a), b(kernels, *p, *data_b);
@@ -201,8 +205,12 @@ TEST(GpuWorkloads, TuningOnFirstUse) {
   TempDb db_file;
   auto db = std::make_shared<TuneDatabase>(db_file.path);
   auto w = workloads::find_workload("paged_sparse");
-  auto p = w->parse_shape({{"HQ", "28"}, {"HKV", "4"}, {"D", "128"}, {"PS", "32"},
-                           {"SEQ", "5003:77:1999"}, {"R", "0.05"}},
+  auto p = w->parse_shape({{"HQ", "28"},
+                           {"HKV", "4"},
+                           {"D", "128"},
+                           {"PS", "32"},
+                           {"SEQ", "5003:77:1999"},
+                           {"R", "0.05"}},
                           DType::BF16);
   FirstUseTuningOptions fo;
   fo.budget = parse_budget("6");

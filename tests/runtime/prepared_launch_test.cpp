@@ -118,7 +118,7 @@ TEST(PreparedLaunch, OnlyScalarsThePlanReadsAreInTheSignature) {
   };
   const PreparedLaunch* a = &rt->prepare(k, args(1000, 1.0f));
   EXPECT_EQ(a->grid[0], 8);
-  EXPECT_EQ(&rt->prepare(k, args(1000, 2.5f)), a); // alpha: same launch
+  EXPECT_EQ(&rt->prepare(k, args(1000, 2.5f)), a);           // alpha: same launch
   const PreparedLaunch& b = rt->prepare(k, args(200, 1.0f)); // n: another grid
   EXPECT_NE(&b, a);
   EXPECT_EQ(b.grid[0], 2);

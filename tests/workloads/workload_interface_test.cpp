@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <random>
 #include <set>
 
 namespace tilejit::test {
@@ -177,25 +179,38 @@ void check_paged_sparse_shape(const std::map<std::string, std::string>& items, D
 // per kv head than a tensor-core tile has rows minus padding, and D = 64 and 96; ragged
 // sequences with empty, single and whole kept sets.
 TEST(WorkloadInterface, PagedSparseGroupSizesAndHeadDimsOnTheInterpreter) {
-  check_paged_sparse_shape({{"HQ", "14"}, {"HKV", "2"}, {"D", "96"}, {"PS", "32"},
-                            {"SEQ", "300:77"}, {"KEPT", "0:45:1:77"}},
+  check_paged_sparse_shape({{"HQ", "14"},
+                            {"HKV", "2"},
+                            {"D", "96"},
+                            {"PS", "32"},
+                            {"SEQ", "300:77"},
+                            {"KEPT", "0:45:1:77"}},
                            DType::BF16);
   for (const char* g : {"5", "6", "16"})
-    check_paged_sparse_shape({{"G", g}, {"HKV", "2"}, {"D", "64"}, {"PS", "16"},
-                              {"SEQ", "130:41"}, {"KEPT", "130:0:1:41"}},
+    check_paged_sparse_shape({{"G", g},
+                              {"HKV", "2"},
+                              {"D", "64"},
+                              {"PS", "16"},
+                              {"SEQ", "130:41"},
+                              {"KEPT", "130:0:1:41"}},
                              DType::F16);
 }
 
 TEST(WorkloadInterface, PagedSparseEmptyBatch) {
-  check_paged_sparse_shape({{"B", "0"}, {"HQ", "8"}, {"HKV", "2"}, {"D", "64"}, {"CTX", "10"},
-                            {"R", "0.5"}},
-                           DType::F16);
+  check_paged_sparse_shape(
+      {{"B", "0"}, {"HQ", "8"}, {"HKV", "2"}, {"D", "64"}, {"CTX", "10"}, {"R", "0.5"}},
+      DType::F16);
 }
 
 TEST(PagedSparseShape, ParsesTheUsersShapes) {
   using workloads::parse_paged_sparse_shape;
-  auto s = parse_paged_sparse_shape({{"b", "5"}, {"hq", "28"}, {"hkv", "4"}, {"d", "128"},
-                                     {"ps", "32"}, {"seq", "1000:2000:77:5:3000"}, {"r", "0.05"}},
+  auto s = parse_paged_sparse_shape({{"b", "5"},
+                                     {"hq", "28"},
+                                     {"hkv", "4"},
+                                     {"d", "128"},
+                                     {"ps", "32"},
+                                     {"seq", "1000:2000:77:5:3000"},
+                                     {"r", "0.05"}},
                                     DType::BF16);
   EXPECT_EQ(s.batch, 5);
   EXPECT_EQ(s.heads_q / s.heads_kv, 7);
@@ -204,9 +219,9 @@ TEST(PagedSparseShape, ParsesTheUsersShapes) {
   EXPECT_EQ(s.kept_lens[0], 50);
   EXPECT_EQ(s.kept_lens[2 * 4 + 3], 4); // round(0.05 * 77)
   EXPECT_EQ(s.dtype, DType::BF16);
-  auto g = parse_paged_sparse_shape({{"G", "6"}, {"HKV", "2"}, {"D", "64"}, {"CTX", "100"},
-                                     {"KEPT", "0:1:2:3"}, {"B", "2"}},
-                                    DType::F16);
+  auto g = parse_paged_sparse_shape(
+      {{"G", "6"}, {"HKV", "2"}, {"D", "64"}, {"CTX", "100"}, {"KEPT", "0:1:2:3"}, {"B", "2"}},
+      DType::F16);
   EXPECT_EQ(g.heads_q, 12);
   EXPECT_EQ(g.page_size, 16);
   EXPECT_EQ(g.kept_lens, (std::vector<int64_t>{0, 1, 2, 3}));
@@ -217,8 +232,8 @@ TEST(PagedSparseShape, BadShapesNameTheProblem) {
   auto err = [](std::map<std::string, std::string> items) {
     return error_of([&] { workloads::parse_paged_sparse_shape(items, DType::F16); });
   };
-  std::map<std::string, std::string> good = {{"HQ", "28"}, {"HKV", "4"}, {"D", "128"},
-                                             {"CTX", "100"}, {"R", "0.1"}};
+  std::map<std::string, std::string> good = {
+      {"HQ", "28"}, {"HKV", "4"}, {"D", "128"}, {"CTX", "100"}, {"R", "0.1"}};
   auto with = [&](std::map<std::string, std::string> change, std::vector<std::string> drop = {}) {
     auto m = good;
     for (const auto& d : drop) m.erase(d);
@@ -250,6 +265,80 @@ TEST(PagedSparseShape, BadShapesNameTheProblem) {
   EXPECT_NE(with({{"FOO", "1"}}).find("no size 'FOO'"), std::string::npos);
   EXPECT_NE(with({{"G", "3"}}).find("HQ=28 is not HKV=4 times G=3"), std::string::npos);
   EXPECT_NE(with({{"B", "5000"}}).find("B=5000 is over 4096"), std::string::npos);
+}
+
+/// "K=V,K=V" into items the way the CLI splits --shape.
+std::map<std::string, std::string> items_of(const std::string& text) {
+  std::map<std::string, std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = part.find('=');
+    if (eq != std::string::npos) items[part.substr(0, eq)] = part.substr(eq + 1);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+// --shape is an input path: mutated shapes (the seeds in tests/workloads/seeds/, bytes
+// deleted, duplicated, replaced by digits, separators and signs) are parsed; each must give a
+// problem whose buffers can be described, or a tilejit::Error. Never a crash, a hang or another
+// exception.
+TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
+  std::ifstream in(std::string(TILEJIT_SOURCE_DIR) +
+                   "/tests/workloads/seeds/paged_sparse_shapes.txt");
+  std::vector<std::string> seeds;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) seeds.push_back(line);
+  ASSERT_GE(seeds.size(), 5u);
+  auto w = workloads::find_workload("paged_sparse");
+  std::mt19937 rng(fresh_seed());
+  const std::string alphabet = "0123456789:=,-.eEHQKVDPSBGCTXRNAMF \x01";
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = seeds[rng() % seeds.size()];
+    for (int m = 0, n = 1 + rng() % 4; m < n && !s.empty(); ++m) {
+      size_t at = rng() % s.size();
+      switch (rng() % 4) {
+      case 0:
+        s.erase(at, 1 + rng() % 3);
+        break;
+      case 1:
+        s.insert(at, s.substr(at, 1 + rng() % 6));
+        break;
+      case 2:
+        s[at] = alphabet[rng() % alphabet.size()];
+        break;
+      default:
+        s.insert(at, std::string(1 + rng() % 12, '9'));
+        break;
+      }
+    }
+    SCOPED_TRACE(s);
+    try {
+      auto p = w->parse_shape(items_of(s), DType::F16);
+      int64_t elements = 0;
+      for (const auto& b : p->buffers()) {
+        int64_t n = 1;
+        for (int64_t d : b.shape) {
+          ASSERT_GE(d, 0);
+          n = d == 0 ? 0 : std::min<int64_t>(n * d, int64_t(1) << 50);
+        }
+        elements += n;
+      }
+      EXPECT_GE(elements, 0);
+      ++accepted;
+    } catch (const Error&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "'" << s << "': " << e.what();
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(refused, 0);
 }
 
 } // namespace
