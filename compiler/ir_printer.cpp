@@ -3,8 +3,10 @@
 #include "compiler/layout.h"
 #include "support/text.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
-#include <sstream>
+#include <iterator>
 
 namespace tilejit::ir {
 namespace {
@@ -150,54 +152,56 @@ std::string loc_str(const SourceLoc& loc) {
   return loc.known() ? str("  // line ", loc.line) : std::string();
 }
 
-void print_block(std::ostringstream& os, const Block& b, int indent);
+void print_block(std::string& out, const Block& b, int indent);
 
-void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
+void print_stmt(std::string& out, const Stmt& s, int indent) {
+  auto to = std::back_inserter(out);
   std::string pad(indent * 2, ' ');
   switch (s.kind) {
   case StmtKind::Decl:
-    os << pad << var_decl_str(*s.var) << " = " << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    fmt::format_to(to, "{}{} = {}{}\n", pad, var_decl_str(*s.var), print_expr(*s.value),
+                   loc_str(s.loc));
     break;
   case StmtKind::Assign:
-    os << pad << s.var->name << " = " << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    fmt::format_to(to, "{}{} = {}{}\n", pad, s.var->name, print_expr(*s.value), loc_str(s.loc));
     break;
   case StmtKind::Store:
-    os << pad << "store " << access_str(*s.access) << " <- " << print_expr(*s.value);
-    if (s.mask) os << " mask=" << print_expr(*s.mask);
-    os << loc_str(s.loc) << "\n";
+    fmt::format_to(to, "{}store {} <- {}", pad, access_str(*s.access), print_expr(*s.value));
+    if (s.mask) fmt::format_to(to, " mask={}", print_expr(*s.mask));
+    fmt::format_to(to, "{}\n", loc_str(s.loc));
     break;
   case StmtKind::Eval:
-    os << pad << print_expr(*s.value) << loc_str(s.loc) << "\n";
+    fmt::format_to(to, "{}{}{}\n", pad, print_expr(*s.value), loc_str(s.loc));
     break;
   case StmtKind::For:
-    os << pad << "for " << s.var->name << " in [" << print_expr(*s.lo) << ", " << print_expr(*s.hi)
-       << ") step " << print_expr(*s.step);
-    if (s.loop_kind == LoopKind::Pipelined) os << " pipelined(stages=" << s.stages << ")";
-    if (s.unroll) os << " unroll " << s.unroll;
-    os << " {" << loc_str(s.loc) << "\n";
-    print_block(os, s.body, indent + 1);
-    os << pad << "}\n";
+    fmt::format_to(to, "{}for {} in [{}, {}) step {}", pad, s.var->name, print_expr(*s.lo),
+                   print_expr(*s.hi), print_expr(*s.step));
+    if (s.loop_kind == LoopKind::Pipelined) fmt::format_to(to, " pipelined(stages={})", s.stages);
+    if (s.unroll) fmt::format_to(to, " unroll {}", s.unroll);
+    fmt::format_to(to, " {{{}\n", loc_str(s.loc));
+    print_block(out, s.body, indent + 1);
+    fmt::format_to(to, "{}}}\n", pad);
     break;
   case StmtKind::If:
-    os << pad << "if " << print_expr(*s.value) << " {" << loc_str(s.loc) << "\n";
-    print_block(os, s.body, indent + 1);
+    fmt::format_to(to, "{}if {} {{{}\n", pad, print_expr(*s.value), loc_str(s.loc));
+    print_block(out, s.body, indent + 1);
     if (!s.else_body.empty()) {
-      os << pad << "} else {\n";
-      print_block(os, s.else_body, indent + 1);
+      fmt::format_to(to, "{}}} else {{\n", pad);
+      print_block(out, s.else_body, indent + 1);
     }
-    os << pad << "}\n";
+    fmt::format_to(to, "{}}}\n", pad);
     break;
   case StmtKind::Return:
-    os << pad << "return" << loc_str(s.loc) << "\n";
+    fmt::format_to(to, "{}return{}\n", pad, loc_str(s.loc));
     break;
   case StmtKind::Barrier:
-    os << pad << "barrier" << (s.note.empty() ? "" : "  // " + s.note) << "\n";
+    fmt::format_to(to, "{}barrier{}{}\n", pad, s.note.empty() ? "" : "  // ", s.note);
     break;
   }
 }
 
-void print_block(std::ostringstream& os, const Block& b, int indent) {
-  for (const auto& s : b) print_stmt(os, *s, indent);
+void print_block(std::string& out, const Block& b, int indent) {
+  for (const auto& s : b) print_stmt(out, *s, indent);
 }
 
 } // namespace
@@ -205,25 +209,27 @@ void print_block(std::ostringstream& os, const Block& b, int indent) {
 std::string print_kernel(const Kernel& k) {
   const Kernel* saved = g_kernel;
   g_kernel = &k;
-  std::ostringstream os;
-  os << "kernel " << k.name;
-  for (const auto& [n, v] : k.bindings) os << " " << n << "=" << v;
-  os << "\n  threads " << k.threads << ", shared memory " << k.smem_bytes << " bytes"
-     << (k.index32 ? ", 32-bit indices" : "") << "\n";
+  std::string out;
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "kernel {}", k.name);
+  for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
+  fmt::format_to(to, "\n  threads {}, shared memory {} bytes{}\n", k.threads, k.smem_bytes,
+                 k.index32 ? ", 32-bit indices" : "");
   for (const auto& p : k.params) {
-    os << "  param " << (p.is_scratch ? "scratch " : "") << p.name << ": " << dtype_name(p.dtype);
+    fmt::format_to(to, "  param {}{}: {}", p.is_scratch ? "scratch " : "", p.name,
+                   dtype_name(p.dtype));
     if (p.is_tensor) {
       std::vector<std::string> dims;
       for (size_t i = 0; i < p.dim_names.size(); ++i)
         dims.push_back(p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i]) : p.dim_names[i]);
-      os << "[" << join(dims, ", ") << "]";
-      if (p.vector_aligned) os << " aligned16";
+      fmt::format_to(to, "[{}]", join(dims, ", "));
+      if (p.vector_aligned) out += " aligned16";
     }
-    os << "\n";
+    out += "\n";
   }
-  print_block(os, k.body, 1);
+  print_block(out, k.body, 1);
   g_kernel = saved;
-  return os.str();
+  return out;
 }
 
 } // namespace tilejit::ir

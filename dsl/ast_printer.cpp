@@ -3,7 +3,9 @@
 #include "support/error.h"
 #include "support/text.h"
 
-#include <sstream>
+#include <fmt/format.h>
+
+#include <iterator>
 
 namespace tilejit::dsl {
 
@@ -59,52 +61,54 @@ std::string loc_suffix(const SourceLoc& loc) {
   return str("  @", loc.line, ":", loc.col);
 }
 
-void print_stmts(std::ostringstream& os, const std::vector<StmtPtr>& stmts, int indent);
+void print_stmts(std::string& out, const std::vector<StmtPtr>& stmts, int indent);
 
-void print_stmt(std::ostringstream& os, const Stmt& s, int indent) {
+void print_stmt(std::string& out, const Stmt& s, int indent) {
+  auto to = std::back_inserter(out);
   std::string pad(indent * 2, ' ');
   switch (s.kind) {
   case StmtKind::Let: {
     const char* kw = s.let_kind == LetKind::Let    ? "let"
                      : s.let_kind == LetKind::Frag ? "frag"
                                                    : "shared";
-    os << pad << kw << " " << s.name;
-    if (s.type) os << ": " << type_to_string(*s.type);
-    os << " = " << expr_to_string(*s.value) << loc_suffix(s.loc) << "\n";
+    fmt::format_to(to, "{}{} {}", pad, kw, s.name);
+    if (s.type) fmt::format_to(to, ": {}", type_to_string(*s.type));
+    fmt::format_to(to, " = {}{}\n", expr_to_string(*s.value), loc_suffix(s.loc));
     break;
   }
   case StmtKind::Assign:
-    os << pad << s.name << (s.compound ? str(" ", binary_op_spelling(s.assign_op), "= ") : " = ")
-       << expr_to_string(*s.value) << loc_suffix(s.loc) << "\n";
+    fmt::format_to(to, "{}{} {}= {}{}\n", pad, s.name,
+                   s.compound ? binary_op_spelling(s.assign_op) : "", expr_to_string(*s.value),
+                   loc_suffix(s.loc));
     break;
   case StmtKind::ExprStmt:
-    os << pad << expr_to_string(*s.value) << loc_suffix(s.loc) << "\n";
+    fmt::format_to(to, "{}{}{}\n", pad, expr_to_string(*s.value), loc_suffix(s.loc));
     break;
   case StmtKind::For:
-    os << pad << "for " << s.name << " in " << s.range_kind << "("
-       << args_to_string(s.range_args, s.range_kwargs) << ")" << loc_suffix(s.loc) << "\n";
-    print_stmts(os, s.body, indent + 1);
+    fmt::format_to(to, "{}for {} in {}({}){}\n", pad, s.name, s.range_kind,
+                   args_to_string(s.range_args, s.range_kwargs), loc_suffix(s.loc));
+    print_stmts(out, s.body, indent + 1);
     break;
   case StmtKind::If:
-    os << pad << "if " << expr_to_string(*s.value) << loc_suffix(s.loc) << "\n";
-    print_stmts(os, s.body, indent + 1);
+    fmt::format_to(to, "{}if {}{}\n", pad, expr_to_string(*s.value), loc_suffix(s.loc));
+    print_stmts(out, s.body, indent + 1);
     if (s.has_else) {
-      os << pad << "else\n";
-      print_stmts(os, s.else_body, indent + 1);
+      fmt::format_to(to, "{}else\n", pad);
+      print_stmts(out, s.else_body, indent + 1);
     }
     break;
   case StmtKind::Return:
-    os << pad << "return" << loc_suffix(s.loc) << "\n";
+    fmt::format_to(to, "{}return{}\n", pad, loc_suffix(s.loc));
     break;
   case StmtKind::Block:
-    os << pad << "block" << loc_suffix(s.loc) << "\n";
-    print_stmts(os, s.body, indent + 1);
+    fmt::format_to(to, "{}block{}\n", pad, loc_suffix(s.loc));
+    print_stmts(out, s.body, indent + 1);
     break;
   }
 }
 
-void print_stmts(std::ostringstream& os, const std::vector<StmtPtr>& stmts, int indent) {
-  for (const auto& s : stmts) print_stmt(os, *s, indent);
+void print_stmts(std::string& out, const std::vector<StmtPtr>& stmts, int indent) {
+  for (const auto& s : stmts) print_stmt(out, *s, indent);
 }
 
 } // namespace
@@ -142,29 +146,30 @@ std::string expr_to_string(const Expr& e) {
 }
 
 std::string print_ast(const Module& m) {
-  std::ostringstream os;
+  std::string out;
+  auto to = std::back_inserter(out);
   for (const auto& kp : m.kernels) {
     const Kernel& k = *kp;
-    os << "kernel " << k.name << loc_suffix(k.loc) << "\n";
+    fmt::format_to(to, "kernel {}{}\n", k.name, loc_suffix(k.loc));
     for (const auto& g : k.generics)
-      os << "  generic " << g.name << ": " << choice_to_string(g.choice) << "\n";
+      fmt::format_to(to, "  generic {}: {}\n", g.name, choice_to_string(g.choice));
     for (const auto& p : k.params)
-      os << "  param " << (p.is_scratch ? "scratch " : "") << p.name << ": "
-         << type_to_string(p.type) << (p.zero_init ? " = 0" : "") << "\n";
+      fmt::format_to(to, "  param {}{}: {}{}\n", p.is_scratch ? "scratch " : "", p.name,
+                     type_to_string(p.type), p.zero_init ? " = 0" : "");
     for (const auto& t : k.tunables)
-      os << "  tune " << t.name << ": " << choice_to_string(t.choice) << "\n";
-    for (const auto& w : k.where) os << "  where " << expr_to_string(*w) << "\n";
-    for (const auto& r : k.require) os << "  require " << expr_to_string(*r) << "\n";
+      fmt::format_to(to, "  tune {}: {}\n", t.name, choice_to_string(t.choice));
+    for (const auto& w : k.where) fmt::format_to(to, "  where {}\n", expr_to_string(*w));
+    for (const auto& r : k.require) fmt::format_to(to, "  require {}\n", expr_to_string(*r));
     if (!k.grid.empty()) {
       std::vector<std::string> g;
       for (const auto& e : k.grid) g.push_back(expr_to_string(*e));
-      os << "  grid (" << join(g, ", ") << ")\n";
+      fmt::format_to(to, "  grid ({})\n", join(g, ", "));
     }
-    if (k.threads) os << "  threads " << expr_to_string(*k.threads) << "\n";
-    os << "  body\n";
-    print_stmts(os, k.body, 2);
+    if (k.threads) fmt::format_to(to, "  threads {}\n", expr_to_string(*k.threads));
+    out += "  body\n";
+    print_stmts(out, k.body, 2);
   }
-  return os.str();
+  return out;
 }
 
 } // namespace tilejit::dsl

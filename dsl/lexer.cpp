@@ -1,5 +1,7 @@
 #include "dsl/lexer.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <unordered_map>
 
@@ -183,9 +185,7 @@ public:
 private:
   static std::string printable(char c) {
     if (std::isprint(static_cast<unsigned char>(c))) return std::string(1, c);
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
-    return buf;
+    return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
   }
 
   SourceLoc here() const { return SourceLoc{file_, line_, col_}; }

@@ -1,7 +1,9 @@
 // Tensor view helpers (see include/tilejit/tensor.h).
 #include <tilejit/tensor.h>
 
-#include <sstream>
+#include <fmt/format.h>
+
+#include <iterator>
 
 namespace tilejit {
 
@@ -33,29 +35,15 @@ Tensor Tensor::contiguous(void* data, DType dtype, std::vector<int64_t> shape, D
   return t;
 }
 
-namespace {
-
-void print_list(std::ostringstream& os, const std::vector<int64_t>& values) {
-  os << '[';
-  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
-  os << ']';
-}
-
-} // namespace
-
 std::string Tensor::describe() const {
-  std::ostringstream os;
-  os << dtype_name(dtype);
-  print_list(os, shape);
-  if (!is_contiguous()) {
-    os << " strides ";
-    print_list(os, strides);
-  }
+  std::string out = fmt::format("{}[{}]", dtype_name(dtype), fmt::join(shape, ", "));
+  if (!is_contiguous())
+    fmt::format_to(std::back_inserter(out), " strides [{}]", fmt::join(strides, ", "));
   if (device == DeviceKind::CUDA)
-    os << " cuda:" << device_index;
+    fmt::format_to(std::back_inserter(out), " cuda:{}", device_index);
   else
-    os << " cpu";
-  return os.str();
+    out += " cpu";
+  return out;
 }
 
 } // namespace tilejit

@@ -1,8 +1,10 @@
 // Straightforward FIPS 180-4 SHA-256; speed is irrelevant next to a compile.
 #include "support/sha256.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
+#include <iterator>
 
 namespace tilejit {
 namespace {
@@ -79,9 +81,10 @@ std::string sha256_hex(std::string_view data) {
   uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
   for (int i = 0; i < 8; ++i) block[63 - i] = static_cast<unsigned char>(bits >> (8 * i));
   compress(state, block);
-  char hex[65];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", state[i]);
-  return std::string(hex, 64);
+  std::string hex;
+  hex.reserve(64);
+  for (int i = 0; i < 8; ++i) fmt::format_to(std::back_inserter(hex), "{:08x}", state[i]);
+  return hex;
 }
 
 } // namespace tilejit

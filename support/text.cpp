@@ -2,13 +2,15 @@
 
 #include "support/error.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <unistd.h>
 
 namespace tilejit {
@@ -54,20 +56,31 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 }
 
 std::string format_double(double value) {
-  char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
-    if (std::strtod(buf, nullptr) == value) break;
+  // "%g" at the fewest significant digits that read back as the same double. fmt's shortest form
+  // ("{}") has that many digits or fewer, so counting them skips the precisions that cannot
+  // round-trip; "%g" keeps the printf spelling ("1e+05", not "100000"), which generated code
+  // and printed IR hold.
+  std::string shortest = fmt::format("{}", value);
+  std::string_view mantissa(shortest);
+  mantissa = mantissa.substr(0, mantissa.find_first_of("eE"));
+  std::string digits;
+  for (char c : mantissa)
+    if (c >= '0' && c <= '9') digits += c;
+  size_t first = digits.find_first_not_of('0');
+  size_t last = digits.find_last_not_of('0');
+  int precision = first == std::string::npos ? 1 : static_cast<int>(last - first + 1);
+  std::string text;
+  for (; precision <= 17; ++precision) {
+    text = fmt::format("{:.{}g}", value, precision);
+    if (std::strtod(text.c_str(), nullptr) == value) break;
   }
-  return buf;
+  return text;
 }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("cannot read '", path, "': ", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents) {

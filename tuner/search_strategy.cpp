@@ -4,11 +4,12 @@
 #include "support/error.h"
 #include "support/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 namespace tilejit {
@@ -17,9 +18,7 @@ namespace {
 
 // "90", "2.5", "1e+09": format_double would print 90 as "9e+01".
 std::string seconds_text(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", seconds);
-  return buf;
+  return fmt::format("{:.6g}", seconds);
 }
 
 } // namespace

@@ -5,11 +5,11 @@
 #include "support/text.h"
 #include "tuner/tune_database.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -108,9 +108,7 @@ uint32_t big_endian(const unsigned char* bytes, int count) {
 }
 
 std::string hex32(int64_t value) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08X", static_cast<unsigned>(value & 0xffffffff));
-  return buf;
+  return fmt::format("0x{:08X}", static_cast<unsigned>(value & 0xffffffff));
 }
 
 // Reads the 100-byte SQLite header ourselves, so a file that is not SQLite at all, or was cut

@@ -1,9 +1,10 @@
 // RAII wrappers over sqlite3 / sqlite3_stmt that turn result codes into tilejit errors.
 #include "tuner/tune_database_sqlite.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
-#include <cstdio>
+#include <iterator>
 
 namespace tilejit::sqlite {
 
@@ -19,9 +20,7 @@ std::string file_uri(const std::string& path, const std::string& query) {
     if (plain) {
       out += static_cast<char>(c);
     } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
+      fmt::format_to(std::back_inserter(out), "%{:02X}", c);
     }
   }
   return query.empty() ? out : out + "?" + query;

@@ -5,9 +5,11 @@
 #include "support/sha256.h"
 #include "support/text.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <type_traits>
 
 namespace tilejit {
@@ -21,9 +23,7 @@ std::string escape(const std::string& value) {
   for (unsigned char c : value) {
     if (c == '%' || c == ',' || c == ':' || c == '=' || c == '{' || c == '}' || c < 0x20 ||
         c == 0x7f) {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
+      fmt::format_to(std::back_inserter(out), "%{:02X}", c);
     } else {
       out += static_cast<char>(c);
     }

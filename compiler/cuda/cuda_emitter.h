@@ -12,7 +12,6 @@
 #include "compiler/ir.h"
 
 #include <map>
-#include <sstream>
 #include <string>
 
 namespace tilejit::cuda {
@@ -99,13 +98,13 @@ public:
   void emit_stage(const ir::Expr& e);
 
   const ir::Kernel& k_;
-  std::ostringstream out_;
+  std::string out_; ///< the kernel body emitted so far
   int indent_ = 1;
   int counter_ = 0;
   std::map<const ir::Expr*, Value> materialized_;
   std::map<const ir::Expr*, std::string> scalar_temps_;
   std::map<const ir::Layout*, std::string> layout_names_;
-  std::vector<const ir::Layout*> layout_order_; ///< in naming order (L0, L1, ...)
+  std::vector<const ir::Layout*> layout_order_;            ///< in naming order (L0, L1, ...)
   std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: current stage variable
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop

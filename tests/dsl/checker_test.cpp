@@ -3,11 +3,10 @@
 #include "dsl/builtins.h"
 #include "dsl/checker.h"
 #include "dsl/parser.h"
+#include "support/text.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,10 +37,7 @@ std::string messages(const std::vector<Diagnostic>& ds) {
   } while (0)
 
 std::string read_source(const std::string& relative) {
-  std::ifstream in(std::string(TILEJIT_SOURCE_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_file(std::string(TILEJIT_SOURCE_DIR) + "/" + relative);
 }
 
 TEST(DslChecker, AcceptsTheShippedKernels) {

@@ -6,14 +6,13 @@
 #include "dsl/checker.h"
 #include "dsl/diagnostics.h"
 #include "dsl/parser.h"
+#include "support/text.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,10 +26,7 @@ uint32_t test_seed() {
 }
 
 std::string read_source(const std::string& relative) {
-  std::ifstream in(std::string(TILEJIT_SOURCE_DIR) + "/" + relative, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_file(std::string(TILEJIT_SOURCE_DIR) + "/" + relative);
 }
 
 std::vector<std::string> example_sources() {

@@ -5,6 +5,8 @@
 #include "support/text.h"
 #include "tuner/tune_database.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
@@ -37,9 +39,7 @@ bool database_exists(const std::string& path) {
 
 std::string format_ms(const std::optional<double>& ms) {
   if (!ms) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", *ms);
-  return buf;
+  return fmt::format("{:.4f}", *ms);
 }
 
 std::string format_time(int64_t unix_ms) {
