@@ -3,6 +3,7 @@
 
 #include "dsl/diagnostics.h"
 #include "support/error.h"
+#include "support/version.h"
 
 #include <cstdio>
 #include <iostream>
@@ -11,6 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tilejit: a JIT compiler and autotuner for tile kernels (CUDA via NVRTC)",
                "tilejit"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", tilejit::tilejit_version());
   tilejit::cli::GlobalOptions global;
   app.add_flag("-v,--verbose", global.verbose, "Say what happens and why (cache hits, lookups)");
   app.add_option("--db", global.db_path,
