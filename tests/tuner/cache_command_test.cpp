@@ -17,15 +17,15 @@ namespace {
 using tune_test::sample_key;
 using tune_test::TempDir;
 
-// Runs `tilejit --db DB <args>` with only the cache command registered; returns its stdout.
-std::string run_cache(const std::string& db, std::vector<std::string> args) {
+// Runs `tilejit <args>` with only the global options and the cache command registered; returns
+// its stdout.
+std::string run_tilejit(std::vector<std::string> args) {
   CLI::App app{"test", "tilejit"};
   app.require_subcommand(1);
   cli::GlobalOptions global;
-  app.add_option("--db", global.db_path);
-  app.add_flag("-v,--verbose", global.verbose);
+  cli::register_global_options(app, global);
   cli::register_cache_command(app, global);
-  args.insert(args.begin(), {"tilejit", "--db", db});
+  args.insert(args.begin(), "tilejit");
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   std::ostringstream out;
@@ -38,6 +38,12 @@ std::string run_cache(const std::string& db, std::vector<std::string> args) {
   }
   std::cout.rdbuf(saved);
   return out.str();
+}
+
+// Runs `tilejit --db DB <args>`.
+std::string run_cache(const std::string& db, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--db", db});
+  return run_tilejit(std::move(args));
 }
 
 void fill(const std::string& path) {
@@ -119,6 +125,51 @@ TEST(CacheCommand, RefusesAForeignFileWithItsName) {
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "'" + bad + "' is not a tilejit tuning database")) << e.what();
   }
+}
+
+TEST(CacheCommand, GlobalOptionsGoBeforeOrAfterTheSubcommand) {
+  TempDir dir;
+  std::string db = dir.file("t.db");
+  fill(db);
+  const std::string verbose_line = "2 keys in '" + db + "'";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--db", db, "cache", "list"},
+        {"cache", "--db", db, "list"},
+        {"cache", "list", "--db", db}}) {
+    std::string out = run_tilejit(args);
+    EXPECT_TRUE(contains(out, "decode_partial")) << out;
+    EXPECT_FALSE(contains(out, verbose_line)) << out;
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-v", "cache", "list", "--db", db},
+        {"cache", "-v", "--db", db, "list"},
+        {"cache", "list", "--db", db, "--verbose"},
+        {"cache", "list", "-v", "--db", db}}) {
+    std::string out = run_tilejit(args);
+    EXPECT_TRUE(contains(out, "decode_partial")) << out;
+    EXPECT_TRUE(contains(out, verbose_line)) << out;
+  }
+  // A subcommand's own options and positionals still work with --db after them.
+  EXPECT_TRUE(contains(run_tilejit({"cache", "show", "combine", "--db", db}), "X=2 (pinned)"));
+}
+
+TEST(CacheCommand, UnknownOptionsAreStillRefused) {
+  TempDir dir;
+  std::string db = dir.file("t.db");
+  fill(db);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"cache", "list", "--db", db, "--bogus"},
+        {"--bogus", "cache", "list", "--db", db},
+        {"cache", "--bogus", "list", "--db", db}}) {
+    try {
+      run_tilejit(args);
+      ADD_FAILURE() << "accepted --bogus";
+    } catch (const CLI::ExtrasError& e) {
+      EXPECT_TRUE(contains(e.what(), "--bogus")) << e.what();
+    }
+  }
+  // The database option needs its value.
+  EXPECT_THROW(run_tilejit({"cache", "list", "--db"}), CLI::ArgumentMismatch);
 }
 
 TEST(CacheCommand, EverySubcommandHasHelp) {

@@ -234,6 +234,8 @@ void register_cache_command(CLI::App& app, GlobalOptions& global) {
       app.add_subcommand("cache", "Look into and manage the tuning database (--db, $TILEJIT_DB, or "
                                   "~/.cache/tilejit/tilejit.db)");
   cache->require_subcommand(1);
+  // Its subcommands inherit this: `tilejit cache list --db F` hands --db up to the app.
+  cache->fallthrough();
 
   auto* list = cache->add_subcommand(
       "list", "One line per tuning key: kernel, shape, device, winner, time, trials");

@@ -14,9 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", tilejit::tilejit_version());
   tilejit::cli::GlobalOptions global;
-  app.add_flag("-v,--verbose", global.verbose, "Say what happens and why (cache hits, lookups)");
-  app.add_option("--db", global.db_path,
-                 "Tuning database file (default: $TILEJIT_DB or ~/.cache/tilejit/tilejit.db)");
+  tilejit::cli::register_global_options(app, global); // before the subcommands: they inherit it
   tilejit::cli::register_list_command(app, global);
   tilejit::cli::register_inspect_command(app, global);
   tilejit::cli::register_run_command(app, global);
