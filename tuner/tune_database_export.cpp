@@ -4,6 +4,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "support/version.h"
 #include "tuner/tune_database_rows.h"
 #include "tuner/tune_database_sqlite.h"
 
@@ -12,9 +13,6 @@
 #include <limits>
 #include <unistd.h>
 
-#ifndef TILEJIT_VERSION_STRING
-#define TILEJIT_VERSION_STRING "unknown"
-#endif
 
 namespace tilejit {
 
@@ -229,7 +227,7 @@ ExportSummary TuneDatabase::export_to(const std::string& file, const ExportOptio
   gethostname(host, sizeof host - 1);
   json document{{"format", kFormat},
                 {"format_version", kFormatVersion},
-                {"tilejit_version", TILEJIT_VERSION_STRING},
+                {"tilejit_version", tilejit_version()},
                 {"exported_at_ms", tune_rows::now_ms()},
                 {"exported_from", str(host, ":", path_)},
                 {"keys", std::move(keys)},

@@ -3,6 +3,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "support/version.h"
 #include "tuner/tune_database.h"
 
 #include <fmt/format.h>
@@ -17,9 +18,6 @@
 #include <sys/stat.h>
 #include <vector>
 
-#ifndef TILEJIT_VERSION_STRING
-#define TILEJIT_VERSION_STRING "unknown"
-#endif
 
 namespace tilejit::tune_schema {
 
@@ -274,7 +272,7 @@ void create_schema(sqlite::Connection& db) {
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   sqlite::Statement meta(db, "INSERT INTO meta(name, value) VALUES (?1, ?2)");
-  meta.bind(1, "created_by").bind(2, str("tilejit ", TILEJIT_VERSION_STRING)).run();
+  meta.bind(1, "created_by").bind(2, str("tilejit ", tilejit_version())).run();
   sqlite::Statement created(db, "INSERT INTO meta(name, value) VALUES (?1, ?2)");
   created.bind(1, "created_at_ms").bind(2, std::to_string(now)).run();
 }

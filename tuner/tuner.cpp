@@ -7,6 +7,7 @@
 #include "runtime/jit_compiler.h"
 #include "runtime/nvrtc.h"
 #include "support/text.h"
+#include "support/version.h"
 #include "tuner/search_space.h"
 
 #include <chrono>
@@ -15,12 +16,10 @@
 
 namespace tilejit {
 
-#ifndef TILEJIT_VERSION_STRING
-#define TILEJIT_VERSION_STRING "0.1.0"
-#endif
-
 TuneIdentity current_identity() {
-  return tune_identity(query_device(), Nvrtc::get().version(), TILEJIT_VERSION_STRING);
+  // The project's version, with the commit for development builds: a winner tuned by one
+  // build of tilejit is not silently reused by another.
+  return tune_identity(query_device(), Nvrtc::get().version(), tilejit_version());
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
+#include "support/version.h"
 #include "tuner/first_use_tuning.h"
 #include "tuner/tuner.h"
 #include "workloads/problem_on_gpu.h"
@@ -279,6 +280,15 @@ TEST(GpuWorkloads, ATuneWhoseCompilesTimeOutLeavesNothingDangling) {
   // The abandoned compiles finish on their own threads, with nothing of the above alive.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   SUCCEED();
+}
+
+// Tuning keys carry the build's version (the project's, with the commit for a development
+// build), not a constant: a winner tuned by one build is not reused by another.
+TEST(GpuWorkloads, TuningKeysCarryTheBuildsVersion) {
+  REQUIRE_GPU();
+  TuneIdentity id = current_identity();
+  EXPECT_EQ(id.tilejit_version, tilejit_version());
+  EXPECT_EQ(id.tilejit_version.rfind("0.1.0", 0), 0u) << id.tilejit_version;
 }
 
 } // namespace

@@ -73,8 +73,11 @@ void check_consistent(const workloads::Workload& w, const workloads::Problem& p,
   for (const auto& s : p.steps()) {
     EXPECT_FALSE(s.one_time && per_call_seen) << s.label << ": one-time steps come first";
     per_call_seen = per_call_seen || !s.one_time;
-    for (const auto& a : s.args)
-      if (!a.buffer.empty()) EXPECT_TRUE(buffers.count(a.buffer)) << s.label << " " << a.buffer;
+    for (const auto& a : s.args) {
+      if (!a.buffer.empty()) {
+        EXPECT_TRUE(buffers.count(a.buffer)) << s.label << " " << a.buffer;
+      }
+    }
     for (const auto& b : s.writes) {
       EXPECT_TRUE(buffers.count(b)) << s.label << " writes " << b;
       written.insert(b);
@@ -84,8 +87,11 @@ void check_consistent(const workloads::Workload& w, const workloads::Problem& p,
     EXPECT_NO_THROW(rt.prepare(kernels.get(s.kernel), workloads::shape_only_args(p, s), lo))
         << s.label;
   }
-  for (const auto& b : p.buffers())
-    if (b.role != BufferRole::input) EXPECT_TRUE(written.count(b.name)) << b.name;
+  for (const auto& b : p.buffers()) {
+    if (b.role != BufferRole::input) {
+      EXPECT_TRUE(written.count(b.name)) << b.name;
+    }
+  }
 }
 
 TEST(WorkloadInterface, EveryProblemIsConsistentWithItsKernels) {
