@@ -28,7 +28,7 @@ else
 fi
 "$bin/tilejit" --db "$db" bench --workload paged_sparse --commit "${COMMIT:-unknown}" --repeats 30 \
   --out "$out/tilejit.jsonl" >"$logs/bench.txt" 2>"$logs/bench.err"
-grep -c '"config_source": "tuned winner for the exact' "$out/tilejit.jsonl" |
+grep -c '"config_source": *"tuned winner for the exact' "$out/tilejit.jsonl" |
   sed 's/$/ tilejit rows used an exact tuned winner/'
 fi
 [ "${PART:-all}" = tilejit ] && exit 0
