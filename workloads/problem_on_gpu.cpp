@@ -89,6 +89,17 @@ Config ProblemOnGpu::config(size_t step, const Config& user) const {
   return step_config(kernels_.runtime().kernel(kernel(step)), steps_.at(step), user);
 }
 
+ProblemOnGpu::ResolvedStep ProblemOnGpu::resolve(size_t step, const Config& user) const {
+  Runtime& rt = kernels_.runtime();
+  LaunchOptions lo;
+  lo.config = config(step, user);
+  const PreparedLaunch& pl = rt.prepare(kernel(step), args_[step], lo);
+  std::vector<std::string> tunables;
+  for (const auto& t : rt.kernel(kernel(step)).tunables)
+    tunables.push_back(t.name + "=" + pl.config.at(t.name));
+  return {join(tunables, ","), pl.why};
+}
+
 void ProblemOnGpu::launch(size_t step, const Config& user, void* stream) {
   LaunchOptions o;
   o.config = config(step, user);

@@ -50,6 +50,13 @@ public:
   const std::vector<Arg>& args(size_t step) const { return args_[step]; }
   /// step_config of step `i` for the user's values.
   Config config(size_t step, const Config& user) const;
+  /// What launching step `i` with the user's values resolves to (Runtime::prepare): its
+  /// tunables as text ("CHUNK=256,BN=32") and where they came from. Throws ConstraintError
+  /// when the values are ones the kernel's constraints rule out.
+  struct ResolvedStep {
+    std::string tunables, why;
+  };
+  ResolvedStep resolve(size_t step, const Config& user) const;
   void launch(size_t step, const Config& user, void* stream = nullptr);
   /// Every step in order; one-time steps too when `one_time`.
   void run(const Config& user, bool one_time, void* stream = nullptr);

@@ -18,12 +18,6 @@ GpuRunner& gpu() {
   return runner;
 }
 
-#define REQUIRE_GPU()                                                                              \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
-  } while (0)
-
 TEST(GpuExamples, Gemm) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

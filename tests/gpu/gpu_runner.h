@@ -6,6 +6,8 @@
 
 #include <tilejit/tilejit.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,5 +36,26 @@ private:
 
 /// Whether this machine can run GPU tests; when false, the reason is printed by GTEST_SKIP.
 bool gpu_available(std::string* why);
+
+/// Skips the test (saying why) on a machine without a usable GPU.
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    std::string why_no_gpu_;                                                                       \
+    if (!::tilejit::test::gpu_available(&why_no_gpu_)) GTEST_SKIP() << "no GPU: " << why_no_gpu_;  \
+  } while (0)
+
+/// A directory removed with its contents at the end of the test.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    std::string pattern =
+        std::filesystem::temp_directory_path().string() + "/tilejit-gpu-test-XXXXXX";
+    path = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 } // namespace tilejit::test

@@ -31,26 +31,6 @@
 namespace tilejit::test {
 namespace {
 
-#define REQUIRE_GPU()                                                                              \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
-  } while (0)
-
-/// A directory removed with its contents at the end of the test.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    std::string pattern =
-        std::filesystem::temp_directory_path().string() + "/tilejit-gpu-tune-XXXXXX";
-    path = ::mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 /// Row softmax (f32) on the GPU with its inputs, a poisoning step and a checker.
 struct SoftmaxProblem {
   int64_t rows, cols;

@@ -28,25 +28,10 @@
 namespace tilejit::test {
 namespace {
 
-#define REQUIRE_GPU()                                                                              \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    if (!gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;                                   \
-  } while (0)
-
 /// A database file in a directory removed at the end of the test.
 struct TempDb {
-  std::string dir, path;
-  TempDb() {
-    std::string pattern =
-        std::filesystem::temp_directory_path().string() + "/tilejit-gpu-workloads-XXXXXX";
-    dir = ::mkdtemp(pattern.data());
-    path = dir + "/t.db";
-  }
-  ~TempDb() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+  ScratchDir dir;
+  std::string path = dir.path + "/t.db";
 };
 
 std::unique_ptr<Runtime> runtime(bool tune_on_first_use = false,

@@ -61,11 +61,6 @@ std::vector<Bindings> expand_sweep(const std::string& spec) {
   return out;
 }
 
-/// One step's resolved configuration: its tunables as text, and where they came from.
-struct StepConfig {
-  std::string text, why;
-};
-
 void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   auto w = workloads::find_workload(o.workload);
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
@@ -101,17 +96,9 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
       Config user = forced;
       for (const auto& [n, v] : extra) user[n] = v;
       // Resolve every step first: a sweep point some kernel's constraints rule out is skipped.
-      std::vector<StepConfig> configs;
+      std::vector<workloads::ProblemOnGpu::ResolvedStep> configs;
       try {
-        for (size_t i = 0; i < steps.size(); ++i) {
-          LaunchOptions lo;
-          lo.config = gpu.config(i, user);
-          const PreparedLaunch& pl = rt->prepare(gpu.kernel(i), gpu.args(i), lo);
-          std::vector<std::string> t;
-          for (const auto& tn : rt->kernel(gpu.kernel(i)).tunables)
-            t.push_back(tn.name + "=" + pl.config.at(tn.name));
-          configs.push_back({join(t, ","), pl.why});
-        }
+        for (size_t i = 0; i < steps.size(); ++i) configs.push_back(gpu.resolve(i, user));
       } catch (const ConstraintError&) {
         continue;
       }
@@ -129,7 +116,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
         step_rows.push_back({{"step", steps[i].label},
                              {"kernel", steps[i].kernel},
                              {"one_time", steps[i].one_time},
-                             {"config", configs[i].text},
+                             {"config", configs[i].tunables},
                              {"config_source", configs[i].why},
                              {"ms", t.median_ms},
                              {"p10_ms", t.p10_ms},
@@ -146,8 +133,8 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
       const Timing& tm = o.graph ? graphed : direct;
       std::vector<std::string> cfg_parts, why_parts;
       for (size_t i = 0; i < steps.size(); ++i) {
-        cfg_parts.push_back(steps.size() > 1 ? steps[i].label + ":" + configs[i].text
-                                             : configs[i].text);
+        cfg_parts.push_back(steps.size() > 1 ? steps[i].label + ":" + configs[i].tunables
+                                             : configs[i].tunables);
         why_parts.push_back(configs[i].why);
       }
       std::string cfg_text = join(cfg_parts, " ");
@@ -212,8 +199,9 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
     // (one-time steps marked; they are not part of the end-to-end time).
     if (steps.size() > 1 && best_steps.is_array())
       for (const auto& st : best_steps)
-        rows.push_back({"", fmt::format("  {}{}", st["step"].get<std::string>(),
-                                        st["one_time"].get<bool>() ? " (once)" : ""),
+        rows.push_back({"",
+                        fmt::format("  {}{}", st["step"].get<std::string>(),
+                                    st["one_time"].get<bool>() ? " (once)" : ""),
                         st["config"].get<std::string>(),
                         fmt::format("{:.1f}", st["ms"].get<double>() * 1e3), "", "", ""});
   }

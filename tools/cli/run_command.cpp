@@ -66,15 +66,9 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
     gpu.run(user, /*one_time=*/false);
     timer.stop();
     std::vector<std::string> configs;
-    for (size_t i = 0; i < gpu.steps().size(); ++i) {
-      LaunchOptions lo;
-      lo.config = gpu.config(i, user);
-      const PreparedLaunch& pl = rt->prepare(gpu.kernel(i), gpu.args(i), lo);
-      std::vector<std::string> t;
-      for (const auto& tn : rt->kernel(gpu.kernel(i)).tunables)
-        t.push_back(tn.name + "=" + pl.config.at(tn.name));
-      configs.push_back((gpu.steps().size() > 1 ? gpu.steps()[i].label + ":" : "") + join(t, ","));
-    }
+    for (size_t i = 0; i < gpu.steps().size(); ++i)
+      configs.push_back((gpu.steps().size() > 1 ? gpu.steps()[i].label + ":" : "") +
+                        gpu.resolve(i, user).tunables);
     rows.push_back({dtype_name(p->dtype()), p->name(), c.summary(), c.ok ? "ok" : "WRONG",
                     fmt::format("{:.1f} us", timer.elapsed_ms() * 1e3), join(configs, " ")});
   }
