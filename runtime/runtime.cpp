@@ -211,7 +211,9 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   impl_->log = options.log;
-  impl_->tune_on_first_use = options.tune_on_first_use.value_or(env_flag("TILEJIT_TUNE"));
+  // The option, when given, wins; the environment is read only when it is not.
+  impl_->tune_on_first_use = options.tune_on_first_use ? *options.tune_on_first_use
+                                                       : env_flag("TILEJIT_TUNE");
   Impl* impl = impl_.get();
   impl_->cache =
       std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });

@@ -11,6 +11,7 @@
 #include <tilejit/tilejit.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 #include <unistd.h>
@@ -173,6 +174,45 @@ TEST(PreparedLaunch, AFirstUseTunerThatLaunchesKeepsTheOuterLaunchItsOwn) {
   EXPECT_EQ(&rt.prepare(k, args), &p);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(rt.launch_stats().prepared, 3);
+}
+
+// TILEJIT_TUNE turns tuning on first use on when the options leave it unset; a value that is
+// neither on nor off is an error that names the variable.
+TEST(PreparedLaunch, TilejitTuneTurnsTuningOnFirstUseOn) {
+  auto with_env = [](const char* value, auto&& body) {
+    const char* old = std::getenv("TILEJIT_TUNE");
+    std::string saved = old ? old : "";
+    if (value)
+      setenv("TILEJIT_TUNE", value, 1);
+    else
+      unsetenv("TILEJIT_TUNE");
+    body();
+    if (old)
+      setenv("TILEJIT_TUNE", saved.c_str(), 1);
+    else
+      unsetenv("TILEJIT_TUNE");
+  };
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  with_env(nullptr, [&] { EXPECT_FALSE(Runtime(o).tunes_on_first_use()); });
+  with_env("1", [&] { EXPECT_TRUE(Runtime(o).tunes_on_first_use()); });
+  with_env("0", [&] { EXPECT_FALSE(Runtime(o).tunes_on_first_use()); });
+  with_env("1", [&] {
+    RuntimeOptions off = o;
+    off.tune_on_first_use = false; // the option wins over the environment
+    EXPECT_FALSE(Runtime(off).tunes_on_first_use());
+  });
+  with_env("sometimes", [&] {
+    try {
+      Runtime rt(o);
+      ADD_FAILURE() << "TILEJIT_TUNE=sometimes was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("TILEJIT_TUNE='sometimes': expected 1 or 0"),
+                std::string::npos)
+          << e.what();
+    }
+  });
 }
 
 TEST(CompileTask, OutlivesItsArgumentsAndTheRuntime) {
