@@ -90,7 +90,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
     const std::vector<workloads::Step>& steps = gpu.steps();
     const double floor = workloads::floor_ms(p->floor(), ceilings);
     double best_ms = 1e30;
-    std::string best_config;
+    std::string best_config, skipped;
     nlohmann::json best_steps;
     for (const Bindings& extra : sweep) {
       Config user = forced;
@@ -99,7 +99,12 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
       std::vector<workloads::ProblemOnGpu::ResolvedStep> configs;
       try {
         for (size_t i = 0; i < steps.size(); ++i) configs.push_back(gpu.resolve(i, user));
-      } catch (const ConstraintError&) {
+      } catch (const ConstraintError& e) {
+        // A sweep point some kernel's constraints rule out: said, and skipped.
+        std::vector<std::string> values;
+        for (const auto& [n, v] : user) values.push_back(n + "=" + v);
+        std::cerr << fmt::format("{} {}: skipped: {}\n", p->name(), join(values, ","), e.what());
+        skipped = e.what();
         continue;
       }
       gpu.poison_from(0);
@@ -189,6 +194,12 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
         best_ms = tm.median_ms, best_config = cfg_text, best_steps = step_rows;
       if (sweep.size() > 1)
         std::cerr << "  " << p->name() << " " << cfg_text << ": " << tm.median_ms * 1e3 << " us\n";
+    }
+    if (best_ms == 1e30) {
+      rows.push_back({dtype_name(p->dtype()), p->name(),
+                      skipped.empty() ? "no correct result" : "not run: " + skipped, "-", "-",
+                      fmt::format("{:.1f}", floor * 1e3), "-"});
+      continue;
     }
     rows.push_back({dtype_name(p->dtype()), p->name(), best_config,
                     fmt::format("{:.1f}", best_ms * 1e3),
