@@ -151,6 +151,12 @@ const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, in
   int64_t rows = shape.size() == 2 ? shape[0] : 1;
   int vec = std::max(1, vector_bytes / std::max(1, elem_bytes));
   while (vec > 1 && cols % vec != 0) vec /= 2;
+  // A rank-1 tile uses the whole block: fewer elements per thread rather than idle threads
+  // (a [128] tile in a 128-thread block is one element per thread, not 4 for 32 threads).
+  // A scan over time with one lane per element needs exactly that, and narrower accesses by
+  // every thread move the same bytes as wide ones by a quarter of them.
+  if (rows == 1 && shape.size() == 1)
+    while (vec > 1 && cols / vec < threads) vec /= 2;
   // Threads along a row: enough to cover it with one vector each, at most a warp for 2-D tiles
   // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.
   int64_t chunks = std::max<int64_t>(1, cols / vec);
