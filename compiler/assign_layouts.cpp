@@ -539,6 +539,8 @@ private:
       return;
     case ir::StmtKind::Return:
     case ir::StmtKind::Barrier:
+    case ir::StmtKind::AsyncCommit:
+    case ir::StmtKind::AsyncWait:
       return;
     }
   }

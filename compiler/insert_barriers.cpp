@@ -2,6 +2,8 @@
 
 #include "compiler/ir_printer.h"
 
+#include <map>
+
 namespace tilejit {
 
 using ir::ExprKind;
@@ -19,18 +21,39 @@ void shared_effects(ir::Expr& e, std::set<ir::Var*>& reads, std::set<ir::Var*>& 
 
 namespace {
 
+/// What the shared tiles are doing at a point of the program, since the last barrier.
 struct State {
-  std::set<ir::Var*> reads, writes; // since the last barrier
-  std::set<ir::Var*> async_writes;  // filled by cp.async and not yet waited for
+  std::set<ir::Var*> reads, writes;
+  /// Tiles an asynchronous copy may still be filling, with the number of copy groups committed
+  /// after theirs: a barrier alone does not make them visible, so they stay pending across
+  /// barriers that do not wait; `async_wait N` retires those with N or more groups after them.
+  std::map<ir::Var*, int> pending;
+
+  /// Control flow joins: anything either path did; a copy pending on either path is pending,
+  /// with the fewer groups committed after it.
   void merge(const State& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
-    async_writes.insert(o.async_writes.begin(), o.async_writes.end());
+    for (const auto& [v, age] : o.pending) {
+      auto it = pending.find(v);
+      if (it == pending.end())
+        pending[v] = age;
+      else
+        it->second = std::min(it->second, age);
+    }
   }
-  void clear() {
+  /// After a barrier; `waited`: it waited for every pending copy first.
+  void barrier(bool waited) {
     reads.clear();
     writes.clear();
-    async_writes.clear(); // every barrier tilejit emits waits for pending copies first
+    if (waited) pending.clear();
+  }
+  void commit() {
+    for (auto& [v, age] : pending) ++age;
+  }
+  void wait(int groups_in_flight) {
+    for (auto it = pending.begin(); it != pending.end();)
+      it = it->second >= groups_in_flight ? pending.erase(it) : std::next(it);
   }
 };
 
@@ -38,6 +61,29 @@ bool intersects(const std::set<ir::Var*>& a, const std::set<ir::Var*>& b) {
   for (ir::Var* v : a)
     if (b.count(v)) return true;
   return false;
+}
+
+/// Whether a statement reads, or overwrites, a tile an asynchronous copy may still be filling:
+/// then the barrier before it must wait for this thread's copies first (and only then: a
+/// barrier for ordinary shared writes leaves a pipeline's prefetches in flight).
+bool touches_pending(const std::set<ir::Var*>& reads, const std::set<ir::Var*>& writes,
+                     const State& st) {
+  for (const auto& [v, age] : st.pending)
+    if (reads.count(v) || writes.count(v)) return true;
+  return false;
+}
+
+bool conflicts(const std::set<ir::Var*>& reads, const std::set<ir::Var*>& writes, const State& st) {
+  return intersects(reads, st.writes) || intersects(writes, st.reads) ||
+         intersects(writes, st.writes);
+}
+
+/// The trip count of a loop with constant bounds, or -1.
+int64_t constant_trips(const ir::Stmt& loop) {
+  if (loop.lo->kind != ExprKind::Const || loop.hi->kind != ExprKind::Const) return -1;
+  const int64_t lo = loop.lo->int_value, hi = loop.hi->int_value, step = loop.step->int_value;
+  if (step > 0) return hi > lo ? (hi - lo + step - 1) / step : 0;
+  return lo > hi ? (lo - hi - step - 1) / -step : 0;
 }
 
 class BarrierInsertion {
@@ -51,47 +97,76 @@ private:
   /// Ring buffers of pipelined copies: synchronised by the pipeline itself.
   static bool is_ring(ir::Var* v) { return v->stages > 1; }
 
+  /// The shared tiles a statement (with everything nested in it) reads and writes.
   void effects(ir::Stmt& s, std::set<ir::Var*>& reads, std::set<ir::Var*>& writes) {
-    ir::for_each_expr_root(s, [&](ir::ExprPtr& root) { shared_effects(*root, reads, writes); });
-    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
-        s.var->type.space == Space::Shared)
-      writes.insert(s.var);
+    auto one = [&](ir::Stmt& t) {
+      ir::for_each_expr_root(t, [&](ir::ExprPtr& root) { shared_effects(*root, reads, writes); });
+      if ((t.kind == ir::StmtKind::Decl || t.kind == ir::StmtKind::Assign) &&
+          t.var->type.space == Space::Shared)
+        writes.insert(t.var);
+    };
+    one(s);
+    ir::for_each_stmt(s.body, one);
+    ir::for_each_stmt(s.else_body, one);
     for (auto it = reads.begin(); it != reads.end();)
       it = is_ring(*it) ? reads.erase(it) : std::next(it);
     for (auto it = writes.begin(); it != writes.end();)
       it = is_ring(*it) ? writes.erase(it) : std::next(it);
   }
 
+  /// Whether the start of a loop body (up to its first barrier) conflicts with `st`, the state
+  /// before the loop: then one barrier before the loop resolves it for every iteration.
+  /// `wait`: that barrier must wait for pending copies.
+  bool entry_conflict(ir::Block& body, State st, bool& wait) {
+    wait = false;
+    for (auto& sp : body) {
+      ir::Stmt& s = *sp;
+      if (s.kind == ir::StmtKind::Barrier) return false;
+      if (s.kind == ir::StmtKind::AsyncCommit) {
+        st.commit();
+        continue;
+      }
+      if (s.kind == ir::StmtKind::AsyncWait) {
+        st.wait(s.pending);
+        continue;
+      }
+      std::set<ir::Var*> reads, writes;
+      effects(s, reads, writes);
+      wait = touches_pending(reads, writes, st);
+      if (wait || conflicts(reads, writes, st)) return true;
+    }
+    return false;
+  }
+
   void walk(ir::Block& b, State& st, bool insert) {
     for (size_t i = 0; i < b.size(); ++i) {
       ir::Stmt& s = *b[i];
-      if (s.kind == ir::StmtKind::Barrier) {
-        st.clear();
+      switch (s.kind) {
+      case ir::StmtKind::Barrier:
+        st.barrier(s.wait_async);
         continue;
-      }
-      if (s.kind == ir::StmtKind::For) {
+      case ir::StmtKind::AsyncCommit:
+        st.commit();
+        continue;
+      case ir::StmtKind::AsyncWait:
+        st.wait(s.pending);
+        continue;
+      case ir::StmtKind::For: {
+        TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,
+                  "insert-barriers runs after expand-pipelines");
         // A conflict with what happened before the loop is resolved once, before it.
-        std::set<ir::Var*> body_reads, body_writes;
-        ir::for_each_stmt(s.body,
-                          [&](ir::Stmt& inner) { effects(inner, body_reads, body_writes); });
-        if (intersects(body_reads, st.writes) || intersects(body_writes, st.reads) ||
-            intersects(body_writes, st.writes)) {
+        bool wait = false;
+        if (entry_conflict(s.body, st, wait)) {
           if (insert) {
             auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
             bar->note = "the loop reads shared tiles written above";
-            bar->wait_async = !st.async_writes.empty();
+            bar->wait_async = wait;
             b.insert(b.begin() + static_cast<long>(i), std::move(bar));
             ++i;
           }
-          st.clear();
+          st.barrier(wait);
         }
-        if (s.loop_kind == ir::LoopKind::Pipelined) {
-          // The pipeline waits and synchronises at the top of every iteration and after the loop.
-          State inner;
-          walk(s.body, inner, insert);
-          st.clear();
-          continue;
-        }
+        const State before = st;
         // Pass 1 finds what is pending at the end of an iteration; pass 2 inserts barriers with
         // the back edge's state merged into the entry state.
         State first = st;
@@ -100,9 +175,17 @@ private:
         entry.merge(first);
         walk(s.body, entry, insert);
         st = entry;
+        // A loop that runs a known number of times (a pipeline's prologue) leaves exactly
+        // what that many iterations leave: the copy groups it commits age what came before.
+        int64_t trips = constant_trips(s);
+        if (trips >= 1 && trips <= 16) {
+          State exact = before;
+          for (int64_t t = 0; t < trips; ++t) walk(s.body, exact, /*insert=*/false);
+          st = exact;
+        }
         continue;
       }
-      if (s.kind == ir::StmtKind::If) {
+      case ir::StmtKind::If: {
         State a = st, c = st;
         walk(s.body, a, insert);
         walk(s.else_body, c, insert);
@@ -110,31 +193,35 @@ private:
         st = a;
         continue;
       }
+      default:
+        break;
+      }
       std::set<ir::Var*> reads, writes;
       effects(s, reads, writes);
-      bool need = intersects(reads, st.writes) || intersects(writes, st.reads) ||
-                  intersects(writes, st.writes);
-      if (need) {
+      bool wait = touches_pending(reads, writes, st);
+      if (wait || conflicts(reads, writes, st)) {
         if (insert) {
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
           std::string why;
           for (ir::Var* v : reads)
-            if (st.writes.count(v)) why = "'" + v->name + "' was written";
+            if (st.writes.count(v) || st.pending.count(v)) why = "'" + v->name + "' was written";
           if (why.empty())
             for (ir::Var* v : writes)
-              if (st.reads.count(v) || st.writes.count(v)) why = "'" + v->name + "' is overwritten";
+              if (st.reads.count(v) || st.writes.count(v) || st.pending.count(v))
+                why = "'" + v->name + "' is overwritten";
           bar->note = why;
-          bar->wait_async = !st.async_writes.empty();
+          bar->wait_async = wait;
           b.insert(b.begin() + static_cast<long>(i), std::move(bar));
           ++i;
         }
-        st.clear();
+        st.barrier(wait);
       }
       st.reads.insert(reads.begin(), reads.end());
       st.writes.insert(writes.begin(), writes.end());
+      // An asynchronous copy of its own (not a pipeline's) is committed as its own group.
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
-          s.value->kind == ir::ExprKind::Copy && s.var->stages <= 1)
-        st.async_writes.insert(s.var);
+          s.value->kind == ir::ExprKind::Copy && s.value->async_copy && !is_ring(s.var))
+        st.pending[s.var] = 0;
     }
   }
 };

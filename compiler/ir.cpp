@@ -210,6 +210,7 @@ void for_each_expr_root(Stmt& s, const std::function<void(ExprPtr&)>& fn) {
   if (s.lo) fn(s.lo);
   if (s.hi) fn(s.hi);
   if (s.step) fn(s.step);
+  if (s.slot) fn(s.slot);
 }
 
 void for_each_node(Expr& e, const std::function<void(Expr&)>& fn) {

@@ -58,6 +58,9 @@ struct Var {
   int64_t smem_offset = -1;       ///< shared vars: from plan_shared_memory (bytes)
   int64_t smem_row_stride = 0;    ///< shared vars: elements between rows (padding included)
   int stages = 1;                 ///< shared vars written by a pipelined copy: ring depth
+  /// Ring buffers (stages > 1), after expand-pipelines: the scalar holding the slot this
+  /// iteration reads (producers write the slot their statement names).
+  Var* read_slot = nullptr;
 };
 
 /// A kernel parameter: a global tensor (caller's or scratch) or a scalar.
@@ -165,8 +168,12 @@ struct Expr {
   int64_t extent = 0;             ///< Iota length, SharedSlice extent
   ExprPtr a, b, c;                ///< operands; Load/Copy/AtomicAdd: b = mask, c = other
   std::unique_ptr<Access> access; ///< Load, Copy, AtomicAdd
-  bool async_copy = false;        ///< Copy: cp.async (set by pipeline_loops / codegen)
-  bool literal = false;           ///< Const written as a literal: adopts its partner's dtype
+  /// Copy: may run asynchronously (cp.async), waited for by the barrier before its first
+  /// read. Set by expand-pipelines: true outside pipelined loops and for a pipeline's
+  /// producers; false for a copy a pipelined loop's body does for itself, whose wait would
+  /// also wait for the prefetched stages.
+  bool async_copy = false;
+  bool literal = false; ///< Const written as a literal: adopts its partner's dtype
 
   explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
   ExprPtr clone() const;
@@ -179,14 +186,16 @@ ExprPtr make_var_ref(Var* v, SourceLoc loc = {});
 ExprPtr make_binary(dsl::BinaryOp op, ExprPtr a, ExprPtr b, SourceLoc loc = {});
 
 enum class StmtKind {
-  Decl,    ///< var = value (first value)
-  Assign,  ///< var = value
-  Store,   ///< access <- value where mask
-  Eval,    ///< value evaluated for its effect (atomics, fence)
-  For,     ///< for var in [lo, hi) step `step` (serial or pipelined)
-  If,      ///< if cond then body else else_body
-  Return,  ///< the whole block leaves the kernel
-  Barrier, ///< __syncthreads (inserted by passes)
+  Decl,        ///< var = value (first value)
+  Assign,      ///< var = value
+  Store,       ///< access <- value where mask
+  Eval,        ///< value evaluated for its effect (atomics, fence)
+  For,         ///< for var in [lo, hi) step `step` (serial or pipelined)
+  If,          ///< if cond then body else else_body
+  Return,      ///< the whole block leaves the kernel
+  Barrier,     ///< __syncthreads (inserted by passes)
+  AsyncCommit, ///< close the group of asynchronous copies issued since the last commit
+  AsyncWait,   ///< wait until at most `pending` committed groups of copies are in flight
 };
 
 enum class LoopKind { Serial, Pipelined };
@@ -208,9 +217,14 @@ struct Stmt {
   int unroll = 0; ///< For: `unroll = N` (0: the backend decides)
   Block body;
   Block else_body;
-  std::string note; ///< Barrier: why it is there (printed)
+  std::string note; ///< Barrier, AsyncWait: why it is there (printed)
+  int pending = 0;  ///< AsyncWait: groups that may still be in flight
+  /// Decl/Assign of a ring buffer (a pipelined copy's target) after expand-pipelines: the
+  /// slot it fills.
+  ExprPtr slot;
   /// Barrier: also wait for this thread's asynchronous copies first (a tile filled by
-  /// cp.async is read after it); set by insert_barriers.
+  /// cp.async is read after it); set by insert_barriers only where such a copy is pending, so
+  /// that a barrier for an ordinary shared write does not drain a pipeline's prefetches.
   bool wait_async = false;
   /// Inside a pipelined loop's body (set by pipeline_loops): Producer statements fill a
   /// shared tile with a copy issued STAGES-1 iterations ahead; ProducerInput statements

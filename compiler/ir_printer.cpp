@@ -144,6 +144,7 @@ std::string var_decl_str(const Var& v) {
     s += str(" @smem[", v.smem_offset, "]");
     if (v.smem_row_stride) s += str(" row_stride=", v.smem_row_stride);
     if (v.stages > 1) s += str(" x", v.stages, " stages");
+    if (v.read_slot) s += str(" read_slot=", v.read_slot->name);
   }
   return s;
 }
@@ -154,16 +155,26 @@ std::string loc_str(const SourceLoc& loc) {
 
 void print_block(std::string& out, const Block& b, int indent);
 
+/// " [slot s]" for a ring buffer's producer, and its pipeline role where one is set.
+std::string slot_str(const Stmt& s) {
+  std::string out;
+  if (s.slot) out += " [slot " + print_expr(*s.slot) + "]";
+  if (s.pipeline_role == Stmt::PipelineRole::Producer) out += " producer";
+  if (s.pipeline_role == Stmt::PipelineRole::ProducerInput) out += " producer_input";
+  return out;
+}
+
 void print_stmt(std::string& out, const Stmt& s, int indent) {
   auto to = std::back_inserter(out);
   std::string pad(indent * 2, ' ');
   switch (s.kind) {
   case StmtKind::Decl:
-    fmt::format_to(to, "{}{} = {}{}\n", pad, var_decl_str(*s.var), print_expr(*s.value),
-                   loc_str(s.loc));
+    fmt::format_to(to, "{}{}{} = {}{}\n", pad, var_decl_str(*s.var), slot_str(s),
+                   print_expr(*s.value), loc_str(s.loc));
     break;
   case StmtKind::Assign:
-    fmt::format_to(to, "{}{} = {}{}\n", pad, s.var->name, print_expr(*s.value), loc_str(s.loc));
+    fmt::format_to(to, "{}{}{} = {}{}\n", pad, s.var->name, slot_str(s), print_expr(*s.value),
+                   loc_str(s.loc));
     break;
   case StmtKind::Store:
     fmt::format_to(to, "{}store {} <- {}", pad, access_str(*s.access), print_expr(*s.value));
@@ -195,7 +206,15 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     fmt::format_to(to, "{}return{}\n", pad, loc_str(s.loc));
     break;
   case StmtKind::Barrier:
-    fmt::format_to(to, "{}barrier{}{}\n", pad, s.note.empty() ? "" : "  // ", s.note);
+    fmt::format_to(to, "{}barrier{}{}{}\n", pad, s.wait_async ? " wait_async" : "",
+                   s.note.empty() ? "" : "  // ", s.note);
+    break;
+  case StmtKind::AsyncCommit:
+    fmt::format_to(to, "{}async_commit\n", pad);
+    break;
+  case StmtKind::AsyncWait:
+    fmt::format_to(to, "{}async_wait {}{}{}\n", pad, s.pending, s.note.empty() ? "" : "  // ",
+                   s.note);
     break;
   }
 }

@@ -1,6 +1,7 @@
 #include "compiler/pipeline.h"
 
 #include "compiler/assign_layouts.h"
+#include "compiler/expand_pipelines.h"
 #include "compiler/infer_types.h"
 #include "compiler/insert_barriers.h"
 #include "compiler/pipeline_loops.h"
@@ -12,8 +13,8 @@ namespace tilejit {
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {
-      "specialise",     "unroll-loops",       "infer-types",    "assign-layouts",
-      "pipeline-loops", "plan-shared-memory", "insert-barriers"};
+      "specialise",     "unroll-loops",       "infer-types",      "assign-layouts",
+      "pipeline-loops", "plan-shared-memory", "expand-pipelines", "insert-barriers"};
   return names;
 }
 
@@ -57,7 +58,11 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   // 6. Every shared tile is known now (declared, staged, ring): place them.
   plan_shared_memory(*kernel);
   if (done("plan-shared-memory", *kernel)) return kernel;
-  // 7. Barriers last: they depend on where every shared read and write ended up.
+  // 7. Pipelined loops written out as prologue, loop and waits, each copy's asynchrony
+  //    decided: after the rings are placed, and before barriers, which must see every wait.
+  expand_pipelines(*kernel);
+  if (done("expand-pipelines", *kernel)) return kernel;
+  // 8. Barriers last: they depend on where every shared read and write ended up.
   insert_barriers(*kernel);
   done("insert-barriers", *kernel);
   return kernel;

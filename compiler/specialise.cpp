@@ -333,7 +333,6 @@ private:
           if (kw.name == "stages") st->stages = static_cast<int>(const_int(*kw.value, "stages"));
         if (st->stages < 1 || st->stages > 8)
           fail_at(s.range_loc, str("stages must be between 1 and 8, got ", st->stages));
-        if (step < 0) fail_at(s.range_loc, "a pipelined loop must count upwards");
         if (st->stages == 1) st->loop_kind = ir::LoopKind::Serial;
       }
       scopes_.emplace_back();

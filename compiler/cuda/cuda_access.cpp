@@ -387,12 +387,15 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
       !e.c || (e.c->kind == ExprKind::Const && e.c->float_value == 0 && e.c->int_value == 0);
   std::string other =
       e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
-  if (vec > 1 && vec * dtype_size(p.param->dtype) == 16 && mask_per_row && zero_other &&
-      emit_gathered_rows_copy(*this, a, p, e, l, dst, smem_index)) {
+  // cp.async where the copy may run asynchronously (expand-pipelines decides) and the
+  // elements come in 16-byte pieces; else plain loads and shared stores.
+  const bool async16 = e.async_copy && vec > 1 && vec * dtype_size(p.param->dtype) == 16 &&
+                       mask_per_row && zero_other;
+  if (async16 && emit_gathered_rows_copy(*this, a, p, e, l, dst, smem_index)) {
     if (!in_producer) line("tj::cp_async_commit();");
     return;
   }
-  if (vec > 1 && vec * dtype_size(p.param->dtype) == 16 && mask_per_row && zero_other) {
+  if (async16) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
     line(str("const int tj_e = tj_q * ", vec, ";"));
     std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");

@@ -115,12 +115,14 @@ std::string Emitter::shared_ptr(const ir::Var* v) const {
   std::string t = storage_type(v->type.dtype);
   std::string off = std::to_string(v->smem_offset);
   if (v->stages > 1) {
+    // A producer names the slot it fills; everything else reads this iteration's slot.
     auto it = stage_index_.find(v);
-    TJ_ICHECK(it != stage_index_.end(), "ring buffer '", v->name,
+    TJ_ICHECK(it != stage_index_.end() || v->read_slot, "ring buffer '", v->name,
               "' used outside its pipelined loop");
+    std::string slot = it != stage_index_.end() ? it->second : var_name(v->read_slot);
     int64_t bytes = (v->type.rank() >= 2 ? (v->type.shape[0] + 15) / 16 * 16 : 1) *
                     v->smem_row_stride * dtype_size(v->type.dtype);
-    off = str(off, " + ", it->second, " * ", bytes);
+    off = str(off, " + ", slot, " * ", bytes);
   }
   return str("reinterpret_cast<", t, "*>(tj_smem + ", off, ")");
 }
@@ -210,10 +212,9 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     return;
   }
   case StmtKind::For:
-    if (s.loop_kind == ir::LoopKind::Pipelined)
-      emit_pipelined_for(s);
-    else
-      emit_for(s);
+    TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,
+              "the emitter prints pipelined loops as expand-pipelines wrote them out");
+    emit_for(s);
     return;
   case StmtKind::If: {
     line_directive(s.loc);
@@ -237,10 +238,18 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     line("return;");
     return;
   case StmtKind::Barrier:
-    // Copies into shared memory run asynchronously until the first barrier before a read.
-    line("tj::cp_async_wait<0>();");
+    // A barrier before the read of a tile an asynchronous copy fills waits for this thread's
+    // copies first (insert-barriers says where); the others leave copies in flight.
+    if (s.wait_async) line("tj::cp_async_wait<0>();");
     line(s.note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", s.note));
     scratch_free();
+    return;
+  case StmtKind::AsyncCommit:
+    line("tj::cp_async_commit();");
+    return;
+  case StmtKind::AsyncWait:
+    line(s.note.empty() ? str("tj::cp_async_wait<", s.pending, ">();")
+                        : str("tj::cp_async_wait<", s.pending, ">(); // ", s.note));
     return;
   }
 }
@@ -273,7 +282,15 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
   }
   case Space::Shared:
     if (value.kind == ExprKind::Copy) {
-      emit_copy(value, v, in_producer_);
+      // A pipeline's producer fills the slot its statement names; its copies are committed
+      // by the pipeline's own async_commit.
+      const bool producer = s.pipeline_role == ir::Stmt::PipelineRole::Producer;
+      if (s.slot) {
+        prepare(*s.slot);
+        stage_index_[v] = scalar(*s.slot);
+      }
+      emit_copy(value, v, producer);
+      if (s.slot) stage_index_.erase(v);
     } else {
       emit_shared_write(v, value);
     }
@@ -296,68 +313,6 @@ void Emitter::emit_for(const ir::Stmt& s) {
   emit_block(s.body);
   close();
   scratch_unknown();
-}
-
-/// Copies for iteration i + STAGES - 1 are issued while iteration i computes:
-///   prologue: issue iterations 0 .. STAGES-2
-///   each iteration: wait for its copies; barrier; issue STAGES-1 ahead; compute
-void Emitter::emit_pipelined_for(const ir::Stmt& s) {
-  using Role = ir::Stmt::PipelineRole;
-  line_directive(s.loc);
-  prepare(*s.lo);
-  prepare(*s.hi);
-  const int S = s.stages;
-  const int64_t step = s.step->int_value;
-  std::string v = var_name(s.var);
-  std::string lo = fresh("tj_lo"), hi = fresh("tj_hi"), it = fresh("tj_it");
-  std::string read = fresh("tj_read"), write = fresh("tj_write"), ahead = fresh("tj_ahead");
-  line(str("// software pipeline, ", S, " stages: copies run ", S - 1, " iteration(s) ahead"));
-  open("");
-  line(str("const int ", lo, " = ", scalar(*s.lo), ";"));
-  line(str("const int ", hi, " = ", scalar(*s.hi), ";"));
-  std::vector<const ir::Var*> rings;
-  for (const auto& st : s.body)
-    if (st->pipeline_role == Role::Producer) rings.push_back(st->var);
-  auto emit_producers = [&](const std::string& stage) {
-    in_producer_ = true;
-    for (const ir::Var* r : rings) stage_index_[r] = stage;
-    for (const auto& st : s.body)
-      if (st->pipeline_role != Role::None) emit_stmt(*st);
-    in_producer_ = false;
-  };
-  scratch_unknown();
-  open(str("for (int tj_s = 0; tj_s < ", S - 1, "; ++tj_s)"));
-  line(str("const int ", ahead, " = ", lo, " + tj_s * ", step, ";"));
-  open(str("if (", ahead, " < ", hi, ")"));
-  line(str("const int ", v, " = ", ahead, ";"));
-  emit_producers("tj_s");
-  close();
-  line("tj::cp_async_commit();");
-  close();
-  open(str("for (int ", v, " = ", lo, ", ", it, " = 0; ", v, " < ", hi, "; ", v, " += ", step,
-           ", ++", it, ")"));
-  line(str("tj::cp_async_wait<", S - 2, ">();"));
-  line("__syncthreads(); // this iteration's copies landed; last iteration's reads are done");
-  scratch_free();
-  line(str("const int ", read, " = ", it, " % ", S, ";"));
-  line(str("const int ", write, " = (", it, " + ", S - 1, ") % ", S, ";"));
-  open("");
-  line(str("const int ", ahead, " = ", v, " + ", (S - 1) * step, ";"));
-  open(str("if (", ahead, " < ", hi, ")"));
-  line(str("const int ", v, " = ", ahead, ";"));
-  emit_producers(write);
-  close();
-  line("tj::cp_async_commit();");
-  close();
-  for (const ir::Var* r : rings) stage_index_[r] = read;
-  for (const auto& st : s.body)
-    if (st->pipeline_role != Role::Producer) emit_stmt(*st);
-  close();
-  line("tj::cp_async_wait<0>();");
-  line("__syncthreads(); // the ring buffers may be reused after the loop");
-  scratch_free();
-  for (const ir::Var* r : rings) stage_index_.erase(r);
-  close();
 }
 
 std::string Emitter::next_scratch(const std::string& type) {

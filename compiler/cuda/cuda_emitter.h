@@ -59,7 +59,6 @@ public:
   void emit_block(const ir::Block& b);
   void emit_stmt(const ir::Stmt& s);
   void emit_for(const ir::Stmt& s);
-  void emit_pipelined_for(const ir::Stmt& s);
   void emit_assign(const ir::Stmt& s, bool declare);
   std::string var_name(const ir::Var* v) const;
   std::string param_name(int p) const;
@@ -105,10 +104,9 @@ public:
   std::map<const ir::Expr*, std::string> scalar_temps_;
   std::map<const ir::Layout*, std::string> layout_names_;
   std::vector<const ir::Layout*> layout_order_;            ///< in naming order (L0, L1, ...)
-  std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: current stage variable
+  std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: a producer's slot
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
-  bool in_producer_ = false;
 
   // ---- scratch regions: users alternate between two halves so none needs a trailing barrier.
   /// The scratch pointer (as T*) for the next user; emits a barrier first when the previous

@@ -210,6 +210,7 @@ public:
         for (int64_t x = 0; x < grid_[0]; ++x) {
           pid_ = {x, y, z};
           std::fill(defined_.begin(), defined_.end(), false);
+          ring_.clear();
           exec_block(k_.body);
         }
   }
@@ -239,6 +240,14 @@ private:
     switch (s.kind) {
     case ir::StmtKind::Decl:
     case ir::StmtKind::Assign:
+      if (s.slot) {
+        // A pipeline's producer (after expand-pipelines) fills one slot of a ring buffer.
+        int64_t slot = scalar_int(*s.slot);
+        Value x = eval(*s.value);
+        set_var(*s.var, std::move(x));
+        ring_[{s.var->id, slot}] = vars_[s.var->id];
+        return Flow::Next;
+      }
       set_var(*s.var, eval(*s.value));
       return Flow::Next;
     case ir::StmtKind::Store:
@@ -264,10 +273,15 @@ private:
     case ir::StmtKind::Return:
       return Flow::Return;
     case ir::StmtKind::Barrier:
+    case ir::StmtKind::AsyncCommit:
+    case ir::StmtKind::AsyncWait:
       return Flow::Next; // one program runs as a whole: nothing to wait for
     }
     return Flow::Next;
   }
+
+  /// Ring buffers' slots (after expand-pipelines), by (variable id, slot).
+  std::map<std::pair<int, int64_t>, Value> ring_;
 
   void set_var(const ir::Var& v, Value x) {
     if (x.dtype != v.type.dtype) x = cast_value(x, v.type.dtype);
@@ -440,6 +454,16 @@ private:
       if (dtype_is_float(e.type.dtype)) return Value::scalar_float(e.type.dtype, e.float_value);
       return Value::scalar_int(e.type.dtype, e.int_value);
     case ExprKind::VarRef:
+      if (e.var->read_slot) {
+        // A ring buffer is read at this iteration's slot: what the producer that ran
+        // STAGES-1 iterations ago left there.
+        int64_t slot = vars_[e.var->read_slot->id].i.at(0);
+        auto it = ring_.find({e.var->id, slot});
+        if (it == ring_.end())
+          runtime_error(e.loc, str("slot ", slot, " of ring buffer '", e.var->name,
+                                   "' is read before a copy filled it"));
+        return it->second;
+      }
       if (!defined_[e.var->id])
         runtime_error(e.loc, str("'", e.var->name, "' is read before it has a value"));
       return vars_[e.var->id];

@@ -56,7 +56,7 @@ HostTensor HostBuffer::view() {
 }
 
 RunResult run_tile(const dsl::Kernel& k, const Bindings& given, const std::vector<HostArg>& args,
-                   const CompileOptions& options) {
+                   const CompileOptions& options, const std::string& after) {
   size_t callers = 0;
   for (const auto& p : k.params) callers += p.is_scratch ? 0 : 1;
   if (args.size() != callers)
@@ -83,7 +83,7 @@ RunResult run_tile(const dsl::Kernel& k, const Bindings& given, const std::vecto
   result.bindings = complete_bindings(k, bindings);
   LaunchPlan plan = plan_launch(k, result.bindings, specs);
   result.grid = plan.grid;
-  result.kernel = lower_to_ir(k, result.bindings, options, "infer-types");
+  result.kernel = lower_to_ir(k, result.bindings, options, after);
   const ir::Kernel& ir = *result.kernel;
   TJ_ICHECK(ir.params.size() == k.params.size(), "lowering changed the parameter count");
   result.scratch.resize(ir.params.size());

@@ -62,7 +62,9 @@ struct RunResult {
 /// generics are inferred from the arguments, missing tunables take their defaults). Scratch
 /// tensors declared `= 0` are zeroed; the others are poisoned, since a kernel must not read
 /// scratch it has not written. Errors are those of plan_launch, lowering and run_kernel.
+/// `after`: the pass whose IR runs (infer-types, the first the interpreter can run, by
+/// default; any later one runs what the backends get, ring buffers and all).
 RunResult run_tile(const dsl::Kernel& k, const Bindings& given, const std::vector<HostArg>& args,
-                   const CompileOptions& options = {});
+                   const CompileOptions& options = {}, const std::string& after = "infer-types");
 
 } // namespace tilejit::ref

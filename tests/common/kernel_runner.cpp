@@ -1,10 +1,14 @@
 #include "kernel_runner.h"
 
+#include <filesystem>
+
 namespace tilejit::test {
 
-KernelRunner interpreter_runner() {
-  return [](const std::string& source, const Bindings& config, const std::vector<TestArg>& args) {
-    LoadedModule module = load_source(source);
+KernelRunner interpreter_runner(const std::string& after) {
+  return [after](const std::string& source, const Bindings& config,
+                 const std::vector<TestArg>& args) {
+    auto [path, name] = split_source(source);
+    LoadedModule module = load_source(path);
     std::vector<ref::HostArg> host;
     for (const TestArg& a : args) {
       if (a.buffer)
@@ -14,13 +18,24 @@ KernelRunner interpreter_runner() {
             dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.scalar)
                                            : HostValue::of_int(static_cast<int64_t>(a.scalar))));
     }
-    ref::run_tile(module.kernel(), config, host);
+    ref::run_tile(module.kernel(name), config, host, {}, after);
   };
+}
+
+std::pair<std::string, std::string> split_source(const std::string& source) {
+  size_t hash = source.rfind('#');
+  if (hash == std::string::npos) return {source, ""};
+  return {source.substr(0, hash), source.substr(hash + 1)};
 }
 
 LoadedModule load_source(const std::string& source) {
   if (source.rfind("embedded:", 0) == 0) return load_embedded_tile(source.substr(9));
   return load_tile_file(source);
+}
+
+std::string test_data_path(const std::string& relative) {
+  std::string built = std::string(TILEJIT_SOURCE_DIR) + "/" + relative;
+  return std::filesystem::exists(built) ? built : relative;
 }
 
 std::string config_text(const Bindings& b) {

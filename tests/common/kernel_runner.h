@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tilejit::test {
@@ -27,7 +28,8 @@ struct TestArg {
   static TestArg i32(int64_t v) { return {nullptr, DType::I32, static_cast<double>(v)}; }
 };
 
-/// Runs the kernel in `source` (a .tile path, or "embedded:<path>") with `config` forced
+/// Runs the kernel in `source` (a .tile path, or "embedded:<path>"; "path#name" picks one
+/// kernel of a file that holds several) with `config` forced
 /// (tunables and generics; the rest inferred or defaulted) and leaves every buffer holding
 /// what the kernel left in it.
 using KernelRunner = std::function<void(const std::string& source, const Bindings& config,
@@ -35,9 +37,15 @@ using KernelRunner = std::function<void(const std::string& source, const Binding
 
 /// Loads a .tile module named like Runtime::load does.
 LoadedModule load_source(const std::string& source);
+/// "path#kernel" -> (path, kernel); no '#': (source, "").
+std::pair<std::string, std::string> split_source(const std::string& source);
+/// A file under the source tree: there when the tests run where they were built, else (a
+/// build carried to the GPU machine, run from the repository's root) relative to the
+/// working directory.
+std::string test_data_path(const std::string& relative);
 
-/// The reference interpreter.
-KernelRunner interpreter_runner();
+/// The reference interpreter, running the IR after pass `after` (default: infer-types).
+KernelRunner interpreter_runner(const std::string& after = "infer-types");
 
 /// "BM=16 BN=32 " for traces.
 std::string config_text(const Bindings& b);

@@ -4,6 +4,7 @@
 #include "example_checks.h"
 #include "gpu_runner.h"
 #include "paged_sparse_checks.h"
+#include "pipeline_checks.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,38 @@ TEST(GpuExamples, BucketScan) {
   for (const char* bb : {"32", "64", "128", "256"}) {
     check_bucket_scan(run, 77, 33, {{"BB", bb}});
     check_bucket_scan(run, 1000, 365, {{"BB", bb}});
+  }
+}
+
+// Pipelined loops as expand-pipelines writes them out: counting down, copies under `if` (a
+// block-sparse stream), a copy the body does itself beside a pipelined one; odd sizes.
+TEST(GpuPipelines, CountingDown) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* stages : {"2", "3", "4"})
+    for (const char* bc : {"32", "64"}) {
+      check_reverse_blocks(run, 77, 100, {{"STAGES", stages}, {"BC", bc}});
+      check_reverse_blocks(run, 1000, 129, {{"STAGES", stages}, {"BC", bc}});
+      check_reverse_blocks(run, 5, 33, {{"STAGES", stages}, {"BC", bc}});
+    }
+}
+
+TEST(GpuPipelines, CopiesUnderIf) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* stages : {"2", "3"})
+    for (double share : {0.0, 0.1, 0.5, 1.0}) {
+      check_kept_blocks(run, 2000, 70, share, {{"STAGES", stages}});
+      check_kept_blocks(run, 77, 64, share, {{"STAGES", stages}, {"BC", "32"}});
+    }
+}
+
+TEST(GpuPipelines, ACopyTheBodyDoesItself) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* stages : {"2", "3"}) {
+    check_trailing_copy(run, 77, 100, {{"STAGES", stages}});
+    check_trailing_copy(run, 1000, 200, {{"STAGES", stages}});
   }
 }
 

@@ -22,7 +22,10 @@ KernelRunner GpuRunner::runner() {
   return
       [this](const std::string& source, const Bindings& config, const std::vector<TestArg>& args) {
         auto it = kernels_.find(source);
-        if (it == kernels_.end()) it = kernels_.emplace(source, runtime_->load(source)).first;
+        if (it == kernels_.end()) {
+          auto [path, name] = split_source(source);
+          it = kernels_.emplace(source, runtime_->load(path, name)).first;
+        }
         std::vector<std::unique_ptr<DeviceBuffer>> owned;
         std::vector<std::pair<const TestArg*, DeviceBuffer*>> copies_back;
         std::vector<Arg> launch_args;

@@ -1,0 +1,276 @@
+#include "compiler/expand_pipelines.h"
+
+#include "support/text.h"
+
+#include <map>
+#include <set>
+
+namespace tilejit {
+
+using namespace ir;
+using Role = Stmt::PipelineRole;
+
+namespace {
+
+const Type kIndex{DType::I32, {}, Space::Scalar};
+const Type kBool{DType::Bool, {}, Space::Scalar};
+
+ExprPtr ref(Var* v, const SourceLoc& loc) {
+  return make_var_ref(v, loc);
+}
+
+ExprPtr constant(int64_t v, const SourceLoc& loc) {
+  ExprPtr e = make_int(v, DType::I32, loc);
+  e->literal = true;
+  return e;
+}
+
+/// A typed scalar binary expression.
+ExprPtr binary(dsl::BinaryOp op, ExprPtr a, ExprPtr b, const SourceLoc& loc) {
+  bool compare = op == dsl::BinaryOp::Lt || op == dsl::BinaryOp::Gt;
+  ExprPtr e = make_binary(op, std::move(a), std::move(b), loc);
+  e->type = compare ? kBool : kIndex;
+  return e;
+}
+
+StmtPtr decl(Var* v, ExprPtr value, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::Decl, loc);
+  s->var = v;
+  s->value = std::move(value);
+  return s;
+}
+
+StmtPtr barrier(const std::string& note, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::Barrier, loc);
+  s->note = note;
+  return s;
+}
+
+StmtPtr async_wait(int pending, const std::string& note, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::AsyncWait, loc);
+  s->pending = pending;
+  s->note = note;
+  return s;
+}
+
+StmtPtr async_commit(const SourceLoc& loc) {
+  return std::make_unique<Stmt>(StmtKind::AsyncCommit, loc);
+}
+
+/// `a < b`, or `a > b` for a loop that counts down.
+ExprPtr before_end(ExprPtr a, Var* hi, int64_t step, const SourceLoc& loc) {
+  return binary(step > 0 ? dsl::BinaryOp::Lt : dsl::BinaryOp::Gt, std::move(a), ref(hi, loc), loc);
+}
+
+class PipelineExpander {
+public:
+  explicit PipelineExpander(Kernel& k) : k_(k) {
+    for (const auto& v : k.vars) names_.insert(v->name);
+  }
+
+  void run(Block& block) {
+    for (size_t i = 0; i < block.size(); ++i) {
+      Stmt& s = *block[i];
+      if (s.kind == StmtKind::For && s.loop_kind == LoopKind::Pipelined) {
+        Block expanded = expand(s);
+        const size_t n = expanded.size();
+        block.erase(block.begin() + static_cast<long>(i));
+        block.insert(block.begin() + static_cast<long>(i),
+                     std::make_move_iterator(expanded.begin()),
+                     std::make_move_iterator(expanded.end()));
+        i += n - 1;
+        continue;
+      }
+      mark_copies(s, /*in_pipeline_body=*/false);
+      run(s.body);
+      run(s.else_body);
+    }
+  }
+
+private:
+  /// A fresh scalar named after `base` ("k0_lo"), unique in the kernel.
+  Var* fresh(const std::string& base, const Type& type, const SourceLoc& loc) {
+    std::string name = base;
+    for (int n = 2; names_.count(name); ++n) name = str(base, "_", n);
+    names_.insert(name);
+    return k_.new_var(name, type, loc);
+  }
+
+  /// Copies run asynchronously, except those a pipelined loop's body does for itself.
+  void mark_copies(Stmt& s, bool in_pipeline_body) {
+    for_each_expr_root(s, [&](ExprPtr& root) {
+      for_each_node(*root, [&](Expr& n) {
+        if (n.kind == ExprKind::Copy)
+          n.async_copy = !in_pipeline_body || s.pipeline_role == Role::Producer;
+      });
+    });
+  }
+
+  /// The statements that run ahead (producers, their inputs and the ifs around them), cloned
+  /// for one iteration: the loop variable read as `iteration`, each declared variable fresh,
+  /// ring buffers filled at `slot`.
+  Block producers(const Block& body, Var* loop_var, Var* iteration, Var* slot,
+                  std::map<const Var*, Var*>& renamed) {
+    Block out;
+    for (const StmtPtr& sp : body) {
+      const Stmt& s = *sp;
+      if (s.pipeline_role == Role::None) continue;
+      auto c = std::make_unique<Stmt>(s.kind, s.loc);
+      c->pipeline_role = s.pipeline_role;
+      if (s.kind == StmtKind::If) {
+        c->value = rename(*s.value, loop_var, iteration, renamed);
+        c->body = producers(s.body, loop_var, iteration, slot, renamed);
+        c->else_body = producers(s.else_body, loop_var, iteration, slot, renamed);
+        out.push_back(std::move(c));
+        continue;
+      }
+      c->value = rename(*s.value, loop_var, iteration, renamed);
+      if (s.pipeline_role == Role::Producer) {
+        c->var = s.var; // the ring buffer itself: only its slot differs
+        c->slot = ref(slot, s.loc);
+        for_each_node(*c->value, [](Expr& n) {
+          if (n.kind == ExprKind::Copy) n.async_copy = true;
+        });
+      } else {
+        Var* v = fresh(s.var->name + "_ahead", s.var->type, s.var->loc);
+        v->layout = s.var->layout;
+        v->declared_type = s.var->declared_type;
+        renamed[s.var] = v;
+        c->var = v;
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  static ExprPtr rename(const Expr& e, Var* loop_var, Var* iteration,
+                        const std::map<const Var*, Var*>& renamed) {
+    ExprPtr c = e.clone();
+    for_each_node(*c, [&](Expr& n) {
+      if ((n.kind != ExprKind::VarRef && n.kind != ExprKind::Convert) || !n.var) return;
+      if (n.var == loop_var)
+        n.var = iteration;
+      else if (auto it = renamed.find(n.var); it != renamed.end())
+        n.var = it->second;
+    });
+    return c;
+  }
+
+  /// The body without its producers (the ifs around them keep what else they hold).
+  Block consumers(Block& body) {
+    Block out;
+    for (StmtPtr& sp : body) {
+      if (sp->pipeline_role == Role::Producer) continue;
+      Stmt& s = *sp;
+      s.body = consumers(s.body);
+      s.else_body = consumers(s.else_body);
+      s.pipeline_role = Role::None;
+      if (s.kind != StmtKind::For) {
+        mark_copies(s, /*in_pipeline_body=*/true);
+      } else {
+        // A nested loop's copies are its own; its pipelined loops expand on their own.
+        run(s.body);
+      }
+      out.push_back(std::move(sp));
+    }
+    return out;
+  }
+
+  Block expand(Stmt& loop) {
+    const SourceLoc& loc = loop.loc;
+    const int S = loop.stages;
+    const int64_t step = loop.step->int_value;
+    Var* v = loop.var;
+    std::vector<Var*> rings;
+    for_each_stmt(loop.body, [&](Stmt& s) {
+      if (s.pipeline_role == Role::Producer) rings.push_back(s.var);
+    });
+    Block out;
+    Var* lo = fresh(v->name + "_lo", kIndex, loc);
+    Var* hi = fresh(v->name + "_hi", kIndex, loc);
+    out.push_back(decl(lo, std::move(loop.lo), loc));
+    out.push_back(decl(hi, std::move(loop.hi), loc));
+
+    // Prologue: iterations 0 .. S-2 issue their copies into slots 0 .. S-2.
+    auto prologue = std::make_unique<Stmt>(StmtKind::For, loc);
+    prologue->var = fresh(v->name + "_stage", kIndex, loc);
+    prologue->var->is_loop_var = true;
+    prologue->lo = constant(0, loc);
+    prologue->hi = constant(S - 1, loc);
+    prologue->step = constant(1, loc);
+    {
+      Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
+      prologue->body.push_back(
+          decl(ahead,
+               binary(dsl::BinaryOp::Add, ref(lo, loc),
+                      binary(dsl::BinaryOp::Mul, ref(prologue->var, loc), constant(step, loc), loc),
+                      loc),
+               loc));
+      auto guard = std::make_unique<Stmt>(StmtKind::If, loc);
+      guard->value = before_end(ref(ahead, loc), hi, step, loc);
+      std::map<const Var*, Var*> renamed;
+      guard->body = producers(loop.body, v, ahead, prologue->var, renamed);
+      prologue->body.push_back(std::move(guard));
+      prologue->body.push_back(async_commit(loc));
+    }
+    out.push_back(std::move(prologue));
+
+    // The loop: wait for this iteration's copies, then issue S-1 iterations ahead.
+    auto main = std::make_unique<Stmt>(StmtKind::For, loc);
+    main->var = v;
+    main->lo = ref(lo, loc);
+    main->hi = ref(hi, loc);
+    main->step = std::move(loop.step);
+    main->unroll = loop.unroll;
+    main->body.push_back(
+        async_wait(S - 2, "this iteration's copies landed (the later ones may not)", loc));
+    main->body.push_back(
+        barrier("this iteration's copies landed; last iteration's reads are done", loc));
+    // The iteration count: a counter carried by the loop (one add per iteration).
+    Var* it = fresh(v->name + "_it", kIndex, loc);
+    it->assigned_in_loop = true;
+    out.push_back(decl(it, constant(0, loc), loc));
+    Var* read = fresh(v->name + "_read", kIndex, loc);
+    Var* write = fresh(v->name + "_write", kIndex, loc);
+    main->body.push_back(
+        decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
+    main->body.push_back(
+        decl(write,
+             binary(dsl::BinaryOp::Mod,
+                    binary(dsl::BinaryOp::Add, ref(it, loc), constant(S - 1, loc), loc),
+                    constant(S, loc), loc),
+             loc));
+    for (Var* r : rings) r->read_slot = read;
+    {
+      Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
+      main->body.push_back(decl(
+          ahead, binary(dsl::BinaryOp::Add, ref(v, loc), constant((S - 1) * step, loc), loc), loc));
+      auto guard = std::make_unique<Stmt>(StmtKind::If, loc);
+      guard->value = before_end(ref(ahead, loc), hi, step, loc);
+      std::map<const Var*, Var*> renamed;
+      guard->body = producers(loop.body, v, ahead, write, renamed);
+      main->body.push_back(std::move(guard));
+      main->body.push_back(async_commit(loc));
+    }
+    for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));
+    auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
+    next->var = it;
+    next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
+    main->body.push_back(std::move(next));
+    out.push_back(std::move(main));
+    out.push_back(async_wait(0, "", loc));
+    out.push_back(barrier("the ring buffers may be reused after the loop", loc));
+    return out;
+  }
+
+  Kernel& k_;
+  std::set<std::string> names_;
+};
+
+} // namespace
+
+void expand_pipelines(Kernel& k) {
+  PipelineExpander(k).run(k.body);
+}
+
+} // namespace tilejit

@@ -1,0 +1,29 @@
+// Pass expand-pipelines: writes out each pipelined loop (after pipeline-loops marked its
+// producers and plan-shared-memory placed its rings) as the loops the GPU runs, so that the
+// backends only print:
+//
+//   lo, hi                                 the bounds, once
+//   for s in [0, S-1):                     prologue: the first S-1 iterations' copies
+//     if lo + s*step < hi: producers -> slot s
+//     async_commit
+//   for v in [lo, hi) step:                the loop
+//     async_wait S-2; barrier              this iteration's copies landed; last reads done
+//     read = it % S; write = (it + S-1) % S
+//     if v + (S-1)*step < hi: producers -> slot write
+//     async_commit
+//     the body, reading ring buffers at slot `read`
+//   async_wait 0; barrier                  the rings may be reused after the loop
+//
+// (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
+// around producers are kept (a block-sparse loop that skips a block neither copies nor reads
+// it). It also decides which copies run asynchronously: a copy the body does for itself is
+// made synchronous, since waiting for it would wait for the prefetched stages too.
+#pragma once
+
+#include "compiler/ir.h"
+
+namespace tilejit {
+
+void expand_pipelines(ir::Kernel& k);
+
+} // namespace tilejit

@@ -1,0 +1,95 @@
+// Pipelined-loop checks shared by the interpreter (CPU) and GPU tests.
+#include "pipeline_checks.h"
+
+#include "support/text.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace tilejit::test {
+
+std::string pipelines_source(const char* kernel) {
+  return test_data_path("tests/data/pipelines.tile") + "#" + kernel;
+}
+
+namespace {
+
+/// X[row, col] where the row exists, else 0 (what a masked copy leaves).
+double at(const HostBuffer& x, int64_t n, int64_t c, int64_t row, int64_t col) {
+  return row < n ? x.get(row * c + col) : 0.0;
+}
+
+} // namespace
+
+void check_reverse_blocks(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("reverse_blocks N=", n, " C=", c, " ", config_text(config), "seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer x(DType::F32, {n, c}), y(DType::F32, {16, c});
+  fill_uniform(x, rng, -1, 1);
+  y.poison();
+  run(pipelines_source("reverse_blocks"), config, {TestArg::of(x), TestArg::of(y)});
+  std::vector<double> want(16 * c, 0.0);
+  for (int64_t blk = (n + 15) / 16 - 1; blk >= 0; --blk)
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t col = 0; col < c; ++col)
+        want[r * c + col] = want[r * c + col] * 0.5 + at(x, n, c, blk * 16 + r, col);
+  expect_close(y, want, 1e-5);
+}
+
+void check_kept_blocks(const KernelRunner& run, int64_t n, int64_t c, double keep_share,
+                       const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("kept_blocks N=", n, " C=", c, " kept ", keep_share, " ", config_text(config),
+                   "seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t nb = (n + 15) / 16;
+  HostBuffer x(DType::F32, {n, c}), keep(DType::I32, {nb}), y(DType::F32, {16, c});
+  fill_uniform(x, rng, -1, 1);
+  std::bernoulli_distribution kept(keep_share);
+  for (int64_t b = 0; b < nb; ++b) keep.set_int(b, kept(rng) ? 1 : 0);
+  if (keep_share > 0 && keep_share < 1 && nb > 2) {
+    keep.set_int(0, 0); // a skipped first block and a kept last one
+    keep.set_int(nb - 1, 1);
+  }
+  y.poison();
+  run(pipelines_source("kept_blocks"), config, {TestArg::of(x), TestArg::of(keep), TestArg::of(y)});
+  std::vector<double> want(16 * c, 0.0);
+  for (int64_t blk = 0; blk < nb; ++blk) {
+    if (keep.get_int(blk) == 0) continue;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t col = 0; col < c; ++col)
+        want[r * c + col] = want[r * c + col] * 0.5 + at(x, n, c, blk * 16 + r, col);
+  }
+  bool any = false;
+  for (int64_t b = 0; b < nb; ++b) any = any || keep.get_int(b) != 0;
+  if (!any) {
+    for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.get(i), 0.0) << "element " << i;
+    return;
+  }
+  expect_close(y, want, 1e-5);
+}
+
+void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("trailing_copy N=", n, " C=", c, " ", config_text(config), "seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer x(DType::F32, {n, c}), y(DType::F32, {16, c});
+  fill_uniform(x, rng, -1, 1);
+  y.poison();
+  run(pipelines_source("trailing_copy"), config, {TestArg::of(x), TestArg::of(y)});
+  std::vector<double> want(16 * c, 0.0);
+  int64_t prev = 0;
+  for (int64_t t = 0; t < n; t += 16) {
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t col = 0; col < c; ++col)
+        want[r * c + col] =
+            want[r * c + col] * 0.5 + at(x, n, c, t + r, col) * at(x, n, c, prev + r, col);
+    prev = t;
+  }
+  expect_close(y, want, 1e-5);
+}
+
+} // namespace tilejit::test

@@ -1,0 +1,21 @@
+// The pipelined loops of tests/data/pipelines.tile (counting down, a copy under `if`, a copy the
+// body does itself) checked on fresh random inputs against plain C++ references, every output
+// element, outputs poisoned first; with the runner to use (interpreter or GPU).
+#pragma once
+
+#include "kernel_runner.h"
+
+#include <cstdint>
+
+namespace tilejit::test {
+
+void check_reverse_blocks(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config);
+/// `keep_share`: the share of 16-row blocks kept (0: none, so the result is 0).
+void check_kept_blocks(const KernelRunner& run, int64_t n, int64_t c, double keep_share,
+                       const Bindings& config);
+void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config);
+
+/// The source of those kernels for a runner ("path#kernel").
+std::string pipelines_source(const char* kernel);
+
+} // namespace tilejit::test
