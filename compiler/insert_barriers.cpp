@@ -1,6 +1,7 @@
 #include "compiler/insert_barriers.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/plan_shared_memory.h"
 
 #include <map>
 
@@ -57,9 +58,21 @@ struct State {
   }
 };
 
+/// Whether two tiles share bytes: the same tile, or tiles plan-shared-memory placed in the
+/// same storage because their lifetimes do not overlap (the second one's first write must
+/// still wait for the first one's last reads).
+bool same_storage(const ir::Var* a, const ir::Var* b) {
+  if (a == b) return true;
+  if (a->smem_offset < 0 || b->smem_offset < 0) return false;
+  const int64_t a_end = a->smem_offset + shared_tile_bytes(*a) * a->stages;
+  const int64_t b_end = b->smem_offset + shared_tile_bytes(*b) * b->stages;
+  return a->smem_offset < b_end && b->smem_offset < a_end;
+}
+
 bool intersects(const std::set<ir::Var*>& a, const std::set<ir::Var*>& b) {
   for (ir::Var* v : a)
-    if (b.count(v)) return true;
+    for (ir::Var* w : b)
+      if (same_storage(v, w)) return true;
   return false;
 }
 
@@ -69,7 +82,9 @@ bool intersects(const std::set<ir::Var*>& a, const std::set<ir::Var*>& b) {
 bool touches_pending(const std::set<ir::Var*>& reads, const std::set<ir::Var*>& writes,
                      const State& st) {
   for (const auto& [v, age] : st.pending)
-    if (reads.count(v) || writes.count(v)) return true;
+    for (const std::set<ir::Var*>* set : {&reads, &writes})
+      for (ir::Var* w : *set)
+        if (same_storage(v, w)) return true;
   return false;
 }
 
@@ -159,7 +174,7 @@ private:
         if (entry_conflict(s.body, st, wait)) {
           if (insert) {
             auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
-            bar->note = "the loop reads shared tiles written above";
+            bar->note = "the loop reads shared tiles written above, or reuses their storage";
             bar->wait_async = wait;
             b.insert(b.begin() + static_cast<long>(i), std::move(bar));
             ++i;
@@ -204,11 +219,15 @@ private:
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
           std::string why;
           for (ir::Var* v : reads)
-            if (st.writes.count(v) || st.pending.count(v)) why = "'" + v->name + "' was written";
+            if (intersects({v}, st.writes) || st.pending.count(v))
+              why = "'" + v->name + "' was written";
           if (why.empty())
             for (ir::Var* v : writes)
-              if (st.reads.count(v) || st.writes.count(v) || st.pending.count(v))
+              if (intersects({v}, st.reads) || intersects({v}, st.writes) || st.pending.count(v))
                 why = "'" + v->name + "' is overwritten";
+          if (why.empty())
+            for (ir::Var* v : writes)
+              if (!st.pending.empty()) why = "'" + v->name + "' reuses storage still being filled";
           bar->note = why;
           bar->wait_async = wait;
           b.insert(b.begin() + static_cast<long>(i), std::move(bar));

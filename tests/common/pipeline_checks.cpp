@@ -92,4 +92,21 @@ void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bi
   expect_close(y, want, 1e-5);
 }
 
+void check_two_phases(const KernelRunner& run, int64_t n) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("two_phases N=", n, " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer x(DType::F32, {n, 64}), y(DType::F32, {2, 64});
+  fill_uniform(x, rng, -1, 1);
+  y.poison();
+  run(test_data_path("tests/data/shared_reuse.tile"), {}, {TestArg::of(x), TestArg::of(y)});
+  std::vector<double> want(2 * 64, 0.0);
+  for (int64_t r = 0; r < 64; ++r)
+    for (int64_t col = 0; col < 64; ++col) {
+      want[col] += at(x, n, 64, r, col);
+      want[64 + col] += 2.0 * at(x, n, 64, 64 + r, col);
+    }
+  expect_close(y, want, 1e-5);
+}
+
 } // namespace tilejit::test

@@ -1,6 +1,7 @@
 // The pipelined loops of tests/data/pipelines.tile (counting down, a copy under `if`, a copy the
-// body does itself) checked on fresh random inputs against plain C++ references, every output
-// element, outputs poisoned first; with the runner to use (interpreter or GPU).
+// body does itself) and the shared-storage reuse of tests/data/shared_reuse.tile, checked on fresh
+// random inputs against plain C++ references, every output element, outputs poisoned first; with
+// the runner to use (interpreter or GPU).
 #pragma once
 
 #include "kernel_runner.h"
@@ -14,6 +15,9 @@ void check_reverse_blocks(const KernelRunner& run, int64_t n, int64_t c, const B
 void check_kept_blocks(const KernelRunner& run, int64_t n, int64_t c, double keep_share,
                        const Bindings& config);
 void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config);
+
+/// tests/data/shared_reuse.tile: two phases whose shared tiles share storage.
+void check_two_phases(const KernelRunner& run, int64_t n);
 
 /// The source of those kernels for a runner ("path#kernel").
 std::string pipelines_source(const char* kernel);

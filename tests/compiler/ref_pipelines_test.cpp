@@ -56,5 +56,13 @@ TEST(RefPipelines, ACopyTheBodyDoesItself) {
   }
 }
 
+TEST(RefSharedReuse, TwoPhases) {
+  for (const std::string& pass : runnable_passes()) {
+    SCOPED_TRACE("after " + pass);
+    check_two_phases(interpreter_runner(pass), 100);
+    check_two_phases(interpreter_runner(pass), 128);
+  }
+}
+
 } // namespace
 } // namespace tilejit::test

@@ -93,6 +93,17 @@ TEST(GpuPipelines, ACopyTheBodyDoesItself) {
   }
 }
 
+// Two phases whose shared tiles share storage: phase two's write must wait for phase one's
+// reads (many rounds: a missing barrier shows as an occasional wrong sum).
+TEST(GpuSharedReuse, TwoPhases) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (int round = 0; round < 20; ++round) {
+    check_two_phases(run, 100);
+    check_two_phases(run, 128);
+  }
+}
+
 // WORKLOADS.md section 1, every shape: B=3, Hq=32, Hkv=8, D in {128, 256}, page size in
 // {16, 64}, context in {32768, 131072}, kept ratio in {0.02, 0.04, 0.05}; f16 and bf16.
 TEST(GpuPagedSparse, EveryWorkloadShape) {
