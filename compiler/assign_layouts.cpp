@@ -154,7 +154,7 @@ private:
     });
     std::set<ir::Var*> feeding;
     for (ir::Expr* d : dots) {
-      if (is_shared_operand(*d->a)) continue;
+      if (is_shared_operand(*d->a) || d->a->kind == ExprKind::Trans) continue;
       int64_t m16 = (d->type.shape[0] + 15) / 16 * 16;
       if (m16 < 16 * warps_) continue;
       register_a_.insert(d);
@@ -367,7 +367,11 @@ private:
       const Layout* lc = mma_layout(e);
       e.layout = lc;
       check_dot(e);
-      if (!is_shared_operand(*e.a)) {
+      if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a)) {
+        // trans(frag) as A (attention backward's trans(p) @ do): stage the frag, keep the
+        // transposed view over the staged tile (the MMA reads it transposed from shared).
+        e.a->a = stage_in_shared(std::move(e.a->a));
+      } else if (!is_shared_operand(*e.a)) {
         if (register_a_.count(&e) && lc->wn == 1) {
           // A in registers: evaluate it as an f32 MmaAcc tile; dot_rs rounds it to the
           // operand dtype, so a cast to that dtype is dropped here.
@@ -389,8 +393,6 @@ private:
           e.b = stage_in_shared(std::move(e.b));
         }
       }
-      if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a))
-        e.a->a = stage_in_shared(std::move(e.a->a));
       if (e.c) place(e.c, lc);
       return;
     }

@@ -70,8 +70,12 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
   int64_t K = e.a->type.shape[1];
   std::string T = storage_type(e.b->type.dtype);
   SharedOperand b = shared_operand(*this, *e.b);
-  if (is_shared_operand(*e.a) ||
-      (e.a->kind == ExprKind::Convert && e.a->type.space == Space::Shared)) {
+  // A staged operand (a register tile converted to shared), possibly read transposed.
+  auto staged = [](const ir::Expr* x) {
+    if (x->kind == ExprKind::Trans) x = x->a.get();
+    return x->kind == ExprKind::Convert && x->type.space == Space::Shared;
+  };
+  if (is_shared_operand(*e.a) || staged(e.a.get())) {
     SharedOperand a = shared_operand(*this, *e.a);
     line(str("tj::dot_ss<", LC, ", ", K, ", ", T, ", ", a.transposed ? "true" : "false", ", ",
              b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ",

@@ -1,6 +1,7 @@
 // Every kernel of issue 2 on the GPU (label `gpu`): the example kernels and paged_sparse, on
 // fresh random inputs at odd sizes and several configurations, every output element checked
 // against a float64 C++ reference with the outputs poisoned first.
+#include "compare_runs.h"
 #include "example_checks.h"
 #include "gpu_runner.h"
 #include "paged_sparse_checks.h"
@@ -91,6 +92,29 @@ TEST(GpuPipelines, ACopyTheBodyDoesItself) {
     check_trailing_copy(run, 77, 100, {{"STAGES", stages}});
     check_trailing_copy(run, 1000, 200, {{"STAGES", stages}});
   }
+}
+
+// dot with register tiles read transposed (staged in shared memory): as A (dV = trans(P) @ dO)
+// and as B (P @ trans(P)), against the interpreter; odd sizes, 1 to 4 warps.
+TEST(GpuTransposedRegisterOperands, AsAAndB) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::string src = test_data_path("tests/data/trans_operands.tile");
+  for (const char* w : {"1", "2", "4"})
+    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{64, 32}, {50, 20}, {64, 7}}) {
+      using ref::HostBuffer;
+      expect_matches_interpreter(run, src + "#trans_a", {{"WARPS", w}},
+                                 {{HostBuffer(DType::F16, {m, 64})},
+                                  {HostBuffer(DType::F16, {n, 64})},
+                                  {HostBuffer(DType::F16, {m, 64})},
+                                  {HostBuffer(DType::F32, {n, 64}), true}},
+                                 1e-2);
+      expect_matches_interpreter(run, src + "#trans_b", {{"WARPS", w}},
+                                 {{HostBuffer(DType::F16, {m, 64})},
+                                  {HostBuffer(DType::F16, {n, 64})},
+                                  {HostBuffer(DType::F32, {m, m}), true}},
+                                 1e-2);
+    }
 }
 
 // Two phases whose shared tiles share storage: phase two's write must wait for phase one's
