@@ -30,7 +30,7 @@ namespace tilejit::cli {
 namespace {
 
 struct BenchOptions {
-  std::string workload = "paged_sparse", dtype, case_filter, out, commit, sweep;
+  std::string source, kernel, workload, dtype, case_filter, out, commit, sweep;
   std::vector<std::string> set, shape;
   int repeats = 30;
   bool graph = false; ///< `ms` from a CUDA-graph replay instead of direct launches
@@ -221,6 +221,69 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   std::cerr << "results appended to " << out_path << "\n";
 }
 
+/// Any .tile kernel: random inputs shaped by --shape, the configuration forced by --set (and
+/// --sweep), timed like a workload (L2 flushed, CUDA events, median). For A/B timing of the
+/// compiler's output on kernels that are not workloads (the examples).
+void bench_tile_file(const BenchOptions& o, const GlobalOptions& global) {
+  std::string kernel_name = o.kernel;
+  LoadedModule m = load_kernel_source(o.source, "", kernel_name);
+  const dsl::Kernel& k = m.kernel(kernel_name);
+  std::map<std::string, int64_t> sizes = parse_sizes(o.shape);
+  Config forced = parse_assignments(o.set, "--set");
+  RandomInputs in = make_random_inputs(k, sizes, forced, 1); // bad sizes are said first
+  CudaDriver::require();
+  DeviceCopies dev;
+  std::vector<Arg> args;
+  for (size_t i = 0; i < in.tensor_of_param.size(); ++i)
+    args.push_back(in.tensor_of_param[i] < 0 ? Arg::f32(static_cast<float>(in.scalars[i]))
+                                             : dev.upload(in.tensors[in.tensor_of_param[i]]));
+  auto rt = make_runtime(global.verbose);
+  KernelRef kr = rt->load(o.source, kernel_name);
+  KernelTimer timer;
+  std::vector<std::vector<std::string>> rows;
+  std::ofstream out;
+  if (!o.out.empty()) {
+    out.open(o.out, std::ios::app);
+    if (!out) throw Error(fmt::format("cannot write '{}'", o.out));
+  }
+  for (const Bindings& extra : expand_sweep(o.sweep)) {
+    Config config = forced;
+    for (const auto& [n, v] : extra) config[n] = v;
+    LaunchOptions lo;
+    lo.config = config;
+    const PreparedLaunch* prepared = nullptr;
+    try {
+      prepared = &rt->prepare(kr, args, lo);
+    } catch (const ConstraintError& e) {
+      std::cerr << "skipped: " << e.what() << "\n";
+      continue;
+    }
+    const PreparedLaunch& pl = *prepared;
+    std::vector<std::string> cfg;
+    for (const auto& t : k.tunables) cfg.push_back(t.name + "=" + pl.config.at(t.name));
+    TimingOptions to;
+    to.repeats = o.repeats;
+    to.flush = o.flush;
+    to.tries = 3;
+    Timing t = timer.time([&](cu::CUstream s) { rt->launch_config(kr, pl.config, args, s); }, to);
+    rows.push_back({k.name, join(cfg, ","), fmt::format("{:.2f}", t.median_ms * 1e3)});
+    if (out)
+      out << nlohmann::json{{"kernel", k.name},
+                            {"source", o.source},
+                            {"shape", sizes},
+                            {"config", join(cfg, ",")},
+                            {"ms", t.median_ms},
+                            {"p10_ms", t.p10_ms},
+                            {"p90_ms", t.p90_ms},
+                            {"commit", o.commit},
+                            {"device", query_device().name},
+                            {"date", today()}}
+                 .dump()
+          << "\n";
+  }
+  std::cout << format_table({"kernel", "config", "us"}, rows);
+}
+
 } // namespace
 
 void register_bench_command(CLI::App& app, GlobalOptions& global) {
@@ -228,11 +291,15 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
   auto* cmd = app.add_subcommand(
       "bench",
       "Time a workload's kernels (L2 flushed, CUDA events, median) and write JSON results");
+  cmd->add_option("source", o->source,
+                  "A .tile file (with --shape and --set) instead of a workload: random inputs");
+  cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
   cmd->add_option("--workload", o->workload, "Workload (default paged_sparse)");
   cmd->add_option("--dtype", o->dtype, "f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter,
                   "Only shapes whose name contains this (e.g. ctx131072)");
-  cmd->add_option("--shape", o->shape, "The user's own shape (see `tilejit list`)");
+  cmd->add_option("--shape", o->shape,
+                  "The user's own shape (see `tilejit list`); sizes for a .tile file");
   cmd->add_option("--set", o->set, "Force NAME=VALUE (a generic or tunable)");
   cmd->add_option(
       "--sweep", o->sweep,
@@ -259,7 +326,14 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
       },
       "How `ms` is timed: direct (cuLaunchKernel per call, default) or graph (a CUDA-graph "
       "replay, as the Triton peer's `ms`); ms_direct and ms_graph are recorded either way");
-  cmd->callback([o, &global] { bench_workload(*o, global); });
+  cmd->callback([o, &global] {
+    if (!o->source.empty()) {
+      if (!o->workload.empty()) throw Error("give either a .tile file or --workload, not both");
+      return bench_tile_file(*o, global);
+    }
+    if (o->workload.empty()) o->workload = "paged_sparse";
+    bench_workload(*o, global);
+  });
 }
 
 } // namespace tilejit::cli
