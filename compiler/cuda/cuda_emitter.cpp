@@ -262,8 +262,12 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
   switch (v->type.space) {
   case Space::Scalar:
     prepare(value);
-    line(str(declare ? compute_type(v->type.dtype) + " " : std::string(), name, " = ",
-             scalar(value), ";"));
+    // A scalar assigned once is const: what the code means, and what ptxas was given before
+    // the pipelines' bounds and slots became IR variables.
+    line(str(declare ? str(single_value_.count(v) && !v->is_loop_var ? "const " : "",
+                           compute_type(v->type.dtype), " ")
+                     : std::string(),
+             name, " = ", scalar(value), ";"));
     return;
   case Space::Frag: {
     if (declare)
