@@ -437,10 +437,13 @@ private:
     if (e.access) place_access(*e.access, nullptr);
   }
 
-  /// Gather indices are read per element of the access's layout `l`: row indices (the first
-  /// tile axis) need l's Slice along the other axis, or l itself for rank-1 accesses.
+  /// Gather indices are read per element of the access's layout `l`: an index tile along tile
+  /// axis t needs l's Slice along the other axis (rows for t = 0, columns for the second factor
+  /// of an outer product), or l itself for rank-1 accesses.
   void place_access(ir::Access& a, const Layout* l) {
-    for (auto& ix : a.indices) {
+    const std::vector<int> axes = a.tile_axes();
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      auto& ix = a.indices[d];
       if (ix.kind != ir::AccessIndex::Kind::Gather) {
         place_scalar(*ix.index);
         continue;
@@ -450,7 +453,7 @@ private:
         continue;
       }
       TJ_ICHECK(l, "gather index without an access layout");
-      place(ix.index, l->rank() == 2 ? table_.slice(l, 1) : l);
+      place(ix.index, l->rank() == 2 ? table_.slice(l, 1 - axes[d]) : l);
     }
   }
 

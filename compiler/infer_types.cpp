@@ -5,6 +5,8 @@
 #include "dsl/diagnostics.h"
 #include "support/text.h"
 
+#include <map>
+
 namespace tilejit {
 
 using dsl::fail_at;
@@ -239,6 +241,11 @@ private:
   void store(ir::Stmt& s) {
     std::vector<int64_t> shape = access(*s.access);
     const ir::Param& p = k_.params[s.access->param];
+    if (shape.size() > 2)
+      error(s.access->loc, str("store to ", p.name, " writes a rank-", shape.size(),
+                               " tile; tiles have rank 1 or 2 (use point subscripts for the "
+                               "other axes)",
+                               gather_rank_hint(*s.access)));
     expr(s.value);
     auto b = broadcast(s.value->type.shape, shape);
     if (!b || *b != shape)
@@ -258,11 +265,11 @@ private:
                         shape_str(shape)));
   }
 
-  /// Types the subscripts of an access and returns its shape.
+  /// Types the subscripts of an access and returns its shape: one axis per gather subscript
+  /// or zip(...) group (an outer product when there are several), then one per range.
   std::vector<int64_t> access(ir::Access& a) {
     const ir::Param& p = k_.params[a.param];
-    std::vector<int64_t> shape;
-    std::optional<std::vector<int64_t>> gather_shape;
+    std::map<int, const ir::Expr*> zip_first; // zip group -> its first index tile
     int axis = 0;
     for (auto& ix : a.indices) {
       expr(ix.index);
@@ -272,23 +279,39 @@ private:
               str("subscript ", axis, " of '", p.name, "' must be an integer, got ", t.str()));
       if (ix.kind == ir::AccessIndex::Kind::Range) {
         if (!t.is_scalar()) error(ix.index->loc, "a slice start must be a scalar");
-        shape.push_back(ix.extent);
         if (p.dim_values[axis] >= 0 && ix.extent > p.dim_values[axis])
           error(ix.index->loc, str("slice of length ", ix.extent, " is longer than dimension ",
                                    axis, " of '", p.name, "' (", p.dim_values[axis], ")"));
       } else if (!t.is_scalar()) {
         if (t.rank() != 1)
           error(ix.index->loc, str("a gather index must be a rank-1 tile, got ", t.str()));
-        if (gather_shape && *gather_shape != t.shape)
-          error(ix.index->loc, str("gather indices of one access must have one length; got ",
-                                   shape_str(*gather_shape), " and ", shape_str(t.shape)));
-        gather_shape = t.shape;
         ix.kind = ir::AccessIndex::Kind::Gather;
+      } else if (ix.zip >= 0) {
+        error(ix.index->loc, str("zip(...) pairs index tiles; '", ir::print_expr(*ix.index),
+                                 "' is a scalar (write it as a subscript of its own)"));
+      }
+      if (ix.zip >= 0) {
+        auto [it, first] = zip_first.emplace(ix.zip, ix.index.get());
+        if (!first && it->second->type.shape != t.shape)
+          error(ix.index->loc, str("zip(...) pairs index tiles of one length; got ",
+                                   shape_str(it->second->type.shape), " and ", shape_str(t.shape)));
       }
       ++axis;
     }
-    if (gather_shape) shape.insert(shape.begin(), gather_shape->front());
-    return shape;
+    return a.shape();
+  }
+
+  /// For an access of more than two axes: the hint that gathers multiply out.
+  static std::string gather_rank_hint(const ir::Access& a) {
+    std::vector<std::string> separate;
+    for (const auto& ix : a.indices)
+      if (ix.kind == ir::AccessIndex::Kind::Gather && ix.zip < 0)
+        separate.push_back(ir::print_expr(*ix.index));
+    if (a.gather_axes() < 2 || separate.size() < 2) return "";
+    return str("; the index tiles ", join(separate, " and "),
+               " each add an axis (an outer product): to pair them element by element, write "
+               "zip(",
+               join(separate, ", "), ")");
   }
 
   void expr(ExprPtr& e) {
@@ -400,11 +423,13 @@ private:
       if (e->type.space == Space::Frag && e->type.rank() > 2)
         error(e->loc, str("load(...) gives a rank-", e->type.rank(),
                           " tile; register tiles have rank 1 or 2 "
-                          "(use point subscripts for the other axes)"));
+                          "(use point subscripts for the other axes)",
+                          gather_rank_hint(*e->access)));
       if (e->type.space == Space::Shared && e->type.rank() > 2)
         error(e->loc, str("copy(...) gives a rank-", e->type.rank(),
                           " tile; shared tiles have rank 1 or 2 "
-                          "(use point subscripts for the other axes)"));
+                          "(use point subscripts for the other axes)",
+                          gather_rank_hint(*e->access)));
       return;
     }
     case ExprKind::SharedSlice: {
@@ -473,6 +498,11 @@ private:
       if (p.dtype != DType::I32 && p.dtype != DType::U32 && p.dtype != DType::F32)
         error(e->loc, str("atomic_add works on i32, u32 and f32 tensors; '", p.name, "' is ",
                           dtype_name(p.dtype)));
+      if (shape.size() > 2)
+        error(e->loc, str("atomic_add to ", p.name, " names a rank-", shape.size(),
+                          " tile; tiles have rank 1 or 2 (use point subscripts for the other "
+                          "axes)",
+                          gather_rank_hint(*e->access)));
       expr(e->a);
       auto b = broadcast(e->a->type.shape, shape);
       if (!b || *b != shape)
@@ -494,7 +524,8 @@ private:
       std::vector<int64_t> shape = access(*e->access);
       if (shape.size() > 2)
         error(e->loc, str("prefetch names a rank-", shape.size(),
-                          " tile; use point subscripts for all but two axes"));
+                          " tile; use point subscripts for all but two axes",
+                          gather_rank_hint(*e->access)));
       // Typed as the tile it names (a statement: the value is never used).
       e->type = Type{k_.params[e->access->param].dtype, shape, Space::Frag};
       return;

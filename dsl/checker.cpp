@@ -352,10 +352,27 @@ private:
       }
     }
     for (const auto& it : e.index) {
+      if (tensor_access_ok && it.expr && it.expr->kind == ExprKind::Call &&
+          it.expr->name == "zip") {
+        check_zip(*it.expr, ctx);
+        continue;
+      }
       if (it.expr) check_expr(*it.expr, ctx);
       if (it.start) check_expr(*it.start, ctx);
       if (it.stop) check_expr(*it.stop, ctx);
     }
+  }
+
+  /// zip(i, j, ...) as one subscript of a tensor access: index tiles paired element by element.
+  void check_zip(const Expr& e, Context ctx) {
+    const BuiltinInfo* b = find_builtin(e.name);
+    int n = static_cast<int>(e.args.size());
+    if (n < b->min_args || n > b->max_args)
+      sink_.error(e.loc, str("zip takes ", b->min_args, " to ", b->max_args, " index tiles, got ",
+                             n, " (", b->signature, ")"));
+    for (const auto& kw : e.kwargs)
+      sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", b->signature));
+    for (const auto& a : e.args) check_expr(*a, ctx);
   }
 
   void check_call(const Expr& e, Context ctx) {
@@ -385,6 +402,9 @@ private:
     }
     if (b->kind == BuiltinKind::Cast && !e.type_arg)
       sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
+    if (b->kind == BuiltinKind::Zip)
+      sink_.error(e.loc, "zip(...) pairs index tiles as one subscript of a tensor access "
+                         "(X[zip(rows, cols), :]); it is not a value");
     bool takes_access = b->kind == BuiltinKind::Load || b->kind == BuiltinKind::Copy ||
                         b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd ||
                         b->kind == BuiltinKind::Prefetch;

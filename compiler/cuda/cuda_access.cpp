@@ -75,29 +75,13 @@ struct AccessPlan {
 
 } // namespace
 
-/// The tile shape an access names: [gather length] ++ [range extents].
-static std::vector<int64_t> access_shape(const ir::Access& a) {
-  std::vector<int64_t> shape;
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Gather) {
-      shape.push_back(ix.index->type.shape[0]);
-      break;
-    }
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Range) shape.push_back(ix.extent);
-  return shape;
-}
-
 // Builds the plan and emits the hoisted subscripts.
 static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
   AccessPlan p;
   p.param = &em.k_.params[a.param];
   p.tensor = em.param_name(a.param);
   p.index_type = em.k_.index32 ? "int" : "long long";
-  int next_axis = 0;
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Gather) p.gathered = true;
-  if (p.gathered) next_axis = 1;
+  p.tile_axis = a.tile_axes();
   for (size_t d = 0; d < a.indices.size(); ++d) {
     const auto& ix = a.indices[d];
     switch (ix.kind) {
@@ -107,14 +91,13 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
       em.prepare(*ix.index);
       em.line(str("const ", p.index_type, " ", name, " = ", em.scalar(*ix.index), ";"));
       p.hoisted.push_back(name);
-      p.tile_axis.push_back(ix.kind == AccessIndex::Kind::Range ? next_axis++ : -1);
       if (ix.kind == AccessIndex::Kind::Range) p.last_range_dim = static_cast<int>(d);
       break;
     }
     case AccessIndex::Kind::Gather:
       em.prepare(*ix.index);
       p.hoisted.push_back("");
-      p.tile_axis.push_back(0);
+      p.gathered = true;
       break;
     }
   }
@@ -136,10 +119,14 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
       out.push_back(
           str(p.gather_rows[d], "[", em.layout_name(loop), "::slice_index<1>(", idx, ")]"));
     } else if (loop->rank() == 2) {
-      const ir::Layout* rows = em.k_.layouts.slice(loop, 1);
-      out.push_back(str(
-          "static_cast<", p.index_type, ">(",
-          em.elem(*ix.index, rows, str(em.layout_name(loop), "::slice_index<1>(", idx, ")")), ")"));
+      // The index tile runs along tile axis t: it is read in the layout's slice along the
+      // other axis (rows for t = 0, columns for the second factor of an outer product).
+      const int other = 1 - p.tile_axis[d];
+      const ir::Layout* along = em.k_.layouts.slice(loop, other);
+      out.push_back(str("static_cast<", p.index_type, ">(",
+                        em.elem(*ix.index, along,
+                                str(em.layout_name(loop), "::slice_index<", other, ">(", idx, ")")),
+                        ")"));
     } else {
       out.push_back(str("static_cast<", p.index_type, ">(", em.elem(*ix.index, loop, idx), ")"));
     }
@@ -165,7 +152,7 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
   std::string R = em.layout_name(rows);
   p.gather_rows.assign(a.indices.size(), "");
   for (size_t d = 0; d < a.indices.size(); ++d) {
-    if (a.indices[d].kind != AccessIndex::Kind::Gather) continue;
+    if (a.indices[d].kind != AccessIndex::Kind::Gather || p.tile_axis[d] != 0) continue;
     std::string name = em.fresh("tj_row");
     em.line(str(p.index_type, " ", name, "[", R, "::N];"));
     em.line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s) ", name,
@@ -288,7 +275,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
   }
   const ir::Layout* l =
       v.type.is_scalar()
-          ? k_.layouts.default_blocked(access_shape(a), dtype_size(p.param->dtype), k_.threads)
+          ? k_.layouts.default_blocked(a.shape(), dtype_size(p.param->dtype), k_.threads)
           : v.layout;
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
