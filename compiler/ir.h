@@ -74,6 +74,9 @@ struct Param {
   /// compile-time constant after specialisation, its value (else -1: known only at launch).
   std::vector<std::string> dim_names;
   std::vector<int64_t> dim_values;
+  /// Per dim: "X" for a dimension declared 1|X (an argument of size 1 broadcasts to X; its
+  /// dim_value is X's when X is a constant), else empty.
+  std::vector<std::string> broadcast_to;
   /// The launcher proved the base is 16-byte aligned, the last stride is 1 and every other
   /// stride is a multiple of 16 bytes: codegen may use 16-byte vector accesses on rows.
   bool vector_aligned = false;

@@ -244,8 +244,13 @@ std::string print_kernel(const Kernel& k) {
                    dtype_name(p.dtype));
     if (p.is_tensor) {
       std::vector<std::string> dims;
-      for (size_t i = 0; i < p.dim_names.size(); ++i)
-        dims.push_back(p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i]) : p.dim_names[i]);
+      for (size_t i = 0; i < p.dim_names.size(); ++i) {
+        bool broadcast = i < p.broadcast_to.size() && !p.broadcast_to[i].empty();
+        std::string size = p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i])
+                           : broadcast          ? p.broadcast_to[i]
+                                                : p.dim_names[i];
+        dims.push_back(broadcast ? "1|" + size : size);
+      }
       fmt::format_to(to, "[{}]", join(dims, ", "));
       if (p.vector_aligned) out += " aligned16";
     }

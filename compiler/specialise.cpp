@@ -206,11 +206,16 @@ private:
       q.vector_aligned = options_.vector_aligned.count(p.name) > 0;
       int index = static_cast<int>(k_->params.size());
       for (size_t axis = 0; axis < p.type.dims.size(); ++axis) {
-        const dsl::Expr& d = *p.type.dims[axis];
-        q.dim_names.push_back(dsl::expr_to_string(d));
+        const dsl::Expr& written = *p.type.dims[axis];
+        // 1|X: the dimension has X's value; an argument of size 1 is expanded to it at launch.
+        const dsl::Expr* to = p.is_scratch ? nullptr : dsl::broadcast_dim_target(written);
+        const dsl::Expr& d = to ? *to : written;
+        q.dim_names.push_back(to ? "1|" + dsl::expr_to_string(d) : dsl::expr_to_string(d));
+        q.broadcast_to.push_back(to ? dsl::expr_to_string(d) : "");
         std::string missing;
         auto v = host_eval(d, env_, &missing);
         q.dim_values.push_back(v && v->kind == HostValue::Kind::Int ? v->i : -1);
+        if (to) continue; // X is fixed by a plain dimension (the checker made sure of it)
         if (d.kind == dsl::ExprKind::Name && !consts_.count(d.name) && !dims_.count(d.name) &&
             !p.is_scratch)
           dims_[d.name] = {index, static_cast<int>(axis)};

@@ -96,6 +96,10 @@ struct PreparedEntry : PreparedLaunch {
   std::vector<std::vector<int64_t>> scratch_shapes; ///< per parameter (empty if not scratch)
   std::vector<ScratchTensor*> scratch;              ///< per parameter, once ready
   std::vector<DType> param_dtypes;                  ///< per parameter, as compiled
+  /// Per parameter: dimensions declared 1|X given size 1, passed with size X and stride 0.
+  std::vector<std::vector<std::pair<int, int64_t>>> broadcast_dims;
+  bool broadcasts = false;    ///< any parameter has such a dimension
+  DeviceBuffer bounds_record; ///< debug mode: where the kernel records a bad subscript
   bool index32 = false;
   std::atomic<bool> ready{false}; ///< module loaded, scratch allocated, arguments checked
   std::mutex ready_mutex;
@@ -134,6 +138,17 @@ std::string config_text(const Config& config) {
   std::vector<std::string> parts;
   for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
   return join(parts, " ");
+}
+
+/// `t` as the kernel sees it: each dimension declared 1|X that was given size 1 has size X
+/// and stride 0 (every index reads the one element, as PyTorch's expand does).
+Tensor broadcast_view(const Tensor& t, const std::vector<std::pair<int, int64_t>>& dims) {
+  Tensor v = t;
+  for (const auto& [d, size] : dims) {
+    v.shape[d] = size;
+    v.strides[d] = 0;
+  }
+  return v;
 }
 
 bool env_flag(const char* name) {
@@ -403,8 +418,11 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   // alignment follows from their shapes, which follow from the arguments and the config.
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   std::vector<std::vector<int64_t>> scratch_shapes;
+  std::vector<std::vector<std::pair<int, int64_t>>> broadcast_dims(kernel.params.size());
   try {
-    scratch_shapes = plan_launch(kernel, config, specs).scratch_shapes;
+    LaunchPlan plan = plan_launch(kernel, config, specs);
+    scratch_shapes = std::move(plan.scratch_shapes);
+    broadcast_dims = std::move(plan.broadcast_dims);
   } catch (const Error&) {
     scratch_shapes.assign(kernel.params.size(), {}); // no launch shapes (compile-only use)
   }
@@ -425,11 +443,13 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
       continue;
     }
     if (next < args.size() && args[next].is_tensor) {
-      if (vector_aligned(args[next].tensor)) {
+      // As the kernel sees it: broadcast dimensions have stride 0.
+      Tensor view = broadcast_view(args[next].tensor, broadcast_dims[i]);
+      if (vector_aligned(view)) {
         options.vector_aligned.insert(p.name);
         key += "|a:" + p.name;
       }
-      index32 = index32 && offsets_fit_int32(args[next].tensor);
+      index32 = index32 && offsets_fit_int32(view);
     }
     ++next;
   }
@@ -499,6 +519,8 @@ std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, Ker
   e->threads = c.threads;
   e->smem_bytes = c.smem_bytes;
   e->scratch_shapes = std::move(plan.scratch_shapes);
+  e->broadcast_dims = std::move(plan.broadcast_dims);
+  for (const auto& dims : e->broadcast_dims) e->broadcasts = e->broadcasts || !dims.empty();
   e->scratch.assign(kernel.params.size(), nullptr);
   for (const auto& p : c.params) e->param_dtypes.push_back(p.dtype);
   e->index32 = c.index32;
@@ -619,7 +641,9 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
       continue;
     }
     const Arg& a = args[next++];
-    if (a.is_tensor)
+    if (a.is_tensor && e.broadcasts && !e.broadcast_dims[i].empty())
+      packed.add_tensor(broadcast_view(a.tensor, e.broadcast_dims[i]), e.index32);
+    else if (a.is_tensor)
       packed.add_tensor(a.tensor, e.index32);
     else
       packed.add_scalar(e.param_dtypes[i], dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)

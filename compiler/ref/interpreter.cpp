@@ -933,6 +933,7 @@ std::vector<HostArg> checked_args(const ir::Kernel& k, const std::vector<HostArg
       if (t.shape[d] < 0)
         throw Error(str("kernel '", k.name, "': tensor '", p.name,
                         "' has a negative dimension: ", shape_text(t.shape)));
+      if (!p.broadcast_to[d].empty()) continue; // 1|X: below, once every size is known
       if (p.dim_values[d] >= 0 && t.shape[d] != p.dim_values[d])
         throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have ", p.dim_names[d],
                         " = ", p.dim_values[d], " in dimension ", d, ", got shape ",
@@ -940,6 +941,30 @@ std::vector<HostArg> checked_args(const ir::Kernel& k, const std::vector<HostArg
     }
     if (!t.data && shape_numel(t.shape) > 0)
       throw Error(str("kernel '", k.name, "': tensor '", p.name, "' has no data"));
+  }
+  // A dimension declared 1|X given size 1 is read as size X with stride 0 (PyTorch's expand).
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ir::Param& p = k.params[i];
+    if (!p.is_tensor) continue;
+    HostTensor& t = out[i].tensor;
+    for (int d = 0; d < p.rank(); ++d) {
+      const std::string& to = p.broadcast_to[d];
+      if (to.empty()) continue;
+      int64_t size = p.dim_values[d];
+      for (size_t j = 0; size < 0 && j < k.params.size(); ++j)
+        for (int e = 0; size < 0 && e < k.params[j].rank(); ++e)
+          if (k.params[j].broadcast_to[e].empty() && k.params[j].dim_names[e] == to &&
+              out[j].is_tensor)
+            size = out[j].tensor.shape[e];
+      TJ_ICHECK(size >= 0, "broadcast size '", to, "' of '", p.name, "' has no value");
+      if (t.shape[d] != 1 && t.shape[d] != size)
+        throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have 1 or ", to, " = ",
+                        size, " in dimension ", d, ", got shape ", shape_text(t.shape)));
+      if (t.shape[d] == 1) {
+        t.shape[d] = size;
+        t.strides[d] = 0;
+      }
+    }
   }
   return out;
 }
