@@ -270,6 +270,9 @@ struct Kernel {
   int smem_limit = 48 * 1024;
   /// Element offsets of every tensor fit in 31 bits: the backend indexes in 32-bit integers.
   bool index32 = false;
+  /// Debug mode (CompileOptions::debug_bounds): point and gather subscripts are checked against
+  /// the tensor's size and the first one out of range is reported after the launch.
+  bool debug_bounds = false;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);
   /// Index of the parameter called `name`, or -1.

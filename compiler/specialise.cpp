@@ -137,6 +137,7 @@ public:
     k_->bindings = bindings_;
     k_->smem_limit = options_.smem_limit;
     k_->index32 = options_.index32;
+    k_->debug_bounds = options_.debug_bounds;
     bind_constants();
     check_where();
     lower_params();

@@ -14,6 +14,7 @@
 #include "runtime/module_cache.h"
 #include "support/text.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -209,6 +210,7 @@ struct Runtime::Impl {
   ConfigSelector selector;
   FirstUseTuner first_use_tuner;
   bool tune_on_first_use = false;
+  bool debug_bounds = false;
   BinarySource binary_source;
   mutable std::mutex mutex;
   std::atomic<int64_t> hits{0};
@@ -229,6 +231,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   // The option, when given, wins; the environment is read only when it is not.
   impl_->tune_on_first_use = options.tune_on_first_use ? *options.tune_on_first_use
                                                        : env_flag("TILEJIT_TUNE");
+  impl_->debug_bounds = options.debug_bounds ? *options.debug_bounds : env_flag("TILEJIT_DEBUG");
   Impl* impl = impl_.get();
   impl_->cache =
       std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });
@@ -414,6 +417,8 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   options.arch = rt.arch();
   if (rt.has_gpu()) options.smem_limit = rt.device().smem_per_block_optin;
   std::string key = str(k.id, "|", options.arch);
+  options.debug_bounds = impl.debug_bounds;
+  if (options.debug_bounds) key += "|debug";
   // Scratch tensors are dense and allocated here (cuMemAlloc aligns to 256 bytes), so their
   // alignment follows from their shapes, which follow from the arguments and the config.
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
@@ -582,10 +587,46 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
     }
     e.scratch[i] = it->second.get();
   }
+  if (v.compiled.debug_bounds) {
+    e.bounds_record = DeviceBuffer(64, impl.options.device);
+    e.bounds_record.fill_byte(0);
+  }
   e.ready.store(true, std::memory_order_release);
 }
 
 } // namespace
+
+/// Debug mode, after a launch: waits for it, and throws the first out-of-range subscript the
+/// kernel recorded (then clears the record for the next launch).
+static void report_bounds(PreparedEntry& e, void* stream) {
+  CudaDriver& driver = CudaDriver::get();
+  driver.check(driver.cuStreamSynchronize(static_cast<cu::CUstream>(stream)),
+               "cuStreamSynchronize (debug mode)");
+  struct Record {
+    uint32_t site;
+    uint32_t program[3];
+    int64_t index;
+    int64_t size;
+  } r{};
+  static_assert(sizeof(Record) == 32, "tj::BoundsRecord's layout");
+  e.bounds_record.download(&r, sizeof r);
+  if (r.site == 0) return;
+  e.bounds_record.fill_byte(0);
+  const CompiledVariant& c = e.variant->compiled;
+  TJ_ICHECK(r.site <= c.bounds_sites.size(), "bounds check site ", r.site, " of ",
+            c.bounds_sites.size());
+  const cuda::BoundsSite& s = c.bounds_sites[r.site - 1];
+  std::string text =
+      str(s.loc.path(), ":", s.loc.line, ":", s.loc.col, ": runtime error in kernel ",
+          c.kernel_name, ", program (", r.program[0], ",", r.program[1], ",", r.program[2],
+          "): ", s.gather ? "gathered index " : "index ", r.index,
+          " is out of bounds for dimension ", s.dim, " ('", s.dim_name, "') of '", s.tensor,
+          "' of size ", r.size, " (TILEJIT_DEBUG bounds check)");
+  if (s.loc.known() && !s.loc.file->line_text(s.loc.line).empty())
+    text += str("\n    ", s.loc.file->line_text(s.loc.line), "\n    ",
+                std::string(std::max(s.loc.col - 1, 0), ' '), "^");
+  throw Error(text);
+}
 
 /// The prepared launch of `args`: a hash lookup when this signature was seen before.
 static PreparedEntry& prepared_entry(Runtime& rt, Runtime::Impl& impl, KernelRef k,
@@ -649,6 +690,10 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
       packed.add_scalar(e.param_dtypes[i], dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
                                                                           : HostValue::of_int(a.i));
   }
+  // Debug mode: the kernel's last argument is the tj::BoundsRecord* it reports into.
+  const bool debug = e.variant->compiled.debug_bounds;
+  const auto record = static_cast<int64_t>(e.bounds_record.ptr());
+  if (debug) packed.add_scalar(DType::I64, HostValue::of_int(record));
   if (e.grid[0] != 0 && e.grid[1] != 0 && e.grid[2] != 0) { // else nothing to do
     cu::CUresult r = driver.cuLaunchKernel(
         e.variant->function, static_cast<unsigned>(e.grid[0]), static_cast<unsigned>(e.grid[1]),
@@ -658,6 +703,7 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
     if (r != 0) driver.check(r, str("cuLaunchKernel(", kernel.name, ")").c_str());
   }
   if (options.synchronize) driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+  if (debug) report_bounds(e, options.stream);
 }
 
 void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,

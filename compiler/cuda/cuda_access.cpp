@@ -195,6 +195,48 @@ static std::string offset(const AccessPlan& p, const std::vector<std::string>& i
   return parts.empty() ? "0" : join(parts, " + ");
 }
 
+int Emitter::bounds_site(const ir::Access& a, int dim) {
+  const ir::Param& p = k_.params[a.param];
+  bounds_sites_.push_back(
+      {a.loc, p.name, dim, p.dim_names[dim], a.indices[dim].kind == AccessIndex::Kind::Gather});
+  return static_cast<int>(bounds_sites_.size());
+}
+
+/// Debug mode: the point and gather subscripts of every element the access does not mask off
+/// must lie inside their dimensions; the first that does not is recorded for the launch to
+/// report. The access itself is unchanged (it skips such elements, as without the debug mode).
+/// Speculative loads (unroll-loops' reads for iterations that may not run) are not checked.
+static void emit_bounds_checks(Emitter& em, const ir::Access& a, const AccessPlan& p,
+                               const ir::Expr& node, const ir::Layout* l, const ir::Expr* mask) {
+  if (!em.k_.debug_bounds || a.speculative) return;
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < a.indices.size(); ++d)
+    if (a.indices[d].kind != AccessIndex::Kind::Range) dims.push_back(d);
+  if (dims.empty()) return;
+  auto check = [&](const std::vector<std::string>& ix) {
+    for (size_t d : dims)
+      em.line(str("tj::check_index(tj_bounds, ", em.bounds_site(a, static_cast<int>(d)), ", ",
+                  ix[d], ", ", extent(p, d), ");"));
+  };
+  em.line("// debug mode: point and gather subscripts in bounds");
+  if (!l) {
+    std::vector<std::string> ix = element_indices(em, a, p, node, nullptr, "0");
+    if (mask) em.open(str("if (", em.scalar(*mask), ")"));
+    check(ix);
+    if (mask) em.close();
+    return;
+  }
+  std::string L = em.layout_name(l);
+  em.open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
+  std::vector<std::string> ix = element_indices(em, a, p, node, l, "tj_e");
+  std::string ok = str(L, "::valid(tj_e)");
+  if (mask) ok += str(" && (", em.elem(*mask, mask->type.is_scalar() ? nullptr : l, "tj_e"), ")");
+  em.open(str("if (", ok, ")"));
+  check(ix);
+  em.close();
+  em.close();
+}
+
 /// 16-byte-friendly access: a Blocked layout whose vectors run along the tensor's last,
 /// unit-stride dimension, starting at a multiple of the vector width.
 static int vector_width(Emitter& em, const ir::Access& a, const AccessPlan& p, const ir::Layout* l,
@@ -219,6 +261,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   std::string other =
       e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
   if (e.type.is_scalar()) {
+    emit_bounds_checks(*this, a, p, e, nullptr, e.b.get());
     std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
@@ -229,6 +272,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   const ir::Layout* l = e.layout;
   std::string L = layout_name(l);
   preload_gather_rows(*this, a, p, l);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   int vec = vector_width(*this, a, p, l, e);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -266,6 +310,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
   AccessPlan p = plan_access(*this, a);
   std::string T = storage_type(p.param->dtype);
   if (v.type.is_scalar() && a.is_scalar()) {
+    emit_bounds_checks(*this, a, p, v, nullptr, s.mask.get());
     std::vector<std::string> ix = element_indices(*this, a, p, v, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (s.mask) ok = str("(", ok, ") && ", scalar(*s.mask));
@@ -279,6 +324,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
           : v.layout;
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
+  emit_bounds_checks(*this, a, p, v, l, s.mask.get());
   int vec = s.mask ? 1 : vector_width(*this, a, p, l, v);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -361,6 +407,7 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   std::string dst = fresh("tj_dst");
   line(str(T, "* const ", dst, " = ", shared_ptr(dst_var), ";"));
   preload_gather_rows(*this, a, p, l);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   int64_t stride = dst_var->smem_row_stride;
   auto smem_index = [&](const std::string& idx) {
     return dst_var->type.rank() == 1
@@ -435,6 +482,7 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   const ir::Layout* l = e.layout;
   std::string L = layout_name(l);
   std::string T = storage_type(p.param->dtype);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
@@ -473,6 +521,7 @@ std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   line(str("// ", ir::print_expr(e)));
   AccessPlan p = plan_access(*this, a);
   std::string T = storage_type(p.param->dtype);
+  emit_bounds_checks(*this, a, p, e, nullptr, e.b.get());
   std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
   std::string ok = in_bounds(p, ix);
   if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
