@@ -634,8 +634,124 @@ private:
 
 } // namespace
 
+/// Register tiles with a unit axis ([N, 1], [1, N]) are kept as rank-1 tiles read through
+/// x[:, None] / x[None, :], when every value assigned to them can drop that axis: then they
+/// broadcast against [N, M] (and [M, N]) tiles the way rank-1 row vectors do, in the Slice
+/// layout of whatever layout they are combined with, for free. A variable whose values cannot
+/// drop the axis (a load, a dot) stays rank 2; assign_layouts stages it through shared memory
+/// where it is broadcast.
+class UnitAxisVariables {
+public:
+  explicit UnitAxisVariables(ir::Kernel& k) : k_(k) {}
+
+  void run() {
+    // Candidates: rank-2 frag variables with a unit axis (axis 1 of [1, 1]).
+    for (const auto& v : k_.vars)
+      if (v->type.space == Space::Frag && v->type.rank() == 2 && !v->is_loop_var &&
+          (v->type.shape[1] == 1 || v->type.shape[0] == 1))
+        axis_[v.get()] = v->type.shape[1] == 1 ? 1 : 0;
+    if (axis_.empty()) return;
+    // A variable stays a candidate while every value assigned to it can drop its unit axis
+    // (which may depend on other candidates): shrink to a fixed point.
+    for (bool changed = true; changed;) {
+      changed = false;
+      ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+            axis_.count(s.var) && !squeezable(*s.value, axis_[s.var])) {
+          axis_.erase(s.var);
+          changed = true;
+        }
+      });
+    }
+    if (axis_.empty()) return;
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && axis_.count(s.var))
+        s.value = squeeze(std::move(s.value), axis_[s.var]);
+    });
+    for (auto& [v, axis] : axis_) {
+      old_type_[v] = v->type;
+      v->type.shape.erase(v->type.shape.begin() + axis);
+    }
+    // Every other read sees the rank-2 value it saw before: x[:, None] (or x[None, :]).
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      ir::for_each_expr_root(s, [&](ExprPtr& root) { expand_reads(root); });
+    });
+  }
+
+private:
+  /// Whether `e` (rank 2, unit axis `axis`) can be rewritten with that axis dropped.
+  bool squeezable(const ir::Expr& e, int axis) const {
+    if (e.type.is_scalar()) return true;
+    if (e.type.rank() != 2 || e.type.shape[axis] != 1) return e.type.rank() == 1;
+    switch (e.kind) {
+    case ExprKind::Expand:
+      return e.a->type.rank() == 1;
+    case ExprKind::VarRef:
+      return axis_.count(e.var) > 0;
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Select:
+    case ExprKind::Math:
+    case ExprKind::Cast:
+      for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()})
+        if (op && !squeezable(*op, axis)) return false;
+      return true;
+    case ExprKind::Scan:
+      return squeezable(*e.a, axis);
+    default:
+      return false;
+    }
+  }
+
+  /// `e` with unit axis `axis` dropped (squeezable(e, axis) holds). Scalar and rank-1
+  /// operands stay: they broadcast against the rank-1 result as they did against the rank-2.
+  ExprPtr squeeze(ExprPtr e, int axis) {
+    if (e->type.rank() != 2) return e;
+    std::vector<int64_t> shape = e->type.shape;
+    shape.erase(shape.begin() + axis);
+    switch (e->kind) {
+    case ExprKind::Expand:
+      return std::move(e->a); // x[:, None] -> x ([1] -> [1, 1] -> [1] whichever axis)
+    case ExprKind::VarRef:
+      e->type.shape = shape; // the variable's new type
+      return e;
+    case ExprKind::Scan:
+      if (e->axis == axis) return squeeze(std::move(e->a), axis); // a scan over one element
+      e->axis = 0;
+      break;
+    default:
+      break;
+    }
+    for (ExprPtr* op : {&e->a, &e->b, &e->c})
+      if (*op) *op = squeeze(std::move(*op), axis);
+    e->type.shape = shape;
+    return e;
+  }
+
+  void expand_reads(ExprPtr& e) {
+    for (ExprPtr* op : {&e->a, &e->b, &e->c})
+      if (*op) expand_reads(*op);
+    if (e->access)
+      for (auto& ix : e->access->indices) expand_reads(ix.index);
+    if (e->kind != ExprKind::VarRef || !axis_.count(e->var) || e->type.rank() != 2) return;
+    const Type rank2 = old_type_.at(e->var);
+    auto x = std::make_unique<ir::Expr>(ExprKind::Expand, e->loc);
+    x->axes = {axis_.at(e->var)};
+    x->int_value = 1;
+    x->type = Type{rank2.dtype, rank2.shape, Space::Frag};
+    e->type = e->var->type;
+    x->a = std::move(e);
+    e = std::move(x);
+  }
+
+  ir::Kernel& k_;
+  std::map<ir::Var*, int> axis_; ///< variables kept rank 1: the unit axis dropped
+  std::map<ir::Var*, Type> old_type_;
+};
+
 void infer_types(ir::Kernel& k) {
   TypeInference(k).run();
+  UnitAxisVariables(k).run();
 }
 
 } // namespace tilejit
