@@ -6,6 +6,7 @@
 // throw the first out-of-range point or gather subscript and otherwise change nothing.
 #include "compiler/kernel_library.h"
 #include "compiler/ref/run_tile.h"
+#include "example_checks.h"
 #include "gpu_runner.h"
 #include "paged_sparse_checks.h"
 #include "runtime/device_buffer.h"
@@ -264,6 +265,19 @@ TEST(GpuSemantics, DebugModeFromTheEnvironment) {
   std::string e = launch_error(from_env, idx);
   EXPECT_NE(e.find("index -1 is out of bounds for dimension 0 ('N') of 'X'"), std::string::npos)
       << e;
+}
+
+// The example kernels in the debug mode: nothing is out of range, the results are unchanged.
+TEST(GpuSemantics, ExamplesAreCleanInTheDebugMode) {
+  REQUIRE_GPU();
+  RuntimeOptions options;
+  options.debug_bounds = true;
+  GpuRunner runner(options);
+  KernelRunner run = runner.runner();
+  check_gemm(run, DType::F16, 37, 45, 64, gemm_configs().front());
+  check_softmax(run, DType::F32, 37, 1000, softmax_configs().front(), 1e-5);
+  check_cumsum(run, DType::F16, 33, 257, cumsum_configs().front(), 1e-2);
+  check_bucket_scan(run, 77, 33, {{"BB", "64"}});
 }
 
 // paged_sparse in the debug mode: every subscript of the workload's kernel is in range on a

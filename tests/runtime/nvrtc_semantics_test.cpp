@@ -73,6 +73,31 @@ TEST(NvrtcSemantics, EveryKernelCompilesWithAndWithoutBoundsChecks) {
   }
 }
 
+// The shipped kernels compile with the debug mode's checks too (what TILEJIT_DEBUG=1 runs).
+TEST(NvrtcSemantics, ShippedKernelsCompileInTheDebugMode) {
+  TJ_REQUIRE_NVRTC();
+  for (auto [file, config] : std::vector<std::pair<std::string, Bindings>>{
+           {"examples/gemm.tile", {{"T", "f16"}}},
+           {"examples/softmax.tile", {{"T", "bf16"}}},
+           {"examples/cumsum.tile", {{"T", "f32"}}},
+           {"examples/bucket_scan.tile", {}},
+           {"workloads/paged_sparse.tile", {{"T", "f16"}, {"D", "128"}, {"G", "4"}, {"PS", "16"}}},
+       }) {
+    SCOPED_TRACE(file);
+    LoadedModule m = load_embedded_tile(file);
+    JitRequest r;
+    r.kernel = &m.kernel();
+    r.source_hash = m.source_hash;
+    r.bindings = complete_bindings(m.kernel(), config);
+    r.options.arch = "sm_90a";
+    r.options.debug_bounds = true;
+    for (const auto& p : m.kernel().params) r.options.vector_aligned.insert(p.name);
+    CompiledVariant c = jit_compile(r);
+    EXPECT_FALSE(c.cubin.empty());
+    EXPECT_TRUE(c.debug_bounds);
+  }
+}
+
 // The debug mode only adds: without it, the generated source is what it was (no include, no
 // extra parameter), so kernels that never asked for it do not change.
 TEST(NvrtcSemantics, TheDebugModeOnlyAddsChecks) {
