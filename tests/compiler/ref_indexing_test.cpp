@@ -319,6 +319,22 @@ TEST(RefIndexing, UnitAxisTilesBroadcastLikeRank1Tiles) {
   }
 }
 
+TEST(RefIndexing, OneByOneTilesBroadcast) {
+  uint32_t seed = test::fresh_seed();
+  SCOPED_TRACE(str("seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t R = 23, C = 30;
+  HostBuffer x = floats(DType::F32, {R, C}, rng);
+  for (const char* br : {"1", "4", "16"}) {
+    HostBuffer y(DType::F32, {R, C});
+    y.poison();
+    run("unit_corner", {x.arg(), y.arg()}, {{"BR", br}});
+    float corner = static_cast<float>(x.get(0));
+    for (int64_t k = 0; k < R * C; ++k)
+      ASSERT_EQ(y.get(k), static_cast<float>(x.get(k)) * corner + 2.0f) << k << " BR=" << br;
+  }
+}
+
 TEST(RefIndexing, DotWithOneColumnBroadcasts) {
   uint32_t seed = test::fresh_seed();
   SCOPED_TRACE(str("seed=", seed));

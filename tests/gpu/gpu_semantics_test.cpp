@@ -188,6 +188,11 @@ TEST(GpuSemantics, UnitAxisTilesBroadcast) {
                                  ref::HostBuffer(DType::F32, {R, C})},
                                 {1, 2}, 1e-6);
     }
+  for (const char* br : {"1", "4", "16"})
+    check_against_interpreter(
+        "unit_corner", {{"BR", br}},
+        {random_buffer(DType::F32, {23, 30}, rng, -2, 2), ref::HostBuffer(DType::F32, {23, 30})},
+        {1}, 1e-6);
   for (const Bindings& cfg : std::vector<Bindings>{{}, {{"BM", "64"}, {"BC", "64"}}})
     check_against_interpreter("unit_dot", cfg,
                               {random_buffer(DType::F16, {45, 16}, rng, -1, 1),

@@ -34,6 +34,8 @@ std::vector<Variant> variants() {
       {"unit_dot", {}},
       {"unit_dot", {{"BM", "64"}, {"BC", "64"}}},
       {"point_index", {}},
+      {"unit_corner", {}},
+      {"unit_corner", {{"BR", "1"}}},
   };
 }
 
@@ -60,7 +62,8 @@ TEST(NvrtcSemantics, EveryKernelCompilesWithAndWithoutBoundsChecks) {
           EXPECT_FALSE(c.cubin.empty());
           EXPECT_GT(c.resources.registers, 0) << "no resource report";
           EXPECT_EQ(c.debug_bounds, debug);
-          bool has_points = v.kernel != "unit_axis" && v.kernel != "unit_dot";
+          bool has_points =
+              v.kernel != "unit_axis" && v.kernel != "unit_dot" && v.kernel != "unit_corner";
           // Every checked subscript is a site the runtime can name; none without the mode.
           EXPECT_EQ(!c.bounds_sites.empty(), debug && has_points);
           EXPECT_EQ(c.cuda_source.find("tj::check_index") != std::string::npos,
