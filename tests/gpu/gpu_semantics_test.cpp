@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -29,13 +30,25 @@ const LoadedModule& module() {
   return m;
 }
 
-/// Runs kernel `name` on the GPU through `rt` with `config` forced; every buffer is uploaded
-/// and downloaded again.
-void run_gpu(Runtime& rt, const std::string& name, const Bindings& config,
+/// A Runtime and the kernels of semantics.tile loaded into it (each once, so that repeated
+/// launches of a shape reuse their prepared launch).
+struct Device {
+  explicit Device(RuntimeOptions options = {}) : rt(std::move(options)) {}
+  Runtime rt;
+  std::map<std::string, KernelRef> kernels;
+  KernelRef kernel(const std::string& name) {
+    auto it = kernels.find(name);
+    if (it == kernels.end()) it = kernels.emplace(name, rt.load(kFile, name)).first;
+    return it->second;
+  }
+};
+
+/// Runs kernel `name` on the GPU with `config` forced; every buffer is uploaded and
+/// downloaded again.
+void run_gpu(Device& device, const std::string& name, const Bindings& config,
              const std::vector<ref::HostBuffer*>& buffers) {
-  static std::map<std::pair<Runtime*, std::string>, KernelRef> loaded;
-  auto key = std::make_pair(&rt, name);
-  if (!loaded.count(key)) loaded[key] = rt.load(kFile, name);
+  Runtime& rt = device.rt;
+  KernelRef kernel = device.kernel(name);
   std::vector<std::unique_ptr<DeviceBuffer>> dev;
   std::vector<Arg> args;
   for (ref::HostBuffer* b : buffers) {
@@ -47,7 +60,7 @@ void run_gpu(Runtime& rt, const std::string& name, const Bindings& config,
   LaunchOptions o;
   o.config = config;
   o.synchronize = true;
-  rt.launch(loaded[key], args, o);
+  rt.launch(kernel, args, o);
   for (size_t i = 0; i < buffers.size(); ++i)
     dev[i]->download(buffers[i]->data(),
                      static_cast<size_t>(buffers[i]->numel()) * dtype_size(buffers[i]->dtype()));
@@ -60,9 +73,9 @@ void run_interpreter(const std::string& name, const Bindings& config,
   ref::run_tile(module().kernel(name), config, args);
 }
 
-Runtime& runtime() {
-  static Runtime rt;
-  return rt;
+Device& plain_device() {
+  static Device d;
+  return d;
 }
 
 ref::HostBuffer random_buffer(DType t, std::vector<int64_t> shape, std::mt19937& rng, double lo,
@@ -94,7 +107,7 @@ void check_against_interpreter(const std::string& name, const Bindings& config,
   for (auto& b : gpu) g.push_back(&b);
   for (auto& b : cpu) c.push_back(&b);
   run_interpreter(name, config, c);
-  run_gpu(runtime(), name, config, g);
+  run_gpu(plain_device(), name, config, g);
   for (size_t o : outputs) {
     double err = 0, norm = 0;
     int64_t mismatches = 0, first = -1;
@@ -203,11 +216,11 @@ TEST(GpuSemantics, UnitAxisTilesBroadcast) {
 }
 
 // ---- the debug mode -------------------------------------------------------------------------
-std::string launch_error(Runtime& rt, ref::HostBuffer& idx) {
+std::string launch_error(Device& device, ref::HostBuffer& idx) {
   ref::HostBuffer x(DType::F32, {9}), y(DType::F32, {12});
   for (int64_t k = 0; k < 9; ++k) x.set(k, 10 + k);
   try {
-    run_gpu(rt, "point_index", {}, {&x, &idx, &y});
+    run_gpu(device, "point_index", {}, {&x, &idx, &y});
   } catch (const Error& e) {
     return e.what();
   }
@@ -218,7 +231,7 @@ TEST(GpuSemantics, DebugModeReportsTheFirstOutOfRangeSubscript) {
   REQUIRE_GPU();
   RuntimeOptions options;
   options.debug_bounds = true;
-  Runtime debug(options);
+  Device debug(options);
   ref::HostBuffer idx(DType::I32, {12});
   for (int64_t k = 0; k < 12; ++k) idx.set_int(k, k % 9);
   // In range: no error, and the results of a launch without checks.
@@ -238,7 +251,7 @@ TEST(GpuSemantics, DebugModeReportsTheFirstOutOfRangeSubscript) {
       << e;
   EXPECT_NE(e.find("frag g = load(X[i], mask = iota(16) < M - 1);"), std::string::npos) << e;
   // Without the debug mode the same launch runs (the element is skipped).
-  EXPECT_EQ(launch_error(runtime(), idx), "(no error)");
+  EXPECT_EQ(launch_error(plain_device(), idx), "(no error)");
 
   // The record is cleared after a report: a correct launch of the same shape is fine again.
   idx.set_int(3, 3);
@@ -251,7 +264,7 @@ TEST(GpuSemantics, DebugModeReportsTheFirstOutOfRangeSubscript) {
   EXPECT_NE(e.find("): index 9 is out of bounds for dimension 0 ('N') of 'X' of size 9"),
             std::string::npos)
       << e;
-  EXPECT_EQ(launch_error(runtime(), idx), "(no error)");
+  EXPECT_EQ(launch_error(plain_device(), idx), "(no error)");
 }
 
 TEST(GpuSemantics, DebugModeFromTheEnvironment) {
@@ -259,7 +272,7 @@ TEST(GpuSemantics, DebugModeFromTheEnvironment) {
   const char* saved = std::getenv("TILEJIT_DEBUG");
   std::string saved_value = saved ? saved : "";
   ::setenv("TILEJIT_DEBUG", "1", 1);
-  Runtime from_env;
+  Device from_env;
   if (saved)
     ::setenv("TILEJIT_DEBUG", saved_value.c_str(), 1);
   else
