@@ -276,13 +276,14 @@ private:
     return c;
   }
 
-  /// Stages a frag value in a shared tile (a dot operand that cannot come from registers).
-  ExprPtr stage_in_shared(ExprPtr e) {
+  /// Stages a frag value in a shared tile (a dot operand that cannot come from registers, or
+  /// a tile broadcast along a unit axis: `prefix` names the tile for the generated code).
+  ExprPtr stage_in_shared(ExprPtr e, const char* prefix = "staged_") {
     place(e, natural_or_default(*e));
     auto c = std::make_unique<ir::Expr>(ExprKind::Convert, e->loc);
     c->type = e->type;
     c->type.space = Space::Shared;
-    c->var = k_.new_var(str("staged_", k_.vars.size()), c->type, e->loc);
+    c->var = k_.new_var(str(prefix, k_.vars.size()), c->type, e->loc);
     c->a = std::move(e);
     return c;
   }
@@ -346,16 +347,18 @@ private:
     default:
       break;
     }
+    if (broadcast) {
+      // A computed tile with unit axes read in a larger loop (a dot's f32[8, 1], a loaded
+      // [8, 1] variable, a [1, 1] tile; infer_types keeps other [N, 1] variables rank 1):
+      // staged in shared memory, where it is read at the loop's coordinates (0 on its unit
+      // axes). Costs a barrier; x[:, None] on a rank-1 tile costs nothing.
+      e = stage_in_shared(std::move(e), "broadcast_");
+      return;
+    }
     // Fixed layouts: place the operands by their own rules, then convert if needed.
     fix_operands(*e);
     const Layout* have = natural(*e);
     if (!have) have = natural_or_default(*e);
-    if (broadcast) {
-      error(e->loc, str("a stored ", e->type.str(), " tile cannot be broadcast to ",
-                        ir::Type{e->type.dtype, l->shape}.str(),
-                        " directly; keep it rank-1 and write x[:, None] or x[None, :]"));
-      return;
-    }
     e->layout = have;
     if (!ir::equivalent(have, l)) e = convert(std::move(e), l);
   }
@@ -437,10 +440,13 @@ private:
     if (e.access) place_access(*e.access, nullptr);
   }
 
-  /// Gather indices are read per element of the access's layout `l`: row indices (the first
-  /// tile axis) need l's Slice along the other axis, or l itself for rank-1 accesses.
+  /// Gather indices are read per element of the access's layout `l`: an index tile along tile
+  /// axis t needs l's Slice along the other axis (rows for t = 0, columns for the second factor
+  /// of an outer product), or l itself for rank-1 accesses.
   void place_access(ir::Access& a, const Layout* l) {
-    for (auto& ix : a.indices) {
+    const std::vector<int> axes = a.tile_axes();
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      auto& ix = a.indices[d];
       if (ix.kind != ir::AccessIndex::Kind::Gather) {
         place_scalar(*ix.index);
         continue;
@@ -450,7 +456,7 @@ private:
         continue;
       }
       TJ_ICHECK(l, "gather index without an access layout");
-      place(ix.index, l->rank() == 2 ? table_.slice(l, 1) : l);
+      place(ix.index, l->rank() == 2 ? table_.slice(l, 1 - axes[d]) : l);
     }
   }
 

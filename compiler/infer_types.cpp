@@ -5,6 +5,8 @@
 #include "dsl/diagnostics.h"
 #include "support/text.h"
 
+#include <map>
+
 namespace tilejit {
 
 using dsl::fail_at;
@@ -239,6 +241,11 @@ private:
   void store(ir::Stmt& s) {
     std::vector<int64_t> shape = access(*s.access);
     const ir::Param& p = k_.params[s.access->param];
+    if (shape.size() > 2)
+      error(s.access->loc, str("store to ", p.name, " writes a rank-", shape.size(),
+                               " tile; tiles have rank 1 or 2 (use point subscripts for the "
+                               "other axes)",
+                               gather_rank_hint(*s.access)));
     expr(s.value);
     auto b = broadcast(s.value->type.shape, shape);
     if (!b || *b != shape)
@@ -258,11 +265,11 @@ private:
                         shape_str(shape)));
   }
 
-  /// Types the subscripts of an access and returns its shape.
+  /// Types the subscripts of an access and returns its shape: one axis per gather subscript
+  /// or zip(...) group (an outer product when there are several), then one per range.
   std::vector<int64_t> access(ir::Access& a) {
     const ir::Param& p = k_.params[a.param];
-    std::vector<int64_t> shape;
-    std::optional<std::vector<int64_t>> gather_shape;
+    std::map<int, const ir::Expr*> zip_first; // zip group -> its first index tile
     int axis = 0;
     for (auto& ix : a.indices) {
       expr(ix.index);
@@ -272,23 +279,39 @@ private:
               str("subscript ", axis, " of '", p.name, "' must be an integer, got ", t.str()));
       if (ix.kind == ir::AccessIndex::Kind::Range) {
         if (!t.is_scalar()) error(ix.index->loc, "a slice start must be a scalar");
-        shape.push_back(ix.extent);
         if (p.dim_values[axis] >= 0 && ix.extent > p.dim_values[axis])
           error(ix.index->loc, str("slice of length ", ix.extent, " is longer than dimension ",
                                    axis, " of '", p.name, "' (", p.dim_values[axis], ")"));
       } else if (!t.is_scalar()) {
         if (t.rank() != 1)
           error(ix.index->loc, str("a gather index must be a rank-1 tile, got ", t.str()));
-        if (gather_shape && *gather_shape != t.shape)
-          error(ix.index->loc, str("gather indices of one access must have one length; got ",
-                                   shape_str(*gather_shape), " and ", shape_str(t.shape)));
-        gather_shape = t.shape;
         ix.kind = ir::AccessIndex::Kind::Gather;
+      } else if (ix.zip >= 0) {
+        error(ix.index->loc, str("zip(...) pairs index tiles; '", ir::print_expr(*ix.index),
+                                 "' is a scalar (write it as a subscript of its own)"));
+      }
+      if (ix.zip >= 0) {
+        auto [it, first] = zip_first.emplace(ix.zip, ix.index.get());
+        if (!first && it->second->type.shape != t.shape)
+          error(ix.index->loc, str("zip(...) pairs index tiles of one length; got ",
+                                   shape_str(it->second->type.shape), " and ", shape_str(t.shape)));
       }
       ++axis;
     }
-    if (gather_shape) shape.insert(shape.begin(), gather_shape->front());
-    return shape;
+    return a.shape();
+  }
+
+  /// For an access of more than two axes: the hint that gathers multiply out.
+  static std::string gather_rank_hint(const ir::Access& a) {
+    std::vector<std::string> separate;
+    for (const auto& ix : a.indices)
+      if (ix.kind == ir::AccessIndex::Kind::Gather && ix.zip < 0)
+        separate.push_back(ir::print_expr(*ix.index));
+    if (a.gather_axes() < 2 || separate.size() < 2) return "";
+    return str("; the index tiles ", join(separate, " and "),
+               " each add an axis (an outer product): to pair them element by element, write "
+               "zip(",
+               join(separate, ", "), ")");
   }
 
   void expr(ExprPtr& e) {
@@ -400,11 +423,13 @@ private:
       if (e->type.space == Space::Frag && e->type.rank() > 2)
         error(e->loc, str("load(...) gives a rank-", e->type.rank(),
                           " tile; register tiles have rank 1 or 2 "
-                          "(use point subscripts for the other axes)"));
+                          "(use point subscripts for the other axes)",
+                          gather_rank_hint(*e->access)));
       if (e->type.space == Space::Shared && e->type.rank() > 2)
         error(e->loc, str("copy(...) gives a rank-", e->type.rank(),
                           " tile; shared tiles have rank 1 or 2 "
-                          "(use point subscripts for the other axes)"));
+                          "(use point subscripts for the other axes)",
+                          gather_rank_hint(*e->access)));
       return;
     }
     case ExprKind::SharedSlice: {
@@ -473,6 +498,11 @@ private:
       if (p.dtype != DType::I32 && p.dtype != DType::U32 && p.dtype != DType::F32)
         error(e->loc, str("atomic_add works on i32, u32 and f32 tensors; '", p.name, "' is ",
                           dtype_name(p.dtype)));
+      if (shape.size() > 2)
+        error(e->loc, str("atomic_add to ", p.name, " names a rank-", shape.size(),
+                          " tile; tiles have rank 1 or 2 (use point subscripts for the other "
+                          "axes)",
+                          gather_rank_hint(*e->access)));
       expr(e->a);
       auto b = broadcast(e->a->type.shape, shape);
       if (!b || *b != shape)
@@ -494,7 +524,8 @@ private:
       std::vector<int64_t> shape = access(*e->access);
       if (shape.size() > 2)
         error(e->loc, str("prefetch names a rank-", shape.size(),
-                          " tile; use point subscripts for all but two axes"));
+                          " tile; use point subscripts for all but two axes",
+                          gather_rank_hint(*e->access)));
       // Typed as the tile it names (a statement: the value is never used).
       e->type = Type{k_.params[e->access->param].dtype, shape, Space::Frag};
       return;
@@ -603,8 +634,124 @@ private:
 
 } // namespace
 
+/// Register tiles with a unit axis ([N, 1], [1, N]) are kept as rank-1 tiles read through
+/// x[:, None] / x[None, :], when every value assigned to them can drop that axis: then they
+/// broadcast against [N, M] (and [M, N]) tiles the way rank-1 row vectors do, in the Slice
+/// layout of whatever layout they are combined with, for free. A variable whose values cannot
+/// drop the axis (a load, a dot) stays rank 2; assign_layouts stages it through shared memory
+/// where it is broadcast.
+class UnitAxisVariables {
+public:
+  explicit UnitAxisVariables(ir::Kernel& k) : k_(k) {}
+
+  void run() {
+    // Candidates: rank-2 frag variables with a unit axis (axis 1 of [1, 1]).
+    for (const auto& v : k_.vars)
+      if (v->type.space == Space::Frag && v->type.rank() == 2 && !v->is_loop_var &&
+          (v->type.shape[1] == 1 || v->type.shape[0] == 1))
+        axis_[v.get()] = v->type.shape[1] == 1 ? 1 : 0;
+    if (axis_.empty()) return;
+    // A variable stays a candidate while every value assigned to it can drop its unit axis
+    // (which may depend on other candidates): shrink to a fixed point.
+    for (bool changed = true; changed;) {
+      changed = false;
+      ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+        if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+            axis_.count(s.var) && !squeezable(*s.value, axis_[s.var])) {
+          axis_.erase(s.var);
+          changed = true;
+        }
+      });
+    }
+    if (axis_.empty()) return;
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) && axis_.count(s.var))
+        s.value = squeeze(std::move(s.value), axis_[s.var]);
+    });
+    for (auto& [v, axis] : axis_) {
+      old_type_[v] = v->type;
+      v->type.shape.erase(v->type.shape.begin() + axis);
+    }
+    // Every other read sees the rank-2 value it saw before: x[:, None] (or x[None, :]).
+    ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
+      ir::for_each_expr_root(s, [&](ExprPtr& root) { expand_reads(root); });
+    });
+  }
+
+private:
+  /// Whether `e` (rank 2, unit axis `axis`) can be rewritten with that axis dropped.
+  bool squeezable(const ir::Expr& e, int axis) const {
+    if (e.type.is_scalar()) return true;
+    if (e.type.rank() != 2 || e.type.shape[axis] != 1) return e.type.rank() == 1;
+    switch (e.kind) {
+    case ExprKind::Expand:
+      return e.a->type.rank() == 1;
+    case ExprKind::VarRef:
+      return axis_.count(e.var) > 0;
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Select:
+    case ExprKind::Math:
+    case ExprKind::Cast:
+      for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()})
+        if (op && !squeezable(*op, axis)) return false;
+      return true;
+    case ExprKind::Scan:
+      return squeezable(*e.a, axis);
+    default:
+      return false;
+    }
+  }
+
+  /// `e` with unit axis `axis` dropped (squeezable(e, axis) holds). Scalar and rank-1
+  /// operands stay: they broadcast against the rank-1 result as they did against the rank-2.
+  ExprPtr squeeze(ExprPtr e, int axis) {
+    if (e->type.rank() != 2) return e;
+    std::vector<int64_t> shape = e->type.shape;
+    shape.erase(shape.begin() + axis);
+    switch (e->kind) {
+    case ExprKind::Expand:
+      return std::move(e->a); // x[:, None] -> x ([1] -> [1, 1] -> [1] whichever axis)
+    case ExprKind::VarRef:
+      e->type.shape = shape; // the variable's new type
+      return e;
+    case ExprKind::Scan:
+      if (e->axis == axis) return squeeze(std::move(e->a), axis); // a scan over one element
+      e->axis = 0;
+      break;
+    default:
+      break;
+    }
+    for (ExprPtr* op : {&e->a, &e->b, &e->c})
+      if (*op) *op = squeeze(std::move(*op), axis);
+    e->type.shape = shape;
+    return e;
+  }
+
+  void expand_reads(ExprPtr& e) {
+    for (ExprPtr* op : {&e->a, &e->b, &e->c})
+      if (*op) expand_reads(*op);
+    if (e->access)
+      for (auto& ix : e->access->indices) expand_reads(ix.index);
+    if (e->kind != ExprKind::VarRef || !axis_.count(e->var) || e->type.rank() != 2) return;
+    const Type rank2 = old_type_.at(e->var);
+    auto x = std::make_unique<ir::Expr>(ExprKind::Expand, e->loc);
+    x->axes = {axis_.at(e->var)};
+    x->int_value = 1;
+    x->type = Type{rank2.dtype, rank2.shape, Space::Frag};
+    e->type = e->var->type;
+    x->a = std::move(e);
+    e = std::move(x);
+  }
+
+  ir::Kernel& k_;
+  std::map<ir::Var*, int> axis_; ///< variables kept rank 1: the unit axis dropped
+  std::map<ir::Var*, Type> old_type_;
+};
+
 void infer_types(ir::Kernel& k) {
   TypeInference(k).run();
+  UnitAxisVariables(k).run();
 }
 
 } // namespace tilejit

@@ -2,6 +2,9 @@
 
 #include "support/text.h"
 
+#include <algorithm>
+#include <map>
+
 namespace tilejit::ir {
 
 const char* space_name(Space s) {
@@ -90,6 +93,7 @@ AccessIndex AccessIndex::clone() const {
   c.kind = kind;
   c.index = index ? index->clone() : nullptr;
   c.extent = extent;
+  c.zip = zip;
   return c;
 }
 
@@ -97,6 +101,7 @@ Access Access::clone() const {
   Access c;
   c.param = param;
   c.loc = loc;
+  c.speculative = speculative;
   for (const auto& i : indices) c.indices.push_back(i.clone());
   return c;
 }
@@ -105,6 +110,50 @@ bool Access::is_scalar() const {
   for (const auto& i : indices)
     if (i.kind != AccessIndex::Kind::Point) return false;
   return true;
+}
+
+std::vector<int> Access::tile_axes() const {
+  std::vector<int> axes(indices.size(), -1);
+  std::map<int, int> zip_axis; // zip group -> its axis
+  int next = 0;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const AccessIndex& ix = indices[d];
+    if (ix.kind != AccessIndex::Kind::Gather) continue;
+    if (ix.zip >= 0) {
+      auto [it, fresh] = zip_axis.emplace(ix.zip, next);
+      if (fresh) ++next;
+      axes[d] = it->second;
+    } else {
+      axes[d] = next++;
+    }
+  }
+  for (size_t d = 0; d < indices.size(); ++d)
+    if (indices[d].kind == AccessIndex::Kind::Range) axes[d] = next++;
+  return axes;
+}
+
+int Access::gather_axes() const {
+  std::vector<int> axes = tile_axes();
+  int n = 0;
+  for (size_t d = 0; d < indices.size(); ++d)
+    if (indices[d].kind == AccessIndex::Kind::Gather) n = std::max(n, axes[d] + 1);
+  return n;
+}
+
+std::vector<int64_t> Access::shape() const {
+  std::vector<int> axes = tile_axes();
+  int rank = 0;
+  for (int a : axes) rank = std::max(rank, a + 1);
+  std::vector<int64_t> out(rank, 1);
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const AccessIndex& ix = indices[d];
+    if (axes[d] < 0) continue;
+    if (ix.kind == AccessIndex::Kind::Range)
+      out[axes[d]] = ix.extent;
+    else
+      out[axes[d]] = ix.index->type.shape.empty() ? 1 : ix.index->type.shape[0];
+  }
+  return out;
 }
 
 ExprPtr Expr::clone() const {

@@ -74,6 +74,9 @@ struct Param {
   /// compile-time constant after specialisation, its value (else -1: known only at launch).
   std::vector<std::string> dim_names;
   std::vector<int64_t> dim_values;
+  /// Per dim: "X" for a dimension declared 1|X (an argument of size 1 broadcasts to X; its
+  /// dim_value is X's when X is a constant), else empty.
+  std::vector<std::string> broadcast_to;
   /// The launcher proved the base is 16-byte aligned, the last stride is 1 and every other
   /// stride is a multiple of 16 bytes: codegen may use 16-byte vector accesses on rows.
   bool vector_aligned = false;
@@ -137,16 +140,30 @@ struct AccessIndex {
   enum class Kind { Point, Range, Gather } kind = Kind::Point;
   ExprPtr index;      ///< Point: scalar; Range: start; Gather: rank-1 integer tile
   int64_t extent = 1; ///< Range: static length
+  /// Written inside zip(...): the subscripts of one zip (same value: the position of the zip
+  /// among the written subscripts) are paired element by element and share one tile axis.
+  int zip = -1;
   AccessIndex clone() const;
 };
 
-/// tensor[indices...]: the shape is [gather length] ++ [range extents], in order.
+/// tensor[indices...]: the shape is [gather lengths] ++ [range extents], in order. Each gather
+/// subscript (or zip(...) of them) adds its own axis: two of them make an outer product.
 struct Access {
   int param = -1;
   std::vector<AccessIndex> indices;
   SourceLoc loc;
+  /// A load that unroll-loops moved ahead of the iteration that uses it, which may not run:
+  /// an out-of-range point or gather subscript is reported only where its value is used.
+  bool speculative = false;
   Access clone() const;
   bool is_scalar() const; ///< every index is a point
+  /// Per subscript, the tile axis it runs along (-1 for a point): gather axes first, one per
+  /// gather subscript or zip group, in order; then one per range, in order.
+  std::vector<int> tile_axes() const;
+  /// Number of gather axes (outer-product factors).
+  int gather_axes() const;
+  /// The tile shape (gather subscripts must be typed: their length is their tile's).
+  std::vector<int64_t> shape() const;
 };
 
 struct Expr {
@@ -253,6 +270,9 @@ struct Kernel {
   int smem_limit = 48 * 1024;
   /// Element offsets of every tensor fit in 31 bits: the backend indexes in 32-bit integers.
   bool index32 = false;
+  /// Debug mode (CompileOptions::debug_bounds): point and gather subscripts are checked against
+  /// the tensor's size and the first one out of range is reported after the launch.
+  bool debug_bounds = false;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);
   /// Index of the parameter called `name`, or -1.

@@ -33,7 +33,11 @@ std::string const_str(const Expr& e) {
 
 std::string access_str(const Access& a) {
   std::vector<std::string> parts;
-  for (const auto& i : a.indices) {
+  // With several gather axes (an outer product, or zip groups), each gather names its axis.
+  const bool name_axes = a.gather_axes() > 1;
+  const std::vector<int> axes = a.tile_axes();
+  for (size_t d = 0; d < a.indices.size(); ++d) {
+    const AccessIndex& i = a.indices[d];
     switch (i.kind) {
     case AccessIndex::Kind::Point:
       parts.push_back(print_expr(*i.index));
@@ -42,7 +46,8 @@ std::string access_str(const Access& a) {
       parts.push_back(str(print_expr(*i.index), " :+ ", i.extent));
       break;
     case AccessIndex::Kind::Gather:
-      parts.push_back(str("gather ", print_expr(*i.index)));
+      parts.push_back(name_axes ? str("gather@", axes[d], " ", print_expr(*i.index))
+                                : str("gather ", print_expr(*i.index)));
       break;
     }
   }
@@ -239,8 +244,13 @@ std::string print_kernel(const Kernel& k) {
                    dtype_name(p.dtype));
     if (p.is_tensor) {
       std::vector<std::string> dims;
-      for (size_t i = 0; i < p.dim_names.size(); ++i)
-        dims.push_back(p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i]) : p.dim_names[i]);
+      for (size_t i = 0; i < p.dim_names.size(); ++i) {
+        bool broadcast = i < p.broadcast_to.size() && !p.broadcast_to[i].empty();
+        std::string size = p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i])
+                           : broadcast          ? p.broadcast_to[i]
+                                                : p.dim_names[i];
+        dims.push_back(broadcast ? "1|" + size : size);
+      }
       fmt::format_to(to, "[{}]", join(dims, ", "));
       if (p.vector_aligned) out += " aligned16";
     }

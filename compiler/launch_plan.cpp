@@ -154,6 +154,7 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings,
       if (actual > std::numeric_limits<int32_t>::max())
         throw Error(str("kernel '", k.name, "': dimension ", d, " of '", p.name, "' is ", actual,
                         "; sizes must fit in 32 bits"));
+      if (dsl::broadcast_dim_target(de)) continue; // 1|X: checked once every size is known
       std::string name = de.kind == dsl::ExprKind::Name ? de.name : "";
       auto known = name.empty() ? std::optional<HostValue>() : std::optional<HostValue>();
       if (de.kind == dsl::ExprKind::IntLit) {
@@ -177,6 +178,36 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings,
       plan.env[name] = HostValue::of_int(actual);
       size_source[name] = str("'", p.name, "' dimension ", d);
       (void)known;
+    }
+  }
+  // Dimensions declared 1|X: size X, or 1 (broadcast to X).
+  plan.broadcast_dims.resize(k.params.size());
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const dsl::Param& p = k.params[i];
+    if (p.is_scratch || !args[i].is_tensor) continue;
+    const std::vector<int64_t>& shape = args[i].shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const dsl::Expr* to = dsl::broadcast_dim_target(*p.type.dims[d]);
+      if (!to) continue;
+      std::string name = to->kind == dsl::ExprKind::Name ? to->name : "";
+      int64_t size = to->int_value;
+      if (!name.empty()) {
+        auto it = plan.env.find(name);
+        if (it == plan.env.end())
+          throw Error(str("kernel '", k.name, "': tensor '", p.name, "' (", declared_text(p),
+                          "): '", name, "' in dimension ", d,
+                          " has no value (no tensor gives it as a whole dimension)"));
+        size = it->second.i;
+      }
+      std::string size_text = name.empty() ? str(size) : str(name, " = ", size);
+      if (!name.empty() && size_source.count(name)) size_text += " from " + size_source[name];
+      if (shape[d] != 1 && shape[d] != size)
+        throw Error(str("kernel '", k.name, "': tensor '", p.name, "' (", declared_text(p),
+                        ") has ", shape[d], " in dimension ", d,
+                        ", which must be 1 (broadcast) or ", size_text, "; got shape ",
+                        shape_text(shape)));
+      if (shape[d] == 1 && size != 1)
+        plan.broadcast_dims[i].emplace_back(static_cast<int>(d), size);
     }
   }
   for (const auto& r : k.require) {

@@ -31,6 +31,9 @@ struct LaunchPlan {
   HostEnv env; ///< sizes, scalars, generics, tunables by name
   std::array<int64_t, 3> grid = {1, 1, 1};
   std::vector<std::vector<int64_t>> scratch_shapes; ///< per parameter (empty for non-scratch)
+  /// Per parameter: the dimensions declared 1|X that were given size 1 while X is larger, with
+  /// X's value. The kernel sees such a dimension with size X and stride 0 (PyTorch's expand).
+  std::vector<std::vector<std::pair<int, int64_t>>> broadcast_dims;
 };
 
 /// Infers generics that a tensor's dtype or shape fixes (T from q's dtype, D from q's last
@@ -39,8 +42,8 @@ std::vector<std::string> infer_generics(const dsl::Kernel& k, const std::vector<
                                         Bindings& bindings);
 
 /// Checks the arguments against the declaration (count, dtypes, ranks, fixed dims, one value
-/// per size name) and evaluates `require`, the grid and scratch shapes. Errors name the tensor,
-/// the expected and the actual shape, and the kernel.
+/// per size name, 1 or X for a dimension declared 1|X) and evaluates `require`, the grid and
+/// scratch shapes. Errors name the tensor, the expected and the actual shape, and the kernel.
 LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& complete_bindings,
                        const std::vector<ArgSpec>& args);
 

@@ -37,6 +37,7 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   so.smem_limit = options.smem_limit;
   so.vector_aligned = options.vector_aligned;
   so.index32 = options.index32;
+  so.debug_bounds = options.debug_bounds;
   auto kernel = specialise(k, bindings, so);
   if (done("specialise", *kernel)) return kernel;
   // 2. Loops marked `unroll = N` with no stores: N iterations' loads written first, so they

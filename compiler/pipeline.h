@@ -21,6 +21,10 @@ struct CompileOptions {
   /// Every element offset of every tensor fits in 31 bits (proven at launch): index math in
   /// 32-bit integers, which halves the address arithmetic of gathers.
   bool index32 = false;
+  /// Debug mode (TILEJIT_DEBUG=1, RuntimeOptions::debug_bounds): every point and gather
+  /// subscript is checked at run time and the first one out of range is reported by the
+  /// launch as a tilejit::Error naming the tensor and the DSL line. Part of the variant's key.
+  bool debug_bounds = false;
 };
 
 /// Called after each pass with its name and the IR it produced (inspect --after, --verbose).

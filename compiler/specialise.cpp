@@ -137,6 +137,7 @@ public:
     k_->bindings = bindings_;
     k_->smem_limit = options_.smem_limit;
     k_->index32 = options_.index32;
+    k_->debug_bounds = options_.debug_bounds;
     bind_constants();
     check_where();
     lower_params();
@@ -206,11 +207,16 @@ private:
       q.vector_aligned = options_.vector_aligned.count(p.name) > 0;
       int index = static_cast<int>(k_->params.size());
       for (size_t axis = 0; axis < p.type.dims.size(); ++axis) {
-        const dsl::Expr& d = *p.type.dims[axis];
-        q.dim_names.push_back(dsl::expr_to_string(d));
+        const dsl::Expr& written = *p.type.dims[axis];
+        // 1|X: the dimension has X's value; an argument of size 1 is expanded to it at launch.
+        const dsl::Expr* to = p.is_scratch ? nullptr : dsl::broadcast_dim_target(written);
+        const dsl::Expr& d = to ? *to : written;
+        q.dim_names.push_back(to ? "1|" + dsl::expr_to_string(d) : dsl::expr_to_string(d));
+        q.broadcast_to.push_back(to ? dsl::expr_to_string(d) : "");
         std::string missing;
         auto v = host_eval(d, env_, &missing);
         q.dim_values.push_back(v && v->kind == HostValue::Kind::Int ? v->i : -1);
+        if (to) continue; // X is fixed by a plain dimension (the checker made sure of it)
         if (d.kind == dsl::ExprKind::Name && !consts_.count(d.name) && !dims_.count(d.name) &&
             !p.is_scratch)
           dims_[d.name] = {index, static_cast<int>(axis)};
@@ -520,17 +526,46 @@ private:
       fail_at(name->loc, str("'", name->name, "' is not a tensor parameter"));
     acc.param = it->second;
     const ir::Param& p = k_->params[acc.param];
-    size_t written = e.kind == dsl::ExprKind::Index ? e.index.size() : 0;
+    // One entry per tensor dimension written: zip(i, j) is one subscript over two dimensions.
+    struct Subscript {
+      const dsl::IndexItem* item;
+      const dsl::Expr* zipped; ///< an argument of zip(...), else null
+      int zip;
+    };
+    std::vector<Subscript> subs;
+    bool has_zip = false;
+    if (e.kind == dsl::ExprKind::Index)
+      for (size_t i = 0; i < e.index.size(); ++i) {
+        const dsl::IndexItem& item = e.index[i];
+        if (item.kind == dsl::IndexItem::Kind::Expr && item.expr->kind == dsl::ExprKind::Call &&
+            item.expr->name == "zip") {
+          has_zip = true;
+          for (const auto& arg : item.expr->args)
+            subs.push_back({&item, arg.get(), static_cast<int>(i)});
+        } else {
+          subs.push_back({&item, nullptr, -1});
+        }
+      }
+    size_t written = subs.size();
     if (written > static_cast<size_t>(p.rank()))
       fail_at(e.loc, str("tensor '", p.name, "' has ", p.rank(), " dimensions (", p.name, ": ",
                          dtype_name(p.dtype), "[", join(p.dim_names, ", "), "]) but ", written,
-                         " subscripts were given"));
+                         " subscripts were given",
+                         has_zip ? " (zip(...) covers one dimension per index tile)" : ""));
     for (int axis = 0; axis < p.rank(); ++axis) {
       ir::AccessIndex ix;
+      if (static_cast<size_t>(axis) < written && subs[axis].zipped) {
+        ix.kind = ir::AccessIndex::Kind::Point; // infer_types checks it is an index tile
+        ix.index = lower_expr(*subs[axis].zipped);
+        ix.zip = subs[axis].zip;
+        acc.indices.push_back(std::move(ix));
+        continue;
+      }
       if (static_cast<size_t>(axis) >= written ||
-          e.index[axis].kind == dsl::IndexItem::Kind::Full) {
+          subs[axis].item->kind == dsl::IndexItem::Kind::Full) {
         int64_t extent = p.dim_values[axis];
-        const dsl::SourceLoc& loc = static_cast<size_t>(axis) < written ? e.index[axis].loc : e.loc;
+        const dsl::SourceLoc& loc =
+            static_cast<size_t>(axis) < written ? subs[axis].item->loc : e.loc;
         if (extent < 0)
           fail_at(loc, str("':' over dimension ", axis, " ('", p.dim_names[axis], "') of '", p.name,
                            "' needs a size known at compile time; slice it: i : i + N"));
@@ -538,7 +573,7 @@ private:
         ix.index = literal_int(0, loc);
         ix.extent = extent;
       } else {
-        const dsl::IndexItem& item = e.index[axis];
+        const dsl::IndexItem& item = *subs[axis].item;
         if (item.kind == dsl::IndexItem::Kind::NewAxis)
           fail_at(item.loc, "None cannot appear in a tensor access");
         if (item.kind == dsl::IndexItem::Kind::Slice) {
@@ -713,6 +748,9 @@ private:
       x->a = lower_expr(*e.args[0]);
       return fold(std::move(x));
     }
+    case BK::Zip:
+      fail_at(e.loc, "zip(...) pairs index tiles as one subscript of a tensor access "
+                     "(X[zip(rows, cols), :]); it is not a value");
     case BK::Cdiv: {
       // cdiv(a, b) = (a + b - 1) / b
       ExprPtr a = lower_expr(*e.args[0]);

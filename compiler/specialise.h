@@ -27,6 +27,7 @@ struct SpecialiseOptions {
   int smem_limit = 48 * 1024;           ///< value of SMEM in `where` (bytes per block)
   std::set<std::string> vector_aligned; ///< tensors the launcher proved 16-byte friendly
   bool index32 = false;                 ///< the launcher proved 32-bit element offsets suffice
+  bool debug_bounds = false;            ///< CompileOptions::debug_bounds
 };
 
 /// Fills in every tunable missing from `given` with its default (the `= v` value, else the

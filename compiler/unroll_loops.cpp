@@ -109,6 +109,9 @@ private:
           c->var = s->kind == StmtKind::Decl ? s->var
                                              : (renamed.count(s->var) ? renamed[s->var] : s->var);
         }
+        // A later iteration's load runs before its guard: out-of-range subscripts in it are
+        // errors only where the iteration runs and uses the value (the interpreter checks so).
+        if (hoistable(*s) && k > 0) c->value->access->speculative = true;
         (hoistable(*s) ? loads : rest).push_back(std::move(c));
       }
       if (k == 0) {

@@ -55,7 +55,7 @@ struct KeywordArg {
   SourceLoc loc;
 };
 
-/// A type as written: `f32`, `T`, `f16[BM, BK]`, `T[B, HQ, D]`.
+/// A type as written: `f32`, `T`, `f16[BM, BK]`, `T[B, HQ, D]`, `u8[1|B, 1|HQ, NB, NB]`.
 struct TypeExpr {
   std::string dtype; ///< a dtype name or a generic dtype parameter
   bool has_dims = false;
@@ -158,5 +158,15 @@ struct Module {
   std::shared_ptr<const SourceFile> file;
   std::vector<std::unique_ptr<Kernel>> kernels;
 };
+
+/// A tensor dimension written `1|X` (the checker allows it in a caller's tensor, X a size name,
+/// generic, tunable or integer): the argument may have size X, or size 1, which then broadcasts
+/// to X. Returns X's expression for such a dimension, nullptr for any other.
+inline const Expr* broadcast_dim_target(const Expr& dim) {
+  if (dim.kind != ExprKind::Binary || dim.binary_op != BinaryOp::BitOr) return nullptr;
+  if (dim.lhs->kind != ExprKind::IntLit || dim.lhs->int_value != 1) return nullptr;
+  if (dim.rhs->kind != ExprKind::Name && dim.rhs->kind != ExprKind::IntLit) return nullptr;
+  return dim.rhs.get();
+}
 
 } // namespace tilejit::dsl

@@ -15,7 +15,8 @@ std::string type_to_string(const TypeExpr& t) {
     s += "[";
     for (size_t i = 0; i < t.dims.size(); ++i) {
       if (i) s += ", ";
-      s += expr_to_string(*t.dims[i]);
+      const Expr* to = broadcast_dim_target(*t.dims[i]);
+      s += to ? "1|" + expr_to_string(*to) : expr_to_string(*t.dims[i]);
     }
     s += "]";
   }

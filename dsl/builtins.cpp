@@ -49,6 +49,7 @@ const std::vector<BuiltinInfo>& all_builtins() {
       {"sigmoid", BuiltinKind::Sigmoid, 1, 1, {}, "sigmoid(x)"},
       {"cast", BuiltinKind::Cast, 1, 1, {}, "cast<dtype>(x)"},
       {"cdiv", BuiltinKind::Cdiv, 2, 2, {}, "cdiv(a, b)"},
+      {"zip", BuiltinKind::Zip, 2, 8, {}, "zip(index_tile, index_tile, ...)"},
   };
   return table;
 }

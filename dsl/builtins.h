@@ -43,6 +43,7 @@ enum class BuiltinKind {
   Sigmoid,
   Cast,
   Cdiv,
+  Zip, ///< zip(i, j, ...): index tiles paired element by element, only as a tensor subscript
 };
 
 struct BuiltinInfo {

@@ -3,6 +3,7 @@
 // locals live in their block; nothing may shadow anything.
 #include "dsl/checker.h"
 
+#include "dsl/ast_printer.h"
 #include "dsl/builtins.h"
 
 #include <map>
@@ -79,6 +80,11 @@ public:
                                     "' needs at least one dimension"));
       if (p.is_scratch) continue; // its dims are host expressions, checked below
       for (const auto& d : p.type.dims) {
+        if (d->kind == ExprKind::Binary && d->binary_op == BinaryOp::BitOr) {
+          check_broadcast_dim(p, *d);
+          continue;
+        }
+        if (d->kind == ExprKind::Name) plain_dims_.insert(d->name);
         if (d->kind == ExprKind::Name) {
           auto it = globals_.find(d->name);
           if (dtype_generics_.count(d->name)) {
@@ -101,9 +107,29 @@ public:
         }
       }
     }
+    // A size named only in 1|X dimensions would have no value when every such argument has
+    // size 1.
+    for (const auto& [name, loc] : broadcast_sizes_) {
+      auto it = globals_.find(name);
+      bool fixed = plain_dims_.count(name) ||
+                   (it != globals_.end() &&
+                    (it->second.kind == NameKind::Generic || it->second.kind == NameKind::Tunable));
+      if (!fixed)
+        sink_.error(loc, str("'", name, "' in 1|", name,
+                             " must also be a plain dimension of a tensor (or a generic or "
+                             "tunable), so that its size is known when every such argument has "
+                             "size 1"));
+    }
     for (const auto& p : k.params)
       if (p.is_scratch && p.type.has_dims)
-        for (const auto& d : p.type.dims) check_expr(*d, Context::TensorDim);
+        for (const auto& d : p.type.dims) {
+          if (broadcast_dim_target(*d))
+            sink_.error(d->loc, str("scratch tensor '", p.name,
+                                    "' is allocated at its full size: a broadcast dimension 1|",
+                                    expr_to_string(*broadcast_dim_target(*d)),
+                                    " only applies to a caller's tensor"));
+          check_expr(*d, Context::TensorDim);
+        }
     for (const auto& w : k.where) check_expr(*w, Context::Where);
     for (const auto& r : k.require) check_expr(*r, Context::HostExpr);
     if (k.grid.empty()) {
@@ -156,6 +182,48 @@ private:
     if (!inserted && !(kind == NameKind::Constant))
       sink_.error(loc, str("'", name, "' is already declared as a ",
                            name_kind_text(it->second.kind), " at line ", it->second.loc.line));
+  }
+
+  /// A dimension `1|X` of a caller's tensor: size X, or 1 broadcast to X (dsl/README.md,
+  /// "Broadcast dimensions"). Anything else spelled with '|' is diagnosed with the fix.
+  void check_broadcast_dim(const Param& p, const Expr& d) {
+    const Expr* to = broadcast_dim_target(d);
+    auto operand = [](const Expr& x) {
+      return x.kind == ExprKind::Name || x.kind == ExprKind::IntLit;
+    };
+    if (!to) {
+      if (operand(*d.lhs) && d.rhs->kind == ExprKind::IntLit && d.rhs->int_value == 1)
+        sink_.error(d.loc, str("write a broadcast dimension with the 1 first: 1|",
+                               expr_to_string(*d.lhs), " (in '", p.name, "')"));
+      else if (d.lhs->kind == ExprKind::IntLit && operand(*d.rhs))
+        sink_.error(d.loc, str("only a dimension of size 1 broadcasts: write 1|",
+                               expr_to_string(*d.rhs), " (in '", p.name, "')"));
+      else
+        sink_.error(d.loc, str("a dimension of input tensor '", p.name,
+                               "' must be a name, an integer, or 1|NAME (size NAME, or 1 "
+                               "broadcast to it)"));
+      return;
+    }
+    broadcast_tensors_.insert(p.name);
+    if (to->kind == ExprKind::IntLit) {
+      if (to->int_value <= 1)
+        sink_.error(to->loc, str("1|", to->int_value, " is not a broadcast dimension; write ",
+                                 to->int_value <= 0 ? "a positive size" : "1"));
+      return;
+    }
+    auto it = globals_.find(to->name);
+    if (dtype_generics_.count(to->name)) {
+      sink_.error(to->loc, str("dimension '", to->name, "' of '", p.name,
+                               "' names a dtype generic; dimensions are sizes"));
+    } else if (it == globals_.end()) {
+      declare_global(to->name, NameKind::Dim, to->loc);
+    } else if (it->second.kind != NameKind::Dim && it->second.kind != NameKind::Generic &&
+               it->second.kind != NameKind::Tunable) {
+      sink_.error(to->loc, str("dimension '", to->name, "' of '", p.name, "' names a ",
+                               name_kind_text(it->second.kind), "; dimensions are sizes"));
+      return;
+    }
+    broadcast_sizes_.emplace(to->name, to->loc);
   }
 
   void push_scope() { scopes_.emplace_back(); }
@@ -352,10 +420,27 @@ private:
       }
     }
     for (const auto& it : e.index) {
+      if (tensor_access_ok && it.expr && it.expr->kind == ExprKind::Call &&
+          it.expr->name == "zip") {
+        check_zip(*it.expr, ctx);
+        continue;
+      }
       if (it.expr) check_expr(*it.expr, ctx);
       if (it.start) check_expr(*it.start, ctx);
       if (it.stop) check_expr(*it.stop, ctx);
     }
+  }
+
+  /// zip(i, j, ...) as one subscript of a tensor access: index tiles paired element by element.
+  void check_zip(const Expr& e, Context ctx) {
+    const BuiltinInfo* b = find_builtin(e.name);
+    int n = static_cast<int>(e.args.size());
+    if (n < b->min_args || n > b->max_args)
+      sink_.error(e.loc, str("zip takes ", b->min_args, " to ", b->max_args, " index tiles, got ",
+                             n, " (", b->signature, ")"));
+    for (const auto& kw : e.kwargs)
+      sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", b->signature));
+    for (const auto& a : e.args) check_expr(*a, ctx);
   }
 
   void check_call(const Expr& e, Context ctx) {
@@ -385,6 +470,9 @@ private:
     }
     if (b->kind == BuiltinKind::Cast && !e.type_arg)
       sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
+    if (b->kind == BuiltinKind::Zip)
+      sink_.error(e.loc, "zip(...) pairs index tiles as one subscript of a tensor access "
+                         "(X[zip(rows, cols), :]); it is not a value");
     bool takes_access = b->kind == BuiltinKind::Load || b->kind == BuiltinKind::Copy ||
                         b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd ||
                         b->kind == BuiltinKind::Prefetch;
@@ -396,6 +484,13 @@ private:
     for (size_t i = 0; i < e.args.size(); ++i) {
       const Expr& a = *e.args[i];
       if (takes_access && i == 0) {
+        const Expr* tensor = a.kind == ExprKind::Index ? a.lhs.get() : &a;
+        bool writes = b->kind == BuiltinKind::Store || b->kind == BuiltinKind::AtomicAdd;
+        if (writes && tensor->kind == ExprKind::Name && broadcast_tensors_.count(tensor->name))
+          sink_.error(tensor->loc, str("'", tensor->name,
+                                       "' has a broadcast dimension (1|...) "
+                                       "and cannot be written: given with size 1, every index "
+                                       "along it is the same element"));
         if (a.kind == ExprKind::Index && a.lhs->kind == ExprKind::Name) {
           const NameInfo* info = lookup(a.lhs->name);
           if (info && info->kind == NameKind::TensorParam) {
@@ -420,6 +515,9 @@ private:
   std::unordered_map<std::string, NameInfo> globals_;
   std::vector<std::map<std::string, NameInfo>> scopes_;
   std::set<std::string> dtype_generics_;
+  std::set<std::string> plain_dims_;                 ///< sizes named as a whole dimension
+  std::map<std::string, SourceLoc> broadcast_sizes_; ///< X of each 1|X, first use
+  std::set<std::string> broadcast_tensors_;          ///< tensors with a 1|X dimension
 };
 
 } // namespace

@@ -67,6 +67,8 @@ CompiledVariant jit_compile(const JitRequest& r) {
   v.smem_bytes = g.smem_bytes;
   v.params = ir->params;
   v.index32 = ir->index32;
+  v.debug_bounds = g.debug_bounds;
+  v.bounds_sites = std::move(g.bounds_sites);
 
   const Nvrtc& nvrtc = Nvrtc::get();
   std::vector<std::string> options = nvrtc_options();

@@ -3,6 +3,7 @@
 // diagnostics come back as DSL diagnostics (`file.tile:L:C: error: ...`) via #line directives.
 #pragma once
 
+#include "compiler/cuda/cuda_emitter.h"
 #include "compiler/ir.h"
 #include "compiler/pipeline.h"
 #include "runtime/module_cache.h"
@@ -35,6 +36,10 @@ struct CompiledVariant {
   ResourceUsage resources;
   std::vector<ir::Param> params; ///< the launch signature, scratch tensors included
   bool index32 = false;          ///< tensors are passed as tj::Tensor32 (32-bit sizes, strides)
+  /// Debug mode (CompileOptions::debug_bounds): the kernel takes a zeroed tj::BoundsRecord*
+  /// after its parameters; a nonzero site there after the launch names bounds_sites[site-1].
+  bool debug_bounds = false;
+  std::vector<cuda::BoundsSite> bounds_sites;
   std::vector<std::string> warnings;
 };
 

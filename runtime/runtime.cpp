@@ -14,6 +14,7 @@
 #include "runtime/module_cache.h"
 #include "support/text.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -96,6 +97,10 @@ struct PreparedEntry : PreparedLaunch {
   std::vector<std::vector<int64_t>> scratch_shapes; ///< per parameter (empty if not scratch)
   std::vector<ScratchTensor*> scratch;              ///< per parameter, once ready
   std::vector<DType> param_dtypes;                  ///< per parameter, as compiled
+  /// Per parameter: dimensions declared 1|X given size 1, passed with size X and stride 0.
+  std::vector<std::vector<std::pair<int, int64_t>>> broadcast_dims;
+  bool broadcasts = false;    ///< any parameter has such a dimension
+  DeviceBuffer bounds_record; ///< debug mode: where the kernel records a bad subscript
   bool index32 = false;
   std::atomic<bool> ready{false}; ///< module loaded, scratch allocated, arguments checked
   std::mutex ready_mutex;
@@ -134,6 +139,17 @@ std::string config_text(const Config& config) {
   std::vector<std::string> parts;
   for (const auto& [n, x] : config) parts.push_back(n + "=" + x);
   return join(parts, " ");
+}
+
+/// `t` as the kernel sees it: each dimension declared 1|X that was given size 1 has size X
+/// and stride 0 (every index reads the one element, as PyTorch's expand does).
+Tensor broadcast_view(const Tensor& t, const std::vector<std::pair<int, int64_t>>& dims) {
+  Tensor v = t;
+  for (const auto& [d, size] : dims) {
+    v.shape[d] = size;
+    v.strides[d] = 0;
+  }
+  return v;
 }
 
 bool env_flag(const char* name) {
@@ -194,6 +210,7 @@ struct Runtime::Impl {
   ConfigSelector selector;
   FirstUseTuner first_use_tuner;
   bool tune_on_first_use = false;
+  bool debug_bounds = false;
   BinarySource binary_source;
   mutable std::mutex mutex;
   std::atomic<int64_t> hits{0};
@@ -214,6 +231,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   // The option, when given, wins; the environment is read only when it is not.
   impl_->tune_on_first_use = options.tune_on_first_use ? *options.tune_on_first_use
                                                        : env_flag("TILEJIT_TUNE");
+  impl_->debug_bounds = options.debug_bounds ? *options.debug_bounds : env_flag("TILEJIT_DEBUG");
   Impl* impl = impl_.get();
   impl_->cache =
       std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });
@@ -399,12 +417,17 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   options.arch = rt.arch();
   if (rt.has_gpu()) options.smem_limit = rt.device().smem_per_block_optin;
   std::string key = str(k.id, "|", options.arch);
+  options.debug_bounds = impl.debug_bounds;
+  if (options.debug_bounds) key += "|debug";
   // Scratch tensors are dense and allocated here (cuMemAlloc aligns to 256 bytes), so their
   // alignment follows from their shapes, which follow from the arguments and the config.
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
   std::vector<std::vector<int64_t>> scratch_shapes;
+  std::vector<std::vector<std::pair<int, int64_t>>> broadcast_dims(kernel.params.size());
   try {
-    scratch_shapes = plan_launch(kernel, config, specs).scratch_shapes;
+    LaunchPlan plan = plan_launch(kernel, config, specs);
+    scratch_shapes = std::move(plan.scratch_shapes);
+    broadcast_dims = std::move(plan.broadcast_dims);
   } catch (const Error&) {
     scratch_shapes.assign(kernel.params.size(), {}); // no launch shapes (compile-only use)
   }
@@ -425,11 +448,13 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
       continue;
     }
     if (next < args.size() && args[next].is_tensor) {
-      if (vector_aligned(args[next].tensor)) {
+      // As the kernel sees it: broadcast dimensions have stride 0.
+      Tensor view = broadcast_view(args[next].tensor, broadcast_dims[i]);
+      if (vector_aligned(view)) {
         options.vector_aligned.insert(p.name);
         key += "|a:" + p.name;
       }
-      index32 = index32 && offsets_fit_int32(args[next].tensor);
+      index32 = index32 && offsets_fit_int32(view);
     }
     ++next;
   }
@@ -499,6 +524,8 @@ std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, Ker
   e->threads = c.threads;
   e->smem_bytes = c.smem_bytes;
   e->scratch_shapes = std::move(plan.scratch_shapes);
+  e->broadcast_dims = std::move(plan.broadcast_dims);
+  for (const auto& dims : e->broadcast_dims) e->broadcasts = e->broadcasts || !dims.empty();
   e->scratch.assign(kernel.params.size(), nullptr);
   for (const auto& p : c.params) e->param_dtypes.push_back(p.dtype);
   e->index32 = c.index32;
@@ -560,10 +587,46 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
     }
     e.scratch[i] = it->second.get();
   }
+  if (v.compiled.debug_bounds) {
+    e.bounds_record = DeviceBuffer(64, impl.options.device);
+    e.bounds_record.fill_byte(0);
+  }
   e.ready.store(true, std::memory_order_release);
 }
 
 } // namespace
+
+/// Debug mode, after a launch: waits for it, and throws the first out-of-range subscript the
+/// kernel recorded (then clears the record for the next launch).
+static void report_bounds(PreparedEntry& e, void* stream) {
+  CudaDriver& driver = CudaDriver::get();
+  driver.check(driver.cuStreamSynchronize(static_cast<cu::CUstream>(stream)),
+               "cuStreamSynchronize (debug mode)");
+  struct Record {
+    uint32_t site;
+    uint32_t program[3];
+    int64_t index;
+    int64_t size;
+  } r{};
+  static_assert(sizeof(Record) == 32, "tj::BoundsRecord's layout");
+  e.bounds_record.download(&r, sizeof r);
+  if (r.site == 0) return;
+  e.bounds_record.fill_byte(0);
+  const CompiledVariant& c = e.variant->compiled;
+  TJ_ICHECK(r.site <= c.bounds_sites.size(), "bounds check site ", r.site, " of ",
+            c.bounds_sites.size());
+  const cuda::BoundsSite& s = c.bounds_sites[r.site - 1];
+  std::string text =
+      str(s.loc.path(), ":", s.loc.line, ":", s.loc.col, ": runtime error in kernel ",
+          c.kernel_name, ", program (", r.program[0], ",", r.program[1], ",", r.program[2],
+          "): ", s.gather ? "gathered index " : "index ", r.index,
+          " is out of bounds for dimension ", s.dim, " ('", s.dim_name, "') of '", s.tensor,
+          "' of size ", r.size, " (TILEJIT_DEBUG bounds check)");
+  if (s.loc.known() && !s.loc.file->line_text(s.loc.line).empty())
+    text += str("\n    ", s.loc.file->line_text(s.loc.line), "\n    ",
+                std::string(std::max(s.loc.col - 1, 0), ' '), "^");
+  throw Error(text);
+}
 
 /// The prepared launch of `args`: a hash lookup when this signature was seen before.
 static PreparedEntry& prepared_entry(Runtime& rt, Runtime::Impl& impl, KernelRef k,
@@ -619,12 +682,18 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
       continue;
     }
     const Arg& a = args[next++];
-    if (a.is_tensor)
+    if (a.is_tensor && e.broadcasts && !e.broadcast_dims[i].empty())
+      packed.add_tensor(broadcast_view(a.tensor, e.broadcast_dims[i]), e.index32);
+    else if (a.is_tensor)
       packed.add_tensor(a.tensor, e.index32);
     else
       packed.add_scalar(e.param_dtypes[i], dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
                                                                           : HostValue::of_int(a.i));
   }
+  // Debug mode: the kernel's last argument is the tj::BoundsRecord* it reports into.
+  const bool debug = e.variant->compiled.debug_bounds;
+  const auto record = static_cast<int64_t>(e.bounds_record.ptr());
+  if (debug) packed.add_scalar(DType::I64, HostValue::of_int(record));
   if (e.grid[0] != 0 && e.grid[1] != 0 && e.grid[2] != 0) { // else nothing to do
     cu::CUresult r = driver.cuLaunchKernel(
         e.variant->function, static_cast<unsigned>(e.grid[0]), static_cast<unsigned>(e.grid[1]),
@@ -634,6 +703,7 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
     if (r != 0) driver.check(r, str("cuLaunchKernel(", kernel.name, ")").c_str());
   }
   if (options.synchronize) driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+  if (debug) report_bounds(e, options.stream);
 }
 
 void Runtime::launch_config(KernelRef k, const Config& config, const std::vector<Arg>& args,

@@ -75,29 +75,13 @@ struct AccessPlan {
 
 } // namespace
 
-/// The tile shape an access names: [gather length] ++ [range extents].
-static std::vector<int64_t> access_shape(const ir::Access& a) {
-  std::vector<int64_t> shape;
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Gather) {
-      shape.push_back(ix.index->type.shape[0]);
-      break;
-    }
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Range) shape.push_back(ix.extent);
-  return shape;
-}
-
 // Builds the plan and emits the hoisted subscripts.
 static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
   AccessPlan p;
   p.param = &em.k_.params[a.param];
   p.tensor = em.param_name(a.param);
   p.index_type = em.k_.index32 ? "int" : "long long";
-  int next_axis = 0;
-  for (const auto& ix : a.indices)
-    if (ix.kind == AccessIndex::Kind::Gather) p.gathered = true;
-  if (p.gathered) next_axis = 1;
+  p.tile_axis = a.tile_axes();
   for (size_t d = 0; d < a.indices.size(); ++d) {
     const auto& ix = a.indices[d];
     switch (ix.kind) {
@@ -107,14 +91,13 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
       em.prepare(*ix.index);
       em.line(str("const ", p.index_type, " ", name, " = ", em.scalar(*ix.index), ";"));
       p.hoisted.push_back(name);
-      p.tile_axis.push_back(ix.kind == AccessIndex::Kind::Range ? next_axis++ : -1);
       if (ix.kind == AccessIndex::Kind::Range) p.last_range_dim = static_cast<int>(d);
       break;
     }
     case AccessIndex::Kind::Gather:
       em.prepare(*ix.index);
       p.hoisted.push_back("");
-      p.tile_axis.push_back(0);
+      p.gathered = true;
       break;
     }
   }
@@ -136,10 +119,14 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
       out.push_back(
           str(p.gather_rows[d], "[", em.layout_name(loop), "::slice_index<1>(", idx, ")]"));
     } else if (loop->rank() == 2) {
-      const ir::Layout* rows = em.k_.layouts.slice(loop, 1);
-      out.push_back(str(
-          "static_cast<", p.index_type, ">(",
-          em.elem(*ix.index, rows, str(em.layout_name(loop), "::slice_index<1>(", idx, ")")), ")"));
+      // The index tile runs along tile axis t: it is read in the layout's slice along the
+      // other axis (rows for t = 0, columns for the second factor of an outer product).
+      const int other = 1 - p.tile_axis[d];
+      const ir::Layout* along = em.k_.layouts.slice(loop, other);
+      out.push_back(str("static_cast<", p.index_type, ">(",
+                        em.elem(*ix.index, along,
+                                str(em.layout_name(loop), "::slice_index<", other, ">(", idx, ")")),
+                        ")"));
     } else {
       out.push_back(str("static_cast<", p.index_type, ">(", em.elem(*ix.index, loop, idx), ")"));
     }
@@ -165,7 +152,7 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
   std::string R = em.layout_name(rows);
   p.gather_rows.assign(a.indices.size(), "");
   for (size_t d = 0; d < a.indices.size(); ++d) {
-    if (a.indices[d].kind != AccessIndex::Kind::Gather) continue;
+    if (a.indices[d].kind != AccessIndex::Kind::Gather || p.tile_axis[d] != 0) continue;
     std::string name = em.fresh("tj_row");
     em.line(str(p.index_type, " ", name, "[", R, "::N];"));
     em.line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s) ", name,
@@ -208,6 +195,48 @@ static std::string offset(const AccessPlan& p, const std::vector<std::string>& i
   return parts.empty() ? "0" : join(parts, " + ");
 }
 
+int Emitter::bounds_site(const ir::Access& a, int dim) {
+  const ir::Param& p = k_.params[a.param];
+  bounds_sites_.push_back(
+      {a.loc, p.name, dim, p.dim_names[dim], a.indices[dim].kind == AccessIndex::Kind::Gather});
+  return static_cast<int>(bounds_sites_.size());
+}
+
+/// Debug mode: the point and gather subscripts of every element the access does not mask off
+/// must lie inside their dimensions; the first that does not is recorded for the launch to
+/// report. The access itself is unchanged (it skips such elements, as without the debug mode).
+/// Speculative loads (unroll-loops' reads for iterations that may not run) are not checked.
+static void emit_bounds_checks(Emitter& em, const ir::Access& a, const AccessPlan& p,
+                               const ir::Expr& node, const ir::Layout* l, const ir::Expr* mask) {
+  if (!em.k_.debug_bounds || a.speculative) return;
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < a.indices.size(); ++d)
+    if (a.indices[d].kind != AccessIndex::Kind::Range) dims.push_back(d);
+  if (dims.empty()) return;
+  auto check = [&](const std::vector<std::string>& ix) {
+    for (size_t d : dims)
+      em.line(str("tj::check_index(tj_bounds, ", em.bounds_site(a, static_cast<int>(d)), ", ",
+                  ix[d], ", ", extent(p, d), ");"));
+  };
+  em.line("// debug mode: point and gather subscripts in bounds");
+  if (!l) {
+    std::vector<std::string> ix = element_indices(em, a, p, node, nullptr, "0");
+    if (mask) em.open(str("if (", em.scalar(*mask), ")"));
+    check(ix);
+    if (mask) em.close();
+    return;
+  }
+  std::string L = em.layout_name(l);
+  em.open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
+  std::vector<std::string> ix = element_indices(em, a, p, node, l, "tj_e");
+  std::string ok = str(L, "::valid(tj_e)");
+  if (mask) ok += str(" && (", em.elem(*mask, mask->type.is_scalar() ? nullptr : l, "tj_e"), ")");
+  em.open(str("if (", ok, ")"));
+  check(ix);
+  em.close();
+  em.close();
+}
+
 /// 16-byte-friendly access: a Blocked layout whose vectors run along the tensor's last,
 /// unit-stride dimension, starting at a multiple of the vector width.
 static int vector_width(Emitter& em, const ir::Access& a, const AccessPlan& p, const ir::Layout* l,
@@ -232,6 +261,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   std::string other =
       e.c ? str("tj::cvt<", T, ">(", scalar(*e.c), ")") : str("tj::cvt<", T, ">(0)");
   if (e.type.is_scalar()) {
+    emit_bounds_checks(*this, a, p, e, nullptr, e.b.get());
     std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
@@ -242,6 +272,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   const ir::Layout* l = e.layout;
   std::string L = layout_name(l);
   preload_gather_rows(*this, a, p, l);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   int vec = vector_width(*this, a, p, l, e);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -279,6 +310,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
   AccessPlan p = plan_access(*this, a);
   std::string T = storage_type(p.param->dtype);
   if (v.type.is_scalar() && a.is_scalar()) {
+    emit_bounds_checks(*this, a, p, v, nullptr, s.mask.get());
     std::vector<std::string> ix = element_indices(*this, a, p, v, nullptr, "0");
     std::string ok = in_bounds(p, ix);
     if (s.mask) ok = str("(", ok, ") && ", scalar(*s.mask));
@@ -288,10 +320,11 @@ void Emitter::emit_store(const ir::Stmt& s) {
   }
   const ir::Layout* l =
       v.type.is_scalar()
-          ? k_.layouts.default_blocked(access_shape(a), dtype_size(p.param->dtype), k_.threads)
+          ? k_.layouts.default_blocked(a.shape(), dtype_size(p.param->dtype), k_.threads)
           : v.layout;
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
+  emit_bounds_checks(*this, a, p, v, l, s.mask.get());
   int vec = s.mask ? 1 : vector_width(*this, a, p, l, v);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -374,6 +407,7 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   std::string dst = fresh("tj_dst");
   line(str(T, "* const ", dst, " = ", shared_ptr(dst_var), ";"));
   preload_gather_rows(*this, a, p, l);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   int64_t stride = dst_var->smem_row_stride;
   auto smem_index = [&](const std::string& idx) {
     return dst_var->type.rank() == 1
@@ -448,6 +482,7 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   const ir::Layout* l = e.layout;
   std::string L = layout_name(l);
   std::string T = storage_type(p.param->dtype);
+  emit_bounds_checks(*this, a, p, e, l, e.b.get());
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
@@ -486,6 +521,7 @@ std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   line(str("// ", ir::print_expr(e)));
   AccessPlan p = plan_access(*this, a);
   std::string T = storage_type(p.param->dtype);
+  emit_bounds_checks(*this, a, p, e, nullptr, e.b.get());
   std::vector<std::string> ix = element_indices(*this, a, p, e, nullptr, "0");
   std::string ok = in_bounds(p, ix);
   if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));

@@ -157,6 +157,18 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
                                v.dtype);
       TJ_ICHECK(false, "value in layout ", v.layout->str(), " read in loop ", loop->str());
     }
+    if (v.kind == Value::Kind::Shared && loop) {
+      // A staged tile broadcast into the loop (assign_layouts): read at the loop's
+      // coordinates, 0 along its unit axes.
+      if (v.rank == 1) // aligned with the loop's last axis
+        return read_as_compute(
+            str(v.name, "[", e.type.shape[0] == 1 ? "0" : coord(e, loop, idx, loop->rank() - 1),
+                "]"),
+            v.dtype);
+      return read_as_compute(str(v.name, "[", coord(e, loop, idx, 0), " * ", v.row_stride, " + ",
+                                 coord(e, loop, idx, 1), "]"),
+                             v.dtype);
+    }
   }
   auto st = scalar_temps_.find(&e);
   if (st != scalar_temps_.end()) return st->second;

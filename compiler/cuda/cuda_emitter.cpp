@@ -153,7 +153,9 @@ GeneratedKernel Emitter::run() {
   fmt::format_to(to, "// {}; {} threads, {} bytes of shared memory\n",
                  binds.empty() ? "no generics or tunables" : join(binds, " "), k_.threads,
                  k_.smem_bytes);
-  src += "#include \"tilejit_prelude.cuh\"\n\n";
+  src += "#include \"tilejit_prelude.cuh\"\n";
+  if (k_.debug_bounds) src += "#include \"tj/debug.cuh\"\n";
+  src += "\n";
   src += "namespace {\n";
   // In the order the names were given (not the map's pointer order): the same kernel must
   // print the same text in every process, or its module-cache key would change.
@@ -170,12 +172,16 @@ GeneratedKernel Emitter::run() {
     else
       fmt::format_to(to, "const {} {}", storage_type(p.dtype), sanitize(p.name));
   }
+  if (k_.debug_bounds) // where the first out-of-range subscript is recorded
+    fmt::format_to(to, "{}tj::BoundsRecord* tj_bounds", k_.params.empty() ? "" : ",\n    ");
   fmt::format_to(to, ") {{\n{}}}\n", out_);
   GeneratedKernel g;
   g.source = std::move(src);
   g.entry = k_.name;
   g.threads = k_.threads;
   g.smem_bytes = k_.smem_bytes;
+  g.debug_bounds = k_.debug_bounds;
+  g.bounds_sites = std::move(bounds_sites_);
   return g;
 }
 

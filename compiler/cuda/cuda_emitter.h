@@ -16,12 +16,26 @@
 
 namespace tilejit::cuda {
 
+/// A subscript checked in debug mode (ir::Kernel::debug_bounds): what the runtime names when
+/// the check fails. The kernel records the first failure as this site's number (1-based).
+struct BoundsSite {
+  dsl::SourceLoc loc; ///< the access's '['
+  std::string tensor;
+  int dim = 0;
+  std::string dim_name; ///< as declared ("B", "1|B", "128")
+  bool gather = false;
+};
+
 /// Generated source and what the launcher needs to call it.
 struct GeneratedKernel {
   std::string source;
   std::string entry; ///< the __global__ function's name
   int threads = 128;
   int64_t smem_bytes = 0; ///< dynamic shared memory to launch with
+  /// Debug mode: the kernel takes one more argument, a tj::BoundsRecord* (zeroed), after the
+  /// parameters; a nonzero `site` there after the launch is bounds_sites[site - 1].
+  bool debug_bounds = false;
+  std::vector<BoundsSite> bounds_sites;
 };
 
 /// Emits CUDA C++ for `k` (after insert_barriers).
@@ -87,6 +101,8 @@ public:
   std::string emit_scalar_atomic(const ir::Expr& e);
   void emit_shared_write(const ir::Var* v, const ir::Expr& value);
   int divisibility(const ir::Expr& e) const;
+  /// Debug mode: the number of a new check site (1-based).
+  int bounds_site(const ir::Access& a, int dim);
 
   // ---- tile operations (cuda_tile_ops.cpp) ----
   void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place);
@@ -107,6 +123,7 @@ public:
   std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: a producer's slot
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
+  std::vector<BoundsSite> bounds_sites_; ///< debug mode
 
   // ---- scratch regions: users alternate between two halves so none needs a trailing barrier.
   /// The scratch pointer (as T*) for the next user; emits a barrier first when the previous

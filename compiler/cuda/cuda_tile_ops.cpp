@@ -167,7 +167,9 @@ void Emitter::emit_stage(const ir::Expr& e) {
   std::string L = layout_name(l);
   std::string T = storage_type(v->type.dtype);
   std::string ptr = fresh("tj_staged");
-  line(str("// stage ", ir::print_expr(*e.a), " in shared memory for the tensor cores"));
+  const bool broadcast = v->name.rfind("broadcast_", 0) == 0; // assign_layouts' name for it
+  line(str("// stage ", ir::print_expr(*e.a), " in shared memory ",
+           broadcast ? "to broadcast it along its unit axes" : "for the tensor cores"));
   line(str(T, "* const ", ptr, " = ", shared_ptr(v), ";"));
   std::string index = v->type.rank() == 1
                           ? str(L, "::c(tj_e)")

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 
 namespace tilejit::ref {
 
@@ -192,13 +194,21 @@ int64_t combine_int(ir::ReduceOp op, DType t, int64_t acc, int64_t x) {
 
 /// The elements of a global tensor an access touches: the access's shape and, per element in
 /// row-major order, its offset in the tensor (in elements), or -1 when it is out of bounds or
-/// masked off.
+/// masked off. A point or gather subscript out of range is recorded apart (an error unless
+/// the element is masked off); a range running past the end only masks its elements.
 struct AccessElements {
   std::vector<int64_t> shape;
   std::vector<int64_t> offsets;
   bool scalar = false;
+  std::vector<bool> masked; ///< per element: masked off by `mask` (set by apply_mask)
+  struct Violation {
+    int64_t element = -1; ///< in row-major order of the access
+    int dim = 0;
+    int64_t index = 0;
+    bool gather = false;
+  };
+  std::vector<Violation> violations; ///< in element order
 };
-
 class Interpreter {
 public:
   Interpreter(const ir::Kernel& k, const std::vector<HostArg>& args, std::array<int64_t, 3> grid)
@@ -211,6 +221,7 @@ public:
           pid_ = {x, y, z};
           std::fill(defined_.begin(), defined_.end(), false);
           ring_.clear();
+          pending_error_.clear();
           exec_block(k_.body);
         }
   }
@@ -239,7 +250,8 @@ private:
   Flow exec(const ir::Stmt& s) {
     switch (s.kind) {
     case ir::StmtKind::Decl:
-    case ir::StmtKind::Assign:
+    case ir::StmtKind::Assign: {
+      speculative_error_.reset();
       if (s.slot) {
         // A pipeline's producer (after expand-pipelines) fills one slot of a ring buffer.
         int64_t slot = scalar_int(*s.slot);
@@ -248,8 +260,13 @@ private:
         ring_[{s.var->id, slot}] = vars_[s.var->id];
         return Flow::Next;
       }
-      set_var(*s.var, eval(*s.value));
+      Value v = eval(*s.value);
+      set_var(*s.var, std::move(v));
+      // A speculative load out of range: an error only if the variable is ever read.
+      if (speculative_error_) pending_error_[s.var->id] = std::move(*speculative_error_);
+      speculative_error_.reset();
       return Flow::Next;
+    }
     case ir::StmtKind::Store:
       store(s);
       return Flow::Next;
@@ -288,6 +305,7 @@ private:
     if (x.shape != v.type.shape) x = broadcast_to(x, v.type.shape);
     vars_[v.id] = std::move(x);
     defined_[v.id] = true;
+    pending_error_.erase(v.id);
   }
 
   int64_t scalar_int(const Expr& e) {
@@ -311,57 +329,40 @@ private:
               t.shape.size());
     std::vector<int64_t> point(rank, 0);
     std::vector<std::vector<int64_t>> gather(rank);
-    std::vector<int> range_axis(rank, -1); // result axis of each Range subscript
-    int64_t gather_len = -1;
-    std::vector<int64_t> range_extents;
+    const std::vector<int> axis = a.tile_axes(); // per subscript: its tile axis, -1 for points
     for (int d = 0; d < rank; ++d) {
       const ir::AccessIndex& ix = a.indices[d];
       Value v = eval(*ix.index);
       TJ_ICHECK(!v.is_float() && v.dtype != DType::Bool, "subscript ", d, " is not an integer");
-      switch (ix.kind) {
-      case ir::AccessIndex::Kind::Point:
-      case ir::AccessIndex::Kind::Range:
+      if (ix.kind == ir::AccessIndex::Kind::Gather) {
+        TJ_ICHECK(v.shape.size() == 1, "gather subscript ", d, " is not rank 1");
+        gather[d] = std::move(v.i);
+      } else {
         TJ_ICHECK(v.shape.empty(), "point or range subscript ", d, " is not a scalar");
         point[d] = v.i[0];
-        if (ix.kind == ir::AccessIndex::Kind::Range) {
-          range_axis[d] = static_cast<int>(range_extents.size());
-          range_extents.push_back(ix.extent);
-        }
-        break;
-      case ir::AccessIndex::Kind::Gather:
-        TJ_ICHECK(v.shape.size() == 1, "gather subscript ", d, " is not rank 1");
-        TJ_ICHECK(gather_len < 0 || gather_len == v.shape[0], "gather lengths differ");
-        gather_len = v.shape[0];
-        gather[d] = std::move(v.i);
-        break;
       }
     }
-    int first_range = gather_len >= 0 ? 1 : 0;
-    if (gather_len >= 0) out.shape.push_back(gather_len);
-    for (int64_t x : range_extents) out.shape.push_back(x);
+    out.shape = a.shape();
     out.scalar = out.shape.empty();
     int64_t n = shape_numel(out.shape);
     out.offsets.assign(n, -1);
+    out.masked.assign(n, false);
     std::vector<int64_t> mi(out.shape.size(), 0); // multi-index of element k
     for (int64_t k = 0; k < n; ++k) {
-      bool in_bounds = true;
+      bool in_bounds = true, recorded = false;
       int64_t offset = 0;
       for (int d = 0; d < rank; ++d) {
-        int64_t c;
-        switch (a.indices[d].kind) {
-        case ir::AccessIndex::Kind::Point:
-          c = point[d];
-          break;
-        case ir::AccessIndex::Kind::Range:
-          c = point[d] + mi[first_range + range_axis[d]];
-          break;
-        default:
-          c = gather[d][mi[0]];
-          break;
-        }
+        const auto kind = a.indices[d].kind;
+        int64_t c = kind == ir::AccessIndex::Kind::Point   ? point[d]
+                    : kind == ir::AccessIndex::Kind::Range ? point[d] + mi[axis[d]]
+                                                           : gather[d][mi[axis[d]]];
         if (c < 0 || c >= t.shape[d]) {
+          if (!recorded && kind != ir::AccessIndex::Kind::Range) {
+            out.violations.push_back({k, d, c, kind == ir::AccessIndex::Kind::Gather});
+            recorded = true;
+          }
           in_bounds = false;
-          break;
+          continue;
         }
         offset += c * t.strides[d];
       }
@@ -380,9 +381,38 @@ private:
     TJ_ICHECK(m.dtype == DType::Bool, "mask is not bool");
     std::vector<int64_t> map = broadcast_map(m.shape, acc.shape);
     for (size_t k = 0; k < acc.offsets.size(); ++k)
-      if (!m.i[map[k]]) acc.offsets[k] = -1;
+      if (!m.i[map[k]]) {
+        acc.offsets[k] = -1;
+        acc.masked[k] = true;
+      }
   }
 
+  /// A point or gather subscript out of range at an element that is not masked off is an
+  /// error (ranges past the end are not: partial tiles are masked). A speculative load (moved
+  /// ahead by unroll-loops) defers it to the first read of what it loaded.
+  void check_subscripts(const AccessElements& acc, const ir::Access& a) {
+    for (const auto& v : acc.violations) {
+      if (acc.masked[v.element]) continue;
+      const ir::Param& p = k_.params[a.param];
+      const HostTensor& t = tensor(a.param);
+      int64_t size = t.shape[v.dim];
+      const std::string& dim = p.dim_names[v.dim];
+      bool named = dim.find_first_not_of("0123456789") != std::string::npos; // not a literal
+      std::string hint = size == 1 ? str("; a dimension of size 1 broadcasts only when declared 1|",
+                                         named ? dim : "NAME")
+                                   : std::string();
+      std::string msg =
+          str(v.gather ? "gathered index " : "index ", v.index, " is out of bounds for dimension ",
+              v.dim, named ? str(" ('", dim, "')") : std::string(), " of '", p.name, "' of size ",
+              size, v.gather ? str(" (at element ", v.element, " of the access)") : std::string(),
+              hint, "; mask it off with mask= if it is expected");
+      if (a.speculative) {
+        if (!speculative_error_) speculative_error_ = {a.loc, msg};
+        return;
+      }
+      runtime_error(a.loc, msg);
+    }
+  }
   /// `v` converted to the tensor's dtype (infer_types already inserted the cast) and broadcast
   /// to the access shape.
   Value fit_to_access(Value v, DType dtype, const std::vector<int64_t>& shape) {
@@ -394,6 +424,7 @@ private:
   Value load(const Expr& e) {
     AccessElements acc = plan_access(*e.access);
     apply_mask(acc, e.b.get());
+    check_subscripts(acc, *e.access);
     const HostTensor& t = tensor(e.access->param);
     Value other = Value::zeros(t.dtype, {});
     if (e.c) other = fit_to_access(eval(*e.c), t.dtype, {});
@@ -414,6 +445,7 @@ private:
     const HostTensor& t = tensor(s.access->param);
     Value v = fit_to_access(eval(*s.value), t.dtype, acc.shape);
     apply_mask(acc, s.mask.get());
+    check_subscripts(acc, *s.access);
     for (size_t k = 0; k < acc.offsets.size(); ++k)
       if (acc.offsets[k] >= 0)
         store_element(t.dtype, t.data, acc.offsets[k], v, static_cast<int64_t>(k));
@@ -424,6 +456,7 @@ private:
     const HostTensor& t = tensor(e.access->param);
     Value v = fit_to_access(eval(*e.a), t.dtype, acc.shape);
     apply_mask(acc, e.b.get());
+    check_subscripts(acc, *e.access);
     Value old = Value::zeros(t.dtype, acc.shape);
     Value sum = Value::zeros(t.dtype, {});
     for (size_t k = 0; k < acc.offsets.size(); ++k) {
@@ -466,6 +499,8 @@ private:
       }
       if (!defined_[e.var->id])
         runtime_error(e.loc, str("'", e.var->name, "' is read before it has a value"));
+      if (auto it = pending_error_.find(e.var->id); it != pending_error_.end())
+        runtime_error(it->second.first, it->second.second);
       return vars_[e.var->id];
     case ExprKind::ParamRef:
       return scalar_param(e.param);
@@ -863,6 +898,10 @@ private:
   std::array<int64_t, 3> pid_ = {0, 0, 0};
   std::vector<Value> vars_;
   std::vector<bool> defined_;
+  /// The first out-of-range subscript of a speculative load in the statement being executed.
+  std::optional<std::pair<dsl::SourceLoc, std::string>> speculative_error_;
+  /// Variables holding such a load's value: reading one reports the error (loc, message).
+  std::map<int, std::pair<dsl::SourceLoc, std::string>> pending_error_;
 };
 
 /// Checks the arguments against the kernel's parameters (errors name the parameter and kernel)
@@ -894,6 +933,7 @@ std::vector<HostArg> checked_args(const ir::Kernel& k, const std::vector<HostArg
       if (t.shape[d] < 0)
         throw Error(str("kernel '", k.name, "': tensor '", p.name,
                         "' has a negative dimension: ", shape_text(t.shape)));
+      if (!p.broadcast_to[d].empty()) continue; // 1|X: below, once every size is known
       if (p.dim_values[d] >= 0 && t.shape[d] != p.dim_values[d])
         throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have ", p.dim_names[d],
                         " = ", p.dim_values[d], " in dimension ", d, ", got shape ",
@@ -901,6 +941,30 @@ std::vector<HostArg> checked_args(const ir::Kernel& k, const std::vector<HostArg
     }
     if (!t.data && shape_numel(t.shape) > 0)
       throw Error(str("kernel '", k.name, "': tensor '", p.name, "' has no data"));
+  }
+  // A dimension declared 1|X given size 1 is read as size X with stride 0 (PyTorch's expand).
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ir::Param& p = k.params[i];
+    if (!p.is_tensor) continue;
+    HostTensor& t = out[i].tensor;
+    for (int d = 0; d < p.rank(); ++d) {
+      const std::string& to = p.broadcast_to[d];
+      if (to.empty()) continue;
+      int64_t size = p.dim_values[d];
+      for (size_t j = 0; size < 0 && j < k.params.size(); ++j)
+        for (int e = 0; size < 0 && e < k.params[j].rank(); ++e)
+          if (k.params[j].broadcast_to[e].empty() && k.params[j].dim_names[e] == to &&
+              out[j].is_tensor)
+            size = out[j].tensor.shape[e];
+      TJ_ICHECK(size >= 0, "broadcast size '", to, "' of '", p.name, "' has no value");
+      if (t.shape[d] != 1 && t.shape[d] != size)
+        throw Error(str("kernel '", k.name, "': tensor '", p.name, "' must have 1 or ", to, " = ",
+                        size, " in dimension ", d, ", got shape ", shape_text(t.shape)));
+      if (t.shape[d] == 1) {
+        t.shape[d] = size;
+        t.strides[d] = 0;
+      }
+    }
   }
   return out;
 }

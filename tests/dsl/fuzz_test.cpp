@@ -33,7 +33,9 @@ std::vector<std::string> example_sources() {
   std::vector<std::string> out;
   for (const char* p : {"kernels_src/examples/gemm.tile", "kernels_src/examples/softmax.tile",
                         "kernels_src/examples/cumsum.tile", "kernels_src/examples/bucket_scan.tile",
-                        "kernels_src/workloads/paged_sparse.tile"}) {
+                        "kernels_src/workloads/paged_sparse.tile",
+                        // zip(...), outer-product gathers, 1|X dimensions, [N, 1] tiles
+                        "tests/data/semantics.tile"}) {
     std::string text = read_source(p);
     EXPECT_FALSE(text.empty()) << "cannot read " << p;
     out.push_back(std::move(text));
@@ -171,6 +173,8 @@ const std::vector<std::string>& soup_words() {
                                                  "store",
                                                  "copy",
                                                  "gather",
+                                                 "zip",
+                                                 "1|",
                                                  "dot",
                                                  "trans",
                                                  "cast",

@@ -5,7 +5,8 @@
 
 namespace tilejit::test {
 
-GpuRunner::GpuRunner() : runtime_(std::make_unique<Runtime>()) {}
+GpuRunner::GpuRunner(RuntimeOptions options)
+    : runtime_(std::make_unique<Runtime>(std::move(options))) {}
 GpuRunner::~GpuRunner() = default;
 
 bool gpu_available(std::string* why) {

@@ -20,7 +20,7 @@ namespace tilejit::test {
 
 class GpuRunner {
 public:
-  GpuRunner();
+  explicit GpuRunner(RuntimeOptions options = {});
   ~GpuRunner();
   /// A runner bound to this object (valid while it lives).
   KernelRunner runner();

@@ -3,6 +3,7 @@
 // configuration, the checks, the compiled variant or the scratch buffers changes the signature.
 // Also: compile tasks own what they touch (they may outlive the arguments and the Runtime).
 #include "nvrtc_test_support.h"
+#include "runtime/jit_compiler.h"
 #include "runtime/launch_signature.h"
 #include "support/error.h"
 
@@ -239,6 +240,54 @@ TEST(CompileTask, AConfigurationTheConstraintsRuleOutIsSaidToBe) {
   Config config = {{"T", "f32"}, {"BR", "1"}, {"BC", "64"}, {"WARPS", "8"}};
   std::string error = rt->compile_task(k, config, {})();
   EXPECT_EQ(error.rfind("constraint: ", 0), 0u) << error;
+}
+
+// A dimension declared 1|X takes size 1 or X (each its own prepared launch); anything else is
+// an error that names the tensor, before anything compiles.
+TEST(PreparedLaunch, BroadcastDimensionsTakeOneOrTheFullSize) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load(TILEJIT_SOURCE_DIR "/tests/data/semantics.tile", "broadcast_dims");
+  auto args = [](int64_t mb, int64_t mh) {
+    return std::vector<Arg>{tensor(DType::F32, {3, 5, 150}), tensor(DType::U8, {mb, mh, 10}),
+                            tensor(DType::F32, {1}), tensor(DType::F32, {3, 5, 150})};
+  };
+  const PreparedLaunch* shared_mask = &rt->prepare(k, args(1, 1));
+  EXPECT_EQ(shared_mask->grid[2], 3);
+  EXPECT_NE(&rt->prepare(k, args(3, 5)), shared_mask);
+  EXPECT_NE(&rt->prepare(k, args(1, 5)), shared_mask);
+  try {
+    rt->prepare(k, args(2, 5));
+    FAIL() << "a mask with 2 batches for B = 3 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'mask' (mask: u8[1|B, 1|H, NB]) has 2 in "
+                                         "dimension 0, which must be 1 (broadcast) or B = 3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The debug mode compiles a variant of its own, with the checks and the sites they name.
+TEST(PreparedLaunch, TheDebugModeIsAVariantOfItsOwn) {
+  TJ_REQUIRE_NVRTC();
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  o.debug_bounds = true;
+  Runtime debug(o);
+  auto plain = cpu_runtime();
+  std::vector<Arg> args = {tensor(DType::F32, {9}), tensor(DType::I32, {12}),
+                           tensor(DType::F32, {12})};
+  const char* file = TILEJIT_SOURCE_DIR "/tests/data/semantics.tile";
+  const CompiledVariant& d = debug.compile(debug.load(file, "point_index"), {}, args);
+  const CompiledVariant& p = plain->compile(plain->load(file, "point_index"), {}, args);
+  EXPECT_TRUE(d.debug_bounds);
+  EXPECT_FALSE(p.debug_bounds);
+  EXPECT_NE(d.cache_key, p.cache_key);
+  ASSERT_FALSE(d.bounds_sites.empty());
+  EXPECT_EQ(d.bounds_sites[0].tensor, "idx");
+  EXPECT_EQ(d.bounds_sites[0].dim_name, "M");
+  EXPECT_TRUE(p.bounds_sites.empty());
 }
 
 } // namespace

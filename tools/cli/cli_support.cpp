@@ -137,8 +137,13 @@ RandomInputs make_random_inputs(const dsl::Kernel& k, const std::map<std::string
       continue;
     }
     std::vector<int64_t> shape;
-    for (const auto& d : p.type.dims)
+    for (const auto& d : p.type.dims) {
+      if (dsl::broadcast_dim_target(*d)) { // 1|X: size 1, so that the run checks broadcasting
+        shape.push_back(1);
+        continue;
+      }
       shape.push_back(host_eval_int(*d, env, str("dimension of '", p.name, "' (pass --shape)")));
+    }
     std::string dt = p.type.dtype;
     if (!parse_dtype(dt)) {
       if (!given.count(dt))

@@ -26,6 +26,7 @@ struct InspectOptions {
   std::vector<std::string> set;
   bool unaligned = false;
   bool index64 = false;
+  bool debug = false;
 };
 
 /// cuobjdump or nvdisasm: on PATH, under $CUDA_HOME/bin, or /usr/local/cuda/bin.
@@ -73,6 +74,7 @@ void inspect(const InspectOptions& o) {
     options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
   options.index32 = !o.index64;
+  options.debug_bounds = o.debug;
   if (!o.unaligned)
     for (const auto& p : k.params) options.vector_aligned.insert(p.name);
   auto warn = [](const std::string& pass, const ir::Kernel&) {
@@ -161,6 +163,9 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
                 "Assume tensors are not 16-byte aligned (element-wise accesses)");
   cmd->add_flag("--index64", o->index64,
                 "Assume tensors too large for 32-bit element offsets (64-bit index math)");
+  cmd->add_flag("--debug", o->debug,
+                "Compile the debug mode's bounds checks of point and gather subscripts (what "
+                "TILEJIT_DEBUG=1 launches)");
   cmd->callback([o] { inspect(*o); });
   (void)global;
 }

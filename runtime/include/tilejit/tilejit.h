@@ -55,6 +55,11 @@ struct RuntimeOptions {
   /// which the tuner library installs: tilejit::enable_tuning_on_first_use). Unset: on when
   /// the environment has TILEJIT_TUNE=1.
   std::optional<bool> tune_on_first_use;
+  /// Debug mode: kernels are compiled with run-time checks of every point and gather subscript
+  /// (a variant of its own), and a launch that indexed out of range throws tilejit::Error
+  /// naming the tensor, the dimension, the index and the DSL line. Each launch then waits for
+  /// the kernel to finish. Unset: on when the environment has TILEJIT_DEBUG=1.
+  std::optional<bool> debug_bounds;
 };
 
 struct LaunchOptions {

@@ -1,0 +1,329 @@
+// Issue 12's indexing and broadcasting rules on the GPU (label `gpu`): every kernel of
+// tests/data/semantics.tile (outer-product and zipped gathers, 1|X dimensions given size 1 or
+// the full size, [N, 1] register tiles, a dot with one column) on fresh random inputs at odd
+// sizes and several configurations, against the reference interpreter, outputs poisoned
+// first; and the debug mode (RuntimeOptions::debug_bounds, TILEJIT_DEBUG=1), whose launches
+// throw the first out-of-range point or gather subscript and otherwise change nothing.
+#include "compiler/kernel_library.h"
+#include "compiler/ref/run_tile.h"
+#include "example_checks.h"
+#include "gpu_runner.h"
+#include "paged_sparse_checks.h"
+#include "runtime/device_buffer.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+
+namespace tilejit::test {
+namespace {
+
+const std::string kFile = TILEJIT_SOURCE_DIR "/tests/data/semantics.tile";
+
+const LoadedModule& module() {
+  static LoadedModule m = load_tile_file(kFile);
+  return m;
+}
+
+/// A Runtime and the kernels of semantics.tile loaded into it (each once, so that repeated
+/// launches of a shape reuse their prepared launch).
+struct Device {
+  explicit Device(RuntimeOptions options = {}) : rt(std::move(options)) {}
+  Runtime rt;
+  std::map<std::string, KernelRef> kernels;
+  KernelRef kernel(const std::string& name) {
+    auto it = kernels.find(name);
+    if (it == kernels.end()) it = kernels.emplace(name, rt.load(kFile, name)).first;
+    return it->second;
+  }
+};
+
+/// Runs kernel `name` on the GPU with `config` forced; every buffer is uploaded and
+/// downloaded again.
+void run_gpu(Device& device, const std::string& name, const Bindings& config,
+             const std::vector<ref::HostBuffer*>& buffers) {
+  Runtime& rt = device.rt;
+  KernelRef kernel = device.kernel(name);
+  std::vector<std::unique_ptr<DeviceBuffer>> dev;
+  std::vector<Arg> args;
+  for (ref::HostBuffer* b : buffers) {
+    size_t bytes = static_cast<size_t>(b->numel()) * dtype_size(b->dtype());
+    dev.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
+    dev.back()->upload(b->data(), bytes);
+    args.push_back(Arg::of(Tensor::contiguous(dev.back()->data(), b->dtype(), b->shape())));
+  }
+  LaunchOptions o;
+  o.config = config;
+  o.synchronize = true;
+  rt.launch(kernel, args, o);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    dev[i]->download(buffers[i]->data(),
+                     static_cast<size_t>(buffers[i]->numel()) * dtype_size(buffers[i]->dtype()));
+}
+
+void run_interpreter(const std::string& name, const Bindings& config,
+                     const std::vector<ref::HostBuffer*>& buffers) {
+  std::vector<ref::HostArg> args;
+  for (ref::HostBuffer* b : buffers) args.push_back(b->arg());
+  ref::run_tile(module().kernel(name), config, args);
+}
+
+Device& plain_device() {
+  static Device d;
+  return d;
+}
+
+ref::HostBuffer random_buffer(DType t, std::vector<int64_t> shape, std::mt19937& rng, double lo,
+                              double hi) {
+  ref::HostBuffer b(t, std::move(shape));
+  if (dtype_is_float(t)) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (int64_t k = 0; k < b.numel(); ++k) b.set(k, d(rng));
+  } else {
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+    for (int64_t k = 0; k < b.numel(); ++k) b.set_int(k, d(rng));
+  }
+  return b;
+}
+
+/// Runs `name` on the GPU and on the interpreter with the same inputs; the buffers at
+/// `outputs` are poisoned first on both sides and must agree: exactly when `tolerance` is 0,
+/// else within ||gpu - ref|| / ||ref|| <= tolerance.
+void check_against_interpreter(const std::string& name, const Bindings& config,
+                               std::vector<ref::HostBuffer> inputs,
+                               const std::vector<size_t>& outputs, double tolerance) {
+  SCOPED_TRACE(str(name, " ", config_text(config)));
+  std::vector<ref::HostBuffer> gpu = inputs, cpu = inputs;
+  for (size_t o : outputs) {
+    gpu[o].poison();
+    cpu[o].poison();
+  }
+  std::vector<ref::HostBuffer*> g, c;
+  for (auto& b : gpu) g.push_back(&b);
+  for (auto& b : cpu) c.push_back(&b);
+  run_interpreter(name, config, c);
+  run_gpu(plain_device(), name, config, g);
+  for (size_t o : outputs) {
+    double err = 0, norm = 0;
+    int64_t mismatches = 0, first = -1;
+    for (int64_t k = 0; k < cpu[o].numel(); ++k) {
+      double want = cpu[o].get(k), got = gpu[o].get(k);
+      bool same = want == got || (std::isnan(want) && std::isnan(got));
+      if (!same && first < 0) first = k;
+      mismatches += !same;
+      if (std::isfinite(want) && std::isfinite(got)) {
+        err += (got - want) * (got - want);
+        norm += want * want;
+      } else if (!same) {
+        err = INFINITY;
+      }
+    }
+    if (tolerance == 0)
+      EXPECT_EQ(mismatches, 0) << "output " << o << ": first mismatch at element " << first
+                               << ": gpu " << (first >= 0 ? gpu[o].get(first) : 0) << ", reference "
+                               << (first >= 0 ? cpu[o].get(first) : 0);
+    else
+      EXPECT_LE(std::sqrt(err / std::max(norm, 1e-30)), tolerance)
+          << "output " << o << ", first difference at element " << first;
+  }
+}
+
+TEST(GpuSemantics, OuterProductGathers) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  const int64_t G = 5, N = 19, K = 37, C = 23;
+  for (const Bindings& cfg : std::vector<Bindings>{{{"BK", "16"}, {"BN", "16"}},
+                                                   {{"BK", "16"}, {"BN", "8"}, {"WARPS", "1"}},
+                                                   {{"BK", "32"}, {"BN", "64"}},
+                                                   {{"BK", "32"}, {"BN", "8"}, {"WARPS", "4"}}})
+    check_against_interpreter("outer_gather", cfg,
+                              {random_buffer(DType::I32, {G, N}, rng, -1000, 1000),
+                               random_buffer(DType::I32, {K}, rng, 0, G - 1),
+                               random_buffer(DType::I32, {C}, rng, 0, N - 1),
+                               ref::HostBuffer(DType::I32, {K, C})},
+                              {3}, 0);
+  for (const Bindings& cfg :
+       std::vector<Bindings>{{}, {{"BK", "64"}, {"BN", "16"}}, {{"BK", "16"}, {"BN", "16"}}})
+    check_against_interpreter(
+        "outer_gather_shared", cfg,
+        {random_buffer(DType::F16, {7, 41}, rng, -2, 2), random_buffer(DType::I32, {21}, rng, 0, 6),
+         random_buffer(DType::I32, {45}, rng, 0, 40), ref::HostBuffer(DType::F32, {21, 45})},
+        {3}, 0);
+}
+
+TEST(GpuSemantics, ZippedGathers) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (const Bindings& cfg : std::vector<Bindings>{{}, {{"BR", "32"}, {"BD", "64"}}})
+    for (int64_t D : {70, 64}) // rows of 16-byte vectors, and rows that are not
+      check_against_interpreter("zip_gather", cfg,
+                                {random_buffer(DType::F32, {6, 5, D}, rng, -2, 2),
+                                 random_buffer(DType::I32, {33}, rng, 0, 5),
+                                 random_buffer(DType::I32, {33}, rng, 0, 4),
+                                 ref::HostBuffer(DType::F32, {33, D})},
+                                {3}, 0);
+}
+
+TEST(GpuSemantics, BroadcastDimensionsGivenOneOrTheFullSize) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  const int64_t B = 3, H = 5, N = 150;
+  for (const char* bs : {"16", "32"}) {
+    const int64_t NB = (N + std::stoi(bs) - 1) / std::stoi(bs);
+    for (auto [mb, mh] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {B, 1}, {1, H}, {B, H}})
+      for (int64_t nbias : {int64_t(1), B})
+        check_against_interpreter("broadcast_dims", {{"BS", bs}},
+                                  {random_buffer(DType::F32, {B, H, N}, rng, -2, 2),
+                                   random_buffer(DType::U8, {mb, mh, NB}, rng, 0, 1),
+                                   random_buffer(DType::F32, {nbias}, rng, -1, 1),
+                                   ref::HostBuffer(DType::F32, {B, H, N})},
+                                  {3}, 1e-6);
+  }
+}
+
+TEST(GpuSemantics, UnitAxisTilesBroadcast) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (const Bindings& cfg : std::vector<Bindings>{{},
+                                                   {{"BR", "1"}, {"BC", "32"}, {"WARPS", "1"}},
+                                                   {{"BR", "2"}, {"BC", "128"}, {"WARPS", "4"}},
+                                                   {{"BR", "16"}, {"BC", "128"}, {"WARPS", "1"}}})
+    for (int64_t C : {29, 100}) {
+      int64_t R = 37;
+      check_against_interpreter("unit_axis", cfg,
+                                {random_buffer(DType::F32, {R, C}, rng, -2, 2),
+                                 ref::HostBuffer(DType::F32, {R, C}),
+                                 ref::HostBuffer(DType::F32, {R, C})},
+                                {1, 2}, 1e-6);
+    }
+  for (const char* br : {"1", "4", "16"})
+    check_against_interpreter(
+        "unit_corner", {{"BR", br}},
+        {random_buffer(DType::F32, {23, 30}, rng, -2, 2), ref::HostBuffer(DType::F32, {23, 30})},
+        {1}, 1e-6);
+  for (const Bindings& cfg : std::vector<Bindings>{{}, {{"BM", "64"}, {"BC", "64"}}})
+    check_against_interpreter("unit_dot", cfg,
+                              {random_buffer(DType::F16, {45, 16}, rng, -1, 1),
+                               random_buffer(DType::F16, {16, 1}, rng, -1, 1),
+                               random_buffer(DType::F32, {45, 30}, rng, -2, 2),
+                               ref::HostBuffer(DType::F32, {45, 30})},
+                              {3}, 1e-5);
+}
+
+// ---- the debug mode -------------------------------------------------------------------------
+std::string launch_error(Device& device, ref::HostBuffer& idx) {
+  ref::HostBuffer x(DType::F32, {9}), y(DType::F32, {12});
+  for (int64_t k = 0; k < 9; ++k) x.set(k, 10 + k);
+  try {
+    run_gpu(device, "point_index", {}, {&x, &idx, &y});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(GpuSemantics, DebugModeReportsTheFirstOutOfRangeSubscript) {
+  REQUIRE_GPU();
+  RuntimeOptions options;
+  options.debug_bounds = true;
+  Device debug(options);
+  ref::HostBuffer idx(DType::I32, {12});
+  for (int64_t k = 0; k < 12; ++k) idx.set_int(k, k % 9);
+  // In range: no error, and the results of a launch without checks.
+  EXPECT_EQ(launch_error(debug, idx), "(no error)");
+  check_against_interpreter(
+      "point_index", {}, {ref::HostBuffer(DType::F32, {9}), idx, ref::HostBuffer(DType::F32, {12})},
+      {2}, 0);
+
+  // A gathered index out of range at an unmasked element.
+  idx.set_int(3, -2);
+  std::string e = launch_error(debug, idx);
+  EXPECT_NE(e.find("semantics.tile:115:"), std::string::npos) << e;
+  EXPECT_NE(e.find("runtime error in kernel point_index, program (0,0,0): gathered index -2 is "
+                   "out of bounds for dimension 0 ('N') of 'X' of size 9 (TILEJIT_DEBUG bounds "
+                   "check)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("frag g = load(X[i], mask = iota(16) < M - 1);"), std::string::npos) << e;
+  // Without the debug mode the same launch runs (the element is skipped).
+  EXPECT_EQ(launch_error(plain_device(), idx), "(no error)");
+
+  // The record is cleared after a report: a correct launch of the same shape is fine again.
+  idx.set_int(3, 3);
+  EXPECT_EQ(launch_error(debug, idx), "(no error)");
+
+  // idx[M - 1] = 9: the masked loads of it are fine, the unguarded point is reported.
+  idx.set_int(11, 9);
+  e = launch_error(debug, idx);
+  EXPECT_NE(e.find("semantics.tile:117:"), std::string::npos) << e;
+  EXPECT_NE(e.find("): index 9 is out of bounds for dimension 0 ('N') of 'X' of size 9"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(launch_error(plain_device(), idx), "(no error)");
+}
+
+TEST(GpuSemantics, DebugModeFromTheEnvironment) {
+  REQUIRE_GPU();
+  const char* saved = std::getenv("TILEJIT_DEBUG");
+  std::string saved_value = saved ? saved : "";
+  ::setenv("TILEJIT_DEBUG", "1", 1);
+  Device from_env;
+  if (saved)
+    ::setenv("TILEJIT_DEBUG", saved_value.c_str(), 1);
+  else
+    ::unsetenv("TILEJIT_DEBUG");
+  ref::HostBuffer idx(DType::I32, {12});
+  for (int64_t k = 0; k < 12; ++k) idx.set_int(k, k % 9);
+  idx.set_int(11, -1);
+  std::string e = launch_error(from_env, idx);
+  EXPECT_NE(e.find("index -1 is out of bounds for dimension 0 ('N') of 'X'"), std::string::npos)
+      << e;
+}
+
+// The example kernels in the debug mode: nothing is out of range, the results are unchanged.
+TEST(GpuSemantics, ExamplesAreCleanInTheDebugMode) {
+  REQUIRE_GPU();
+  RuntimeOptions options;
+  options.debug_bounds = true;
+  GpuRunner runner(options);
+  KernelRunner run = runner.runner();
+  check_gemm(run, DType::F16, 37, 45, 64, gemm_configs().front());
+  check_softmax(run, DType::F32, 37, 1000, softmax_configs().front(), 1e-5);
+  check_cumsum(run, DType::F16, 33, 257, cumsum_configs().front(), 1e-2);
+  check_bucket_scan(run, 77, 33, {{"BB", "64"}});
+}
+
+// paged_sparse in the debug mode: every subscript of the workload's kernel is in range on a
+// ragged problem (kept_len 0 and 1 included), so the checks report nothing and the results are
+// those of the plain kernel.
+TEST(GpuSemantics, PagedSparseIsCleanInTheDebugMode) {
+  REQUIRE_GPU();
+  RuntimeOptions options;
+  options.debug_bounds = true;
+  GpuRunner runner(options);
+  KernelRunner run = runner.runner();
+  PagedSparseShape s;
+  s.dtype = DType::F16;
+  s.head_dim = 128;
+  s.page_size = 16;
+  s.seq_lens = {5003, 77, 1999};
+  std::vector<int64_t> kept;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t h = 0; h < 8; ++h)
+      kept.push_back(std::min<int64_t>(s.seq_lens[b], 13 + 211 * h + 7 * b));
+  kept[0] = 0;
+  kept[9] = 1;
+  s.kept_lens = kept;
+  auto d = make_paged_sparse_data(s, fresh_seed());
+  for (const Bindings& cfg : std::vector<Bindings>{
+           {}, {{"CHUNK", "64"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"PF", "2"}}})
+    check_paged_sparse(run, *d, cfg);
+}
+
+} // namespace
+} // namespace tilejit::test
