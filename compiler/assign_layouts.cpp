@@ -1,6 +1,7 @@
 #include "compiler/assign_layouts.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/target.h"
 #include "dsl/diagnostics.h"
 
 #include <algorithm>
@@ -45,7 +46,8 @@ int priority(const Layout* l) {
 
 class LayoutAssignment {
 public:
-  explicit LayoutAssignment(ir::Kernel& k) : k_(k), table_(k.layouts), warps_(k.threads / 32) {}
+  explicit LayoutAssignment(ir::Kernel& k)
+      : k_(k), table_(k.layouts), warps_(k.threads / k.target->warp_size()) {}
 
   void run() {
     plan_register_operands();
@@ -188,24 +190,29 @@ private:
     for (const ir::Expr* d : register_a_) warps_m_only_.insert(d);
   }
 
+  /// The accumulator layout of a dot: the target's matrix instruction (m16n8 on NVIDIA GPUs)
+  /// tiled over the warps.
   const Layout* mma_layout(const ir::Expr& dot) {
+    const Target& t = *k_.target;
+    const MatrixShape ms = t.matrix_shape(dot.a->type.dtype);
+    const int64_t im = ms.m > 0 ? ms.m : 16, in = ms.n > 0 ? ms.n : 8;
     int64_t m = dot.type.shape[0], n = dot.type.shape[1];
-    int m_tiles = static_cast<int>((m + 15) / 16);
+    int m_tiles = static_cast<int>((m + im - 1) / im);
     if (warps_m_only_.count(&dot) && m_tiles >= warps_)
-      return table_.mma_acc(m, n, warps_, 1, k_.threads);
-    // Balance ldmatrix traffic: per 16-deep step a warp loads MT A fragments and NTL/2 B pairs.
+      return t.accumulator_layout(table_, m, n, warps_, 1, k_.threads);
+    // Balance operand traffic: per K step a warp loads MT A fragments and NTL/2 B pairs.
     int best_wm = 1;
     double best_cost = 1e30;
     for (int wm = 1; wm <= warps_; wm *= 2) {
       int wn = warps_ / wm;
-      int64_t pm = (m + 16 * wm - 1) / (16 * wm) * (16 * wm);
-      int64_t pn = (n + 8 * wn - 1) / (8 * wn) * (8 * wn);
-      double mt = double(pm) / (16 * wm), ntl = double(pn) / (8 * wn);
+      int64_t pm = (m + im * wm - 1) / (im * wm) * (im * wm);
+      int64_t pn = (n + in * wn - 1) / (in * wn) * (in * wn);
+      double mt = double(pm) / (im * wm), ntl = double(pn) / (in * wn);
       double waste = double(pm * pn) / double(m * n); // padded work
       double cost = (mt + std::ceil(ntl / 2)) * waste;
       if (cost < best_cost - 1e-9) best_cost = cost, best_wm = wm;
     }
-    return table_.mma_acc(m, n, best_wm, warps_ / best_wm, k_.threads);
+    return t.accumulator_layout(table_, m, n, best_wm, warps_ / best_wm, k_.threads);
   }
 
   // ---- natural layouts ------------------------------------------------------------------
@@ -415,13 +422,16 @@ private:
 
   void check_dot(const ir::Expr& e) {
     DType t = e.a->type.dtype;
-    if (t != DType::F16 && t != DType::BF16)
-      error(e.loc, str("the CUDA backend runs dot on f16 or bf16 tiles; these are ", dtype_name(t),
-                       " (cast the operands, or use f16/bf16 inputs)"));
+    const MatrixShape ms = k_.target->matrix_shape(t);
+    if (ms.k == 0) {
+      error(e.loc, str(k_.target->arch(), " runs dot on f16 or bf16 tiles; these are ",
+                       dtype_name(t), " (cast the operands, or use f16/bf16 inputs)"));
+      return;
+    }
     int64_t kdim = e.a->type.shape[1];
-    if (kdim % 16 != 0)
-      error(e.loc,
-            str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of 16"));
+    if (kdim % ms.k != 0)
+      error(e.loc, str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of ",
+                       ms.k));
   }
 
   /// Scalar expressions can hold whole-tile reductions: lay out their operands.

@@ -21,6 +21,10 @@
 #include <string>
 #include <vector>
 
+namespace tilejit {
+class Target;
+}
+
 namespace tilejit::ir {
 
 using dsl::SourceLoc;
@@ -267,6 +271,8 @@ struct Kernel {
   int64_t scratch_bytes = 0; ///< at offset 0: reductions, conversions, scans (plan_shared_memory)
   /// Every layout used by this kernel (assign_layouts). Mutable: looking up a layout interns it.
   mutable LayoutTable layouts;
+  /// What the kernel is compiled for (warp size, matrix instructions, the emitter).
+  const Target* target = nullptr;
   int smem_limit = 48 * 1024;
   /// Element offsets of every tensor fit in 31 bits: the backend indexes in 32-bit integers.
   bool index32 = false;

@@ -47,7 +47,7 @@ std::string Layout::str() const {
   switch (kind) {
   case LayoutKind::Blocked:
     return tilejit::str("blocked<", rows, "x", cols, " vec=", vec, " tc=", tc, " nt=", threads,
-                        ">");
+                        warp != 32 ? tilejit::str(" warp=", warp) : "", ">");
   case LayoutKind::MmaAcc:
     return tilejit::str("mma_acc<", shape[0], "x", shape[1], " warps=", wm, "x", wn, ">");
   case LayoutKind::Slice:
@@ -74,9 +74,9 @@ int Layout::warps_along(int axis) const {
   case LayoutKind::Blocked: {
     // A row spans tc threads: more than a warp when tc > 32. Rows span tr threads, of which
     // 32 / tc share a warp.
-    if (rank() == 1 || axis == 1) return tc > 32 ? tc / 32 : 1;
+    if (rank() == 1 || axis == 1) return tc > warp ? tc / warp : 1;
     int64_t tr = threads / tc;
-    int rows_per_warp = tc >= 32 ? 1 : 32 / tc;
+    int rows_per_warp = tc >= warp ? 1 : warp / tc;
     return static_cast<int>(std::max<int64_t>(1, tr / rows_per_warp));
   }
   case LayoutKind::MmaAcc:
@@ -103,6 +103,7 @@ bool equivalent(const Layout* a, const Layout* b) {
 }
 
 const Layout* LayoutTable::intern(Layout l) {
+  l.warp = warp_;
   for (const auto& existing : layouts_)
     if (existing->str() == l.str()) return existing.get();
   layouts_.push_back(std::make_unique<Layout>(std::move(l)));
@@ -124,7 +125,7 @@ const Layout* LayoutTable::blocked(std::vector<int64_t> shape, int vec, int tc, 
 }
 
 const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
-  TJ_ICHECK(wm * wn * 32 == threads, "mma warps ", wm, "x", wn, " vs ", threads, " threads");
+  TJ_ICHECK(wm * wn * warp_ == threads, "mma warps ", wm, "x", wn, " vs ", threads, " threads");
   Layout l;
   l.kind = LayoutKind::MmaAcc;
   l.shape = {m, n};
@@ -160,7 +161,7 @@ const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, in
   // Threads along a row: enough to cover it with one vector each, at most a warp for 2-D tiles
   // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.
   int64_t chunks = std::max<int64_t>(1, cols / vec);
-  int max_tc = shape.size() == 2 && rows > 1 ? 32 : threads;
+  int max_tc = shape.size() == 2 && rows > 1 ? warp_ : threads;
   int tc = 1;
   while (tc * 2 <= max_tc && tc * 2 <= chunks) tc *= 2;
   return blocked(shape, vec, tc, threads);

@@ -25,6 +25,7 @@ struct Layout {
   LayoutKind kind = LayoutKind::Blocked;
   std::vector<int64_t> shape; ///< logical tile shape (rank 1 or 2)
   int threads = 128;
+  int warp = 32; ///< threads of the target that run in lockstep
   // Blocked
   int64_t rows = 1, cols = 1;
   int vec = 1, tc = 1;
@@ -53,6 +54,9 @@ bool equivalent(const Layout* a, const Layout* b);
 /// Owns layouts for one kernel; equal layouts are the same object (compare pointers).
 class LayoutTable {
 public:
+  /// The target's warp size (compiler/target.h): layouts built from now on use it.
+  void set_warp_size(int warp) { warp_ = warp; }
+  int warp_size() const { return warp_; }
   const Layout* blocked(std::vector<int64_t> shape, int vec, int tc, int threads);
   const Layout* mma_acc(int64_t m, int64_t n, int wm, int wn, int threads);
   const Layout* slice(const Layout* parent, int axis);
@@ -66,6 +70,7 @@ public:
 private:
   const Layout* intern(Layout l);
   std::vector<std::unique_ptr<Layout>> layouts_;
+  int warp_ = 32;
 };
 
 } // namespace tilejit::ir

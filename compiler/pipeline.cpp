@@ -34,6 +34,7 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   };
   // 1. Generics and tunables become constants first: every later pass sees static shapes.
   SpecialiseOptions so;
+  so.arch = options.arch;
   so.smem_limit = options.smem_limit;
   so.vector_aligned = options.vector_aligned;
   so.index32 = options.index32;

@@ -4,6 +4,7 @@
 
 #include "compiler/ir.h"
 #include "compiler/specialise.h"
+#include "compiler/target.h"
 #include "dsl/ast.h"
 
 #include <functional>
@@ -15,7 +16,7 @@
 namespace tilejit {
 
 struct CompileOptions {
-  std::string arch = "sm_90a";          ///< target GPU architecture
+  std::string arch = default_arch();    ///< target GPU architecture (compiler/target.h)
   int smem_limit = 227 * 1024;          ///< shared memory a block may use on the target (SMEM)
   std::set<std::string> vector_aligned; ///< tensors proven 16-byte friendly at launch
   /// Every element offset of every tensor fits in 31 bits (proven at launch): index math in

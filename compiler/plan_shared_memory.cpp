@@ -19,11 +19,11 @@ int64_t round_up(int64_t a, int64_t b) {
 }
 
 /// Scratch bytes one expression needs (0 if none).
-int64_t scratch_need(const ir::Expr& e, int threads) {
+int64_t scratch_need(const ir::Expr& e, int threads, int warp) {
   int64_t elem = std::max(4, dtype_size(e.type.dtype));
   switch (e.kind) {
   case ExprKind::Reduce: {
-    if (e.axis < 0) return (threads / 32) * elem;
+    if (e.axis < 0) return (threads / warp) * elem;
     const ir::Layout* in = e.a->layout;
     if (!in) return 0;
     int w = in->warps_along(e.axis);
@@ -139,8 +139,9 @@ void plan_shared_memory(ir::Kernel& k) {
   int64_t scratch = 0;
   ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
-      ir::for_each_node(
-          *root, [&](ir::Expr& e) { scratch = std::max(scratch, scratch_need(e, k.threads)); });
+      ir::for_each_node(*root, [&](ir::Expr& e) {
+        scratch = std::max(scratch, scratch_need(e, k.threads, k.layouts.warp_size()));
+      });
     });
   });
   // Two regions: consecutive scratch users alternate between them, so each needs one barrier

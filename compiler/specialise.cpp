@@ -1,5 +1,7 @@
 #include "compiler/specialise.h"
 
+#include "compiler/target.h"
+
 #include "compiler/fold.h"
 #include "compiler/host_eval.h"
 #include "compiler/ir_printer.h"
@@ -135,6 +137,8 @@ public:
     k_->name = ast_.name;
     k_->source_path = ast_.loc.path();
     k_->bindings = bindings_;
+    k_->target = &target_for(options_.arch);
+    k_->layouts.set_warp_size(k_->target->warp_size());
     k_->smem_limit = options_.smem_limit;
     k_->index32 = options_.index32;
     k_->debug_bounds = options_.debug_bounds;
@@ -144,9 +148,11 @@ public:
     k_->grid_rank = static_cast<int>(ast_.grid.size());
     if (ast_.threads) {
       k_->threads = static_cast<int>(host_eval_int(*ast_.threads, env_, "threads"));
-      if (k_->threads <= 0 || k_->threads > 1024 || k_->threads % 32 != 0)
+      const int warp = k_->target->warp_size(), most = k_->target->max_threads_per_block();
+      if (k_->threads <= 0 || k_->threads > most || k_->threads % warp != 0)
         fail_at(ast_.threads->loc,
-                str("threads must be a multiple of 32 between 32 and 1024, got ", k_->threads));
+                str("threads must be a multiple of ", warp, " between ", warp, " and ", most,
+                    " on ", k_->target->arch(), ", got ", k_->threads));
     }
     scopes_.emplace_back();
     k_->body = lower_block(ast_.body, 0);

@@ -10,33 +10,16 @@
 #pragma once
 
 #include "compiler/ir.h"
+#include "compiler/target.h"
 
 #include <map>
 #include <string>
 
 namespace tilejit::cuda {
 
-/// A subscript checked in debug mode (ir::Kernel::debug_bounds): what the runtime names when
-/// the check fails. The kernel records the first failure as this site's number (1-based).
-struct BoundsSite {
-  dsl::SourceLoc loc; ///< the access's '['
-  std::string tensor;
-  int dim = 0;
-  std::string dim_name; ///< as declared ("B", "1|B", "128")
-  bool gather = false;
-};
-
-/// Generated source and what the launcher needs to call it.
-struct GeneratedKernel {
-  std::string source;
-  std::string entry; ///< the __global__ function's name
-  int threads = 128;
-  int64_t smem_bytes = 0; ///< dynamic shared memory to launch with
-  /// Debug mode: the kernel takes one more argument, a tj::BoundsRecord* (zeroed), after the
-  /// parameters; a nonzero `site` there after the launch is bounds_sites[site - 1].
-  bool debug_bounds = false;
-  std::vector<BoundsSite> bounds_sites;
-};
+// What the emitter returns (compiler/target.h: the same for every backend).
+using tilejit::BoundsSite;
+using tilejit::GeneratedKernel;
 
 /// Emits CUDA C++ for `k` (after insert_barriers).
 GeneratedKernel generate_cuda(const ir::Kernel& k);
@@ -123,7 +106,7 @@ public:
   std::map<const ir::Var*, std::string> stage_index_;      ///< ring buffers: a producer's slot
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
-  std::vector<BoundsSite> bounds_sites_; ///< debug mode
+  std::vector<BoundsSite> bounds_sites_;                   ///< debug mode
 
   // ---- scratch regions: users alternate between two halves so none needs a trailing barrier.
   /// The scratch pointer (as T*) for the next user; emits a barrier first when the previous

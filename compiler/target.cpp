@@ -1,0 +1,74 @@
+#include "compiler/target.h"
+
+#include "compiler/cuda/cuda_emitter.h"
+#include "compiler/ir.h"
+#include "support/error.h"
+#include "support/text.h"
+
+#include <map>
+#include <mutex>
+#include <regex>
+
+namespace tilejit {
+namespace {
+
+/// NVIDIA GPUs: warps of 32, m16n8k16 tensor-core instructions (mma.sync) whose accumulators
+/// are the MmaAcc layout, cp.async from sm_80 on, CUDA C++ for NVRTC.
+class CudaTarget final : public Target {
+public:
+  CudaTarget(std::string arch, int cc) : arch_(std::move(arch)), cc_(cc) {}
+  const std::string& arch() const override { return arch_; }
+  int warp_size() const override { return 32; }
+  int shared_memory_per_block() const override {
+    // The opt-in limits of the architectures (a GPU's own limit replaces this at run time).
+    if (cc_ >= 90) return 227 * 1024;
+    if (cc_ == 80 || cc_ == 87) return 163 * 1024;
+    if (cc_ >= 86) return 99 * 1024;
+    if (cc_ >= 70) return 96 * 1024;
+    return 48 * 1024;
+  }
+  MatrixShape matrix_shape(DType operand) const override {
+    if ((operand == DType::F16 || operand == DType::BF16) && cc_ >= 80) return {16, 8, 16};
+    return {0, 0, 0};
+  }
+  const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm, int wn,
+                                       int threads) const override {
+    return table.mma_acc(m, n, wm, wn, threads);
+  }
+  bool async_copy() const override { return cc_ >= 80; }
+  GeneratedKernel emit(const ir::Kernel& k) const override { return cuda::generate_cuda(k); }
+
+private:
+  std::string arch_;
+  int cc_;
+};
+
+} // namespace
+
+const std::string& default_arch() {
+  static const std::string arch = "sm_90a";
+  return arch;
+}
+
+const Target& target_for(const std::string& arch) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Target>> targets;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = targets.find(arch);
+  if (it != targets.end()) return *it->second;
+  static const std::regex sm(R"(sm_([0-9]{2,3})a?)");
+  std::smatch m;
+  if (std::regex_match(arch, m, sm)) {
+    int cc = std::stoi(m[1].str());
+    if (cc < 80)
+      throw Error(str("target '", arch, "': tilejit needs compute capability 8.0 or newer ",
+                      "(tensor-core mma.sync on f16/bf16, cp.async)"));
+    auto t = std::make_unique<CudaTarget>(arch, cc);
+    return *(targets[arch] = std::move(t));
+  }
+  throw Error(str("unknown target '", arch,
+                  "': tilejit compiles for NVIDIA GPUs named sm_80, sm_86, sm_89, sm_90, sm_90a, "
+                  "sm_100a and so on (AMD targets such as gfx90a are not supported yet)"));
+}
+
+} // namespace tilejit

@@ -1,0 +1,83 @@
+// A compile target: what differs between GPUs, in one place, so that the passes ask the target
+// instead of assuming an NVIDIA GPU, and a second backend (HIP for AMD: wave64 gfx90a with MFMA,
+// wave32 gfx1030 without matrix cores) is a new Target, not a fork of the compiler.
+//
+// The compiler side lives here (warp size, matrix-instruction shapes and the layout of their
+// accumulators, shared memory, asynchronous copies, the emitter); the run-time side (the
+// run-time compiler, the module loader) is runtime/toolchain.h, which picks its half by the same
+// arch string.
+#pragma once
+
+#include "compiler/layout.h"
+#include "dsl/source.h"
+
+#include <tilejit/dtype.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit {
+
+namespace ir {
+struct Kernel;
+}
+
+/// A subscript checked in debug mode (ir::Kernel::debug_bounds): what the runtime names when
+/// the check fails. The kernel records the first failure as this site's number (1-based).
+struct BoundsSite {
+  dsl::SourceLoc loc; ///< the access's '['
+  std::string tensor;
+  int dim = 0;
+  std::string dim_name; ///< as declared ("B", "1|B", "128")
+  bool gather = false;
+};
+
+/// Source code one backend generated for one kernel variant, and what a launch needs.
+struct GeneratedKernel {
+  std::string source;
+  std::string entry;             ///< the kernel function's name
+  std::string language = "cuda"; ///< which run-time compiler takes it ("cuda"; "hip" later)
+  int threads = 128;
+  int64_t smem_bytes = 0; ///< dynamic shared memory to launch with
+  /// Debug mode: the kernel takes one more argument, a tj::BoundsRecord* (zeroed), after the
+  /// parameters; a nonzero `site` there after the launch is bounds_sites[site - 1].
+  bool debug_bounds = false;
+  std::vector<BoundsSite> bounds_sites;
+};
+
+/// The tile one matrix instruction computes: M x N outputs, K deep.
+struct MatrixShape {
+  int m = 16, n = 8, k = 16;
+};
+
+class Target {
+public:
+  virtual ~Target() = default;
+  /// "sm_90a", "sm_80", "gfx90a": what the run-time compiler is asked for.
+  virtual const std::string& arch() const = 0;
+  /// Threads that run in lockstep (32 on NVIDIA GPUs, 64 or 32 on AMD ones).
+  virtual int warp_size() const = 0;
+  virtual int max_threads_per_block() const { return 1024; }
+  /// Shared memory a block may use when the device does not say (its limit when it does).
+  virtual int shared_memory_per_block() const = 0;
+  /// The matrix instruction `dot` lowers to for `operand` inputs, or nullopt-like {0,0,0} when
+  /// the target has none (dot then runs on FMA).
+  virtual MatrixShape matrix_shape(DType operand) const = 0;
+  /// The register layout of a dot's M x N accumulator with `wm` x `wn` warps.
+  virtual const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm,
+                                               int wn, int threads) const = 0;
+  /// Whether copies into shared memory can run asynchronously (cp.async).
+  virtual bool async_copy() const = 0;
+  /// The backend: source text for a fully lowered kernel (every pass run).
+  virtual GeneratedKernel emit(const ir::Kernel& k) const = 0;
+};
+
+/// The target for an arch name ("sm_80", "sm_90", "sm_90a", "sm_100a"...). Throws tilejit::Error
+/// naming the supported ones for anything else.
+const Target& target_for(const std::string& arch);
+/// The arch compiled for when neither the caller nor a GPU says: sm_90a (Hopper).
+const std::string& default_arch();
+
+} // namespace tilejit
