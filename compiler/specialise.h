@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/ir.h"
+#include "compiler/target.h"
 #include "dsl/ast.h"
 #include "support/error.h"
 
@@ -24,7 +25,7 @@ public:
 };
 
 struct SpecialiseOptions {
-  std::string arch = "sm_90a";          ///< the target (compiler/target.h)
+  std::string arch = default_arch();    ///< the target (compiler/target.h)
   int smem_limit = 48 * 1024;           ///< value of SMEM in `where` (bytes per block)
   std::set<std::string> vector_aligned; ///< tensors the launcher proved 16-byte friendly
   bool index32 = false;                 ///< the launcher proved 32-bit element offsets suffice

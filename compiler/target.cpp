@@ -18,6 +18,10 @@ class CudaTarget final : public Target {
 public:
   CudaTarget(std::string arch, int cc) : arch_(std::move(arch)), cc_(cc) {}
   const std::string& arch() const override { return arch_; }
+  const std::string& language() const override {
+    static const std::string s = "cuda";
+    return s;
+  }
   int warp_size() const override { return 32; }
   int shared_memory_per_block() const override {
     // The opt-in limits of the architectures (a GPU's own limit replaces this at run time).

@@ -57,6 +57,8 @@ public:
   virtual ~Target() = default;
   /// "sm_90a", "sm_80", "gfx90a": what the run-time compiler is asked for.
   virtual const std::string& arch() const = 0;
+  /// The language its emitter writes, which names the run-time toolchain ("cuda").
+  virtual const std::string& language() const = 0;
   /// Threads that run in lockstep (32 on NVIDIA GPUs, 64 or 32 on AMD ones).
   virtual int warp_size() const = 0;
   virtual int max_threads_per_block() const { return 1024; }

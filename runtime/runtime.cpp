@@ -5,13 +5,13 @@
 #include "compiler/kernel_library.h"
 #include "compiler/launch_plan.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/cuda_module.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/kernel_args.h"
 #include "runtime/launch_signature.h"
 #include "runtime/module_cache.h"
+#include "runtime/toolchain.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -71,8 +71,7 @@ struct LoadedKernel {
 struct LoadedVariant {
   CompiledVariant compiled;
   std::mutex load_mutex;
-  CudaModule module;
-  cu::CUfunction function = nullptr; ///< set once, under load_mutex
+  std::unique_ptr<LoadedFunction> function; ///< set once, under load_mutex
 };
 
 /// Compiled variants by key (kernel, arch, alignment, index width, configuration). Shared with
@@ -229,8 +228,8 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   impl_->log = options.log;
   // The option, when given, wins; the environment is read only when it is not.
-  impl_->tune_on_first_use = options.tune_on_first_use ? *options.tune_on_first_use
-                                                       : env_flag("TILEJIT_TUNE");
+  impl_->tune_on_first_use =
+      options.tune_on_first_use ? *options.tune_on_first_use : env_flag("TILEJIT_TUNE");
   impl_->debug_bounds = options.debug_bounds ? *options.debug_bounds : env_flag("TILEJIT_DEBUG");
   Impl* impl = impl_.get();
   impl_->cache =
@@ -252,7 +251,7 @@ const DeviceInfo& Runtime::device() const {
 std::string Runtime::arch() const {
   if (!impl_->options.arch.empty()) return impl_->options.arch;
   if (has_gpu()) return device().arch();
-  return "sm_90a";
+  return default_arch();
 }
 
 void Runtime::set_config_selector(ConfigSelector selector) {
@@ -547,20 +546,13 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
     if (a.is_tensor && a.tensor.data == nullptr && a.tensor.numel() > 0)
       throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' has no data pointer"));
   }
-  CudaDriver& driver = CudaDriver::get();
   LoadedVariant& v = *e.variant;
   {
     std::lock_guard<std::mutex> vlock(v.load_mutex);
-    if (!v.function) {
-      v.module = CudaModule::load(v.compiled.cubin, impl.options.device);
-      cu::CUfunction f = v.module.function(v.compiled.entry);
-      if (v.compiled.smem_bytes > 48 * 1024)
-        driver.check(driver.cuFuncSetAttribute(f,
-                                               cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                               static_cast<int>(v.compiled.smem_bytes)),
-                     "cuFuncSetAttribute(max dynamic shared memory)");
-      v.function = f;
-    }
+    if (!v.function)
+      v.function = toolchain_for(v.compiled.language)
+                       .load(v.compiled.binary, v.compiled.entry, v.compiled.smem_bytes,
+                             impl.options.device);
   }
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const dsl::Param& p = kernel.params[i];
@@ -615,7 +607,7 @@ static void report_bounds(PreparedEntry& e, void* stream) {
   const CompiledVariant& c = e.variant->compiled;
   TJ_ICHECK(r.site <= c.bounds_sites.size(), "bounds check site ", r.site, " of ",
             c.bounds_sites.size());
-  const cuda::BoundsSite& s = c.bounds_sites[r.site - 1];
+  const BoundsSite& s = c.bounds_sites[r.site - 1];
   std::string text =
       str(s.loc.path(), ":", s.loc.line, ":", s.loc.col, ": runtime error in kernel ",
           c.kernel_name, ", program (", r.program[0], ",", r.program[1], ",", r.program[2],
@@ -695,12 +687,8 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
   const auto record = static_cast<int64_t>(e.bounds_record.ptr());
   if (debug) packed.add_scalar(DType::I64, HostValue::of_int(record));
   if (e.grid[0] != 0 && e.grid[1] != 0 && e.grid[2] != 0) { // else nothing to do
-    cu::CUresult r = driver.cuLaunchKernel(
-        e.variant->function, static_cast<unsigned>(e.grid[0]), static_cast<unsigned>(e.grid[1]),
-        static_cast<unsigned>(e.grid[2]), static_cast<unsigned>(e.threads), 1, 1,
-        static_cast<unsigned>(e.smem_bytes), static_cast<cu::CUstream>(options.stream),
-        packed.pointers(), nullptr);
-    if (r != 0) driver.check(r, str("cuLaunchKernel(", kernel.name, ")").c_str());
+    e.variant->function->launch(e.grid, e.threads, e.smem_bytes, options.stream, packed.pointers(),
+                                kernel.name);
   }
   if (options.synchronize) driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
   if (debug) report_bounds(e, options.stream);

@@ -264,7 +264,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   // here costs a later compile, never the tuning result).
   try {
     const CompiledVariant& v = rt.compile(r.kernel, out.winner, r.args);
-    db.put_binary(v.cache_key, v.arch, v.cubin, kernel.name);
+    db.put_binary(v.cache_key, v.arch, v.binary, kernel.name);
   } catch (const std::exception& e) {
     log(str(kernel.name, ": the winner's binary was not stored: ", e.what()));
   }

@@ -127,7 +127,7 @@ nlohmann::json gpu_part() {
                            Arg::of(Tensor::contiguous(y.data(), DType::F32, {8, 64}))};
   const PreparedLaunch& p = rt.prepare(k, args);
   const CompiledVariant& c = rt.compile(k, p.config, args);
-  CudaModule module = CudaModule::load(c.cubin);
+  CudaModule module = CudaModule::load(c.binary);
   cu::CUfunction f = module.function(c.entry);
   KernelArgs packed;
   for (const Arg& a : args) packed.add_tensor(a.tensor, c.index32);

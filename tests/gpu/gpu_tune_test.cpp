@@ -112,7 +112,7 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
     EXPECT_DOUBLE_EQ(*w->median_ms, first.winner_ms);
     // The winner's binary is stored with it.
     const CompiledVariant& wv = rt.compile(k, first.winner, p.args());
-    EXPECT_EQ(db.get_binary(wv.cache_key), wv.cubin);
+    EXPECT_EQ(db.get_binary(wv.cache_key), wv.binary);
   }
 
   // A second run on the warm database compiles and times nothing.

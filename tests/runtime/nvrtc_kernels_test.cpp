@@ -69,15 +69,15 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         for (const auto& p : k.params)
           if (aligned || p.is_scratch) r.options.vector_aligned.insert(p.name);
         CompiledVariant c = jit_compile(r);
-        EXPECT_FALSE(c.cubin.empty());
+        EXPECT_FALSE(c.binary.empty());
         EXPECT_GT(c.resources.registers, 0) << "no resource report";
         EXPECT_LE(c.resources.registers, 255);
         // The 16-byte paths must not spill; the element-wise fallback for unaligned tensors
         // may spill a little (large unrolled copies), but never much.
         int allowed = aligned ? 0 : 64;
-        EXPECT_LE(c.resources.spill_store_bytes, allowed) << c.nvrtc_log;
-        EXPECT_LE(c.resources.stack_bytes, allowed) << "local memory in use:\n" << c.nvrtc_log;
-        EXPECT_NE(c.cuda_source.find("#line"), std::string::npos);
+        EXPECT_LE(c.resources.spill_store_bytes, allowed) << c.compile_log;
+        EXPECT_LE(c.resources.stack_bytes, allowed) << "local memory in use:\n" << c.compile_log;
+        EXPECT_NE(c.source.find("#line"), std::string::npos);
       }
   }
 }

@@ -2,6 +2,7 @@
 // dimensions, [N, 1] register tiles, out-of-range subscripts) compiled by NVRTC for sm_80 and
 // sm_90a in several configurations, aligned and not, with and without the debug mode's bounds
 // checks. Runs on CI: NVRTC needs no GPU.
+#include "compiler/cuda/cuda_emitter.h"
 #include "compiler/kernel_library.h"
 #include "compiler/specialise.h"
 #include "nvrtc_test_support.h"
@@ -59,15 +60,14 @@ TEST(NvrtcSemantics, EveryKernelCompilesWithAndWithoutBoundsChecks) {
           if (aligned)
             for (const auto& p : k.params) r.options.vector_aligned.insert(p.name);
           CompiledVariant c = jit_compile(r);
-          EXPECT_FALSE(c.cubin.empty());
+          EXPECT_FALSE(c.binary.empty());
           EXPECT_GT(c.resources.registers, 0) << "no resource report";
           EXPECT_EQ(c.debug_bounds, debug);
           bool has_points =
               v.kernel != "unit_axis" && v.kernel != "unit_dot" && v.kernel != "unit_corner";
           // Every checked subscript is a site the runtime can name; none without the mode.
           EXPECT_EQ(!c.bounds_sites.empty(), debug && has_points);
-          EXPECT_EQ(c.cuda_source.find("tj::check_index") != std::string::npos,
-                    debug && has_points);
+          EXPECT_EQ(c.source.find("tj::check_index") != std::string::npos, debug && has_points);
           for (const auto& s : c.bounds_sites) {
             EXPECT_TRUE(s.loc.known());
             EXPECT_FALSE(s.tensor.empty());
@@ -96,7 +96,7 @@ TEST(NvrtcSemantics, ShippedKernelsCompileInTheDebugMode) {
     r.options.debug_bounds = true;
     for (const auto& p : m.kernel().params) r.options.vector_aligned.insert(p.name);
     CompiledVariant c = jit_compile(r);
-    EXPECT_FALSE(c.cubin.empty());
+    EXPECT_FALSE(c.binary.empty());
     EXPECT_TRUE(c.debug_bounds);
   }
 }

@@ -52,16 +52,16 @@ TEST(DbBinarySource, AStoredModuleIsLoadedInsteadOfCompiled) {
   DbRuntime first(db);
   const CompiledVariant& v1 = first.compile(config);
   EXPECT_FALSE(v1.from_cache);
-  ASSERT_FALSE(v1.cubin.empty());
+  ASSERT_FALSE(v1.binary.empty());
   EXPECT_FALSE(db->get_binary(v1.cache_key).has_value());
-  db->put_binary(v1.cache_key, v1.arch, v1.cubin, "softmax");
+  db->put_binary(v1.cache_key, v1.arch, v1.binary, "softmax");
 
   // A fresh runtime: the same variant comes from the database, byte for byte.
   DbRuntime second(db);
   const CompiledVariant& v2 = second.compile(config);
   EXPECT_TRUE(v2.from_cache);
   EXPECT_EQ(v2.cache_source, "binary source");
-  EXPECT_EQ(v2.cubin, v1.cubin);
+  EXPECT_EQ(v2.binary, v1.binary);
   EXPECT_TRUE(second.logged("binary source hit for softmax")) << "log says where it came from";
   // A different configuration is not in the database: compiled.
   Config other = config;
@@ -76,7 +76,7 @@ TEST(DbBinarySource, AStoredModuleIsLoadedInsteadOfCompiled) {
   DbRuntime third(imported);
   const CompiledVariant& v3 = third.compile(config);
   EXPECT_TRUE(v3.from_cache);
-  EXPECT_EQ(v3.cubin, v1.cubin);
+  EXPECT_EQ(v3.binary, v1.binary);
 }
 
 TEST(DbBinarySource, AMissIsQuiet) {

@@ -3,13 +3,14 @@
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
-#include "compiler/cuda/cuda_emitter.h"
 #include "compiler/ir_printer.h"
 #include "compiler/pipeline.h"
+#include "compiler/target.h"
 #include "dsl/ast_printer.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
+#include "runtime/toolchain.h"
 #include "support/text.h"
 
 #include <cstdio>
@@ -71,7 +72,7 @@ void inspect(const InspectOptions& o) {
   CompileOptions options;
   options.arch = o.arch;
   if (options.arch.empty())
-    options.arch = CudaDriver::available() ? query_device().arch() : "sm_90a";
+    options.arch = CudaDriver::available() ? query_device().arch() : default_arch();
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
   options.index32 = !o.index64;
   options.debug_bounds = o.debug;
@@ -89,7 +90,7 @@ void inspect(const InspectOptions& o) {
   if (!o.after.empty()) throw Error("--after applies to --stage ir");
   if (o.stage == "cuda") {
     auto ir = lower_to_ir(k, bindings, options, "", warn);
-    std::cout << cuda::generate_cuda(*ir).source;
+    std::cout << ir->target->emit(*ir).source;
     return;
   }
   if (o.stage != "ptx" && o.stage != "sass" && o.stage != "resources")
@@ -99,11 +100,11 @@ void inspect(const InspectOptions& o) {
   r.source_hash = m.source_hash;
   r.bindings = bindings;
   r.options = options;
-  r.want_ptx = o.stage == "ptx";
+  r.want_assembly = o.stage == "ptx";
   CompiledVariant v = jit_compile(r);
   for (const auto& w : v.warnings) std::cerr << w << "\n";
   if (o.stage == "ptx") {
-    std::cout << v.ptx;
+    std::cout << v.assembly;
     return;
   }
   if (o.stage == "resources") {
@@ -117,7 +118,8 @@ void inspect(const InspectOptions& o) {
               << "  stack frame            " << n(u.stack_bytes) << " bytes\n"
               << "  spill stores / loads   " << n(u.spill_store_bytes) << " / "
               << n(u.spill_load_bytes) << " bytes\n"
-              << "  NVRTC compile          " << static_cast<int>(v.compile_ms) << " ms\n";
+              << "  compile time           " << static_cast<int>(v.compile_ms) << " ms ("
+              << toolchain_for(v.language).name() << ")\n";
     return;
   }
   std::string tool;
@@ -128,7 +130,7 @@ void inspect(const InspectOptions& o) {
                 "or /usr/local/cuda/bin; --stage ptx and --stage resources work without them");
   std::string tmp =
       (std::filesystem::temp_directory_path() / str("tilejit-", ::getpid(), ".cubin")).string();
-  write_file_atomic(tmp, v.cubin);
+  write_file_atomic(tmp, v.binary);
   std::string cmd = tool == "cuobjdump" ? str("'", path, "' -sass '", tmp, "' 2>&1")
                                         : str("'", path, "' -c '", tmp, "' 2>&1");
   std::string sass;

@@ -9,11 +9,12 @@
 #include "tools/cli/commands.h"
 
 #include "compiler/ref/run_tile.h"
+#include "compiler/target.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
-#include "runtime/nvrtc.h"
+#include "runtime/toolchain.h"
 #include "support/text.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
@@ -79,9 +80,10 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
 /// needs no GPU), so the user learns that the kernels build, then stop with one clear line.
 [[noreturn]] void compile_without_gpu(const TuneOptions& o) {
   int ok = 0;
-  if (Nvrtc::available()) {
+  const Toolchain& toolchain = toolchain_for(target_for(default_arch()).language());
+  if (toolchain.available()) {
     RuntimeOptions ro;
-    ro.arch = "sm_90a";
+    ro.arch = default_arch();
     ro.cache_dir = "";
     Runtime rt(ro);
     struct Launch {
@@ -122,13 +124,14 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
       const CompiledVariant& c = rt.compile(k, config, views);
       std::vector<std::string> b;
       for (const auto& [n, x] : c.bindings) b.push_back(n + "=" + x);
-      std::cerr << fmt::format(
-          "compiled {} [{}] for sm_90a: {} registers, {} bytes shared, {} ms\n", kernel.name,
-          join(b, " "), c.resources.registers, c.smem_bytes, static_cast<int>(c.compile_ms));
+      std::cerr << fmt::format("compiled {} [{}] for {}: {} registers, {} bytes shared, {} ms\n",
+                               kernel.name, join(b, " "), c.arch, c.resources.registers,
+                               c.smem_bytes, static_cast<int>(c.compile_ms));
       ++ok;
     }
   } else {
-    std::cerr << "NVRTC not available (" << Nvrtc::unavailable_reason() << "): nothing compiled\n";
+    std::cerr << toolchain.name() << " not available (" << toolchain.unavailable_reason()
+              << "): nothing compiled\n";
   }
   throw NoGpuError(
       str(CudaDriver::unavailable_reason(), "; compiled ", ok, " variant(s), tuned nothing"));

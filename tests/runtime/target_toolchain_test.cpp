@@ -1,0 +1,112 @@
+// The Target layer (compiler/target.h) and the run-time toolchain behind it (runtime/toolchain.h):
+// a target's facts, the errors for targets and languages tilejit does not have, and a kernel
+// compiled through the interface alone, its errors mapped back to .tile lines.
+#include "compiler/kernel_library.h"
+#include "compiler/pipeline.h"
+#include "compiler/target.h"
+#include "nvrtc_test_support.h"
+#include "runtime/jit_compiler.h"
+#include "runtime/toolchain.h"
+
+#include <gtest/gtest.h>
+
+namespace tilejit {
+namespace {
+
+TEST(Target, NvidiaFacts) {
+  const Target& t = target_for("sm_90a");
+  EXPECT_EQ(t.arch(), "sm_90a");
+  EXPECT_EQ(t.language(), "cuda");
+  EXPECT_EQ(t.warp_size(), 32);
+  EXPECT_EQ(t.shared_memory_per_block(), 227 * 1024);
+  EXPECT_EQ(target_for("sm_80").shared_memory_per_block(), 163 * 1024);
+  EXPECT_EQ(target_for("sm_86").shared_memory_per_block(), 99 * 1024);
+  EXPECT_EQ(t.matrix_shape(DType::F16).m, 16);
+  EXPECT_EQ(t.matrix_shape(DType::BF16).n, 8);
+  EXPECT_EQ(t.matrix_shape(DType::F32).m, 0); // no f32 mma: dot on f32 runs on FMA
+  EXPECT_TRUE(t.async_copy());
+  EXPECT_EQ(&target_for("sm_90a"), &t); // one object per arch
+  EXPECT_EQ(target_for(default_arch()).arch(), default_arch());
+}
+
+void expect_error(const std::string& arch, const std::string& says) {
+  try {
+    target_for(arch);
+    ADD_FAILURE() << "target '" << arch << "' accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(Target, UnknownAndTooOldTargetsAreNamed) {
+  expect_error("bogus", "unknown target 'bogus'");
+  expect_error("gfx90a", "AMD targets such as gfx90a are not supported yet");
+  expect_error("sm_80 --foo", "unknown target 'sm_80 --foo'");
+  expect_error("", "unknown target ''");
+  expect_error("sm_75", "compute capability 8.0 or newer");
+  expect_error("sm_20", "compute capability 8.0 or newer");
+}
+
+TEST(Target, TheKernelCarriesItsTarget) {
+  LoadedModule m = load_embedded_tile("examples/softmax.tile");
+  const dsl::Kernel& k = m.kernel();
+  CompileOptions o;
+  o.arch = "sm_80";
+  auto ir = lower_to_ir(k, complete_bindings(k, {}), o);
+  ASSERT_NE(ir->target, nullptr);
+  EXPECT_EQ(ir->target->arch(), "sm_80");
+  GeneratedKernel g = ir->target->emit(*ir);
+  EXPECT_EQ(g.language, "cuda");
+  EXPECT_NE(g.source.find("__global__"), std::string::npos);
+}
+
+TEST(Toolchain, UnknownLanguageIsNamed) {
+  try {
+    toolchain_for("hip");
+    ADD_FAILURE() << "a hip toolchain exists: update this test";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'hip'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Toolchain, CompilesThroughTheInterface) {
+  TJ_REQUIRE_NVRTC();
+  const Toolchain& tc = toolchain_for("cuda");
+  EXPECT_EQ(tc.name(), "NVRTC");
+  EXPECT_TRUE(tc.available());
+  EXPECT_FALSE(tc.version().empty());
+  EXPECT_FALSE(tc.headers().empty());
+  ToolchainRequest r;
+  r.source = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+  r.program_name = "k.cu";
+  r.arch = "sm_90a";
+  r.entry = "k";
+  r.want_assembly = true;
+  ToolchainOutput out = tc.compile(r);
+  ASSERT_TRUE(out.ok) << out.log;
+  EXPECT_NE(out.assembly.find(".entry k"), std::string::npos);
+  ASSERT_TRUE(out.resources.has_value()) << out.log;
+  EXPECT_GT(out.resources->registers, 0);
+  auto from_binary = tc.resources(out.binary, "k");
+  ASSERT_TRUE(from_binary.has_value());
+  EXPECT_EQ(from_binary->registers, out.resources->registers);
+}
+
+TEST(Toolchain, ErrorsMapBackToTileLines) {
+  TJ_REQUIRE_NVRTC();
+  LoadedModule m = load_embedded_tile("examples/softmax.tile");
+  const dsl::SourceFile* file = m.kernel().loc.file.get();
+  const std::string log = file->path + "(1): error: identifier \"q\" is undefined\n" +
+                          "other.cu(3): error: not ours\n" + file->path +
+                          "(1): warning #177-D: unused\n";
+  auto diags = toolchain_for("cuda").diagnostics(log, file);
+  ASSERT_EQ(diags.size(), 2u);
+  EXPECT_EQ(diags[0].severity, dsl::Severity::Error);
+  EXPECT_EQ(diags[0].loc.line, 1);
+  EXPECT_NE(diags[0].message.find("identifier \"q\" is undefined"), std::string::npos);
+  EXPECT_EQ(diags[1].severity, dsl::Severity::Warning);
+  EXPECT_TRUE(toolchain_for("cuda").diagnostics(log, nullptr).empty());
+}
+
+} // namespace
+} // namespace tilejit
