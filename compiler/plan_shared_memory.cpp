@@ -114,9 +114,11 @@ private:
           if (n.kind == ExprKind::Convert && n.var) writes.insert(n.var), reads.insert(n.var);
         });
       });
+      // One point in time for the whole statement: its reads and writes are spread over the
+      // block's threads with no barrier between them, so one thread may write the target while
+      // another still reads an operand (a gather's index tile and the tile it fills cannot
+      // share storage).
       for (ir::Var* v : reads) use(v, /*write=*/false);
-      // A statement reads its operands before it writes its target.
-      ++next_;
       for (ir::Var* v : writes) use(v, /*write=*/true);
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
           s.var->type.space == Space::Shared)
