@@ -67,7 +67,7 @@ public:
   ToolchainOutput compile(const ToolchainRequest& request) const override {
     NvrtcRequest req;
     req.source = request.source;
-    req.program_name = request.program_name;
+    req.program_name = request.program_name + ".cu";
     req.headers = headers();
     req.arch = request.arch;
     req.options = options();

@@ -51,7 +51,7 @@ CompiledVariant jit_compile(const JitRequest& r) {
   if (!v.from_cache) {
     ToolchainRequest req;
     req.source = v.source;
-    req.program_name = v.kernel_name + "." + v.language;
+    req.program_name = v.kernel_name;
     req.arch = v.arch;
     req.entry = v.entry;
     req.want_assembly = r.want_assembly;

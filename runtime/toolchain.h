@@ -20,7 +20,7 @@ namespace tilejit {
 
 struct ToolchainRequest {
   std::string source;
-  std::string program_name;   ///< file name the compiler uses in its diagnostics ("gemm.cu")
+  std::string program_name;   ///< the kernel's name; the toolchain adds its extension (".cu")
   std::string arch;           ///< the target's arch ("sm_90a")
   std::string entry;          ///< the kernel whose resources the output reports
   bool want_assembly = false; ///< PTX for CUDA (AMDGCN assembly for HIP later)

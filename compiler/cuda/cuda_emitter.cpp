@@ -185,8 +185,63 @@ GeneratedKernel Emitter::run() {
   return g;
 }
 
+namespace {
+
+/// `s` is `v = v + 1` for a scalar int v.
+bool increments(const ir::Stmt& s, const ir::Var* v) {
+  if (s.kind != StmtKind::Assign || s.var != v || !s.value) return false;
+  const ir::Expr& e = *s.value;
+  return e.kind == ExprKind::Binary && e.binary_op == dsl::BinaryOp::Add && e.a &&
+         e.a->kind == ExprKind::VarRef && e.a->var == v && e.b && e.b->kind == ExprKind::Const &&
+         e.b->int_value == 1;
+}
+
+bool mentions(const ir::Expr& e, const ir::Var* v) {
+  bool found = false;
+  ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) { found = found || n.var == v; });
+  return found;
+}
+
+bool mentions(const ir::Stmt& s, const ir::Var* v) {
+  bool found = s.var == v;
+  ir::for_each_expr_root(const_cast<ir::Stmt&>(s), [&](ir::ExprPtr& root) {
+    ir::for_each_node(*root, [&](ir::Expr& n) { found = found || n.var == v; });
+  });
+  for (const auto& b : {&s.body, &s.else_body})
+    for (const auto& c : *b) found = found || mentions(*c, v);
+  return found;
+}
+
+/// Whether b[i] declares an iteration counter of the loop b[i + 1] (expand-pipelines' ring
+/// slots count iterations this way): `int c = 0;`, the body ending in `c = c + 1`, c unused
+/// after the loop. Printed as a second variable of the for header, which is what NVVM and ptxas
+/// were given before pipelines became IR (the same induction variables, the same registers).
+const ir::Var* loop_counter(const ir::Block& b, size_t i) {
+  if (i + 1 >= b.size()) return nullptr;
+  const ir::Stmt& d = *b[i];
+  const ir::Stmt& loop = *b[i + 1];
+  if (d.kind != StmtKind::Decl || d.var->type.space != Space::Scalar || !d.value ||
+      d.value->kind != ExprKind::Const || d.value->int_value != 0 ||
+      !dtype_is_int(d.var->type.dtype) || loop.kind != StmtKind::For || loop.body.empty() ||
+      !increments(*loop.body.back(), d.var))
+    return nullptr;
+  if (mentions(*loop.lo, d.var) || mentions(*loop.hi, d.var)) return nullptr;
+  for (size_t j = i + 2; j < b.size(); ++j)
+    if (mentions(*b[j], d.var)) return nullptr;
+  return d.var;
+}
+
+} // namespace
+
 void Emitter::emit_block(const ir::Block& b) {
-  for (const auto& s : b) emit_stmt(*s);
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (const ir::Var* counter = loop_counter(b, i)) {
+      emit_for(*b[i + 1], counter);
+      ++i;
+      continue;
+    }
+    emit_stmt(*b[i]);
+  }
 }
 
 void Emitter::emit_stmt(const ir::Stmt& s) {
@@ -308,7 +363,9 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
   }
 }
 
-void Emitter::emit_for(const ir::Stmt& s) {
+void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
+  materialized_.clear();
+  scalar_temps_.clear();
   line_directive(s.loc);
   prepare(*s.lo);
   prepare(*s.hi);
@@ -318,9 +375,22 @@ void Emitter::emit_for(const ir::Stmt& s) {
   std::string hi = fresh("tj_hi");
   line(str("const int ", hi, " = ", scalar(*s.hi), ";"));
   if (s.unroll) line(str("#pragma unroll ", s.unroll));
-  open(str("for (int ", v, " = ", scalar(*s.lo), "; ", v, cmp, hi, "; ", v, " += ", step, ")"));
+  if (counter) {
+    const std::string c = var_name(counter);
+    open(str("for (int ", v, " = ", scalar(*s.lo), ", ", c, " = 0; ", v, cmp, hi, "; ", v,
+             " += ", step, ", ++", c, ")"));
+  } else {
+    open(str("for (int ", v, " = ", scalar(*s.lo), "; ", v, cmp, hi, "; ", v, " += ", step, ")"));
+  }
   scratch_unknown(); // the back edge: the last iteration's regions are not known
-  emit_block(s.body);
+  for (size_t i = 0; i + (counter ? 1 : 0) < s.body.size(); ++i) {
+    if (const ir::Var* inner = loop_counter(s.body, i)) {
+      emit_for(*s.body[i + 1], inner);
+      ++i;
+      continue;
+    }
+    emit_stmt(*s.body[i]);
+  }
   close();
   scratch_unknown();
 }

@@ -55,7 +55,9 @@ public:
   // ---- statements (cuda_emitter.cpp) ----
   void emit_block(const ir::Block& b);
   void emit_stmt(const ir::Stmt& s);
-  void emit_for(const ir::Stmt& s);
+  /// `counter`: a variable counted with the loop (declared 0 just before it, incremented by
+  /// the body's last statement, unused after it), printed in the for header instead.
+  void emit_for(const ir::Stmt& s, const ir::Var* counter = nullptr);
   void emit_assign(const ir::Stmt& s, bool declare);
   std::string var_name(const ir::Var* v) const;
   std::string param_name(int p) const;

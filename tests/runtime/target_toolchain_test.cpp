@@ -78,7 +78,7 @@ TEST(Toolchain, CompilesThroughTheInterface) {
   EXPECT_FALSE(tc.headers().empty());
   ToolchainRequest r;
   r.source = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n";
-  r.program_name = "k.cu";
+  r.program_name = "k";
   r.arch = "sm_90a";
   r.entry = "k";
   r.want_assembly = true;
