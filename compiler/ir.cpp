@@ -172,6 +172,7 @@ ExprPtr Expr::clone() const {
   e->axes = axes;
   e->extent = extent;
   e->async_copy = async_copy;
+  e->scratch_region = scratch_region;
   e->literal = literal;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();

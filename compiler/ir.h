@@ -194,6 +194,9 @@ struct Expr {
   /// producers; false for a copy a pipelined loop's body does for itself, whose wait would
   /// also wait for the prefetched stages.
   bool async_copy = false;
+  /// Reduce, Scan, Convert to registers, uniform AtomicAdd: the half of the scratch area the
+  /// operation exchanges values through (place-scratch), -1 before or when it needs none.
+  int scratch_region = -1;
   bool literal = false; ///< Const written as a literal: adopts its partner's dtype
 
   explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}

@@ -54,6 +54,11 @@ std::string access_str(const Access& a) {
   return param_name(a.param) + "[" + join(parts, ", ") + "]";
 }
 
+/// ", scratch=N" once place-scratch gave the operation a half of the scratch area.
+std::string scratch_arg(const Expr& e) {
+  return e.scratch_region >= 0 ? str(", scratch=", e.scratch_region) : std::string();
+}
+
 } // namespace
 
 PrintContext::PrintContext(const Kernel& k) : saved_(g_kernel) {
@@ -108,7 +113,7 @@ std::string print_expr(const Expr& e) {
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
     if (e.b) s += ", mask=" + print_expr(*e.b);
     if (e.c) s += ", other=" + print_expr(*e.c);
-    return s + ")";
+    return s + scratch_arg(e) + ")";
   }
   case ExprKind::SharedSlice:
     if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :]");
@@ -118,16 +123,17 @@ std::string print_expr(const Expr& e) {
                : str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
   case ExprKind::Reduce:
     return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
-               ")");
+               scratch_arg(e), ")");
   case ExprKind::Scan:
-    return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis, ")");
+    return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
+               scratch_arg(e), ")");
   case ExprKind::Fence:
     return "fence()";
   case ExprKind::Prefetch:
     return str("prefetch(", access_str(*e.access), ")");
   case ExprKind::Convert:
     return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
-               print_expr(*e.a), ")");
+               print_expr(*e.a), scratch_arg(e), ")");
   }
   return "?";
 }

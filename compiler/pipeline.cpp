@@ -5,6 +5,7 @@
 #include "compiler/infer_types.h"
 #include "compiler/insert_barriers.h"
 #include "compiler/pipeline_loops.h"
+#include "compiler/place_scratch.h"
 #include "compiler/plan_shared_memory.h"
 #include "compiler/unroll_loops.h"
 #include "support/text.h"
@@ -13,8 +14,9 @@ namespace tilejit {
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {
-      "specialise",     "unroll-loops",       "infer-types",      "assign-layouts",
-      "pipeline-loops", "plan-shared-memory", "expand-pipelines", "insert-barriers"};
+      "specialise",       "unroll-loops",    "infer-types",
+      "assign-layouts",   "pipeline-loops",  "plan-shared-memory",
+      "expand-pipelines", "insert-barriers", "place-scratch"};
   return names;
 }
 
@@ -66,7 +68,11 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   if (done("expand-pipelines", *kernel)) return kernel;
   // 8. Barriers last: they depend on where every shared read and write ended up.
   insert_barriers(*kernel);
-  done("insert-barriers", *kernel);
+  if (done("insert-barriers", *kernel)) return kernel;
+  // 9. The scratch area's halves and their barriers: after every other barrier is placed,
+  //    since each one frees both halves.
+  place_scratch(*kernel);
+  done("place-scratch", *kernel);
   return kernel;
 }
 

@@ -526,7 +526,7 @@ std::string Emitter::emit_scalar_atomic(const ir::Expr& e) {
   std::string ok = in_bounds(p, ix);
   if (e.b) ok = str("(", ok, ") && ", scalar(*e.b));
   std::string name = fresh("t");
-  std::string scratch = next_scratch(T);
+  std::string scratch = next_scratch(T, e);
   line(str("const ", T, " ", name, " = tj::atomic_add_uniform<", T, ", false>(&", p.tensor, ".ptr[",
            offset(p, ix), "], static_cast<", T, ">(", scalar(*e.a), "), ", ok, ", ", scratch,
            ");"));

@@ -395,12 +395,14 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
   scratch_unknown();
 }
 
-std::string Emitter::next_scratch(const std::string& type) {
-  if (!scratch_known_) {
-    line("__syncthreads(); // scratch: the previous user's region is not known here");
-    scratch_free();
-  }
-  int region = scratch_last_ == 0 ? 1 : 0;
+std::string Emitter::next_scratch(const std::string& type, const ir::Expr& user) {
+  const int region = user.scratch_region;
+  TJ_ICHECK(region == 0 || region == 1, "place-scratch gave ", ir::print_expr(user),
+            " no half of the scratch area");
+  // In straight-line code the emitter sees the previous user itself; across control flow it
+  // trusts place-scratch's merge of the paths.
+  TJ_ICHECK(!scratch_known_ || region != scratch_last_, "place-scratch gave ", ir::print_expr(user),
+            " half ", region, " right after a user of the same half");
   scratch_last_ = region;
   scratch_known_ = true;
   std::string base = region == 0 ? "tj_scratch" : str("(tj_scratch + ", k_.scratch_bytes / 2, ")");

@@ -110,11 +110,11 @@ public:
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
   std::vector<BoundsSite> bounds_sites_;                   ///< debug mode
 
-  // ---- scratch regions: users alternate between two halves so none needs a trailing barrier.
-  /// The scratch pointer (as T*) for the next user; emits a barrier first when the previous
-  /// user's region is unknown (after control flow) and might be the same.
-  std::string next_scratch(const std::string& type);
-  /// Control flow makes the last region unknown; a barrier makes every region free.
+  // ---- scratch regions: place-scratch chose each user's half and placed the barriers; the
+  // emitter prints them and checks, as it prints, that no two users in a row share a half.
+  /// The scratch pointer (as T*) for `user`.
+  std::string next_scratch(const std::string& type, const ir::Expr& user);
+  /// Control flow hides the previous user from the check; a barrier frees both halves.
   void scratch_unknown() { scratch_known_ = false; }
   void scratch_free() { scratch_known_ = true, scratch_last_ = -1; }
   bool scratch_known_ = true;

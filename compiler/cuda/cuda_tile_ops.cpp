@@ -107,7 +107,7 @@ void Emitter::emit_reduce(const ir::Expr& e, const std::string& dst) {
   close();
   if (lin->warps_along(e.axis) > 1)
     line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", ",
-             next_scratch(RT), ");"));
+             next_scratch(RT, e), ");"));
   else
     line(str("tj::reduce_finish<", L, ", ", e.axis, ", ", op, ", false>(", dst, ", static_cast<",
              RT, "*>(nullptr)); // within warps: shuffles only"));
@@ -127,7 +127,7 @@ std::string Emitter::emit_full_reduce(const ir::Expr& e) {
            ", ", elem(*e.a, lin, "tj_e"), ");"));
   if (k_.threads > 32)
     line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name, ", ",
-             next_scratch(RT), ");"));
+             next_scratch(RT, e), ");"));
   else
     line(str(name, " = tj::block_reduce<", op, ", ", k_.threads, ", false>(", name,
              ", static_cast<", RT, "*>(nullptr));"));
@@ -145,7 +145,7 @@ void Emitter::emit_scan(const ir::Expr& e, const std::string& dst) {
            "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
   int axis = l->rank() == 1 ? 1 : e.axis; // rank-1 tiles are one row
   line(str("tj::scan<", L, ", ", axis, ", ", op_type(e.reduce_op), ", false>(", dst, ", ",
-           next_scratch(RT), ");"));
+           next_scratch(RT, e), ");"));
 }
 
 void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
@@ -156,7 +156,7 @@ void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
   line(str("// ", from->str(), " -> ", e.layout->str()));
   line(str(T, " ", dst, "[", layout_name(e.layout), "::N];"));
   line(str("tj::convert<", layout_name(from), ", ", layout_name(e.layout), ", false>(", dst, ", ",
-           src, ", ", next_scratch(T), ");"));
+           src, ", ", next_scratch(T, e), ");"));
 }
 
 void Emitter::emit_stage(const ir::Expr& e) {
