@@ -1,4 +1,4 @@
-// Pass 7, insert_barriers: puts a block-wide barrier between a write of a shared tile and a
+// Pass insert-barriers: puts a block-wide barrier between a write of a shared tile and a
 // later read or write of it by other threads (and between a read and a later overwrite), so
 // that every thread sees whole tiles. Loops are walked twice so a barrier also separates the
 // end of one iteration from the start of the next. Ring buffers of pipelined copies are left
