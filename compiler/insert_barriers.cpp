@@ -103,12 +103,27 @@ int64_t constant_trips(const ir::Stmt& loop) {
 
 class BarrierInsertion {
 public:
+  /// `check`: insert nothing; record the first place a barrier is missing there instead.
+  explicit BarrierInsertion(BarrierHazard* check = nullptr) : check_(check) {}
+
   void run(ir::Block& body) {
     State s;
     walk(body, s, /*insert=*/true);
   }
 
 private:
+  BarrierHazard* check_ = nullptr;
+
+  /// Puts `bar` before b[i] (advancing i past it), or, in check mode, records the hazard.
+  void place(ir::Block& b, size_t& i, std::unique_ptr<ir::Stmt> bar, ir::Stmt& before) {
+    if (check_) {
+      if (!check_->stmt) check_->stmt = &before, check_->why = bar->note;
+      return;
+    }
+    b.insert(b.begin() + static_cast<long>(i), std::move(bar));
+    ++i;
+  }
+
   /// Ring buffers of pipelined copies: synchronised by the pipeline itself.
   static bool is_ring(ir::Var* v) { return v->stages > 1; }
 
@@ -176,8 +191,7 @@ private:
             auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
             bar->note = "the loop reads shared tiles written above, or reuses their storage";
             bar->wait_async = wait;
-            b.insert(b.begin() + static_cast<long>(i), std::move(bar));
-            ++i;
+            place(b, i, std::move(bar), s);
           }
           st.barrier(wait);
         }
@@ -230,8 +244,7 @@ private:
               if (!st.pending.empty()) why = "'" + v->name + "' reuses storage still being filled";
           bar->note = why;
           bar->wait_async = wait;
-          b.insert(b.begin() + static_cast<long>(i), std::move(bar));
-          ++i;
+          place(b, i, std::move(bar), s);
         }
         st.barrier(wait);
       }
@@ -249,6 +262,12 @@ private:
 
 void insert_barriers(ir::Kernel& k) {
   BarrierInsertion().run(k.body);
+}
+
+BarrierHazard find_barrier_hazard(ir::Kernel& k) {
+  BarrierHazard found;
+  BarrierInsertion(&found).run(k.body);
+  return found;
 }
 
 } // namespace tilejit

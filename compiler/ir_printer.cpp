@@ -1,12 +1,15 @@
 #include "compiler/ir_printer.h"
 
 #include "compiler/layout.h"
+#include "compiler/target.h"
 #include "support/text.h"
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <iterator>
+#include <optional>
 
 namespace tilejit::ir {
 namespace {
@@ -56,6 +59,177 @@ std::string access_str(const Access& a) {
 
 } // namespace
 
+std::string quote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[i] = std::max(x, y);
+  }
+  return out;
+}
+
+Space tile_space(const std::vector<int64_t>& shape) {
+  return shape.empty() ? Space::Scalar : Space::Frag;
+}
+
+bool is_compare(dsl::BinaryOp op) {
+  using B = dsl::BinaryOp;
+  return op == B::Lt || op == B::Le || op == B::Gt || op == B::Ge || op == B::Eq || op == B::Ne ||
+         op == B::And || op == B::Or;
+}
+
+/// The operand whose shape is the result's (first found), for its dtype and layout.
+const Expr* shaped_like(const std::vector<int64_t>& shape, std::initializer_list<const Expr*> ops) {
+  for (const Expr* o : ops)
+    if (o && o->type.shape == shape) return o;
+  return nullptr;
+}
+} // namespace
+
+Type implied_type(const Expr& e) {
+  auto of = [](DType d, std::vector<int64_t> shape) {
+    Space sp = tile_space(shape);
+    return Type{d, std::move(shape), sp};
+  };
+  switch (e.kind) {
+  case ExprKind::Const:
+    return Type{e.type.dtype == DType::Bool       ? DType::Bool
+                : dtype_is_float(e.type.dtype) ? DType::F32
+                                               : DType::I32,
+                {},
+                Space::Scalar};
+  case ExprKind::VarRef:
+    return e.var->type;
+  case ExprKind::ParamRef:
+    if (g_kernel && e.param >= 0 && e.param < static_cast<int>(g_kernel->params.size()))
+      return Type{g_kernel->params[e.param].dtype, {}, Space::Scalar};
+    return Type{};
+  case ExprKind::Unary:
+  case ExprKind::Scan:
+    return of(e.a->type.dtype, e.a->type.shape);
+  case ExprKind::Binary:
+  case ExprKind::Math: {
+    auto b = e.b ? broadcast_shapes(e.a->type.shape, e.b->type.shape) : e.a->type.shape;
+    if (!b) return Type{};
+    const Expr* like = shaped_like(*b, {e.a.get(), e.b.get()});
+    DType d = like ? like->type.dtype : e.a->type.dtype;
+    if (e.kind == ExprKind::Binary && is_compare(e.binary_op)) d = DType::Bool;
+    return of(d, *b);
+  }
+  case ExprKind::Select: {
+    auto b = broadcast_shapes(e.b->type.shape, e.c->type.shape);
+    if (b) b = broadcast_shapes(*b, e.a->type.shape);
+    if (!b) return Type{};
+    const Expr* like = shaped_like(*b, {e.b.get(), e.c.get()});
+    return of(like ? like->type.dtype : e.b->type.dtype, *b);
+  }
+  case ExprKind::Cast:
+    return of(e.type.dtype, e.a->type.shape); // the dtype is printed
+  case ExprKind::Iota:
+    return of(DType::I32, {e.extent});
+  case ExprKind::Expand: {
+    std::vector<int64_t> shape = e.a->type.shape;
+    for (int ax : e.axes)
+      if (ax >= 0 && ax <= static_cast<int>(shape.size())) shape.insert(shape.begin() + ax, 1);
+    return of(e.a->type.dtype, shape);
+  }
+  case ExprKind::Trans:
+    if (e.a->type.rank() != 2) return Type{};
+    return Type{e.a->type.dtype, {e.a->type.shape[1], e.a->type.shape[0]}, e.a->type.space};
+  case ExprKind::Load:
+  case ExprKind::Copy: {
+    DType d = g_kernel && e.access->param >= 0 &&
+                      e.access->param < static_cast<int>(g_kernel->params.size())
+                  ? g_kernel->params[e.access->param].dtype
+                  : DType::I32;
+    Type t = of(d, e.access->shape());
+    if (e.kind == ExprKind::Copy) t.space = Space::Shared;
+    return t;
+  }
+  case ExprKind::Dot:
+    if (e.a->type.rank() != 2 || e.b->type.rank() != 2) return Type{};
+    return of(DType::F32, {e.a->type.shape[0], e.b->type.shape[1]});
+  case ExprKind::Reduce: {
+    std::vector<int64_t> shape;
+    if (e.axis >= 0 && e.axis < e.a->type.rank()) {
+      shape = e.a->type.shape;
+      shape.erase(shape.begin() + e.axis);
+    }
+    return of(e.a->type.dtype, shape);
+  }
+  case ExprKind::Convert: {
+    Type t = e.a->type;
+    t.space = e.var ? Space::Shared : e.layout ? Space::Frag : e.type.space; // the space is printed
+    return t;
+  }
+  default:
+    return Type{};
+  }
+}
+
+const Layout* implied_layout(const Expr& e) {
+  switch (e.kind) {
+  case ExprKind::VarRef:
+    return e.var->layout;
+  case ExprKind::Unary:
+  case ExprKind::Cast:
+  case ExprKind::Scan:
+    return e.a->layout;
+  case ExprKind::Binary:
+  case ExprKind::Math:
+  case ExprKind::Select: {
+    const Expr* like = shaped_like(e.type.shape, {e.b.get() && e.kind == ExprKind::Select
+                                                      ? e.b.get()
+                                                      : e.a.get(),
+                                                  e.kind == ExprKind::Select ? e.c.get() : e.b.get(),
+                                                  e.a.get()});
+    return like ? like->layout : nullptr;
+  }
+  case ExprKind::Dot:
+    return e.c ? e.c->layout : nullptr;
+  case ExprKind::Convert:
+    return e.var ? nullptr : e.layout; // the layout is printed
+  case ExprKind::Reduce:
+    // Reducing a 2-D layout along an axis leaves its slice.
+    if (g_kernel && e.axis >= 0 && e.a->layout && e.a->layout->rank() == 2 &&
+        e.a->layout->kind != LayoutKind::Slice && e.type.space == Space::Frag)
+      return g_kernel->layouts.slice(e.a->layout, e.axis);
+    return nullptr;
+  case ExprKind::Expand:
+    // x[:, None] of a slice: the parent layout, broadcasting for free.
+    if (e.a->layout && e.a->layout->kind == LayoutKind::Slice && e.axes.size() == 1 &&
+        e.axes[0] == e.a->layout->slice_axis)
+      return e.a->layout->parent;
+    return nullptr;
+  case ExprKind::Load:
+    // The default layout for the tile (what assign-layouts gives a load nothing asks otherwise of).
+    if (g_kernel && e.type.space == Space::Frag && !e.type.is_scalar() && e.type.rank() <= 2)
+      return g_kernel->layouts.default_blocked(e.type.shape, dtype_size(e.type.dtype),
+                                               g_kernel->threads);
+    return nullptr;
+  default:
+    return nullptr;
+  }
+}
+
 PrintContext::PrintContext(const Kernel& k) : saved_(g_kernel) {
   g_kernel = &k;
 }
@@ -63,7 +237,26 @@ PrintContext::~PrintContext() {
   g_kernel = saved_;
 }
 
+namespace {
+std::string print_bare(const Expr& e);
+std::string var_decl_str(const Var& v);
+} // namespace
+
 std::string print_expr(const Expr& e) {
+  std::string bare = print_bare(e);
+  const Type implied = implied_type(e);
+  const bool typed_const =
+      e.kind == ExprKind::Const && !e.literal && !(g_kernel && g_kernel->typed());
+  if (e.type == implied && e.layout == implied_layout(e) && !typed_const) return bare;
+  std::string note = e.type.str_with_space();
+  if (e.layout != implied_layout(e)) note += " #" + (e.layout ? e.layout->str() : "none");
+  if (typed_const) note += " typed";
+  return str("(", bare, " : ", note, ")");
+}
+
+namespace {
+
+std::string print_bare(const Expr& e) {
   switch (e.kind) {
   case ExprKind::Const:
     return const_str(e);
@@ -77,8 +270,12 @@ std::string print_expr(const Expr& e) {
     return str("program_id(", e.axis, ")");
   case ExprKind::NumPrograms:
     return str("num_programs(", e.axis, ")");
-  case ExprKind::Unary:
-    return str(dsl::unary_op_spelling(e.unary_op), print_expr(*e.a));
+  case ExprKind::Unary: {
+    std::string a = print_expr(*e.a);
+    // -(5) is an operation on a constant; -5 is a constant.
+    if (!a.empty() && (std::isdigit(static_cast<unsigned char>(a[0])) || a == "inf")) a = "(" + a + ")";
+    return str(dsl::unary_op_spelling(e.unary_op), a);
+  }
   case ExprKind::Binary:
     return str("(", print_expr(*e.a), " ", dsl::binary_op_spelling(e.binary_op), " ",
                print_expr(*e.b), ")");
@@ -89,30 +286,33 @@ std::string print_expr(const Expr& e) {
                : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
   case ExprKind::Cast:
     return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
+  case ExprKind::SharedSlice:
+    if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :]");
+    return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, "]");
   case ExprKind::Iota:
     return str("iota(", e.extent, ")");
   case ExprKind::Expand: {
     std::vector<std::string> ax;
     for (int x : e.axes) ax.push_back(std::to_string(x));
-    return str("expand(", print_expr(*e.a), ", axes=[", join(ax, ","), "])");
+    // The subscript's written rank (int_value) is implied by the operand's once types are in.
+    std::string of = e.int_value != e.a->type.rank() ? str(", of=", e.int_value) : "";
+    return str("expand(", print_expr(*e.a), ", axes=[", join(ax, ","), "]", of, ")");
   }
   case ExprKind::Trans:
     return str("trans(", print_expr(*e.a), ")");
   case ExprKind::Load:
   case ExprKind::Copy:
   case ExprKind::AtomicAdd: {
-    std::string s = e.kind == ExprKind::Load   ? "load("
-                    : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async(" : "copy(")
-                                               : "atomic_add(";
+    std::string s = e.kind == ExprKind::Load   ? "load"
+                    : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async" : "copy")
+                                               : "atomic_add";
+    s += e.access->speculative ? ".speculative(" : "(";
     s += access_str(*e.access);
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
     if (e.b) s += ", mask=" + print_expr(*e.b);
     if (e.c) s += ", other=" + print_expr(*e.c);
     return s + ")";
   }
-  case ExprKind::SharedSlice:
-    if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :]");
-    return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, "]");
   case ExprKind::Dot:
     return e.c ? str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")")
                : str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
@@ -124,13 +324,18 @@ std::string print_expr(const Expr& e) {
   case ExprKind::Fence:
     return "fence()";
   case ExprKind::Prefetch:
-    return str("prefetch(", access_str(*e.access), ")");
+    return str("prefetch", e.access->speculative ? ".speculative(" : "(", access_str(*e.access),
+               ")");
   case ExprKind::Convert:
+    // Into a layout, or staged in a shared tile (its placement printed like a declaration's).
+    if (e.var) return str("convert<", var_decl_str(*e.var), ">(", print_expr(*e.a), ")");
     return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
                print_expr(*e.a), ")");
   }
   return "?";
 }
+
+} // namespace
 
 std::string print_access(const Kernel& k, const Access& a) {
   const Kernel* saved = g_kernel;
@@ -144,6 +349,8 @@ namespace {
 
 std::string var_decl_str(const Var& v) {
   std::string s = v.type.str_with_space() + " " + v.name;
+  // Read by infer-types: the declaration spelled out the type (checked, not inferred).
+  if (v.declared_type && !(g_kernel && g_kernel->typed())) s += " declared";
   if (v.layout) s += " #" + v.layout->str();
   if (v.smem_offset >= 0) {
     s += str(" @smem[", v.smem_offset, "]");
@@ -230,26 +437,43 @@ void print_block(std::string& out, const Block& b, int indent) {
 
 } // namespace
 
+std::string print_stmt_line(const Kernel& k, const Stmt& s) {
+  const Kernel* saved = g_kernel;
+  g_kernel = &k;
+  std::string out;
+  print_stmt(out, s, 0);
+  g_kernel = saved;
+  return out.substr(0, out.find('\n'));
+}
+
 std::string print_kernel(const Kernel& k) {
   const Kernel* saved = g_kernel;
   g_kernel = &k;
   std::string out;
   auto to = std::back_inserter(out);
+  if (!k.after_pass.empty()) fmt::format_to(to, "// after {}\n", k.after_pass);
   fmt::format_to(to, "kernel {}", k.name);
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
-  fmt::format_to(to, "\n  threads {}, shared memory {} bytes{}\n", k.threads, k.smem_bytes,
-                 k.index32 ? ", 32-bit indices" : "");
+  fmt::format_to(to, "\n  threads {}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
+                 "grid rank {}, target {}{}, source {}\n",
+                 k.threads, k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
+                 k.smem_limit, k.grid_rank, k.target ? k.target->arch() : std::string("none"),
+                 k.debug_bounds ? ", debug bounds" : "", quote(k.source_path));
   for (const auto& p : k.params) {
-    fmt::format_to(to, "  param {}{}: {}", p.is_scratch ? "scratch " : "", p.name,
-                   dtype_name(p.dtype));
+    fmt::format_to(to, "  param {}{}{}: {}", p.is_scratch ? "scratch " : "",
+                   p.zero_init ? "zeroed " : "", p.name, dtype_name(p.dtype));
     if (p.is_tensor) {
       std::vector<std::string> dims;
       for (size_t i = 0; i < p.dim_names.size(); ++i) {
-        bool broadcast = i < p.broadcast_to.size() && !p.broadcast_to[i].empty();
-        std::string size = p.dim_values[i] >= 0 ? std::to_string(p.dim_values[i])
-                           : broadcast          ? p.broadcast_to[i]
-                                                : p.dim_names[i];
-        dims.push_back(broadcast ? "1|" + size : size);
+        // NAME, VALUE (a constant written as such), or NAME=VALUE (a constant by name); 1|X
+        // for a dimension that broadcasts to X.
+        const std::string& name = p.dim_names[i];
+        const int64_t value = p.dim_values[i];
+        const bool broadcast = i < p.broadcast_to.size() && !p.broadcast_to[i].empty();
+        const bool literal = value >= 0 && name == std::to_string(value);
+        std::string dim = literal ? name : value >= 0 ? str(name, "=", value) : name;
+        if (broadcast && name != "1|" + p.broadcast_to[i]) dim += " to " + p.broadcast_to[i];
+        dims.push_back(dim);
       }
       fmt::format_to(to, "[{}]", join(dims, ", "));
       if (p.vector_aligned) out += " aligned16";

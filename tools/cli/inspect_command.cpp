@@ -77,18 +77,20 @@ void inspect(const InspectOptions& o) {
   options.debug_bounds = o.debug;
   if (!o.unaligned)
     for (const auto& p : k.params) options.vector_aligned.insert(p.name);
-  auto warn = [](const std::string& pass, const ir::Kernel&) {
-    if (starts_with(pass, "warning: ")) std::cerr << pass.substr(9) << "\n";
+  std::vector<dsl::Diagnostic> warnings;
+  auto show_warnings = [&] {
+    for (const auto& w : warnings) std::cerr << w.render() << "\n";
   };
   if (o.stage == "ir") {
-    auto ir = lower_to_ir(k, bindings, options, o.after, warn);
-    std::cout << "// after " << (o.after.empty() ? pass_names().back() : o.after) << "\n"
-              << ir::print_kernel(*ir);
+    auto ir = lower_to_ir(k, bindings, options, o.after, nullptr, &warnings);
+    show_warnings();
+    std::cout << ir::print_kernel(*ir);
     return;
   }
   if (!o.after.empty()) throw Error("--after applies to --stage ir");
   if (o.stage == "cuda") {
-    auto ir = lower_to_ir(k, bindings, options, "", warn);
+    auto ir = lower_to_ir(k, bindings, options, "", nullptr, &warnings);
+    show_warnings();
     std::cout << cuda::generate_cuda(*ir).source;
     return;
   }
@@ -101,7 +103,7 @@ void inspect(const InspectOptions& o) {
   r.options = options;
   r.want_ptx = o.stage == "ptx";
   CompiledVariant v = jit_compile(r);
-  for (const auto& w : v.warnings) std::cerr << w << "\n";
+  for (const auto& w : v.warnings) std::cerr << w.render() << "\n";
   if (o.stage == "ptx") {
     std::cout << v.ptx;
     return;
