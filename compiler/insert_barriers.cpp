@@ -3,7 +3,9 @@
 #include "compiler/ir_printer.h"
 #include "compiler/plan_shared_memory.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace tilejit {
 
@@ -67,6 +69,12 @@ bool same_storage(const ir::Var* a, const ir::Var* b) {
   const int64_t a_end = a->smem_offset + shared_tile_bytes(*a) * a->stages;
   const int64_t b_end = b->smem_offset + shared_tile_bytes(*b) * b->stages;
   return a->smem_offset < b_end && b->smem_offset < a_end;
+}
+
+std::vector<ir::Var*> by_id(const std::set<ir::Var*>& vars) {
+  std::vector<ir::Var*> out(vars.begin(), vars.end());
+  std::sort(out.begin(), out.end(), [](ir::Var* a, ir::Var* b) { return a->id < b->id; });
+  return out;
 }
 
 bool intersects(const std::set<ir::Var*>& a, const std::set<ir::Var*>& b) {
@@ -225,13 +233,16 @@ private:
       default:
         break;
       }
-      std::set<ir::Var*> reads, writes;
-      effects(s, reads, writes);
-      bool wait = touches_pending(reads, writes, st);
-      if (wait || conflicts(reads, writes, st)) {
+      std::set<ir::Var*> reads_set, writes_set;
+      effects(s, reads_set, writes_set);
+      bool wait = touches_pending(reads_set, writes_set, st);
+      if (wait || conflicts(reads_set, writes_set, st)) {
         if (insert) {
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
           std::string why;
+          // By id, not by address: the note is in the generated source, which the module
+          // cache hashes, so it must not depend on where the heap put the variables.
+          const std::vector<ir::Var*> reads = by_id(reads_set), writes = by_id(writes_set);
           for (ir::Var* v : reads)
             if (intersects({v}, st.writes) || st.pending.count(v))
               why = "'" + v->name + "' was written";
@@ -248,8 +259,8 @@ private:
         }
         st.barrier(wait);
       }
-      st.reads.insert(reads.begin(), reads.end());
-      st.writes.insert(writes.begin(), writes.end());
+      st.reads.insert(reads_set.begin(), reads_set.end());
+      st.writes.insert(writes_set.begin(), writes_set.end());
       // An asynchronous copy of its own (not a pipeline's) is committed as its own group.
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
           s.value->kind == ir::ExprKind::Copy && s.value->async_copy && !is_ring(s.var))

@@ -37,13 +37,18 @@ std::string const_str(const Expr& e) {
 std::string access_str(const Access& a) {
   std::vector<std::string> parts;
   // With several gather axes (an outer product, or zip groups), each gather names its axis.
-  const bool name_axes = a.gather_axes() > 1;
+  // (Zipped gathers alone share one axis: they name it too, so that they read back zipped.)
+  int gathers = 0;
+  for (const auto& i : a.indices) gathers += i.kind == AccessIndex::Kind::Gather;
+  const bool name_axes = a.gather_axes() > 1 || gathers > a.gather_axes();
   const std::vector<int> axes = a.tile_axes();
   for (size_t d = 0; d < a.indices.size(); ++d) {
     const AccessIndex& i = a.indices[d];
     switch (i.kind) {
     case AccessIndex::Kind::Point:
-      parts.push_back(print_expr(*i.index));
+      // An index tile written inside zip(...), before infer-types makes it a gather.
+      parts.push_back(i.zip >= 0 ? str("zip@", i.zip, " ", print_expr(*i.index))
+                                 : print_expr(*i.index));
       break;
     case AccessIndex::Kind::Range:
       parts.push_back(str(print_expr(*i.index), " :+ ", i.extent));
@@ -162,6 +167,13 @@ Type implied_type(const Expr& e) {
                   : DType::I32;
     Type t = of(d, e.access->shape());
     if (e.kind == ExprKind::Copy) t.space = Space::Shared;
+    return t;
+  }
+  case ExprKind::SharedSlice: {
+    Type t = e.a->type;
+    if (t.shape.empty()) return Type{};
+    t.shape[0] = e.extent;
+    if (!e.axes.empty()) t.shape.erase(t.shape.begin());
     return t;
   }
   case ExprKind::Dot:
@@ -286,9 +298,12 @@ std::string print_bare(const Expr& e) {
                : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
   case ExprKind::Cast:
     return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
-  case ExprKind::SharedSlice:
-    if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :]");
-    return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, "]");
+  case ExprKind::SharedSlice: {
+    // The subscripts written (int_value) are implied by the tile's rank once types are in.
+    std::string of = e.int_value != e.a->type.rank() ? str(" of=", e.int_value) : "";
+    if (!e.axes.empty()) return str(print_expr(*e.a), "[", print_expr(*e.b), ", :", of, "]");
+    return str(print_expr(*e.a), "[", print_expr(*e.b), " :+ ", e.extent, of, "]");
+  }
   case ExprKind::Iota:
     return str("iota(", e.extent, ")");
   case ExprKind::Expand: {
@@ -352,12 +367,11 @@ std::string var_decl_str(const Var& v) {
   // Read by infer-types: the declaration spelled out the type (checked, not inferred).
   if (v.declared_type && !(g_kernel && g_kernel->typed())) s += " declared";
   if (v.layout) s += " #" + v.layout->str();
-  if (v.smem_offset >= 0) {
-    s += str(" @smem[", v.smem_offset, "]");
-    if (v.smem_row_stride) s += str(" row_stride=", v.smem_row_stride);
-    if (v.stages > 1) s += str(" x", v.stages, " stages");
-    if (v.read_slot) s += str(" read_slot=", v.read_slot->name);
-  }
+  if (v.smem_offset >= 0) s += str(" @smem[", v.smem_offset, "]");
+  if (v.smem_row_stride) s += str(" row_stride=", v.smem_row_stride);
+  // A ring from pipeline-loops on; its read slot from expand-pipelines on.
+  if (v.stages > 1) s += str(" x", v.stages, " stages");
+  if (v.read_slot) s += str(" read_slot=", v.read_slot->name);
   return s;
 }
 
@@ -367,13 +381,18 @@ std::string loc_str(const SourceLoc& loc) {
 
 void print_block(std::string& out, const Block& b, int indent);
 
+/// " producer" / " producer_input": a statement's role in its pipelined loop, where set.
+std::string role_str(const Stmt& s) {
+  if (s.pipeline_role == Stmt::PipelineRole::Producer) return " producer";
+  if (s.pipeline_role == Stmt::PipelineRole::ProducerInput) return " producer_input";
+  return "";
+}
+
 /// " [slot s]" for a ring buffer's producer, and its pipeline role where one is set.
 std::string slot_str(const Stmt& s) {
   std::string out;
   if (s.slot) out += " [slot " + print_expr(*s.slot) + "]";
-  if (s.pipeline_role == Stmt::PipelineRole::Producer) out += " producer";
-  if (s.pipeline_role == Stmt::PipelineRole::ProducerInput) out += " producer_input";
-  return out;
+  return out + role_str(s);
 }
 
 void print_stmt(std::string& out, const Stmt& s, int indent) {
@@ -391,22 +410,28 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
   case StmtKind::Store:
     fmt::format_to(to, "{}store {} <- {}", pad, access_str(*s.access), print_expr(*s.value));
     if (s.mask) fmt::format_to(to, " mask={}", print_expr(*s.mask));
-    fmt::format_to(to, "{}\n", loc_str(s.loc));
+    fmt::format_to(to, "{}{}\n", role_str(s), loc_str(s.loc));
     break;
   case StmtKind::Eval:
-    fmt::format_to(to, "{}{}{}\n", pad, print_expr(*s.value), loc_str(s.loc));
+    fmt::format_to(to, "{}{}{}{}\n", pad, print_expr(*s.value), role_str(s), loc_str(s.loc));
     break;
   case StmtKind::For:
-    fmt::format_to(to, "{}for {} in [{}, {}) step {}", pad, s.var->name, print_expr(*s.lo),
+    fmt::format_to(to, "{}for {}{} in [{}, {}) step {}", pad, s.var->name,
+                   s.var->type == Type{DType::I32, {}, Space::Scalar}
+                       ? std::string()
+                       : ": " + s.var->type.str_with_space(),
+                   print_expr(*s.lo),
                    print_expr(*s.hi), print_expr(*s.step));
     if (s.loop_kind == LoopKind::Pipelined) fmt::format_to(to, " pipelined(stages={})", s.stages);
     if (s.unroll) fmt::format_to(to, " unroll {}", s.unroll);
+    out += role_str(s);
     fmt::format_to(to, " {{{}\n", loc_str(s.loc));
     print_block(out, s.body, indent + 1);
     fmt::format_to(to, "{}}}\n", pad);
     break;
   case StmtKind::If:
-    fmt::format_to(to, "{}if {} {{{}\n", pad, print_expr(*s.value), loc_str(s.loc));
+    fmt::format_to(to, "{}if {}{} {{{}\n", pad, print_expr(*s.value), role_str(s),
+                   loc_str(s.loc));
     print_block(out, s.body, indent + 1);
     if (!s.else_body.empty()) {
       fmt::format_to(to, "{}}} else {{\n", pad);
