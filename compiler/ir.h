@@ -284,6 +284,8 @@ struct Kernel {
   /// Whether infer-types has run: fields only it reads (Var::declared_type, Expr::literal)
   /// are printed until then.
   bool typed() const;
+  /// Whether assign-layouts has run (the printer leaves default layouts unsaid from then on).
+  bool laid_out() const;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);
   /// Index of the parameter called `name`, or -1.

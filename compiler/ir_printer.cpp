@@ -16,6 +16,14 @@ namespace {
 
 // The printer needs the kernel for parameter names; keep it for the duration of a print.
 thread_local const Kernel* g_kernel = nullptr;
+// Whether expressions carry their type annotations: in printed kernels (which the reader reads
+// back), not in the generated code's comments or in diagnostics.
+thread_local bool g_annotate = false;
+// The layout the statement implies for the expression about to be printed (its root), if any.
+thread_local const Layout* g_root_layout = nullptr;
+thread_local const Expr* g_root = nullptr;
+// The other operand of the constant about to be printed, whose dtype it implies.
+thread_local const Expr* g_partner = nullptr;
 
 std::string param_name(int p) {
   if (g_kernel && p >= 0 && p < static_cast<int>(g_kernel->params.size()))
@@ -40,7 +48,7 @@ std::string access_str(const Access& a) {
   // (Zipped gathers alone share one axis: they name it too, so that they read back zipped.)
   int gathers = 0;
   for (const auto& i : a.indices) gathers += i.kind == AccessIndex::Kind::Gather;
-  const bool name_axes = a.gather_axes() > 1 || gathers > a.gather_axes();
+  const bool name_axes = a.gather_axes() > 1 || (g_annotate && gathers > a.gather_axes());
   const std::vector<int> axes = a.tile_axes();
   for (size_t d = 0; d < a.indices.size(); ++d) {
     const AccessIndex& i = a.indices[d];
@@ -109,11 +117,26 @@ const Expr* shaped_like(const std::vector<int64_t>& shape, std::initializer_list
 }
 } // namespace
 
+Type implied_const_type(const Expr& c, const Expr* partner) {
+  Type t = implied_type(c);
+  // A constant beside a value (not another constant) takes its dtype where the kinds agree.
+  if (partner && partner->kind != ExprKind::Const && g_kernel && g_kernel->typed()) {
+    const DType p = partner->type.dtype;
+    if ((t.dtype == DType::F32 && dtype_is_float(p)) ||
+        (t.dtype == DType::I32 && dtype_is_int(p) && p != DType::Bool))
+      t.dtype = p;
+  }
+  return t;
+}
+
 Type implied_type(const Expr& e) {
   auto of = [](DType d, std::vector<int64_t> shape) {
     Space sp = tile_space(shape);
     return Type{d, std::move(shape), sp};
   };
+  // Before infer-types only constants and variable references have types worth saying.
+  if (g_kernel && !g_kernel->typed() && e.kind != ExprKind::Const && e.kind != ExprKind::VarRef)
+    return Type{};
   switch (e.kind) {
   case ExprKind::Const:
     return Type{e.type.dtype == DType::Bool       ? DType::Bool
@@ -197,6 +220,12 @@ Type implied_type(const Expr& e) {
   }
 }
 
+const Layout* implied_value_layout(const Expr& value, const Var& var) {
+  if (var.layout && value.type.space == Space::Frag && value.type.shape == var.type.shape)
+    return var.layout;
+  return implied_layout(value);
+}
+
 const Layout* implied_layout(const Expr& e) {
   switch (e.kind) {
   case ExprKind::VarRef:
@@ -232,8 +261,12 @@ const Layout* implied_layout(const Expr& e) {
       return e.a->layout->parent;
     return nullptr;
   case ExprKind::Load:
-    // The default layout for the tile (what assign-layouts gives a load nothing asks otherwise of).
-    if (g_kernel && e.type.space == Space::Frag && !e.type.is_scalar() && e.type.rank() <= 2)
+  case ExprKind::Copy:
+  case ExprKind::SharedSlice:
+    // The default layout for the tile (what assign-layouts gives an access, or the threads
+    // that move a shared tile, when nothing asks otherwise).
+    if (g_kernel && g_kernel->laid_out() && e.type.space != Space::Scalar &&
+        !e.type.is_scalar() && e.type.rank() <= 2)
       return g_kernel->layouts.default_blocked(e.type.shape, dtype_size(e.type.dtype),
                                                g_kernel->threads);
     return nullptr;
@@ -251,17 +284,28 @@ PrintContext::~PrintContext() {
 
 namespace {
 std::string print_bare(const Expr& e);
+
+/// An operand of an elementwise operation: a constant among them implies its partner's dtype.
+std::string print_operand(const Expr& e, const Expr* partner) {
+  const Expr* saved = g_partner;
+  g_partner = e.kind == ExprKind::Const ? partner : nullptr;
+  std::string out = print_expr(e);
+  g_partner = saved;
+  return out;
+}
 std::string var_decl_str(const Var& v);
 } // namespace
 
 std::string print_expr(const Expr& e) {
   std::string bare = print_bare(e);
-  const Type implied = implied_type(e);
+  if (!g_annotate) return bare;
+  const Type implied = e.kind == ExprKind::Const ? implied_const_type(e, g_partner) : implied_type(e);
+  const Layout* implied_l = &e == g_root ? g_root_layout : implied_layout(e);
   const bool typed_const =
       e.kind == ExprKind::Const && !e.literal && !(g_kernel && g_kernel->typed());
-  if (e.type == implied && e.layout == implied_layout(e) && !typed_const) return bare;
+  if (e.type == implied && e.layout == implied_l && !typed_const) return bare;
   std::string note = e.type.str_with_space();
-  if (e.layout != implied_layout(e)) note += " #" + (e.layout ? e.layout->str() : "none");
+  if (e.layout != implied_l) note += " #" + (e.layout ? e.layout->str() : "none");
   if (typed_const) note += " typed";
   return str("(", bare, " : ", note, ")");
 }
@@ -289,12 +333,14 @@ std::string print_bare(const Expr& e) {
     return str(dsl::unary_op_spelling(e.unary_op), a);
   }
   case ExprKind::Binary:
-    return str("(", print_expr(*e.a), " ", dsl::binary_op_spelling(e.binary_op), " ",
-               print_expr(*e.b), ")");
+    return str("(", print_operand(*e.a, e.b.get()), " ", dsl::binary_op_spelling(e.binary_op),
+               " ", print_operand(*e.b, e.a.get()), ")");
   case ExprKind::Select:
-    return str("where(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")");
+    return str("where(", print_expr(*e.a), ", ", print_operand(*e.b, e.c.get()), ", ",
+               print_operand(*e.c, e.b.get()), ")");
   case ExprKind::Math:
-    return e.b ? str(math_fn_name(e.math), "(", print_expr(*e.a), ", ", print_expr(*e.b), ")")
+    return e.b ? str(math_fn_name(e.math), "(", print_operand(*e.a, e.b.get()), ", ",
+                     print_operand(*e.b, e.a.get()), ")")
                : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
   case ExprKind::Cast:
     return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
@@ -343,7 +389,8 @@ std::string print_bare(const Expr& e) {
                ")");
   case ExprKind::Convert:
     // Into a layout, or staged in a shared tile (its placement printed like a declaration's).
-    if (e.var) return str("convert<", var_decl_str(*e.var), ">(", print_expr(*e.a), ")");
+    if (e.var && g_annotate)
+      return str("convert<", var_decl_str(*e.var), ">(", print_expr(*e.a), ")");
     return str("convert<", e.layout ? e.layout->str() : std::string(space_name(e.type.space)), ">(",
                print_expr(*e.a), ")");
   }
@@ -395,16 +442,34 @@ std::string slot_str(const Stmt& s) {
   return out + role_str(s);
 }
 
+/// The value of a declaration or assignment: its layout, when it is the variable's, goes
+/// without saying.
+std::string print_value(const Expr& value, const Var& var) {
+  const Expr* saved_root = g_root;
+  const Layout* saved_layout = g_root_layout;
+  g_root = &value;
+  g_root_layout = implied_value_layout(value, var);
+  // A constant assigned to a variable implies the variable's dtype, as beside a partner.
+  const ExprPtr target = make_var_ref(const_cast<Var*>(&var));
+  const Expr* saved_partner = g_partner;
+  g_partner = value.kind == ExprKind::Const ? target.get() : nullptr;
+  std::string out = print_expr(value);
+  g_partner = saved_partner;
+  g_root = saved_root;
+  g_root_layout = saved_layout;
+  return out;
+}
+
 void print_stmt(std::string& out, const Stmt& s, int indent) {
   auto to = std::back_inserter(out);
   std::string pad(indent * 2, ' ');
   switch (s.kind) {
   case StmtKind::Decl:
     fmt::format_to(to, "{}{}{} = {}{}\n", pad, var_decl_str(*s.var), slot_str(s),
-                   print_expr(*s.value), loc_str(s.loc));
+                   print_value(*s.value, *s.var), loc_str(s.loc));
     break;
   case StmtKind::Assign:
-    fmt::format_to(to, "{}{}{} = {}{}\n", pad, s.var->name, slot_str(s), print_expr(*s.value),
+    fmt::format_to(to, "{}{}{} = {}{}\n", pad, s.var->name, slot_str(s), print_value(*s.value, *s.var),
                    loc_str(s.loc));
     break;
   case StmtKind::Store:
@@ -464,16 +529,21 @@ void print_block(std::string& out, const Block& b, int indent) {
 
 std::string print_stmt_line(const Kernel& k, const Stmt& s) {
   const Kernel* saved = g_kernel;
+  const bool saved_annotate = g_annotate;
   g_kernel = &k;
+  g_annotate = true;
   std::string out;
   print_stmt(out, s, 0);
   g_kernel = saved;
+  g_annotate = saved_annotate;
   return out.substr(0, out.find('\n'));
 }
 
 std::string print_kernel(const Kernel& k) {
   const Kernel* saved = g_kernel;
+  const bool saved_annotate = g_annotate;
   g_kernel = &k;
+  g_annotate = true;
   std::string out;
   auto to = std::back_inserter(out);
   if (!k.after_pass.empty()) fmt::format_to(to, "// after {}\n", k.after_pass);
@@ -495,7 +565,8 @@ std::string print_kernel(const Kernel& k) {
         const std::string& name = p.dim_names[i];
         const int64_t value = p.dim_values[i];
         const bool broadcast = i < p.broadcast_to.size() && !p.broadcast_to[i].empty();
-        const bool literal = value >= 0 && name == std::to_string(value);
+        const bool literal =
+            value >= 0 && (broadcast ? p.broadcast_to[i] : name) == std::to_string(value);
         std::string dim = literal ? name : value >= 0 ? str(name, "=", value) : name;
         if (broadcast && name != "1|" + p.broadcast_to[i]) dim += " to " + p.broadcast_to[i];
         dims.push_back(dim);
@@ -507,6 +578,7 @@ std::string print_kernel(const Kernel& k) {
   }
   print_block(out, k.body, 1);
   g_kernel = saved;
+  g_annotate = saved_annotate;
   return out;
 }
 

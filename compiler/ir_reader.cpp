@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace tilejit::ir {
 namespace {
@@ -165,6 +166,14 @@ private:
   std::unique_ptr<Kernel> k_;
   std::map<std::string, Var*> vars_;
   std::set<const Var*> declared_;
+  std::set<const Expr*> layout_annotated_; // expressions whose annotation gave a layout
+  std::set<const Expr*> annotated_;        // expressions with an annotation
+
+  /// Constants beside a value take its dtype unless annotated (implied_const_type).
+  void partners(Expr& x, Expr& y) {
+    if (x.kind == ExprKind::Const && !annotated_.count(&x)) x.type = implied_const_type(x, &y);
+    if (y.kind == ExprKind::Const && !annotated_.count(&y)) y.type = implied_const_type(y, &x);
+  }
   std::shared_ptr<const dsl::SourceFile> source_; // the .tile file `// line N` refers to
 
   // ---- lines and tokens ------------------------------------------------------------------
@@ -401,6 +410,8 @@ private:
         } else if (starts_with(dim, "1|")) {
           to = dim.substr(2);
         }
+        if (value < 0 && !to.empty() && to.find_first_not_of("0123456789") == std::string::npos)
+          value = std::stoll(to); // 1|64 broadcasts to a constant
         p.dim_names.push_back(dim);
         p.dim_values.push_back(value);
         p.broadcast_to.push_back(to);
@@ -677,6 +688,7 @@ private:
         e->a = std::move(inner);
         e->b = expr();
         expect(")");
+        partners(*e->a, *e->b);
         return typed(std::move(e));
       }
       if (t.text == "-" || t.text == "!" || t.text == "~") {
@@ -755,6 +767,7 @@ private:
       expect(",");
       e->c = expr();
       expect(")");
+      partners(*e->b, *e->c);
       return typed(std::move(e));
     }
     if (auto fn = math_fn(name)) {
@@ -764,6 +777,7 @@ private:
       e->a = expr();
       if (accept(",")) e->b = expr();
       expect(")");
+      if (e->b) partners(*e->a, *e->b);
       return typed(std::move(e));
     }
     if (name == "cast") {
@@ -916,6 +930,8 @@ private:
     }
     expect(")");
     e->layout = layout_given ? l : implied_layout(*e);
+    if (layout_given) layout_annotated_.insert(e.get());
+    annotated_.insert(e.get());
     return e;
   }
 
@@ -1028,6 +1044,13 @@ private:
       slot_and_role(*s);
       expect("=");
       s->value = expr();
+      // Unless its annotation says otherwise, the value has the variable's layout where it fits.
+      if (!layout_annotated_.count(s->value.get()))
+        s->value->layout = implied_value_layout(*s->value, *s->var);
+      if (s->value->kind == ExprKind::Const && !annotated_.count(s->value.get())) {
+        const ExprPtr target = make_var_ref(s->var);
+        s->value->type = implied_const_type(*s->value, target.get());
+      }
     } else {
       s = std::make_unique<Stmt>(StmtKind::Eval);
       s->value = expr();
