@@ -139,7 +139,7 @@ Type implied_type(const Expr& e) {
     return Type{};
   switch (e.kind) {
   case ExprKind::Const:
-    return Type{e.type.dtype == DType::Bool       ? DType::Bool
+    return Type{e.type.dtype == DType::Bool    ? DType::Bool
                 : dtype_is_float(e.type.dtype) ? DType::F32
                                                : DType::I32,
                 {},
@@ -237,11 +237,9 @@ const Layout* implied_layout(const Expr& e) {
   case ExprKind::Binary:
   case ExprKind::Math:
   case ExprKind::Select: {
-    const Expr* like = shaped_like(e.type.shape, {e.b.get() && e.kind == ExprKind::Select
-                                                      ? e.b.get()
-                                                      : e.a.get(),
-                                                  e.kind == ExprKind::Select ? e.c.get() : e.b.get(),
-                                                  e.a.get()});
+    const Expr* like =
+        shaped_like(e.type.shape, {e.b.get() && e.kind == ExprKind::Select ? e.b.get() : e.a.get(),
+                                   e.kind == ExprKind::Select ? e.c.get() : e.b.get(), e.a.get()});
     return like ? like->layout : nullptr;
   }
   case ExprKind::Dot:
@@ -265,8 +263,8 @@ const Layout* implied_layout(const Expr& e) {
   case ExprKind::SharedSlice:
     // The default layout for the tile (what assign-layouts gives an access, or the threads
     // that move a shared tile, when nothing asks otherwise).
-    if (g_kernel && g_kernel->laid_out() && e.type.space != Space::Scalar &&
-        !e.type.is_scalar() && e.type.rank() <= 2)
+    if (g_kernel && g_kernel->laid_out() && e.type.space != Space::Scalar && !e.type.is_scalar() &&
+        e.type.rank() <= 2)
       return g_kernel->layouts.default_blocked(e.type.shape, dtype_size(e.type.dtype),
                                                g_kernel->threads);
     return nullptr;
@@ -299,7 +297,8 @@ std::string var_decl_str(const Var& v);
 std::string print_expr(const Expr& e) {
   std::string bare = print_bare(e);
   if (!g_annotate) return bare;
-  const Type implied = e.kind == ExprKind::Const ? implied_const_type(e, g_partner) : implied_type(e);
+  const Type implied =
+      e.kind == ExprKind::Const ? implied_const_type(e, g_partner) : implied_type(e);
   const Layout* implied_l = &e == g_root ? g_root_layout : implied_layout(e);
   const bool typed_const =
       e.kind == ExprKind::Const && !e.literal && !(g_kernel && g_kernel->typed());
@@ -329,12 +328,13 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Unary: {
     std::string a = print_expr(*e.a);
     // -(5) is an operation on a constant; -5 is a constant.
-    if (!a.empty() && (std::isdigit(static_cast<unsigned char>(a[0])) || a == "inf")) a = "(" + a + ")";
+    if (!a.empty() && (std::isdigit(static_cast<unsigned char>(a[0])) || a == "inf"))
+      a = "(" + a + ")";
     return str(dsl::unary_op_spelling(e.unary_op), a);
   }
   case ExprKind::Binary:
-    return str("(", print_operand(*e.a, e.b.get()), " ", dsl::binary_op_spelling(e.binary_op),
-               " ", print_operand(*e.b, e.a.get()), ")");
+    return str("(", print_operand(*e.a, e.b.get()), " ", dsl::binary_op_spelling(e.binary_op), " ",
+               print_operand(*e.b, e.a.get()), ")");
   case ExprKind::Select:
     return str("where(", print_expr(*e.a), ", ", print_operand(*e.b, e.c.get()), ", ",
                print_operand(*e.c, e.b.get()), ")");
@@ -469,8 +469,8 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
                    print_value(*s.value, *s.var), loc_str(s.loc));
     break;
   case StmtKind::Assign:
-    fmt::format_to(to, "{}{}{} = {}{}\n", pad, s.var->name, slot_str(s), print_value(*s.value, *s.var),
-                   loc_str(s.loc));
+    fmt::format_to(to, "{}{}{} = {}{}\n", pad, s.var->name, slot_str(s),
+                   print_value(*s.value, *s.var), loc_str(s.loc));
     break;
   case StmtKind::Store:
     fmt::format_to(to, "{}store {} <- {}", pad, access_str(*s.access), print_expr(*s.value));
@@ -485,8 +485,7 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
                    s.var->type == Type{DType::I32, {}, Space::Scalar}
                        ? std::string()
                        : ": " + s.var->type.str_with_space(),
-                   print_expr(*s.lo),
-                   print_expr(*s.hi), print_expr(*s.step));
+                   print_expr(*s.lo), print_expr(*s.hi), print_expr(*s.step));
     if (s.loop_kind == LoopKind::Pipelined) fmt::format_to(to, " pipelined(stages={})", s.stages);
     if (s.unroll) fmt::format_to(to, " unroll {}", s.unroll);
     out += role_str(s);
@@ -495,8 +494,7 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     fmt::format_to(to, "{}}}\n", pad);
     break;
   case StmtKind::If:
-    fmt::format_to(to, "{}if {}{} {{{}\n", pad, print_expr(*s.value), role_str(s),
-                   loc_str(s.loc));
+    fmt::format_to(to, "{}if {}{} {{{}\n", pad, print_expr(*s.value), role_str(s), loc_str(s.loc));
     print_block(out, s.body, indent + 1);
     if (!s.else_body.empty()) {
       fmt::format_to(to, "{}}} else {{\n", pad);
@@ -549,7 +547,8 @@ std::string print_kernel(const Kernel& k) {
   if (!k.after_pass.empty()) fmt::format_to(to, "// after {}\n", k.after_pass);
   fmt::format_to(to, "kernel {}", k.name);
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
-  fmt::format_to(to, "\n  threads {}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
+  fmt::format_to(to,
+                 "\n  threads {}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
                  "grid rank {}, target {}{}, source {}\n",
                  k.threads, k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
                  k.smem_limit, k.grid_rank, k.target ? k.target->arch() : std::string("none"),

@@ -52,7 +52,8 @@ std::vector<Token> tokenize(const std::string& line, std::string& error, int& er
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
-      while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_'))
+      while (j < line.size() &&
+             (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_'))
         ++j;
       t.kind = Token::Ident;
       t.text = line.substr(i, j - i);
@@ -193,7 +194,8 @@ private:
       if (!error.empty()) fail_at(static_cast<int>(line_) + 1, col, error);
       pos_ = 0;
       if (toks_[0].kind == Token::End) continue;
-      if (toks_[0].kind == Token::Comment && !(k_->name.empty() && starts_with(toks_[0].text, "after ")))
+      if (toks_[0].kind == Token::Comment &&
+          !(k_->name.empty() && starts_with(toks_[0].text, "after ")))
         continue;
       return;
     }
@@ -251,7 +253,8 @@ private:
     const int col = tok().col;
     int64_t v = integer(what);
     if (v < lo || v > hi)
-      fail_at(static_cast<int>(line_) + 1, col, str(what, " ", v, " out of range [", lo, ", ", hi, "]"));
+      fail_at(static_cast<int>(line_) + 1, col,
+              str(what, " ", v, " out of range [", lo, ", ", hi, "]"));
     return static_cast<int>(v);
   }
   /// The integer after `x` in "64x32" or "x2" (lexed as the identifier x32 / x2).
@@ -264,7 +267,8 @@ private:
     return std::stoll(t.text.substr(1));
   }
   void end_of_line() {
-    if (tok().kind != Token::End) fail(str("unexpected ", describe(tok()), " at the end of the statement"));
+    if (tok().kind != Token::End)
+      fail(str("unexpected ", describe(tok()), " at the end of the statement"));
   }
   SourceLoc loc_here() const { return SourceLoc{file_, static_cast<int>(line_) + 1, tok().col}; }
   /// A trailing `// line N` (the .tile line the statement came from).
@@ -347,6 +351,10 @@ private:
     }
     end_of_line();
     if (!k_->target) k_->target = &target_for(default_arch());
+    const int warp = k_->target->warp_size(), most = k_->target->max_threads_per_block();
+    if (k_->threads % warp != 0 || k_->threads > most)
+      fail_at(static_cast<int>(line_) + 1, 3,
+              str(k_->threads, " threads: a block has a multiple of ", warp, ", at most ", most));
     k_->layouts.set_warp_size(k_->target->warp_size());
     source_ = dsl::make_source(k_->source_path, "");
     advance_line();
@@ -449,8 +457,12 @@ private:
       t.space = Space::Shared;
     t.dtype = dtype("a dtype");
     if (accept("[")) {
-      do t.shape.push_back(integer("a dimension"));
-      while (accept(","));
+      do {
+        const int col = tok().col;
+        t.shape.push_back(integer("a dimension"));
+        if (t.shape.back() < 1 || t.shape.back() > (int64_t(1) << 24))
+          fail_at(static_cast<int>(line_) + 1, col, "a tile dimension out of range");
+      } while (accept(","));
       expect("]");
     }
     return t;
@@ -518,8 +530,8 @@ private:
             dsl::fail_at(at, "the layout's warp size is not the target's");
         }
         if (rows < 1 || cols < 1) dsl::fail_at(at, "a layout of an empty tile");
-        std::vector<int64_t> shape = rank == 1 && rows == 1 ? std::vector<int64_t>{cols}
-                                                            : std::vector<int64_t>{rows, cols};
+        std::vector<int64_t> shape =
+            rank == 1 && rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
         if (nt % tc != 0) dsl::fail_at(at, str("tc=", tc, " does not divide nt=", nt));
         l = k_->layouts.blocked(shape, vec, tc, nt);
       } else if (kind == "mma_acc") {
@@ -602,7 +614,8 @@ private:
     expect("]");
     // Gathers that name the same axis were zipped.
     for (size_t d = 0; d < a.indices.size(); ++d)
-      if (gather_axis[d] >= 0 && gather_axis_count[gather_axis[d]] > 1) a.indices[d].zip = gather_axis[d];
+      if (gather_axis[d] >= 0 && gather_axis_count[gather_axis[d]] > 1)
+        a.indices[d].zip = gather_axis[d];
     if (static_cast<int>(a.indices.size()) != k_->params[a.param].rank())
       dsl::fail_at(at, str("'", name, "' has ", k_->params[a.param].rank(), " dimensions, not ",
                            a.indices.size()));
@@ -805,7 +818,8 @@ private:
       expect("axes");
       expect("=");
       expect("[");
-      if (!is("]")) do e->axes.push_back(small_int("an axis", 0, 3));
+      if (!is("]")) do
+          e->axes.push_back(small_int("an axis", 0, 3));
         while (accept(","));
       expect("]");
       e->int_value = e->a->type.rank();
@@ -819,7 +833,9 @@ private:
     }
     if (name == "trans") return typed(call_args1(make(ExprKind::Trans)));
     if (name == "load" || name == "copy" || name == "atomic_add") {
-      auto e = make(name == "load" ? ExprKind::Load : name == "copy" ? ExprKind::Copy : ExprKind::AtomicAdd);
+      auto e = make(name == "load"   ? ExprKind::Load
+                    : name == "copy" ? ExprKind::Copy
+                                     : ExprKind::AtomicAdd);
       e->async_copy = async;
       expect("(");
       e->access = std::make_unique<Access>(access());
@@ -942,14 +958,16 @@ private:
     for (;;) {
       next_line();
       if (!at_line()) {
-        if (nested) fail_at(static_cast<int>(lines_.size()), 1, "expected '}' before the end of the text");
+        if (nested)
+          fail_at(static_cast<int>(lines_.size()), 1, "expected '}' before the end of the text");
         return out;
       }
       if (is("}")) {
         if (!nested) fail("'}' without an open block");
         return out; // the caller reads the rest of this line
       }
-      if (is("param") || is("kernel")) fail(str("unexpected ", describe(tok()), " in the kernel's body"));
+      if (is("param") || is("kernel"))
+        fail(str("unexpected ", describe(tok()), " in the kernel's body"));
       out.push_back(stmt());
     }
   }

@@ -7,14 +7,15 @@
 // the IR):
 //   file      ::= ['// after' pass] 'kernel' name (name '=' value)* header param* stmt*
 //   header    ::= 'threads' N ', shared memory' N 'bytes' (',' item)*
-//   param     ::= 'param' ['scratch'] ['zeroed'] name ':' dtype ['[' dim (',' dim)* ']'] ['aligned16']
-//   stmt      ::= var_decl [slot] [role] '=' expr [loc]     (first value of a variable)
-//               | name [slot] [role] '=' expr [loc]  | 'store' access '<-' expr ['mask=' expr] [loc]
-//               | 'for' name 'in [' expr ',' expr ') step' expr ['pipelined(stages=' N ')']
+//   param     ::= 'param' ['scratch'] ['zeroed'] name ':' dtype ['[' dim (',' dim)* ']']
+//   ['aligned16'] stmt      ::= var_decl [slot] [role] '=' expr [loc]     (first value of a
+//   variable)
+//               | name [slot] [role] '=' expr [loc]  | 'store' access '<-' expr ['mask=' expr]
+//               [loc] | 'for' name 'in [' expr ',' expr ') step' expr ['pipelined(stages=' N ')']
 //                 ['unroll' N] '{' [loc] stmt* '}'
 //               | 'if' expr '{' [loc] stmt* ('} else {' stmt*)? '}'  | 'return' [loc]
-//               | 'barrier' ['wait_async'] ['//' note] | 'async_commit' | 'async_wait' N ['//' note]
-//               | expr [loc]
+//               | 'barrier' ['wait_async'] ['//' note] | 'async_commit' | 'async_wait' N ['//'
+//               note] | expr [loc]
 //   var_decl  ::= ['frag' | 'shared'] type name ['declared'] ['#' layout] ['@smem[' N ']']
 //                 ['row_stride=' N] ['x' N 'stages'] ['read_slot=' name]
 //   expr      ::= as print_expr prints it; '(' expr ':' type ['#' layout | '#none'] ['typed'] ')'

@@ -104,8 +104,7 @@ void run_range(PassState& state, size_t first, size_t last, const PassObserver& 
 
 std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bindings,
                                         const CompileOptions& options,
-                                        const std::string& stop_after,
-                                        const PassObserver& observer,
+                                        const std::string& stop_after, const PassObserver& observer,
                                         std::vector<dsl::Diagnostic>* warnings) {
   const size_t last = stop_after.empty() ? passes().size() - 1 : pass_index(stop_after);
   PassState state;
@@ -117,9 +116,8 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
   return std::move(state.kernel);
 }
 
-std::unique_ptr<ir::Kernel> run_passes(std::unique_ptr<ir::Kernel> kernel,
-                                       const std::string& first, const std::string& last,
-                                       const PassObserver& observer,
+std::unique_ptr<ir::Kernel> run_passes(std::unique_ptr<ir::Kernel> kernel, const std::string& first,
+                                       const std::string& last, const PassObserver& observer,
                                        std::vector<dsl::Diagnostic>* warnings) {
   const size_t from = pass_index(first), to = pass_index(last);
   if (from == 0) throw Error("specialise starts from a .tile kernel, not from IR");

@@ -42,9 +42,9 @@ struct PassState {
 
 /// One compiler pass, registered once in the pass table.
 struct Pass {
-  const char* name;                 ///< as `inspect --after` and the IR verifier name it
-  void (*run)(PassState& state);    ///< the entry function (one per pass file)
-  const char* why;                  ///< why it runs where it does
+  const char* name;              ///< as `inspect --after` and the IR verifier name it
+  void (*run)(PassState& state); ///< the entry function (one per pass file)
+  const char* why;               ///< why it runs where it does
 };
 
 /// Every pass, in the order lower_to_ir runs them.
@@ -71,8 +71,8 @@ std::unique_ptr<ir::Kernel> lower_to_ir(const dsl::Kernel& k, const Bindings& bi
 
 /// Runs the passes from `first` to `last` (inclusive) on IR made earlier (read back by
 /// compiler/ir_reader.h, say): `first` cannot be specialise, which starts from the AST.
-std::unique_ptr<ir::Kernel> run_passes(std::unique_ptr<ir::Kernel> kernel,
-                                       const std::string& first, const std::string& last,
+std::unique_ptr<ir::Kernel> run_passes(std::unique_ptr<ir::Kernel> kernel, const std::string& first,
+                                       const std::string& last,
                                        const PassObserver& observer = nullptr,
                                        std::vector<dsl::Diagnostic>* warnings = nullptr);
 

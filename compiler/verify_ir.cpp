@@ -91,8 +91,8 @@ private:
       if (v.type.space == Space::Shared) {
         check(v.smem_offset >= 0, nullptr, str("shared tile '", v.name, "' has no offset"));
         check(v.smem_row_stride >= v.type.shape.back(), nullptr,
-              str("shared tile '", v.name, "' has row stride ", v.smem_row_stride,
-                  " for rows of ", v.type.shape.back()));
+              str("shared tile '", v.name, "' has row stride ", v.smem_row_stride, " for rows of ",
+                  v.type.shape.back()));
       } else {
         check(v.smem_offset < 0, nullptr,
               str(space_name(v.type.space), " variable '", v.name, "' has a shared offset"));
@@ -173,8 +173,8 @@ private:
     case StmtKind::Assign: {
       auto b = broadcast(s.value->type.shape, s.var->type.shape);
       check(b && *b == s.var->type.shape, &s,
-            str("a value of shape ", shape_str(s.value->type.shape), " assigned to '",
-                s.var->name, "' of shape ", shape_str(s.var->type.shape)));
+            str("a value of shape ", shape_str(s.value->type.shape), " assigned to '", s.var->name,
+                "' of shape ", shape_str(s.var->type.shape)));
       break;
     }
     case StmtKind::Store: {

@@ -79,8 +79,8 @@ void inspect_from_ir(const InspectOptions& o) {
   const size_t done = pass_index(ir->after_pass);
   const std::string last = o.after.empty() ? pass_names().back() : o.after;
   if (pass_index(last) < done)
-    throw Error(str("--after ", last, ": the IR in ", o.from_ir, " is already after ",
-                    ir->after_pass));
+    throw Error(
+        str("--after ", last, ": the IR in ", o.from_ir, " is already after ", ir->after_pass));
   std::vector<dsl::Diagnostic> warnings;
   if (pass_index(last) > done)
     ir = run_passes(std::move(ir), pass_names()[done + 1], last, nullptr, &warnings);
