@@ -1,4 +1,4 @@
-// Pass 4, assign_layouts: picks a layout (compiler/layout.h) for every register tile and
+// Pass assign-layouts: picks a layout (compiler/layout.h) for every register tile and
 // inserts conversions where a value must move between layouts or into shared memory.
 //
 // Anchors fix layouts: a dot's result is an MmaAcc tile; a reduction's result is a Slice of

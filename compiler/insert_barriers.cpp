@@ -3,7 +3,9 @@
 #include "compiler/ir_printer.h"
 #include "compiler/plan_shared_memory.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace tilejit {
 
@@ -69,6 +71,12 @@ bool same_storage(const ir::Var* a, const ir::Var* b) {
   return a->smem_offset < b_end && b->smem_offset < a_end;
 }
 
+std::vector<ir::Var*> by_id(const std::set<ir::Var*>& vars) {
+  std::vector<ir::Var*> out(vars.begin(), vars.end());
+  std::sort(out.begin(), out.end(), [](ir::Var* a, ir::Var* b) { return a->id < b->id; });
+  return out;
+}
+
 bool intersects(const std::set<ir::Var*>& a, const std::set<ir::Var*>& b) {
   for (ir::Var* v : a)
     for (ir::Var* w : b)
@@ -103,12 +111,27 @@ int64_t constant_trips(const ir::Stmt& loop) {
 
 class BarrierInsertion {
 public:
+  /// `check`: insert nothing; record the first place a barrier is missing there instead.
+  explicit BarrierInsertion(BarrierHazard* check = nullptr) : check_(check) {}
+
   void run(ir::Block& body) {
     State s;
     walk(body, s, /*insert=*/true);
   }
 
 private:
+  BarrierHazard* check_ = nullptr;
+
+  /// Puts `bar` before b[i] (advancing i past it), or, in check mode, records the hazard.
+  void place(ir::Block& b, size_t& i, std::unique_ptr<ir::Stmt> bar, ir::Stmt& before) {
+    if (check_) {
+      if (!check_->stmt) check_->stmt = &before, check_->why = bar->note;
+      return;
+    }
+    b.insert(b.begin() + static_cast<long>(i), std::move(bar));
+    ++i;
+  }
+
   /// Ring buffers of pipelined copies: synchronised by the pipeline itself.
   static bool is_ring(ir::Var* v) { return v->stages > 1; }
 
@@ -176,8 +199,7 @@ private:
             auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
             bar->note = "the loop reads shared tiles written above, or reuses their storage";
             bar->wait_async = wait;
-            b.insert(b.begin() + static_cast<long>(i), std::move(bar));
-            ++i;
+            place(b, i, std::move(bar), s);
           }
           st.barrier(wait);
         }
@@ -211,13 +233,16 @@ private:
       default:
         break;
       }
-      std::set<ir::Var*> reads, writes;
-      effects(s, reads, writes);
-      bool wait = touches_pending(reads, writes, st);
-      if (wait || conflicts(reads, writes, st)) {
+      std::set<ir::Var*> reads_set, writes_set;
+      effects(s, reads_set, writes_set);
+      bool wait = touches_pending(reads_set, writes_set, st);
+      if (wait || conflicts(reads_set, writes_set, st)) {
         if (insert) {
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
           std::string why;
+          // By id, not by address: the note is in the generated source, which the module
+          // cache hashes, so it must not depend on where the heap put the variables.
+          const std::vector<ir::Var*> reads = by_id(reads_set), writes = by_id(writes_set);
           for (ir::Var* v : reads)
             if (intersects({v}, st.writes) || st.pending.count(v))
               why = "'" + v->name + "' was written";
@@ -230,13 +255,12 @@ private:
               if (!st.pending.empty()) why = "'" + v->name + "' reuses storage still being filled";
           bar->note = why;
           bar->wait_async = wait;
-          b.insert(b.begin() + static_cast<long>(i), std::move(bar));
-          ++i;
+          place(b, i, std::move(bar), s);
         }
         st.barrier(wait);
       }
-      st.reads.insert(reads.begin(), reads.end());
-      st.writes.insert(writes.begin(), writes.end());
+      st.reads.insert(reads_set.begin(), reads_set.end());
+      st.writes.insert(writes_set.begin(), writes_set.end());
       // An asynchronous copy of its own (not a pipeline's) is committed as its own group.
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
           s.value->kind == ir::ExprKind::Copy && s.value->async_copy && !is_ring(s.var))
@@ -249,6 +273,12 @@ private:
 
 void insert_barriers(ir::Kernel& k) {
   BarrierInsertion().run(k.body);
+}
+
+BarrierHazard find_barrier_hazard(ir::Kernel& k) {
+  BarrierHazard found;
+  BarrierInsertion(&found).run(k.body);
+  return found;
 }
 
 } // namespace tilejit

@@ -1,4 +1,4 @@
-// Pass 7, insert_barriers: puts a block-wide barrier between a write of a shared tile and a
+// Pass insert-barriers: puts a block-wide barrier between a write of a shared tile and a
 // later read or write of it by other threads (and between a read and a later overwrite), so
 // that every thread sees whole tiles. Loops are walked twice so a barrier also separates the
 // end of one iteration from the start of the next. Ring buffers of pipelined copies are left
@@ -9,10 +9,20 @@
 #include "compiler/ir.h"
 
 #include <set>
+#include <string>
 
 namespace tilejit {
 
 void insert_barriers(ir::Kernel& k);
+
+/// A statement that needs a barrier before it which the IR lacks, and why (the note
+/// insert-barriers would give it); `stmt` is null when every hazard has its barrier.
+struct BarrierHazard {
+  const ir::Stmt* stmt = nullptr;
+  std::string why;
+};
+/// The IR verifier's check after insert-barriers: the same analysis, inserting nothing.
+BarrierHazard find_barrier_hazard(ir::Kernel& k);
 
 /// Shared tiles an expression tree reads / writes (staged dot operands are written).
 void shared_effects(ir::Expr& e, std::set<ir::Var*>& reads, std::set<ir::Var*>& writes);

@@ -232,6 +232,15 @@ Var* Kernel::new_var(std::string name, Type type, SourceLoc loc) {
   return vars.back().get();
 }
 
+bool Kernel::typed() const {
+  // Passes in order (compiler/pipeline.cpp): everything but these runs after infer-types.
+  return !after_pass.empty() && after_pass != "specialise" && after_pass != "unroll-loops";
+}
+
+bool Kernel::laid_out() const {
+  return typed() && after_pass != "infer-types";
+}
+
 int Kernel::find_param(const std::string& n) const {
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].name == n) return static_cast<int>(i);

@@ -282,6 +282,13 @@ struct Kernel {
   /// Debug mode (CompileOptions::debug_bounds): point and gather subscripts are checked against
   /// the tensor's size and the first one out of range is reported after the launch.
   bool debug_bounds = false;
+  /// The last pass run on this IR (set by the pipeline; printed first, read back by the reader).
+  std::string after_pass;
+  /// Whether infer-types has run: fields only it reads (Var::declared_type, Expr::literal)
+  /// are printed until then.
+  bool typed() const;
+  /// Whether assign-layouts has run (the printer leaves default layouts unsaid from then on).
+  bool laid_out() const;
 
   Var* new_var(std::string name, Type type, SourceLoc loc);
   /// Index of the parameter called `name`, or -1.

@@ -105,7 +105,8 @@ bool equivalent(const Layout* a, const Layout* b) {
 const Layout* LayoutTable::intern(Layout l) {
   l.warp = warp_;
   for (const auto& existing : layouts_)
-    if (existing->str() == l.str()) return existing.get();
+    // The shape too: a rank-1 [N] and a rank-2 [1, N] blocked layout print alike.
+    if (existing->shape == l.shape && existing->str() == l.str()) return existing.get();
   layouts_.push_back(std::make_unique<Layout>(std::move(l)));
   return layouts_.back().get();
 }

@@ -49,93 +49,69 @@ int64_t shared_tile_bytes(const ir::Var& v) {
   return rows * v.smem_row_stride * dtype_size(v.type.dtype);
 }
 
-namespace {
-
-/// When each shared tile is live, in a pre-order numbering of the statements: from its first
-/// to its last reference, widened to a whole loop where the tile is live across the loop's
-/// back edge (used inside and outside the loop, read before it is written in the body, or a
-/// pipeline's ring buffer, which the loop's prologue fills before the loop).
-class SharedLiveness {
-public:
-  explicit SharedLiveness(ir::Kernel& k) {
-    number(k.body);
-    for (const Loop& l : loops_)
-      for (auto& [v, uses] : uses_) {
-        bool inside = false, outside = false, read_first = false;
-        int64_t first_inside = INT64_MAX;
-        for (const Use& u : uses) {
-          bool in = u.at >= l.start && u.at <= l.end;
-          (in ? inside : outside) = true;
-          if (in && u.at < first_inside) first_inside = u.at, read_first = !u.write;
-        }
-        if (inside && (outside || read_first || v->stages > 1)) {
-          Interval& iv = live_[v];
-          iv.first = std::min(iv.first, l.start);
-          iv.last = std::max(iv.last, l.end);
-        }
+SharedLiveness::SharedLiveness(ir::Kernel& k) {
+  number(k.body);
+  for (const Loop& l : loops_)
+    for (auto& [v, uses] : uses_) {
+      bool inside = false, outside = false, read_first = false;
+      int64_t first_inside = INT64_MAX;
+      for (const Use& u : uses) {
+        bool in = u.at >= l.start && u.at <= l.end;
+        (in ? inside : outside) = true;
+        if (in && u.at < first_inside) first_inside = u.at, read_first = !u.write;
       }
-  }
-
-  /// Whether two tiles may be live at once (so they need distinct storage).
-  bool overlap(ir::Var* a, ir::Var* b) const {
-    auto ia = live_.find(a), ib = live_.find(b);
-    if (ia == live_.end() || ib == live_.end()) return false; // never used: no storage needed
-    return ia->second.first <= ib->second.last && ib->second.first <= ia->second.last;
-  }
-  bool used(ir::Var* v) const { return live_.count(v) > 0; }
-
-private:
-  struct Interval {
-    int64_t first = INT64_MAX, last = -1;
-  };
-  struct Use {
-    int64_t at;
-    bool write;
-  };
-  struct Loop {
-    int64_t start, end;
-  };
-
-  void use(ir::Var* v, bool write) {
-    uses_[v].push_back({next_, write});
-    Interval& iv = live_[v];
-    iv.first = std::min(iv.first, next_);
-    iv.last = std::max(iv.last, next_);
-  }
-
-  void number(ir::Block& b) {
-    for (auto& sp : b) {
-      ir::Stmt& s = *sp;
-      const int64_t start = next_++;
-      std::set<ir::Var*> reads, writes;
-      ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
-        ir::for_each_node(*root, [&](ir::Expr& n) {
-          if (n.kind == ExprKind::VarRef && n.var->type.space == Space::Shared) reads.insert(n.var);
-          if (n.kind == ExprKind::Convert && n.var) writes.insert(n.var), reads.insert(n.var);
-        });
-      });
-      // One point in time for the whole statement: its reads and writes are spread over the
-      // block's threads with no barrier between them, so one thread may write the target while
-      // another still reads an operand (a gather's index tile and the tile it fills cannot
-      // share storage).
-      for (ir::Var* v : reads) use(v, /*write=*/false);
-      for (ir::Var* v : writes) use(v, /*write=*/true);
-      if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
-          s.var->type.space == Space::Shared)
-        use(s.var, /*write=*/true);
-      number(s.body);
-      number(s.else_body);
-      if (s.kind == ir::StmtKind::For) loops_.push_back({start, next_++});
+      if (inside && (outside || read_first || v->stages > 1)) {
+        Interval& iv = live_[v];
+        iv.first = std::min(iv.first, l.start);
+        iv.last = std::max(iv.last, l.end);
+      }
     }
+}
+
+bool SharedLiveness::overlap(const ir::Var* a, const ir::Var* b) const {
+  auto ia = live_.find(a), ib = live_.find(b);
+  if (ia == live_.end() || ib == live_.end()) return false; // never used: no storage needed
+  return ia->second.first <= ib->second.last && ib->second.first <= ia->second.last;
+}
+
+bool SharedLiveness::may_share(const ir::Var* a, const ir::Var* b) const {
+  // Ring buffers keep storage of their own: the pipeline synchronises them itself, so
+  // insert-barriers does not order them against other tiles.
+  return a->stages == 1 && b->stages == 1 && used(a) && used(b) && !overlap(a, b);
+}
+
+void SharedLiveness::use(const ir::Var* v, bool write) {
+  uses_[v].push_back({next_, write});
+  Interval& iv = live_[v];
+  iv.first = std::min(iv.first, next_);
+  iv.last = std::max(iv.last, next_);
+}
+
+void SharedLiveness::number(ir::Block& b) {
+  for (auto& sp : b) {
+    ir::Stmt& s = *sp;
+    const int64_t start = next_++;
+    std::set<ir::Var*> reads, writes;
+    ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
+      ir::for_each_node(*root, [&](ir::Expr& n) {
+        if (n.kind == ExprKind::VarRef && n.var->type.space == Space::Shared) reads.insert(n.var);
+        if (n.kind == ExprKind::Convert && n.var) writes.insert(n.var), reads.insert(n.var);
+      });
+    });
+    // One point in time for the whole statement: its reads and writes are spread over the
+    // block's threads with no barrier between them, so one thread may write the target while
+    // another still reads an operand (a gather's index tile and the tile it fills cannot
+    // share storage).
+    for (ir::Var* v : reads) use(v, /*write=*/false);
+    for (ir::Var* v : writes) use(v, /*write=*/true);
+    if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
+        s.var->type.space == Space::Shared)
+      use(s.var, /*write=*/true);
+    number(s.body);
+    number(s.else_body);
+    if (s.kind == ir::StmtKind::For) loops_.push_back({start, next_++});
   }
-
-  int64_t next_ = 0;
-  std::map<ir::Var*, std::vector<Use>> uses_;
-  std::map<ir::Var*, Interval> live_;
-  std::vector<Loop> loops_;
-};
-
-} // namespace
+}
 
 void plan_shared_memory(ir::Kernel& k) {
   int64_t scratch = 0;
@@ -179,10 +155,7 @@ void plan_shared_memory(ir::Kernel& k) {
     for (bool moved = true; moved;) {
       moved = false;
       for (ir::Var* p : placed) {
-        // Ring buffers keep storage of their own: the pipeline synchronises them itself, so
-        // insert-barriers does not order them against other tiles.
-        const bool may_share = v->stages == 1 && p->stages == 1 && live.used(v) && live.used(p);
-        if (may_share && !live.overlap(v, p)) continue;
+        if (live.may_share(v, p)) continue;
         const int64_t p_end = p->smem_offset + shared_tile_bytes(*p) * p->stages;
         if (at < p_end && p->smem_offset < at + bytes) {
           at = round_up(p_end, 128);

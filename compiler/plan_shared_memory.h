@@ -8,11 +8,50 @@
 
 #include "compiler/ir.h"
 
+#include <cstdint>
+#include <map>
+#include <vector>
+
 namespace tilejit {
 
 /// Throws ConstraintError (compiler/specialise.h) when the kernel needs more shared memory
 /// than the target allows: the tuner prunes such configurations.
 void plan_shared_memory(ir::Kernel& k);
+
+/// When each shared tile is live, in a pre-order numbering of the statements: from its first
+/// to its last reference, widened to a whole loop where the tile is live across the loop's
+/// back edge (used inside and outside the loop, read before it is written in the body, or a
+/// pipeline's ring buffer, which the loop's prologue fills before the loop). The plan places
+/// tiles by it; the IR verifier checks the plan against it.
+class SharedLiveness {
+public:
+  explicit SharedLiveness(ir::Kernel& k);
+  /// Whether two tiles may be live at once (so they need distinct storage).
+  bool overlap(const ir::Var* a, const ir::Var* b) const;
+  bool used(const ir::Var* v) const { return live_.count(v) > 0; }
+  /// Whether the plan may give two tiles the same bytes: single buffers (a ring keeps storage
+  /// of its own), both used, never live at once.
+  bool may_share(const ir::Var* a, const ir::Var* b) const;
+
+private:
+  struct Interval {
+    int64_t first = INT64_MAX, last = -1;
+  };
+  struct Use {
+    int64_t at;
+    bool write;
+  };
+  struct Loop {
+    int64_t start, end;
+  };
+  void use(const ir::Var* v, bool write);
+  void number(ir::Block& b);
+
+  int64_t next_ = 0;
+  std::map<const ir::Var*, std::vector<Use>> uses_;
+  std::map<const ir::Var*, Interval> live_;
+  std::vector<Loop> loops_;
+};
 
 /// Bytes one buffer of a shared tile occupies (rows x padded row stride).
 int64_t shared_tile_bytes(const ir::Var& v);

@@ -1,4 +1,4 @@
-// Pass 1, specialise: lowers one AST kernel to Tile IR under concrete values for its generics
+// Pass specialise: lowers one AST kernel to Tile IR under concrete values for its generics
 // and tunables. Names resolve to IR nodes, generics and tunables become constants, constant
 // expressions fold, `if` on a constant keeps only the branch taken, slices get static extents.
 #pragma once

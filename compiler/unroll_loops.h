@@ -1,4 +1,4 @@
-// Pass 2, unroll_loops: a serial loop with `unroll = N` whose body only declares and assigns
+// Pass unroll-loops: a serial loop with `unroll = N` whose body only declares and assigns
 // values (no store, atomic, fence, shared tile, branch or nested loop) becomes a loop over N
 // iterations at a time. The loads of all N iterations (declarations whose value is a load that
 // depends only on the loop variable and on values the body does not change) are written first,

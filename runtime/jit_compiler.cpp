@@ -15,10 +15,7 @@ CompiledVariant jit_compile(const JitRequest& r) {
   v.kernel_name = r.kernel->name;
   v.bindings = r.bindings;
   v.arch = r.options.arch;
-  auto ir = lower_to_ir(*r.kernel, r.bindings, r.options, "",
-                        [&](const std::string& pass, const ir::Kernel&) {
-                          if (starts_with(pass, "warning: ")) v.warnings.push_back(pass.substr(9));
-                        });
+  auto ir = lower_to_ir(*r.kernel, r.bindings, r.options, "", nullptr, &v.warnings);
   GeneratedKernel g = ir->target->emit(*ir);
   v.entry = g.entry;
   v.language = g.language;

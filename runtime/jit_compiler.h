@@ -42,7 +42,7 @@ struct CompiledVariant {
   /// after its parameters; a nonzero site there after the launch names bounds_sites[site-1].
   bool debug_bounds = false;
   std::vector<BoundsSite> bounds_sites;
-  std::vector<std::string> warnings;
+  std::vector<dsl::Diagnostic> warnings; ///< from the passes (a loop that runs serially...)
 };
 
 struct JitRequest {

@@ -4,8 +4,10 @@
 #include "tools/cli/commands.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/ir_reader.h"
 #include "compiler/pipeline.h"
 #include "compiler/target.h"
+#include "compiler/verify_ir.h"
 #include "dsl/ast_printer.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_info.h"
@@ -23,7 +25,8 @@ namespace tilejit::cli {
 namespace {
 
 struct InspectOptions {
-  std::string source, workload, kernel, stage = "ir", after, arch;
+  std::string source, workload, kernel, stage = "ir", after, arch, from_ir;
+  bool list_passes = false;
   std::vector<std::string> set;
   bool unaligned = false;
   bool index64 = false;
@@ -60,7 +63,46 @@ std::string run_capture(const std::string& command) {
   return out;
 }
 
+/// --list-passes: the pass table, in order, with why each pass runs where it does.
+void list_passes() {
+  for (const Pass& p : passes()) std::cout << p.name << "\n    " << p.why << "\n";
+}
+
+/// --from-ir: printed IR read back, then the passes after the one that made it, up to --after.
+void inspect_from_ir(const InspectOptions& o) {
+  if (!o.source.empty() || !o.workload.empty() || !o.kernel.empty() || !o.arch.empty())
+    throw Error("--from-ir takes the kernel and target from the IR; give no source, --workload, "
+                "--kernel or --arch");
+  auto ir = ir::read_kernel(o.from_ir, read_file(o.from_ir));
+  if (ir->after_pass.empty())
+    throw Error(str(o.from_ir, ": the IR does not say which pass made it (a first line "
+                               "'// after PASS', as `inspect --stage ir` prints)"));
+  const size_t done = pass_index(ir->after_pass);
+  const std::string last = o.after.empty() ? pass_names().back() : o.after;
+  if (pass_index(last) < done)
+    throw Error(
+        str("--after ", last, ": the IR in ", o.from_ir, " is already after ", ir->after_pass));
+  std::vector<dsl::Diagnostic> warnings;
+  // The IR as read is checked first, against the pass its header names, so that a broken
+  // input is reported as that pass's output and not as the next pass's.
+  if (verify_ir_enabled()) verify_ir(*ir, ir->after_pass);
+  if (pass_index(last) > done)
+    ir = run_passes(std::move(ir), pass_names()[done + 1], last, nullptr, &warnings);
+  for (const auto& w : warnings) std::cerr << w.render() << "\n";
+  if (o.stage == "ir") {
+    std::cout << ir::print_kernel(*ir);
+  } else if (o.stage == "cuda") {
+    if (ir->after_pass != pass_names().back())
+      throw Error("--stage cuda needs every pass run (leave out --after)");
+    std::cout << ir->target->emit(*ir).source;
+  } else {
+    throw Error("--from-ir gives --stage ir or cuda");
+  }
+}
+
 void inspect(const InspectOptions& o) {
+  if (o.list_passes) return list_passes();
+  if (!o.from_ir.empty()) return inspect_from_ir(o);
   std::string kernel_name = o.kernel;
   LoadedModule m = load_kernel_source(o.source, o.workload, kernel_name);
   if (o.stage == "ast") {
@@ -78,18 +120,20 @@ void inspect(const InspectOptions& o) {
   options.debug_bounds = o.debug;
   if (!o.unaligned)
     for (const auto& p : k.params) options.vector_aligned.insert(p.name);
-  auto warn = [](const std::string& pass, const ir::Kernel&) {
-    if (starts_with(pass, "warning: ")) std::cerr << pass.substr(9) << "\n";
+  std::vector<dsl::Diagnostic> warnings;
+  auto show_warnings = [&] {
+    for (const auto& w : warnings) std::cerr << w.render() << "\n";
   };
   if (o.stage == "ir") {
-    auto ir = lower_to_ir(k, bindings, options, o.after, warn);
-    std::cout << "// after " << (o.after.empty() ? pass_names().back() : o.after) << "\n"
-              << ir::print_kernel(*ir);
+    auto ir = lower_to_ir(k, bindings, options, o.after, nullptr, &warnings);
+    show_warnings();
+    std::cout << ir::print_kernel(*ir);
     return;
   }
   if (!o.after.empty()) throw Error("--after applies to --stage ir");
   if (o.stage == "cuda") {
-    auto ir = lower_to_ir(k, bindings, options, "", warn);
+    auto ir = lower_to_ir(k, bindings, options, "", nullptr, &warnings);
+    show_warnings();
     std::cout << ir->target->emit(*ir).source;
     return;
   }
@@ -102,7 +146,7 @@ void inspect(const InspectOptions& o) {
   r.options = options;
   r.want_assembly = o.stage == "ptx";
   CompiledVariant v = jit_compile(r);
-  for (const auto& w : v.warnings) std::cerr << w << "\n";
+  for (const auto& w : v.warnings) std::cerr << w.render() << "\n";
   if (o.stage == "ptx") {
     std::cout << v.assembly;
     return;
@@ -157,6 +201,11 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--stage", o->stage, "ast | ir | cuda | ptx | sass | resources (default ir)");
   cmd->add_option("--after", o->after,
                   "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
+  cmd->add_option("--from-ir", o->from_ir,
+                  "Start from printed IR (what --stage ir prints) and run the passes after the one "
+                  "that made it, up to --after (a pass-level test's input)");
+  cmd->add_flag("--list-passes", o->list_passes,
+                "List the passes in order, with why each runs where it does");
   cmd->add_option("--set", o->set,
                   "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
   cmd->add_option("--arch", o->arch,
