@@ -5,6 +5,8 @@
 #include "dsl/diagnostics.h"
 #include "support/text.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 namespace tilejit {
@@ -105,7 +107,23 @@ private:
   }
 
   /// Casts `e` to dtype `t` (folding constants) unless it already has it.
+  /// A constant past its dtype's largest finite value would be an infinity nobody wrote (or,
+  /// for f32, a CUDA compile error reported on another line).
+  void float_constant_fits(const ir::Expr& e, DType t) {
+    if (e.kind != ExprKind::Const || !dtype_is_float(e.type.dtype) || !dtype_is_float(t) ||
+        !std::isfinite(e.float_value))
+      return;
+    const double most = t == DType::F32    ? 3.4028234663852886e38
+                        : t == DType::F16  ? 65504.0
+                        : t == DType::BF16 ? 3.3895313892515355e38
+                                           : 0;
+    if (most > 0 && std::fabs(e.float_value) > most)
+      error(e.loc, str("the constant ", format_double(e.float_value), " does not fit in ",
+                       dtype_name(t), " (largest finite value about ", format_double(most), ")"));
+  }
+
   ExprPtr cast_to(ExprPtr e, DType t) {
+    float_constant_fits(*e, t);
     if (e->type.dtype == t) return e;
     auto c = std::make_unique<ir::Expr>(ExprKind::Cast, e->loc);
     c->type = e->type;
@@ -147,6 +165,8 @@ private:
       expr(s.hi);
       require_int_scalar(*s.lo, "loop start");
       require_int_scalar(*s.hi, "loop end");
+      loop_bound_fits(*s.lo, "start");
+      loop_bound_fits(*s.hi, "end");
       s.lo = cast_to(std::move(s.lo), DType::I32);
       s.hi = cast_to(std::move(s.hi), DType::I32);
       block(s.body);
@@ -167,6 +187,19 @@ private:
     case ir::StmtKind::AsyncWait:
       return;
     }
+  }
+
+  /// Loop variables are 32-bit: a constant bound that does not fit would be truncated silently
+  /// (2^32 becomes 0: a loop that does not run).
+  void loop_bound_fits(const ir::Expr& e, const char* which) {
+    if (!dtype_is_int(e.type.dtype) || dtype_size(e.type.dtype) < 8) return;
+    if (e.kind == ExprKind::Const) {
+      if (e.int_value < std::numeric_limits<int32_t>::min() ||
+          e.int_value > std::numeric_limits<int32_t>::max())
+        error(e.loc, str("loop ", which, " ", e.int_value,
+                         " is out of range: loop variables are 32-bit integers"));
+    }
+    // A value known only at run time is converted to i32 (dsl/README.md: loop bounds).
   }
 
   void decl(ir::Stmt& s) {
@@ -317,6 +350,7 @@ private:
   void expr(ExprPtr& e) {
     switch (e->kind) {
     case ExprKind::Const:
+      float_constant_fits(*e, e->type.dtype);
       return;
     case ExprKind::VarRef:
       e->type = e->var->type;
@@ -567,9 +601,11 @@ private:
     } else if (!cmp && any_bool) {
       error(e->loc, str("arithmetic on bools; cast<i32>(...) first"));
     }
-    if (op == BinaryOp::Mod && dtype_is_float(t) && !dtype_is_float(e->a->type.dtype)) {
-      // int % float: keep C++ fmod semantics in float
-    }
+    // An integer division by a constant zero is an error for every element (the interpreter's
+    // meaning); the GPU would give an undefined result without a word.
+    if ((op == BinaryOp::Div || op == BinaryOp::Mod) && dtype_is_int(t) &&
+        e->b->kind == ExprKind::Const && dtype_is_int(e->b->type.dtype) && e->b->int_value == 0)
+      error(e->b->loc, str(op == BinaryOp::Div ? "division" : "modulo", " by zero"));
     e->a = cast_to(std::move(e->a), t);
     e->b = cast_to(std::move(e->b), t);
     e->literal = e->a->literal && e->b->literal;

@@ -1,11 +1,14 @@
 #include "compiler/kernel_library.h"
 
 #include "dsl/checker.h"
+#include "dsl/lexer.h"
 #include "dsl/parser.h"
 #include "kernels_src/embedded_files.h"
 #include "support/error.h"
 #include "support/sha256.h"
 #include "support/text.h"
+
+#include <filesystem>
 
 namespace tilejit {
 
@@ -36,6 +39,21 @@ LoadedModule load_tile_text(const std::string& path, const std::string& text) {
 }
 
 LoadedModule load_tile_file(const std::string& path) {
+  // Checked before reading: a directory, a device (/dev/zero never ends) or a huge file is a
+  // mistake, and reading it would take minutes and gigabytes before the lexer could say so.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st))
+    throw Error(str("cannot read '", path, "': ", ec ? ec.message() : "no such file"));
+  if (fs::is_directory(st))
+    throw Error(str("'", path, "' is a directory, not a .tile file"));
+  if (!fs::is_regular_file(st))
+    throw Error(str("'", path, "' is not a regular file (a device, pipe or socket); give a .tile file"));
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > dsl::kMaxTileFileBytes)
+    throw Error(str("'", path, "' is ", size, " bytes; a .tile file may have at most ",
+                    dsl::kMaxTileFileBytes, " bytes (1 MiB)"));
   return load_tile_text(path, read_file(path));
 }
 

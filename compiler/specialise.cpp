@@ -234,6 +234,23 @@ private:
       }
       k_->params.push_back(std::move(q));
     }
+    check_parameter_space();
+  }
+
+  /// The launch signature must fit the target's parameter space (NVRTC's "formal parameter
+  /// space overflowed" is otherwise reported as a tilejit bug).
+  void check_parameter_space() {
+    const int64_t index_bytes = options_.index32 ? 4 : 8;
+    int64_t bytes = options_.debug_bounds ? 8 : 0;
+    for (const auto& p : k_->params) {
+      const int64_t b = p.is_tensor ? 8 + 2 * index_bytes * p.rank() : dtype_size(p.dtype);
+      bytes = (bytes + 7) / 8 * 8 + b; // each parameter aligned (8 bytes at most)
+    }
+    const int64_t most = k_->target->max_parameter_bytes();
+    if (bytes > most)
+      fail_at(ast_.loc, str("kernel '", ast_.name, "' takes ", k_->params.size(),
+                            " parameters in ", bytes, " bytes; a kernel on ", k_->target->arch(),
+                            " may take at most ", most, " bytes of parameters"));
   }
 
   // ---- statements ------------------------------------------------------------------------
@@ -330,6 +347,10 @@ private:
       int64_t step = 1;
       if (s.range_args.size() == 3) step = const_int(*s.range_args[2], "a loop step");
       if (step == 0) fail_at(s.range_args[2]->loc, "loop step must not be 0");
+      // Loop variables are 32-bit: a larger step would wrap (an endless loop on the GPU).
+      if (step < -std::numeric_limits<int32_t>::max() || step > std::numeric_limits<int32_t>::max())
+        fail_at(s.range_args[2]->loc,
+                str("loop step ", step, " is out of range: loop variables are 32-bit integers"));
       st->step = ir::make_int(step, DType::I32, s.loc);
       st->step->literal = true;
       for (const auto& kw : s.range_kwargs)
@@ -613,7 +634,14 @@ private:
   int axis_arg(const dsl::Expr& e, int default_axis) {
     const dsl::Expr* a = kwarg(e, "axis");
     if (!a) return default_axis;
-    return static_cast<int>(const_int(*a, "axis"));
+    // Checked as written (64 bits): 4294967297 is not axis 1. Negative axes are refused, not
+    // read as "every axis" (the IR's -1) or as Python's "the last axis"; infer-types checks
+    // the rest against the tile's rank.
+    const int64_t axis = const_int(*a, "axis");
+    if (axis < 0 || axis > std::numeric_limits<int32_t>::max())
+      fail_at(a->loc, str("axis ", axis, " does not exist: tiles have axes 0 and 1 (leave ",
+                          "`axis` out to reduce over every axis, or to scan the last)"));
+    return static_cast<int>(axis);
   }
 
   ExprPtr math(ir::MathFn f, const dsl::Expr& e, size_t nargs) {
@@ -633,10 +661,11 @@ private:
     case BK::NumPrograms: {
       auto x = std::make_unique<ir::Expr>(
           b->kind == BK::ProgramId ? ExprKind::ProgramId : ExprKind::NumPrograms, e.loc);
-      x->axis = static_cast<int>(const_int(*e.args[0], "the grid axis"));
-      if (x->axis < 0 || x->axis >= static_cast<int>(ast_.grid.size()))
-        fail_at(e.args[0]->loc, str("grid axis ", x->axis, " does not exist; the grid has ",
+      const int64_t axis = const_int(*e.args[0], "the grid axis"); // 64 bits, as written
+      if (axis < 0 || axis >= static_cast<int64_t>(ast_.grid.size()))
+        fail_at(e.args[0]->loc, str("grid axis ", axis, " does not exist; the grid has ",
                                     ast_.grid.size(), " axes"));
+      x->axis = static_cast<int>(axis);
       return x;
     }
     case BK::Iota: {

@@ -11,6 +11,11 @@ namespace tilejit::dsl {
 
 enum class Severity { Error, Warning, Note };
 
+/// A CompileError shows its first diagnostics and counts the rest ("N more ... not shown").
+constexpr size_t kMaxDiagnosticsShown = 50;
+/// A source line longer than this is shown as a window of this many characters around the column.
+constexpr size_t kMaxSourceLineShown = 1000;
+
 struct Diagnostic {
   Severity severity = Severity::Error;
   SourceLoc loc;

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <unordered_map>
 
 namespace tilejit::dsl {
@@ -150,6 +153,7 @@ public:
       : file_(file), text_(file->text), sink_(sink) {}
 
   std::vector<Token> run() {
+    bad_characters_ = 0;
     std::vector<Token> out;
     while (true) {
       skip_space_and_comments();
@@ -167,6 +171,9 @@ public:
                (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
           advance();
         t.text = text_.substr(start, pos_ - start);
+        if (t.text.size() > kMaxIdentifierLength)
+          sink_.error(t.loc, str("a name of ", t.text.size(), " characters; names may have at most ",
+                                 kMaxIdentifierLength));
         auto kw = keywords().find(t.text);
         t.kind = kw == keywords().end() ? TokenKind::Identifier : kw->second;
       } else if (std::isdigit(static_cast<unsigned char>(c)) ||
@@ -174,6 +181,14 @@ public:
                   std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])))) {
         lex_number(t);
       } else if (!lex_punct(t)) {
+        if (c == '\0' || ++bad_characters_ > kMaxBadCharacters) {
+          sink_.error(t.loc, str(c == '\0' ? "a NUL byte" : "too many characters that are not",
+                                 c == '\0' ? "" : " part of the language",
+                                 ": this looks like binary data, not a .tile program"));
+          t.kind = TokenKind::End;
+          out.push_back(std::move(t));
+          return out;
+        }
         sink_.error(t.loc, str("unexpected character '", printable(c), "'"));
         advance();
         continue;
@@ -260,6 +275,17 @@ private:
     }
     t.text = text_.substr(start, pos_ - start);
     t.kind = is_float ? TokenKind::FloatLiteral : TokenKind::IntLiteral;
+    if (is_float) {
+      // Out of f64's range: an error, not a silent infinity (or a silent zero).
+      errno = 0;
+      const double v = std::strtod(t.text.c_str(), nullptr);
+      if (errno == ERANGE && std::isinf(v))
+        sink_.error(t.loc, str("the number ", t.text, " is out of range (f64 holds up to about ",
+                               "1.8e308)"));
+      else if (errno == ERANGE && v == 0)
+        sink_.error(t.loc, str("the number ", t.text, " is too small for f64 (it would be 0); ",
+                               "write 0.0"));
+    }
     if (pos_ < text_.size() &&
         (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
       sink_.error(here(), str("invalid suffix '", text_[pos_], "' on number '", t.text, "'"));
@@ -311,6 +337,7 @@ private:
   const std::string& text_;
   DiagnosticSink& sink_;
   size_t pos_ = 0;
+  int bad_characters_ = 0;
   int line_ = 1;
   int col_ = 1;
 };

@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   tilejit::cli::register_cache_command(app, global);
   try {
     app.parse(argc, argv);
+    // A full disk or a closed pipe must not look like success: what was printed is the
+    // command's result (inspect's IR, an export's JSON on stdout...).
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0)
+      throw tilejit::Error("writing to standard output failed (a full disk or a closed pipe?)");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const tilejit::NoGpuError& e) {
