@@ -198,8 +198,8 @@ private:
     // its fragments so): a user error, with the dot's line, for any other block size.
     if (warps_ & (warps_ - 1))
       dsl::fail_at(dot.loc, str("dot needs a power-of-two number of warps to tile its ",
-                                dot.type.shape[0], "x", dot.type.shape[1], " result; this block has ",
-                                warps_, " (", k_.threads, " threads)"));
+                                dot.type.shape[0], "x", dot.type.shape[1],
+                                " result; this block has ", warps_, " (", k_.threads, " threads)"));
     const MatrixShape ms = t.matrix_shape(dot.a->type.dtype);
     const int64_t im = ms.m > 0 ? ms.m : 16, in = ms.n > 0 ? ms.n : 8;
     int64_t m = dot.type.shape[0], n = dot.type.shape[1];

@@ -46,10 +46,10 @@ LoadedModule load_tile_file(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st))
     throw Error(str("cannot read '", path, "': ", ec ? ec.message() : "no such file"));
-  if (fs::is_directory(st))
-    throw Error(str("'", path, "' is a directory, not a .tile file"));
+  if (fs::is_directory(st)) throw Error(str("'", path, "' is a directory, not a .tile file"));
   if (!fs::is_regular_file(st))
-    throw Error(str("'", path, "' is not a regular file (a device, pipe or socket); give a .tile file"));
+    throw Error(
+        str("'", path, "' is not a regular file (a device, pipe or socket); give a .tile file"));
   const auto size = fs::file_size(path, ec);
   if (!ec && size > dsl::kMaxTileFileBytes)
     throw Error(str("'", path, "' is ", size, " bytes; a .tile file may have at most ",

@@ -248,9 +248,9 @@ private:
     }
     const int64_t most = k_->target->max_parameter_bytes();
     if (bytes > most)
-      fail_at(ast_.loc, str("kernel '", ast_.name, "' takes ", k_->params.size(),
-                            " parameters in ", bytes, " bytes; a kernel on ", k_->target->arch(),
-                            " may take at most ", most, " bytes of parameters"));
+      fail_at(ast_.loc, str("kernel '", ast_.name, "' takes ", k_->params.size(), " parameters in ",
+                            bytes, " bytes; a kernel on ", k_->target->arch(), " may take at most ",
+                            most, " bytes of parameters"));
   }
 
   // ---- statements ------------------------------------------------------------------------

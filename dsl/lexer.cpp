@@ -172,8 +172,8 @@ public:
           advance();
         t.text = text_.substr(start, pos_ - start);
         if (t.text.size() > kMaxIdentifierLength)
-          sink_.error(t.loc, str("a name of ", t.text.size(), " characters; names may have at most ",
-                                 kMaxIdentifierLength));
+          sink_.error(t.loc, str("a name of ", t.text.size(),
+                                 " characters; names may have at most ", kMaxIdentifierLength));
         auto kw = keywords().find(t.text);
         t.kind = kw == keywords().end() ? TokenKind::Identifier : kw->second;
       } else if (std::isdigit(static_cast<unsigned char>(c)) ||

@@ -10,9 +10,9 @@
 namespace tilejit::dsl {
 
 /// Limits on a .tile program (dsl/README.md, "Limits").
-constexpr size_t kMaxTileFileBytes = 1 << 20;  ///< checked before a file is read
-constexpr size_t kMaxIdentifierLength = 255;   ///< NVRTC crashes on very long names
-constexpr int kMaxBadCharacters = 20;          ///< then the input is taken for binary data
+constexpr size_t kMaxTileFileBytes = 1 << 20; ///< checked before a file is read
+constexpr size_t kMaxIdentifierLength = 255;  ///< NVRTC crashes on very long names
+constexpr int kMaxBadCharacters = 20;         ///< then the input is taken for binary data
 
 /// Splits `file` into tokens, ending with one End token. Bad characters and unterminated
 /// comments are reported to `sink` (the lexer skips them and carries on); a NUL byte or more

@@ -215,8 +215,7 @@ private:
           if (hi < lo) fail(hi_loc, str("empty range ", lo, "..", hi));
           // Unsigned: hi - lo overflows int64 for ranges spanning zero near the limits.
           const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-          if (span >= 4096)
-            fail(hi_loc, str("range ", lo, "..", hi, " has more than 4096 values"));
+          if (span >= 4096) fail(hi_loc, str("range ", lo, "..", hi, " has more than 4096 values"));
           // Counted, not `v <= hi; ++v`, which never ends when hi is the largest int64.
           for (uint64_t i = 0; i <= span; ++i) c.ints.push_back(lo + static_cast<int64_t>(i));
         } else {

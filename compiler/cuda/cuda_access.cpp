@@ -73,6 +73,17 @@ struct AccessPlan {
   std::vector<std::string> gather_rows; // per dim: register array of per-row gathered indices
 };
 
+/// A subscript's value as the access's index type. With 32-bit indexing, a 64-bit value that
+/// does not fit is out of bounds (tj::narrow_index), not truncated into bounds.
+/// `convert`: spell the conversion out (inside expressions); else the value is assigned to a
+/// variable of the index type as it is.
+std::string index_value(const AccessPlan& p, DType t, const std::string& value,
+                        bool convert = true) {
+  if (p.index_type == "int" && dtype_is_int(t) && dtype_size(t) == 8)
+    return str("tj::narrow_index(", value, ")");
+  return convert ? str("static_cast<", p.index_type, ">(", value, ")") : value;
+}
+
 } // namespace
 
 // Builds the plan and emits the hoisted subscripts.
@@ -89,7 +100,8 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
     case AccessIndex::Kind::Range: {
       std::string name = em.fresh("tj_i");
       em.prepare(*ix.index);
-      em.line(str("const ", p.index_type, " ", name, " = ", em.scalar(*ix.index), ";"));
+      em.line(str("const ", p.index_type, " ", name, " = ",
+                  index_value(p, ix.index->type.dtype, em.scalar(*ix.index), false), ";"));
       p.hoisted.push_back(name);
       if (ix.kind == AccessIndex::Kind::Range) p.last_range_dim = static_cast<int>(d);
       break;
@@ -123,12 +135,12 @@ static std::vector<std::string> element_indices(Emitter& em, const ir::Access& a
       // other axis (rows for t = 0, columns for the second factor of an outer product).
       const int other = 1 - p.tile_axis[d];
       const ir::Layout* along = em.k_.layouts.slice(loop, other);
-      out.push_back(str("static_cast<", p.index_type, ">(",
-                        em.elem(*ix.index, along,
-                                str(em.layout_name(loop), "::slice_index<", other, ">(", idx, ")")),
-                        ")"));
+      out.push_back(
+          index_value(p, ix.index->type.dtype,
+                      em.elem(*ix.index, along,
+                              str(em.layout_name(loop), "::slice_index<", other, ">(", idx, ")"))));
     } else {
-      out.push_back(str("static_cast<", p.index_type, ">(", em.elem(*ix.index, loop, idx), ")"));
+      out.push_back(index_value(p, ix.index->type.dtype, em.elem(*ix.index, loop, idx)));
     }
   }
   return out;
@@ -155,9 +167,10 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
     if (a.indices[d].kind != AccessIndex::Kind::Gather || p.tile_axis[d] != 0) continue;
     std::string name = em.fresh("tj_row");
     em.line(str(p.index_type, " ", name, "[", R, "::N];"));
-    em.line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s) ", name,
-                "[tj_s] = static_cast<", p.index_type, ">(",
-                em.elem(*a.indices[d].index, rows, "tj_s"), ");"));
+    em.line(str(
+        "TJ_UNROLL for (int tj_s = 0; tj_s < ", R, "::N; ++tj_s) ", name, "[tj_s] = ",
+        index_value(p, a.indices[d].index->type.dtype, em.elem(*a.indices[d].index, rows, "tj_s")),
+        ";"));
     p.gather_rows[d] = name;
   }
 }

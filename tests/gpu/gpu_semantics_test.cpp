@@ -156,6 +156,26 @@ TEST(GpuSemantics, OuterProductGathers) {
         {3}, 0);
 }
 
+TEST(GpuSemantics, SixtyFourBitSubscriptsOutOfRangeStayOutOfBounds) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  const int64_t R = 37;
+  ref::HostBuffer wide(DType::I64, {R});
+  std::uniform_int_distribution<int64_t> small(0, R - 1), pick(0, 2);
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t k = pick(rng);
+    // In bounds; 2^32 + a small index (wraps into bounds when truncated); -2^32 + one.
+    wide.set_int(r, k == 0   ? small(rng)
+                    : k == 1 ? (int64_t(1) << 32) + small(rng)
+                             : -(int64_t(1) << 32) + small(rng));
+  }
+  check_against_interpreter("wide_subscripts", {},
+                            {random_buffer(DType::F32, {R}, rng, -2, 2), wide,
+                             random_buffer(DType::F32, {R}, rng, -2, 2),
+                             ref::HostBuffer(DType::F32, {R}), ref::HostBuffer(DType::F32, {R})},
+                            {2, 3, 4}, 0);
+}
+
 TEST(GpuSemantics, ZippedGathers) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());
