@@ -71,6 +71,9 @@ struct AccessPlan {
   bool gathered = false;
   int last_range_dim = -1;
   std::vector<std::string> gather_rows; // per dim: register array of per-row gathered indices
+  /// Per dim: a 64-bit point subscript before narrowing to the int index type, which the
+  /// debug mode's checks report (empty for the others).
+  std::vector<std::string> wide;
 };
 
 /// A subscript's value as the access's index type. With 32-bit indexing, a 64-bit value that
@@ -100,8 +103,15 @@ static AccessPlan plan_access(Emitter& em, const ir::Access& a) {
     case AccessIndex::Kind::Range: {
       std::string name = em.fresh("tj_i");
       em.prepare(*ix.index);
+      std::string value = em.scalar(*ix.index);
+      p.wide.resize(a.indices.size());
+      if (em.k_.debug_bounds && p.index_type == "int" && dtype_size(ix.index->type.dtype) == 8) {
+        p.wide[d] = name + "_wide";
+        em.line(str("const long long ", p.wide[d], " = ", value, ";"));
+        value = p.wide[d];
+      }
       em.line(str("const ", p.index_type, " ", name, " = ",
-                  index_value(p, ix.index->type.dtype, em.scalar(*ix.index), false), ";"));
+                  index_value(p, ix.index->type.dtype, value, false), ";"));
       p.hoisted.push_back(name);
       if (ix.kind == AccessIndex::Kind::Range) p.last_range_dim = static_cast<int>(d);
       break;
@@ -227,9 +237,11 @@ static void emit_bounds_checks(Emitter& em, const ir::Access& a, const AccessPla
     if (a.indices[d].kind != AccessIndex::Kind::Range) dims.push_back(d);
   if (dims.empty()) return;
   auto check = [&](const std::vector<std::string>& ix) {
-    for (size_t d : dims)
+    for (size_t d : dims) {
+      const bool wide = d < p.wide.size() && !p.wide[d].empty();
       em.line(str("tj::check_index(tj_bounds, ", em.bounds_site(a, static_cast<int>(d)), ", ",
-                  ix[d], ", ", extent(p, d), ");"));
+                  wide ? p.wide[d] : ix[d], ", ", extent(p, d), ");"));
+    }
   };
   em.line("// debug mode: point and gather subscripts in bounds");
   if (!l) {
