@@ -3,7 +3,8 @@
 # Nothing else is downloaded: CUDA comes from /usr/local/cuda.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config python3 libsqlite3-dev libgtest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libdlpack-dev llvm-14-tools clang-format)
+          nlohmann-json3-dev libfmt-dev libdlpack-dev llvm-14-tools clang-format
+          clang-14 libclang-rt-14-dev) # clang + libFuzzer: tools/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang, AddressSanitizer and UBSan into build-fuzz/,
+# and runs each for FUZZ_SECONDS (default 60) from a seed corpus of the shipped kernels, the
+# test programs and export files. A crash, an internal error, a sanitizer report, a leak or an
+# input that runs over 10 s fails (exit 1), leaving the input in build-fuzz/ (crash-*, leak-*,
+# timeout-*). A longer run: FUZZ_SECONDS=3600 tools/fuzz.sh; one target: tools/fuzz.sh import.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+targets=("${@:-frontend import}")
+read -r -a targets <<< "${targets[*]}"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DTILEJIT_FUZZ=ON -DTILEJIT_BUILD_TESTS=OFF \
+  -DTILEJIT_STATIC_RUNTIME=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" --target frontend_fuzzer import_fuzzer
+status=0
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus-$t
+  mkdir -p "$corpus"
+  case $t in
+    frontend) find kernels_src tests/data tests/dsl/diagnostics tests/filecheck -name '*.tile' \
+                -exec cp {} "$corpus"/ \; ;;
+    import) cp fuzz/seeds/import/*.json "$corpus"/ ;;
+    *) echo "fuzz: unknown target '$t' (frontend, import)" >&2; exit 2 ;;
+  esac
+  echo "fuzz: $t for ${seconds}s"
+  if ! (cd build-fuzz && "./fuzz/${t}_fuzzer" "corpus-$t" -max_total_time="$seconds" -timeout=10 \
+          -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>"$t.log"); then
+    echo "fuzz: $t FAILED (build-fuzz/$t.log):" >&2
+    grep -E "ERROR|SUMMARY|Test unit written|internal error" "build-fuzz/$t.log" | head -20 >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/$t.log" | sed "s/^/fuzz: $t /"
+  fi
+done
+exit $status
