@@ -92,6 +92,10 @@ struct ImportSummary {
   int64_t winners_added = 0;   ///< key had no winner here
   int64_t winners_updated = 0; ///< incoming was pinned, or faster than an unpinned local one
   int64_t winners_kept = 0;    ///< local was pinned, or as fast or faster
+  /// Not imported: no ok trial (in the file or here) measured the winner's configuration at its
+  /// median, and the key has a winner here or its kernel could not be checked.
+  int64_t winners_unsupported = 0;
+  int64_t keys_unchecked = 0; ///< keys whose kernel this build could not find to check against
   int64_t binaries_added = 0;
 };
 
@@ -99,6 +103,20 @@ struct ImportSummary {
 struct ExportOptions {
   std::string kernel;   ///< only this kernel's keys (and binaries); empty = everything
   bool binaries = true; ///< include compiled binaries (base64)
+};
+
+/// Why `config` cannot be a configuration of a key's kernel ("" when it can be one). A
+/// `measured` configuration (an ok trial, a winner) must also meet the kernel's `where`
+/// constraints; a failed or pruned trial's needs only the kernel's tunables and their choices.
+using ConfigCheck = std::function<std::string(const TuneConfig& config, bool measured)>;
+/// The ConfigCheck of a key's kernel, or an empty function when the kernel cannot be found
+/// (by name and source hash). The database needs no compiler: the caller supplies this.
+using KernelConfigChecks = std::function<ConfigCheck(const TuneKey& key)>;
+
+/// Options for import_from().
+struct ImportOptions {
+  /// Checks every configuration of a key whose kernel it finds; a bad one refuses the file.
+  KernelConfigChecks kernel_checks;
 };
 
 /// Options for opening.
@@ -181,8 +199,13 @@ public:
   /// Times are Unix milliseconds; medians are written with full double precision.
   ExportSummary export_to(const std::string& file, const ExportOptions& options = {});
   /// Merges an export file in one transaction: all trials are kept (deduplicated by id),
-  /// a local pinned winner is never replaced, otherwise the pinned or faster winner wins.
-  ImportSummary import_from(const std::string& file);
+  /// a local pinned winner is never replaced, otherwise the pinned or faster winner wins. Every
+  /// field is checked first (type, range: a median > 0 and finite, integers that fit; every
+  /// configuration against its kernel when options.kernel_checks finds it) and any problem
+  /// refuses the whole file, naming the entry and field. An incoming winner that no ok trial
+  /// (in the file or here) measured at its median never replaces a winner here, and is not
+  /// imported at all for a kernel that could not be checked.
+  ImportSummary import_from(const std::string& file, const ImportOptions& options = {});
 
   /// The schema version this build writes and understands (PRAGMA user_version).
   static constexpr int64_t schema_version = 1;

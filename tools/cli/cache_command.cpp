@@ -3,6 +3,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "tuner/import_checks.h"
 #include "tuner/tune_database.h"
 
 #include <fmt/format.h>
@@ -188,12 +189,18 @@ void run_export(const GlobalOptions& global, const CacheOptions& options) {
 void run_import(const GlobalOptions& global, const CacheOptions& options) {
   std::string path = database_path(global);
   TuneDatabase db(path);
-  ImportSummary s = db.import_from(options.file);
+  ImportSummary s = db.import_from(options.file, ImportOptions{embedded_kernel_checks()});
   std::cout << "imported '" << options.file << "' into '" << path << "': " << s.keys_added
             << " new keys, " << s.trials_added << " new trials (" << s.trials_present
             << " already here); winners: " << s.winners_added << " added, " << s.winners_updated
-            << " updated, " << s.winners_kept << " kept (pinned here, or as fast here); "
+            << " updated, " << s.winners_kept << " kept (pinned here, or as fast here), "
+            << s.winners_unsupported << " not imported (no trial measured them); "
             << s.binaries_added << " new binaries\n";
+  if (s.keys_unchecked > 0) {
+    std::cout << s.keys_unchecked
+              << " keys are of kernels this build does not ship (a .tile file of your own): "
+                 "their configurations could not be checked against the kernel\n";
+  }
 }
 
 void run_clear(const GlobalOptions& global, const CacheOptions& options) {
