@@ -125,6 +125,10 @@ struct TuneDatabaseOptions {
   int busy_timeout_ms = 5000;
   /// How long a write keeps retrying in total before giving up with "is locked".
   int lock_wait_ms = 60000;
+  /// Read without ever writing: the file must exist; nothing is created or converted (no
+  /// schema, no WAL switch), so a database on a read-only directory or file system can be
+  /// read, and a file that is not (yet) a tilejit database is never taken over. Writes throw.
+  bool read_only = false;
 };
 
 /// The tuning database file. Thread-safe: calls serialize on an internal mutex. Several
@@ -135,7 +139,8 @@ public:
   /// Pure: the directory is created when a database is first opened there.
   static std::string default_path();
 
-  /// Opens `path`, creating the file (and its directory) when missing. An existing file must
+  /// Opens `path`, creating the file (and its directory) when missing (unless read-only). An
+  /// existing file must
   /// be a tilejit database this version understands; otherwise throws tilejit::Error naming
   /// the path and the problem (not SQLite, corrupt or truncated, another application's
   /// database, a newer schema) and leaves the file untouched.
@@ -209,6 +214,8 @@ public:
 
   /// The schema version this build writes and understands (PRAGMA user_version).
   static constexpr int64_t schema_version = 1;
+  /// Longest full path (symbolic links resolved) of a database file SQLite can open, in bytes.
+  static constexpr size_t max_path_bytes = 504;
   /// PRAGMA application_id of tilejit databases: 'TJDB'.
   static constexpr int64_t application_id = 0x544A4442;
 
@@ -222,6 +229,8 @@ private:
   void wait_for_lock(std::chrono::steady_clock::time_point start, int attempt,
                      const std::string& detail);
   std::vector<KeySummary> summaries(const std::string& where, const std::string& argument);
+  /// The read-only connection of options_.read_only: ordinary, else the main file alone.
+  void open_read_only();
 
   std::string path_;
   TuneDatabaseOptions options_;

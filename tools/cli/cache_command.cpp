@@ -38,6 +38,14 @@ bool database_exists(const std::string& path) {
   return std::filesystem::exists(path, ec);
 }
 
+// list, show and export only read: they never create, convert or take over a file, and work on
+// a read-only directory or file system.
+TuneDatabaseOptions read_only() {
+  TuneDatabaseOptions options;
+  options.read_only = true;
+  return options;
+}
+
 std::string format_ms(const std::optional<double>& ms) {
   if (!ms) return "-";
   return fmt::format("{:.4f}", *ms);
@@ -100,7 +108,7 @@ void run_list(const GlobalOptions& global) {
     std::cout << "no tuning database at '" << path << "' yet (tilejit tune creates it)\n";
     return;
   }
-  TuneDatabase db(path);
+  TuneDatabase db(path, read_only());
   std::vector<KeySummary> keys = db.list();
   if (keys.empty()) {
     std::cout << "no tuning results in '" << path << "'\n";
@@ -160,7 +168,7 @@ void run_show(const GlobalOptions& global, const CacheOptions& options) {
   std::string path = database_path(global);
   std::vector<KeySummary> keys;
   if (database_exists(path)) {
-    TuneDatabase db(path);
+    TuneDatabase db(path, read_only());
     keys = db.keys_matching(options.target);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (i) std::cout << "\n";
@@ -178,7 +186,7 @@ void run_export(const GlobalOptions& global, const CacheOptions& options) {
   if (!database_exists(path)) {
     throw Error(str("tilejit cache export: no tuning database at '", path, "'"));
   }
-  TuneDatabase db(path);
+  TuneDatabase db(path, read_only());
   ExportSummary summary =
       db.export_to(options.file, ExportOptions{options.kernel, !options.no_binaries});
   std::cout << "exported " << summary.keys << " keys (" << summary.trials << " trials, "
