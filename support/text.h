@@ -16,7 +16,8 @@ bool ends_with(std::string_view text, std::string_view suffix);
 std::string format_double(double value);
 /// Reads a whole file; throws tilejit::Error naming the path when it cannot.
 std::string read_file(const std::string& path);
-/// Writes atomically (temporary file + rename) so readers never see half a file.
+/// Writes atomically (temporary file + rename) so readers never see half a file; the temporary
+/// file is removed on failure and when SIGINT/SIGTERM/SIGHUP interrupts the write.
 void write_file_atomic(const std::string& path, std::string_view contents);
 
 } // namespace tilejit
