@@ -79,6 +79,9 @@ std::string format_double(double value) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(str("cannot read '", path, "': it is a directory, not a file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("cannot read '", path, "': ", std::strerror(errno)));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -248,7 +248,12 @@ void register_cache_command(CLI::App& app, GlobalOptions& global) {
   auto* cache =
       app.add_subcommand("cache", "Look into and manage the tuning database (--db, $TILEJIT_DB, or "
                                   "~/.cache/tilejit/tilejit.db)");
-  cache->require_subcommand(1);
+  // At most one; none is refused by the callback, so that an unknown one is named (see main).
+  cache->require_subcommand(0, 1);
+  cache->callback([cache] {
+    if (cache->get_subcommands().empty())
+      throw Error("tilejit cache: give a command: list, show, export, import or clear");
+  });
   // Its subcommands inherit this: `tilejit cache list --db F` hands --db up to the app.
   cache->fallthrough();
 
