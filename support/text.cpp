@@ -1,6 +1,7 @@
 #include "support/text.h"
 
 #include "support/error.h"
+#include "support/temp_files.h"
 
 #include <fmt/format.h>
 
@@ -78,6 +79,9 @@ std::string format_double(double value) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(str("cannot read '", path, "': it is a directory, not a file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("cannot read '", path, "': ", std::strerror(errno)));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -91,6 +95,8 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   // processes writing one path at once each rename a complete file, and the last one wins.
   static std::atomic<uint64_t> next_temp{0};
   std::string tmp = str(path, ".tmp.", ::getpid(), ".", next_temp.fetch_add(1));
+  // Ctrl-C or a kill while the (possibly large) file is written must not leave it behind.
+  TempFileGuard guard(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(str("cannot write '", tmp, "': ", std::strerror(errno)));
@@ -106,7 +112,8 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
-    fs::remove(tmp);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     throw Error(str("cannot rename '", tmp, "' to '", path, "': ", ec.message()));
   }
 }

@@ -14,9 +14,11 @@ bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 /// Shortest round-tripping form of a double ("0.5", "1e-05", "3").
 std::string format_double(double value);
-/// Reads a whole file; throws tilejit::Error naming the path when it cannot.
+/// Reads a whole file; throws tilejit::Error naming the path when it cannot (missing, a
+/// directory, unreadable).
 std::string read_file(const std::string& path);
-/// Writes atomically (temporary file + rename) so readers never see half a file.
+/// Writes atomically (temporary file + rename) so readers never see half a file; the temporary
+/// file is removed on failure and when SIGINT/SIGTERM/SIGHUP interrupts the write.
 void write_file_atomic(const std::string& path, std::string_view contents);
 
 } // namespace tilejit

@@ -101,6 +101,14 @@ TuneDatabase::TuneDatabase(const std::string& path, const TuneDatabaseOptions& o
     : path_(path), options_(options), host_(host_name()) {
   if (path_.empty()) throw Error("the tuning database path is empty; pass --db FILE");
   std::error_code ec;
+  // SQLite names files by their full path in a 512-byte buffer, suffixes ("-journal")
+  // included, and fails with a bare "unable to open database file" past it.
+  fs::path full = fs::weakly_canonical(fs::absolute(path_, ec), ec);
+  if (!ec && full.string().size() > max_path_bytes) {
+    throw Error(str("the tuning database path '", path_, "' is ", full.string().size(),
+                    " bytes long as a full path; SQLite accepts at most ", max_path_bytes,
+                    "; use a shorter --db path (or a symbolic link to its directory)"));
+  }
   fs::file_status status = fs::status(path_, ec);
   bool exists = fs::exists(status);
   if (exists && !fs::is_regular_file(status)) {
@@ -112,6 +120,8 @@ TuneDatabase::TuneDatabase(const std::string& path, const TuneDatabaseOptions& o
   tune_schema::FileState state = tune_schema::FileState::empty;
   if (has_content) {
     state = tune_schema::check_existing_file(path_, options_.busy_timeout_ms);
+  } else if (options_.read_only) {
+    if (!exists) throw Error(str("no tuning database at '", path_, "'"));
   } else if (!exists) {
     fs::path parent = fs::path(path_).parent_path();
     if (!parent.empty()) {
@@ -121,6 +131,19 @@ TuneDatabase::TuneDatabase(const std::string& path, const TuneDatabaseOptions& o
                         "' for the tuning database: ", ec.message()));
       }
     }
+  }
+
+  if (options_.read_only) {
+    if (state == tune_schema::FileState::empty) {
+      // Nothing to read, and nothing of ours to create in a file we only read: answer every
+      // query from an empty in-memory database of the same schema.
+      db_ = std::make_unique<sqlite::Connection>(":memory:",
+                                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+      tune_schema::create_schema(*db_);
+      return;
+    }
+    open_read_only();
+    return;
   }
 
   db_ = std::make_unique<sqlite::Connection>(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -133,7 +156,14 @@ TuneDatabase::TuneDatabase(const std::string& path, const TuneDatabaseOptions& o
       db_->query_text("PRAGMA journal_mode = WAL");
       break;
     } catch (const sqlite::SqliteError& e) {
-      if (!e.busy()) throw;
+      if (!e.busy()) {
+        int primary = e.code() & 0xff;
+        if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM)
+          throw Error(str("cannot write to the tuning database '", path_, "' (", e.detail(),
+                          "): its file or directory is read-only; commands that only read it "
+                          "(cache list, show, export) still work, or pass --db"));
+        throw;
+      }
       wait_for_lock(start, attempt, e.detail());
     }
   }
@@ -149,6 +179,28 @@ TuneDatabase::TuneDatabase(const std::string& path, const TuneDatabaseOptions& o
         tune_schema::create_schema(*db_);
       }
     });
+  }
+}
+
+void TuneDatabase::open_read_only() {
+  // An ordinary read-only connection reads a WAL-mode file through its -shm index, which it
+  // must create when missing: impossible on a read-only directory. Then the main file alone is
+  // read (immutable): on such a directory no tilejit can be writing to it.
+  auto try_open = [&](const std::string& uri) {
+    db_ = std::make_unique<sqlite::Connection>(path_, SQLITE_OPEN_READONLY,
+                                               /*no_checkpoint_on_close=*/true, uri);
+    db_->set_busy_timeout(options_.busy_timeout_ms);
+    db_->query_int("SELECT count(*) FROM tune_keys"); // opening is lazy: read something now
+  };
+  try {
+    try_open("");
+  } catch (const sqlite::SqliteError& e) {
+    int primary = e.code() & 0xff;
+    if (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY && primary != SQLITE_PERM &&
+        primary != SQLITE_IOERR)
+      throw;
+    db_.reset();
+    try_open(sqlite::file_uri(path_, "mode=ro&immutable=1"));
   }
 }
 
@@ -172,6 +224,8 @@ void TuneDatabase::wait_for_lock(std::chrono::steady_clock::time_point start, in
 }
 
 void TuneDatabase::write_transaction(const std::function<void()>& body) {
+  if (options_.read_only)
+    throw Error(str("'", path_, "' was opened read-only (a command that only reads it)"));
   auto start = std::chrono::steady_clock::now();
   auto rollback = [&] {
     if (!sqlite3_get_autocommit(db_->handle())) sqlite3_exec(db_->handle(), "ROLLBACK", 0, 0, 0);

@@ -92,6 +92,10 @@ struct ImportSummary {
   int64_t winners_added = 0;   ///< key had no winner here
   int64_t winners_updated = 0; ///< incoming was pinned, or faster than an unpinned local one
   int64_t winners_kept = 0;    ///< local was pinned, or as fast or faster
+  /// Not imported: no ok trial (in the file or here) measured the winner's configuration at its
+  /// median, and the key has a winner here or its kernel could not be checked.
+  int64_t winners_unsupported = 0;
+  int64_t keys_unchecked = 0; ///< keys whose kernel this build could not find to check against
   int64_t binaries_added = 0;
 };
 
@@ -101,12 +105,30 @@ struct ExportOptions {
   bool binaries = true; ///< include compiled binaries (base64)
 };
 
+/// Why `config` cannot be a configuration of a key's kernel ("" when it can be one). A
+/// `measured` configuration (an ok trial, a winner) must also meet the kernel's `where`
+/// constraints; a failed or pruned trial's needs only the kernel's tunables and their choices.
+using ConfigCheck = std::function<std::string(const TuneConfig& config, bool measured)>;
+/// The ConfigCheck of a key's kernel, or an empty function when the kernel cannot be found
+/// (by name and source hash). The database needs no compiler: the caller supplies this.
+using KernelConfigChecks = std::function<ConfigCheck(const TuneKey& key)>;
+
+/// Options for import_from().
+struct ImportOptions {
+  /// Checks every configuration of a key whose kernel it finds; a bad one refuses the file.
+  KernelConfigChecks kernel_checks;
+};
+
 /// Options for opening.
 struct TuneDatabaseOptions {
   /// How long one SQLite call waits for another process's lock before retrying.
   int busy_timeout_ms = 5000;
   /// How long a write keeps retrying in total before giving up with "is locked".
   int lock_wait_ms = 60000;
+  /// Read without ever writing: the file must exist; nothing is created or converted (no
+  /// schema, no WAL switch), so a database on a read-only directory or file system can be
+  /// read, and a file that is not (yet) a tilejit database is never taken over. Writes throw.
+  bool read_only = false;
 };
 
 /// The tuning database file. Thread-safe: calls serialize on an internal mutex. Several
@@ -117,7 +139,8 @@ public:
   /// Pure: the directory is created when a database is first opened there.
   static std::string default_path();
 
-  /// Opens `path`, creating the file (and its directory) when missing. An existing file must
+  /// Opens `path`, creating the file (and its directory) when missing (unless read-only). An
+  /// existing file must
   /// be a tilejit database this version understands; otherwise throws tilejit::Error naming
   /// the path and the problem (not SQLite, corrupt or truncated, another application's
   /// database, a newer schema) and leaves the file untouched.
@@ -181,11 +204,18 @@ public:
   /// Times are Unix milliseconds; medians are written with full double precision.
   ExportSummary export_to(const std::string& file, const ExportOptions& options = {});
   /// Merges an export file in one transaction: all trials are kept (deduplicated by id),
-  /// a local pinned winner is never replaced, otherwise the pinned or faster winner wins.
-  ImportSummary import_from(const std::string& file);
+  /// a local pinned winner is never replaced, otherwise the pinned or faster winner wins. Every
+  /// field is checked first (type, range: a median > 0 and finite, integers that fit; every
+  /// configuration against its kernel when options.kernel_checks finds it) and any problem
+  /// refuses the whole file, naming the entry and field. An incoming winner that no ok trial
+  /// (in the file or here) measured at its median never replaces a winner here, and is not
+  /// imported at all for a kernel that could not be checked.
+  ImportSummary import_from(const std::string& file, const ImportOptions& options = {});
 
   /// The schema version this build writes and understands (PRAGMA user_version).
   static constexpr int64_t schema_version = 1;
+  /// Longest full path (symbolic links resolved) of a database file SQLite can open, in bytes.
+  static constexpr size_t max_path_bytes = 504;
   /// PRAGMA application_id of tilejit databases: 'TJDB'.
   static constexpr int64_t application_id = 0x544A4442;
 
@@ -199,6 +229,8 @@ private:
   void wait_for_lock(std::chrono::steady_clock::time_point start, int attempt,
                      const std::string& detail);
   std::vector<KeySummary> summaries(const std::string& where, const std::string& argument);
+  /// The read-only connection of options_.read_only: ordinary, else the main file alone.
+  void open_read_only();
 
   std::string path_;
   TuneDatabaseOptions options_;

@@ -10,9 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <limits>
+#include <map>
 #include <unistd.h>
-
 
 namespace tilejit {
 
@@ -78,10 +79,82 @@ json optional_number(const std::optional<double>& value) {
   return value ? json(*value) : json(nullptr);
 }
 
-std::optional<double> read_optional_number(const json& object, const char* field) {
-  const json& value = object.at(field);
+// Readers of an export file's fields. Each checks the JSON type and the range and names the
+// field; the caller adds the file and the entry ("keys[2].trials[0]: ").
+
+const char* type_name(const json& value) {
+  if (value.is_number_integer()) return "an integer";
+  if (value.is_number_float()) return "a number with a fraction or exponent";
+  return value.type_name();
+}
+
+const json& field(const json& object, const char* name) {
+  if (!object.is_object()) throw Error(str("expected an object, got ", type_name(object)));
+  auto it = object.find(name);
+  if (it == object.end()) throw Error(str("field \"", name, "\" is missing"));
+  return *it;
+}
+
+std::string read_string(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_string())
+    throw Error(str("field \"", name, "\" must be a string, got ", type_name(value)));
+  return value.get<std::string>();
+}
+
+bool read_bool(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_boolean())
+    throw Error(str("field \"", name, "\" must be true or false, got ", type_name(value)));
+  return value.get<bool>();
+}
+
+// An integer in [low, high]: a fraction (3.5), an exponent form (1e30) or a value out of range
+// is refused, never rounded or wrapped.
+int64_t checked_integer(const json& value, const std::string& name, int64_t low, int64_t high) {
+  if (value.is_number_unsigned() &&
+      value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw Error(
+        str("field \"", name, "\" is ", value.dump(), ", out of range (", low, "..", high, ")"));
+  if (!value.is_number_integer())
+    throw Error(str("field \"", name, "\" must be an integer, got ", type_name(value),
+                    value.is_number() ? str(" (", value.dump(), ")") : std::string()));
+  int64_t number = value.get<int64_t>();
+  if (number < low || number > high)
+    throw Error(str("field \"", name, "\" is ", number, ", out of range (", low, "..", high, ")"));
+  return number;
+}
+
+int64_t read_integer(const json& object, const char* name, int64_t low, int64_t high) {
+  return checked_integer(field(object, name), name, low, high);
+}
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// A time in milliseconds: null or a non-negative finite number.
+std::optional<double> read_time_ms(const json& object, const char* name, bool positive) {
+  const json& value = field(object, name);
   if (value.is_null()) return std::nullopt;
-  return value.get<double>();
+  if (!value.is_number())
+    throw Error(str("field \"", name, "\" must be a number or null, got ", type_name(value)));
+  double number = value.get<double>();
+  if (!std::isfinite(number) || number < 0 || (positive && number == 0))
+    throw Error(str("field \"", name, "\" is ", value.dump(), "; a time in milliseconds must be ",
+                    positive ? "greater than 0" : "0 or more", " and finite"));
+  return number;
+}
+
+std::map<std::string, std::string> read_string_map(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_object())
+    throw Error(str("field \"", name, "\" must be an object, got ", type_name(value)));
+  std::map<std::string, std::string> out;
+  for (const auto& [key, item] : value.items()) {
+    if (!item.is_string())
+      throw Error(str("field \"", name, ".", key, "\" must be a string, got ", type_name(item)));
+    out[key] = item.get<std::string>();
+  }
+  return out;
 }
 
 json key_json(const TuneKey& key) {
@@ -101,18 +174,23 @@ json key_json(const TuneKey& key) {
 
 TuneKey key_from_json(const json& j) {
   TuneKey key;
-  j.at("kernel").get_to(key.kernel);
-  j.at("source_hash").get_to(key.source_hash);
-  j.at("generics").get_to(key.generics);
-  j.at("shape").get_to(key.shape);
-  j.at("shape_bucket").get_to(key.shape_bucket);
-  j.at("dtypes").get_to(key.dtypes);
-  j.at("device_name").get_to(key.device_name);
-  j.at("compute_capability").get_to(key.compute_capability);
-  j.at("sm_count").get_to(key.sm_count);
-  j.at("driver_version").get_to(key.driver_version);
-  j.at("compiler_version").get_to(key.compiler_version);
-  j.at("tilejit_version").get_to(key.tilejit_version);
+  key.kernel = read_string(j, "kernel");
+  if (key.kernel.empty()) throw Error("field \"kernel\" is empty");
+  key.source_hash = read_string(j, "source_hash");
+  key.generics = read_string_map(j, "generics");
+  const json& shape = field(j, "shape");
+  if (!shape.is_object())
+    throw Error(str("field \"shape\" must be an object, got ", type_name(shape)));
+  for (const auto& [name, size] : shape.items())
+    key.shape[name] = checked_integer(size, str("shape.", name), 0, kInt64Max);
+  key.shape_bucket = read_string(j, "shape_bucket");
+  key.dtypes = read_string_map(j, "dtypes");
+  key.device_name = read_string(j, "device_name");
+  key.compute_capability = read_string(j, "compute_capability");
+  key.sm_count = static_cast<int>(read_integer(j, "sm_count", 0, std::numeric_limits<int>::max()));
+  key.driver_version = read_string(j, "driver_version");
+  key.compiler_version = read_string(j, "compiler_version");
+  key.tilejit_version = read_string(j, "tilejit_version");
   return key;
 }
 
@@ -125,10 +203,10 @@ json winner_json(const Winner& winner) {
 
 Winner winner_from_json(const json& j) {
   Winner winner;
-  winner.config = config_from_string(j.at("config").get<std::string>());
-  winner.median_ms = read_optional_number(j, "median_ms");
-  j.at("pinned").get_to(winner.pinned);
-  j.at("updated_at_ms").get_to(winner.updated_at_ms);
+  winner.config = config_from_string(read_string(j, "config"));
+  winner.median_ms = read_time_ms(j, "median_ms", /*positive=*/true);
+  winner.pinned = read_bool(j, "pinned");
+  winner.updated_at_ms = read_integer(j, "updated_at_ms", 0, kInt64Max);
   return winner;
 }
 
@@ -145,21 +223,24 @@ json trial_json(const TrialRecord& trial) {
 
 TrialRecord trial_from_json(const json& j) {
   TrialRecord trial;
-  j.at("id").get_to(trial.id);
+  trial.id = read_string(j, "id");
   if (trial.id.empty()) throw Error("a trial has an empty id");
-  trial.config = config_from_string(j.at("config").get<std::string>());
-  trial.result.status = trial_status_from_string(j.at("status").get<std::string>());
-  trial.result.median_ms = read_optional_number(j, "median_ms");
-  trial.result.spread_ms = read_optional_number(j, "spread_ms");
-  j.at("error").get_to(trial.result.error);
-  j.at("created_at_ms").get_to(trial.created_at_ms);
-  j.at("host").get_to(trial.host);
+  trial.config = config_from_string(read_string(j, "config"));
+  trial.result.status = trial_status_from_string(read_string(j, "status"));
+  trial.result.median_ms = read_time_ms(j, "median_ms", /*positive=*/true);
+  trial.result.spread_ms = read_time_ms(j, "spread_ms", /*positive=*/false);
+  if (trial.result.status == TrialStatus::ok && !trial.result.median_ms)
+    throw Error("an ok trial has no median_ms");
+  trial.result.error = read_string(j, "error");
+  trial.created_at_ms = read_integer(j, "created_at_ms", 0, kInt64Max);
+  trial.host = read_string(j, "host");
   return trial;
 }
 
 /// One key of an export file, fully parsed before anything is written.
 struct ImportedKey {
   std::string key_hash;
+  bool checked = false; ///< its configurations were checked against the kernel
   TuneKey key;
   std::optional<Winner> winner;
   std::vector<TrialRecord> trials;
@@ -174,6 +255,21 @@ struct ImportedBinary {
 bool faster(const std::optional<double>& incoming, const std::optional<double>& local) {
   double inf = std::numeric_limits<double>::infinity();
   return incoming.value_or(inf) < local.value_or(inf);
+}
+
+// Whether an ok trial of the key measured the winner's configuration at the winner's median
+// (the tuner's winner is always one of its trials; a pin takes the latest ok trial's median).
+bool measured_by_a_trial(sqlite::Connection& db, const std::string& key_hash,
+                         const Winner& winner) {
+  if (!winner.median_ms) return false;
+  sqlite::Statement stmt(db, "SELECT median_ms FROM trials WHERE key_hash = ?1 AND config = ?2 "
+                             "AND status = 'ok' AND median_ms IS NOT NULL");
+  stmt.bind(1, key_hash).bind(2, config_to_string(winner.config));
+  while (stmt.step()) {
+    double median = *stmt.optional_double(0);
+    if (std::fabs(median - *winner.median_ms) <= 1e-9 * *winner.median_ms) return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -237,7 +333,7 @@ ExportSummary TuneDatabase::export_to(const std::string& file, const ExportOptio
   return summary;
 }
 
-ImportSummary TuneDatabase::import_from(const std::string& file) {
+ImportSummary TuneDatabase::import_from(const std::string& file, const ImportOptions& options) {
   std::string text = read_file(file);
   json document;
   try {
@@ -245,11 +341,21 @@ ImportSummary TuneDatabase::import_from(const std::string& file) {
   } catch (const json::exception& e) {
     throw Error(str("'", file, "' is not a tilejit export file: ", e.what()));
   }
-  if (!document.is_object() || document.value("format", std::string()) != kFormat) {
-    throw Error(
-        str("'", file, "' is not a tilejit export file: its \"format\" is not \"", kFormat, "\""));
+  if (!document.is_object())
+    throw Error(str("'", file, "' is not a tilejit export file: it holds ", type_name(document),
+                    ", not an object"));
+  auto format = document.find("format");
+  if (format == document.end() || !format->is_string() || *format != kFormat) {
+    throw Error(str("'", file, "' is not a tilejit export file: its \"format\" is ",
+                    format == document.end() ? std::string("missing") : format->dump(), ", not \"",
+                    kFormat, "\""));
   }
-  int version = document.value("format_version", 0);
+  int64_t version = 0;
+  try {
+    version = read_integer(document, "format_version", 1, std::numeric_limits<int>::max());
+  } catch (const Error& e) {
+    throw Error(str("'", file, "' is a malformed tilejit export: ", e.what()));
+  }
   if (version > kFormatVersion) {
     throw Error(str("'", file, "' is a tilejit export of format version ", version,
                     ", newer than this build reads (", kFormatVersion, "); upgrade tilejit"));
@@ -260,36 +366,71 @@ ImportSummary TuneDatabase::import_from(const std::string& file) {
   std::vector<ImportedBinary> binaries;
   std::string where;
   try {
-    const json& key_list = document.at("keys");
+    const json& key_list = field(document, "keys");
+    if (!key_list.is_array())
+      throw Error(str("field \"keys\" must be an array, got ", type_name(key_list)));
     for (size_t i = 0; i < key_list.size(); ++i) {
       where = str("keys[", i, "]: ");
       const json& entry = key_list.at(i);
       ImportedKey imported;
-      imported.key = key_from_json(entry.at("key"));
+      imported.key = key_from_json(field(entry, "key"));
       imported.key_hash = imported.key.hash();
+      auto stated_field = entry.find("key_hash");
+      if (stated_field != entry.end() && !stated_field->is_string())
+        throw Error(str("field \"key_hash\" must be a string, got ", type_name(*stated_field)));
       std::string stated = entry.value("key_hash", imported.key_hash);
       if (stated != imported.key_hash) {
         throw Error(str("key_hash ", stated, " does not match the key's fields (hash ",
                         imported.key_hash, "); the file was edited or is damaged"));
       }
-      if (!entry.at("winner").is_null()) imported.winner = winner_from_json(entry.at("winner"));
-      const json& trials = entry.at("trials");
+      ConfigCheck check;
+      if (options.kernel_checks) check = options.kernel_checks(imported.key);
+      imported.checked = static_cast<bool>(check);
+      if (!field(entry, "winner").is_null()) {
+        where = str("keys[", i, "].winner: ");
+        imported.winner = winner_from_json(entry.at("winner"));
+        if (check) {
+          std::string why = check(imported.winner->config, /*measured=*/true);
+          if (!why.empty())
+            throw Error(str("config '", config_to_string(imported.winner->config),
+                            "' is not a configuration of kernel '", imported.key.kernel,
+                            "': ", why));
+        }
+      }
+      where = str("keys[", i, "]: ");
+      const json& trials = field(entry, "trials");
+      if (!trials.is_array())
+        throw Error(str("field \"trials\" must be an array, got ", type_name(trials)));
       for (size_t t = 0; t < trials.size(); ++t) {
         where = str("keys[", i, "].trials[", t, "]: ");
-        imported.trials.push_back(trial_from_json(trials.at(t)));
+        TrialRecord trial = trial_from_json(trials.at(t));
+        if (check) {
+          std::string why = check(trial.config, trial.result.status == TrialStatus::ok);
+          if (!why.empty())
+            throw Error(str("config '", config_to_string(trial.config),
+                            "' is not a configuration of kernel '", imported.key.kernel,
+                            "': ", why));
+        }
+        imported.trials.push_back(std::move(trial));
       }
       keys.push_back(std::move(imported));
     }
-    const json& binary_list = document.value("binaries", json::array());
+    where.clear();
+    auto binary_field = document.find("binaries");
+    json no_binaries = json::array();
+    const json& binary_list = binary_field == document.end() ? no_binaries : *binary_field;
+    if (!binary_list.is_array())
+      throw Error(str("field \"binaries\" must be an array, got ", type_name(binary_list)));
     for (size_t i = 0; i < binary_list.size(); ++i) {
       where = str("binaries[", i, "]: ");
       const json& entry = binary_list.at(i);
       ImportedBinary binary;
-      entry.at("cache_key").get_to(binary.cache_key);
-      entry.at("arch").get_to(binary.arch);
-      binary.kernel = entry.value("kernel", std::string());
-      entry.at("created_at_ms").get_to(binary.created_at_ms);
-      binary.data = base64_decode(entry.at("data_base64").get<std::string>());
+      binary.cache_key = read_string(entry, "cache_key");
+      binary.arch = read_string(entry, "arch");
+      binary.kernel = entry.is_object() && entry.contains("kernel") ? read_string(entry, "kernel")
+                                                                    : std::string();
+      binary.created_at_ms = read_integer(entry, "created_at_ms", 0, kInt64Max);
+      binary.data = base64_decode(read_string(entry, "data_base64"));
       binaries.push_back(std::move(binary));
     }
   } catch (const json::exception& e) {
@@ -305,6 +446,7 @@ ImportSummary TuneDatabase::import_from(const std::string& file) {
     int64_t now = tune_rows::now_ms();
     for (const ImportedKey& imported : keys) {
       if (tune_rows::insert_key(*db_, imported.key, imported.key_hash, now)) ++summary.keys_added;
+      if (!imported.checked) ++summary.keys_unchecked;
       for (const TrialRecord& trial : imported.trials) {
         if (tune_rows::insert_trial(*db_, imported.key_hash, trial)) {
           ++summary.trials_added;
@@ -315,7 +457,13 @@ ImportSummary TuneDatabase::import_from(const std::string& file) {
       if (!imported.winner) continue;
       std::optional<Winner> local = tune_rows::find_winner(*db_, imported.key_hash);
       const Winner& incoming = *imported.winner;
-      if (!local) {
+      // Trials are in by now, so this sees the file's and the database's measurements.
+      bool measured = measured_by_a_trial(*db_, imported.key_hash, incoming);
+      if (!measured && (local || !imported.checked)) {
+        // A claim no trial backs never replaces a winner here; for a kernel this build
+        // cannot find, it is not imported at all (its configuration cannot be checked).
+        ++summary.winners_unsupported;
+      } else if (!local) {
         tune_rows::write_winner(*db_, imported.key_hash, incoming);
         ++summary.winners_added;
       } else if (local->pinned ||

@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <vector>
 
-
 namespace tilejit::tune_schema {
 
 namespace {
@@ -173,10 +172,11 @@ FileState check_state(sqlite::Connection& db) {
     return FileState::current;
   }
   int64_t objects = db.query_int("SELECT count(*) FROM sqlite_master");
-  if (app_id == 0 && objects == 0) return FileState::empty;
-  not_ours(path,
-           str("it is an SQLite database of another application (application_id ", hex32(app_id),
-               ", tables: ", tables.empty() ? "none" : join(tables, ", "), ")"));
+  // A user_version set by someone else marks the file as theirs even with no tables yet.
+  if (app_id == 0 && objects == 0 && version == 0) return FileState::empty;
+  not_ours(path, str("it is an SQLite database of another application (application_id ",
+                     hex32(app_id), version != 0 ? str(", user_version ", version) : std::string(),
+                     ", tables: ", tables.empty() ? "none" : join(tables, ", "), ")"));
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // support/version.h: the project version, plus the commit of a git checkout; and the script
 // that writes it (cmake/version_header_script.cmake), run on scratch git repositories.
+#include "support/process.h"
 #include "support/text.h"
 #include "support/version.h"
 
@@ -20,21 +21,14 @@ struct CommandResult {
   std::string output; ///< stdout, trailing newline removed
 };
 
-// Runs a shell command (stderr discarded) and returns its exit status and stdout.
-CommandResult run(const std::string& command) {
+// Runs a program with its arguments, no shell (stderr discarded); its exit status and stdout.
+CommandResult run(const std::vector<std::string>& argv) {
   CommandResult result;
-  std::FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return result;
-  char buf[256];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
-  int status = ::pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  ProcessResult p = run_process(argv, /*capture_stderr=*/false);
+  result.status = p.exit_code;
+  result.output = p.output;
   while (!result.output.empty() && result.output.back() == '\n') result.output.pop_back();
   return result;
-}
-
-std::string shell_quoted(const std::string& text) {
-  return "'" + text + "'"; // the paths here hold no quotes
 }
 
 const std::string kGit = TILEJIT_GIT_EXECUTABLE;
@@ -51,7 +45,7 @@ TEST(Version, NamesTheCommitOfAGitCheckout) {
   const std::string source = TILEJIT_SOURCE_DIR;
   if (!fs::exists(source + "/.git")) GTEST_SKIP() << source << " is not a git checkout";
   if (kGit.empty()) GTEST_SKIP() << "git was not found when configuring";
-  CommandResult head = run(shell_quoted(kGit) + " -C " + shell_quoted(source) + " rev-parse HEAD");
+  CommandResult head = run({kGit, "-C", source, "rev-parse", "HEAD"});
   ASSERT_EQ(head.status, 0) << "git rev-parse HEAD failed in " << source;
   std::string expected = std::string(TILEJIT_PROJECT_VERSION) + "+g" + head.output.substr(0, 12);
   std::string version = tilejit_version();
@@ -78,13 +72,16 @@ protected:
   }
 
   std::string generate() {
-    std::string command =
-        shell_quoted(TILEJIT_CMAKE_COMMAND) + " -DOUT=" + shell_quoted(header_) +
-        " -DSOURCE_DIR=" + shell_quoted(repo_) + " -DVERSION=1.2.3 -DGIT=" + shell_quoted(kGit) +
-        " -P " +
-        shell_quoted(std::string(TILEJIT_SOURCE_DIR) + "/cmake/version_header_script.cmake");
+    std::vector<std::string> command = {TILEJIT_CMAKE_COMMAND,
+                                        "-DOUT=" + header_,
+                                        "-DSOURCE_DIR=" + repo_,
+                                        "-DVERSION=1.2.3",
+                                        "-DGIT=" + kGit,
+                                        "-P",
+                                        std::string(TILEJIT_SOURCE_DIR) +
+                                            "/cmake/version_header_script.cmake"};
     CommandResult result = run(command);
-    EXPECT_EQ(result.status, 0) << command;
+    EXPECT_EQ(result.status, 0) << describe_command(command);
     std::string text = read_file(header_);
     const std::string define = "#define TILEJIT_BUILD_VERSION \"";
     size_t at = text.find(define);
@@ -97,15 +94,20 @@ protected:
   }
 
   void git(const std::string& args) {
-    std::string command =
-        shell_quoted(kGit) + " -C " + shell_quoted(repo_) +
-        " -c user.name=test -c user.email=test@example.com -c commit.gpgsign=false " + args;
-    ASSERT_EQ(run(command).status, 0) << command;
+    std::vector<std::string> command = {kGit,
+                                        "-C",
+                                        repo_,
+                                        "-c",
+                                        "user.name=test",
+                                        "-c",
+                                        "user.email=test@example.com",
+                                        "-c",
+                                        "commit.gpgsign=false"};
+    for (const std::string& arg : split(args, ' ')) command.push_back(arg);
+    ASSERT_EQ(run(command).status, 0) << describe_command(command);
   }
 
-  std::string head() {
-    return run(shell_quoted(kGit) + " -C " + shell_quoted(repo_) + " rev-parse HEAD").output;
-  }
+  std::string head() { return run({kGit, "-C", repo_, "rev-parse", "HEAD"}).output; }
 
   std::string dir_, repo_, header_;
 };

@@ -1,11 +1,14 @@
 // `tilejit cache ...` run in-process on a temporary database: output and errors.
 #include "tools/cli/commands.h"
 
+#include "compiler/kernel_library.h"
 #include "support/error.h"
+#include "support/text.h"
 #include "tests/tuner/tune_test_util.h"
 #include "tuner/tune_database.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -110,6 +113,56 @@ TEST(CacheCommand, ExportImportAndClear) {
   EXPECT_EQ(TuneDatabase(copy).list().size(), 1u);
   run_cache(copy, {"cache", "clear", "--yes"});
   EXPECT_TRUE(TuneDatabase(copy).list().empty());
+}
+
+// `cache import` checks every configuration of a shipped kernel against its tunables, choices
+// and constraints (here the example gemm): BN=7, STAGES=99 or ZZZ=1 refuse the file; a winner
+// that no trial measured never replaces the measured one here.
+TEST(CacheCommand, ImportChecksConfigurationsAgainstTheShippedKernel) {
+  TempDir dir;
+  std::string db = dir.file("t.db");
+  LoadedModule gemm = load_embedded_tile("examples/gemm.tile");
+  TuneKey key = sample_key(4);
+  key.kernel = "gemm";
+  key.source_hash = gemm.source_hash;
+  key.generics = {{"T", "f16"}};
+  key.shape = {{"M", 256}, {"N", 256}, {"K", 256}};
+  TuneConfig good = {{"BM", 64}, {"BN", 64}, {"BK", 32}, {"WARPS", 4}, {"STAGES", 2}};
+  {
+    TuneDatabase here(db);
+    here.record_trial(key, good, TrialResult{TrialStatus::ok, 0.5, 0.01, ""});
+    here.set_winner(key, good, 0.5);
+  }
+  auto import_text = [&](const std::string& winner_config, double median) {
+    std::string file = dir.file("in.json");
+    nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("good.json")));
+    doc["keys"][0]["winner"]["config"] = winner_config;
+    doc["keys"][0]["winner"]["median_ms"] = median;
+    write_file_atomic(file, doc.dump());
+    try {
+      return run_cache(db, {"cache", "import", file});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  run_cache(db, {"cache", "export", dir.file("good.json")});
+  std::string out = import_text("BM=64,BN=7,BK=32,WARPS=4,STAGES=99", 0.5);
+  EXPECT_TRUE(contains(out, "keys[0].winner: config 'BK=32,BM=64,BN=7,STAGES=99,WARPS=4' is not "
+                            "a configuration of kernel 'gemm': BN=7 is not one of its choices "
+                            "16|32|64|128"))
+      << out;
+  out = import_text("ZZZ=1", 0.5);
+  EXPECT_TRUE(contains(out, "ZZZ is not a tunable of 'gemm' (its tunables: BM, BN, BK, WARPS, "
+                            "STAGES)"))
+      << out;
+  // In the choice sets but against a `where` constraint (BM * BN >= WARPS * 32 * 8).
+  out = import_text("BM=16,BN=16,BK=32,WARPS=8,STAGES=1", 0.5);
+  EXPECT_TRUE(contains(out, "is not a configuration of kernel 'gemm'")) << out;
+  EXPECT_TRUE(contains(out, "gemm.tile:")) << out;
+  // A valid configuration no trial measured, claimed faster: kept out.
+  out = import_text("BM=32,BN=64,BK=32,WARPS=4,STAGES=2", 0.001);
+  EXPECT_TRUE(contains(out, "1 not imported (no trial measured them)")) << out;
+  EXPECT_EQ(TuneDatabase(db).winner(key)->config, good);
 }
 
 TEST(CacheCommand, RefusesAForeignFileWithItsName) {

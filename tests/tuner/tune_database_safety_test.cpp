@@ -11,6 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace tilejit {
 namespace {
@@ -128,7 +131,132 @@ TEST(TuneDatabaseSafety, ForeignApplicationIdWithoutTablesIsRefused) {
   run_sql(path, "PRAGMA application_id = 7; PRAGMA user_version = 1;");
   // Setting only pragmas may leave a zero-byte file, which holds nothing to protect.
   if (std::filesystem::file_size(path) == 0) GTEST_SKIP() << "SQLite wrote nothing";
-  expect_refused(path, "another application (application_id 0x00000007, tables: none)");
+  expect_refused(path, "another application (application_id 0x00000007, user_version 1, "
+                       "tables: none)");
+}
+
+// A file someone else stamped (user_version 3) is theirs even with no tables: never taken over,
+// whether the command reads or writes.
+TEST(TuneDatabaseSafety, ForeignUserVersionWithoutTablesIsRefused) {
+  TempDir dir;
+  std::string path = dir.file("app.db");
+  run_sql(path, "PRAGMA user_version = 3;");
+  if (std::filesystem::file_size(path) == 0) GTEST_SKIP() << "SQLite wrote nothing";
+  expect_refused(path, "another application (application_id 0x00000000, user_version 3, "
+                       "tables: none)");
+  TuneDatabaseOptions read_only;
+  read_only.read_only = true;
+  EXPECT_THROW(TuneDatabase(path, read_only), Error);
+  std::string bytes = file_bytes(path);
+  EXPECT_EQ(bytes.substr(60, 4), std::string("\0\0\0\3", 4)) << "user_version was reset";
+}
+
+// Read-only use writes nothing: an empty file stays empty (no schema), a database is not
+// changed, a missing file is not created, and a write is refused with a reason.
+TEST(TuneDatabaseSafety, ReadOnlyOpeningWritesNothing) {
+  TempDir dir;
+  TuneDatabaseOptions read_only;
+  read_only.read_only = true;
+  std::string empty = dir.file("empty.db");
+  write_bytes(empty, "");
+  {
+    TuneDatabase db(empty, read_only);
+    EXPECT_TRUE(db.list().empty());
+    EXPECT_THROW(db.record_trial(sample_key(), {{"BN", 1}}, TrialResult{}), Error);
+  }
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u) << "a read-only open created the schema";
+  EXPECT_THROW(TuneDatabase(dir.file("absent.db"), read_only), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));
+
+  std::string path = dir.file("t.db");
+  make_database(path, 3);
+  std::string before = file_bytes(path);
+  {
+    TuneDatabase db(path, read_only);
+    EXPECT_EQ(db.list().size(), 1u);
+    try {
+      db.set_winner(sample_key(), {{"BN", 1}}, 1.0);
+      ADD_FAILURE() << "wrote through a read-only open";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("was opened read-only"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(file_bytes(path) == before);
+}
+
+// A database on a read-only directory (another user's, a read-only mount) can be read; writing
+// to it says why it cannot. Root ignores permissions, so the check runs as user nobody.
+TEST(TuneDatabaseSafety, ReadOnlyDirectoryCanBeRead) {
+  TempDir dir;
+  std::string sub = dir.file("ro");
+  std::filesystem::create_directory(sub);
+  std::string path = sub + "/t.db";
+  make_database(path, 2);
+  ASSERT_FALSE(std::filesystem::exists(path + "-shm"));
+  ::chmod(path.c_str(), 0444);
+  ::chmod(sub.c_str(), 0555);
+  ::chmod(dir.path().c_str(), 0755);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(10);
+    int code = 0;
+    try {
+      TuneDatabaseOptions read_only;
+      read_only.read_only = true;
+      TuneDatabase db(path, read_only);
+      if (db.list().size() != 1) code = 11;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "read-only open failed: %s\n", e.what());
+      code = 12;
+    }
+    try {
+      TuneDatabase db(path);
+      db.record_trial(sample_key(), {{"BN", 1}}, TrialResult{});
+      code = code ? code : 13;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("read-only") == std::string::npos) {
+        std::fprintf(stderr, "write error without the reason: %s\n", e.what());
+        code = code ? code : 14;
+      }
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::chmod(sub.c_str(), 0755);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 10) GTEST_SKIP() << "cannot become nobody";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+// SQLite cannot open a file whose full path is over 504 bytes: the error says so, and a path of
+// exactly the limit works.
+TEST(TuneDatabaseSafety, OverlongPathIsNamedWithTheLimit) {
+  TempDir dir;
+  std::string base = std::filesystem::canonical(dir.path()).string();
+  std::string deep = base;
+  while (deep.size() < 400) deep += "/" + std::string(60, 'd');
+  std::filesystem::create_directories(deep);
+  auto path_of = [&](size_t length) {
+    return deep + "/" + std::string(length - deep.size() - 4, 'x') + ".db";
+  };
+  std::string longest = path_of(TuneDatabase::max_path_bytes);
+  ASSERT_EQ(longest.size(), TuneDatabase::max_path_bytes);
+  {
+    TuneDatabase db(longest);
+    db.record_trial(sample_key(), {{"BN", 1}}, TrialResult{});
+    EXPECT_EQ(db.list().size(), 1u);
+  }
+  std::string too_long = path_of(TuneDatabase::max_path_bytes + 1);
+  try {
+    TuneDatabase db(too_long);
+    ADD_FAILURE() << "opened a path SQLite cannot";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is 505 bytes long as a full path; SQLite accepts at "
+                                         "most 504"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TuneDatabaseSafety, NewerSchemaVersionIsRefused) {

@@ -3,6 +3,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "tuner/import_checks.h"
 #include "tuner/tune_database.h"
 
 #include <fmt/format.h>
@@ -35,6 +36,14 @@ std::string database_path(const GlobalOptions& global) {
 bool database_exists(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);
+}
+
+// list, show and export only read: they never create, convert or take over a file, and work on
+// a read-only directory or file system.
+TuneDatabaseOptions read_only() {
+  TuneDatabaseOptions options;
+  options.read_only = true;
+  return options;
 }
 
 std::string format_ms(const std::optional<double>& ms) {
@@ -99,7 +108,7 @@ void run_list(const GlobalOptions& global) {
     std::cout << "no tuning database at '" << path << "' yet (tilejit tune creates it)\n";
     return;
   }
-  TuneDatabase db(path);
+  TuneDatabase db(path, read_only());
   std::vector<KeySummary> keys = db.list();
   if (keys.empty()) {
     std::cout << "no tuning results in '" << path << "'\n";
@@ -159,7 +168,7 @@ void run_show(const GlobalOptions& global, const CacheOptions& options) {
   std::string path = database_path(global);
   std::vector<KeySummary> keys;
   if (database_exists(path)) {
-    TuneDatabase db(path);
+    TuneDatabase db(path, read_only());
     keys = db.keys_matching(options.target);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (i) std::cout << "\n";
@@ -177,7 +186,7 @@ void run_export(const GlobalOptions& global, const CacheOptions& options) {
   if (!database_exists(path)) {
     throw Error(str("tilejit cache export: no tuning database at '", path, "'"));
   }
-  TuneDatabase db(path);
+  TuneDatabase db(path, read_only());
   ExportSummary summary =
       db.export_to(options.file, ExportOptions{options.kernel, !options.no_binaries});
   std::cout << "exported " << summary.keys << " keys (" << summary.trials << " trials, "
@@ -188,12 +197,18 @@ void run_export(const GlobalOptions& global, const CacheOptions& options) {
 void run_import(const GlobalOptions& global, const CacheOptions& options) {
   std::string path = database_path(global);
   TuneDatabase db(path);
-  ImportSummary s = db.import_from(options.file);
+  ImportSummary s = db.import_from(options.file, ImportOptions{embedded_kernel_checks()});
   std::cout << "imported '" << options.file << "' into '" << path << "': " << s.keys_added
             << " new keys, " << s.trials_added << " new trials (" << s.trials_present
             << " already here); winners: " << s.winners_added << " added, " << s.winners_updated
-            << " updated, " << s.winners_kept << " kept (pinned here, or as fast here); "
+            << " updated, " << s.winners_kept << " kept (pinned here, or as fast here), "
+            << s.winners_unsupported << " not imported (no trial measured them); "
             << s.binaries_added << " new binaries\n";
+  if (s.keys_unchecked > 0) {
+    std::cout << s.keys_unchecked
+              << " keys are of kernels this build does not ship (a .tile file of your own): "
+                 "their configurations could not be checked against the kernel\n";
+  }
 }
 
 void run_clear(const GlobalOptions& global, const CacheOptions& options) {
@@ -233,7 +248,12 @@ void register_cache_command(CLI::App& app, GlobalOptions& global) {
   auto* cache =
       app.add_subcommand("cache", "Look into and manage the tuning database (--db, $TILEJIT_DB, or "
                                   "~/.cache/tilejit/tilejit.db)");
-  cache->require_subcommand(1);
+  // At most one; none is refused by the callback, so that an unknown one is named (see main).
+  cache->require_subcommand(0, 1);
+  cache->callback([cache] {
+    if (cache->get_subcommands().empty())
+      throw Error("tilejit cache: give a command: list, show, export, import or clear");
+  });
   // Its subcommands inherit this: `tilejit cache list --db F` hands --db up to the app.
   cache->fallthrough();
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <iostream>
 #include <random>
 
@@ -87,7 +89,12 @@ std::map<std::string, std::string> parse_assignments(const std::vector<std::stri
       size_t eq = p.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == p.size())
         throw Error(str(flag, " expects NAME=VALUE, got '", std::string(p), "'"));
-      out[std::string(trim(p.substr(0, eq)))] = std::string(trim(p.substr(eq + 1)));
+      std::string name(trim(p.substr(0, eq)));
+      std::string value(trim(p.substr(eq + 1)));
+      auto [it, added] = out.emplace(name, value);
+      if (!added)
+        throw Error(str(flag, ": ", name, " is given twice (", name, "=", it->second, " and ", name,
+                        "=", value, "); give each name once"));
     }
   return out;
 }
@@ -96,8 +103,11 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
   std::map<std::string, int64_t> out;
   for (const auto& [k, v] : parse_assignments(items, "--shape")) {
     char* end = nullptr;
+    errno = 0;
     long long x = std::strtoll(v.c_str(), &end, 10);
     if (!end || *end != 0) throw Error(str("--shape ", k, "=", v, ": the size must be an integer"));
+    if (errno == ERANGE || x < 0)
+      throw Error(str("--shape ", k, "=", v, ": the size must be in 0..", INT64_MAX));
     out[k] = x;
   }
   return out;

@@ -35,7 +35,8 @@ std::vector<std::unique_ptr<workloads::Problem>>
 workload_problems(const workloads::Workload& w, const std::string& dtype,
                   const std::string& case_filter, const std::vector<std::string>& shape);
 
-/// "NAME=VALUE" items (from repeated --set, or comma-separated) into a map; errors name the item.
+/// "NAME=VALUE" items (from repeated --set, or comma-separated) into a map; errors name the item,
+/// and a name given twice (BM=32,BM=64).
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
                                                      const char* flag);
 /// Like parse_assignments, for integer values (--shape M=64,N=128).

@@ -13,10 +13,14 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/toolchain.h"
+#include "support/process.h"
+#include "support/temp_files.h"
 #include "support/text.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <unistd.h>
@@ -49,18 +53,6 @@ std::string find_disassembler(std::string* which) {
       }
     }
   return "";
-}
-
-std::string run_capture(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw Error(str("cannot run: ", command));
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int rc = ::pclose(pipe);
-  if (rc != 0) throw Error(str("`", command, "` failed (exit ", rc, "):\n", out));
-  return out;
 }
 
 /// --list-passes: the pass table, in order, with why each pass runs where it does.
@@ -172,19 +164,36 @@ void inspect(const InspectOptions& o) {
     throw Error("--stage sass needs cuobjdump or nvdisasm (CUDA toolkit), found neither on PATH, "
                 "in $CUDA_HOME/bin "
                 "or /usr/local/cuda/bin; --stage ptx and --stage resources work without them");
-  std::string tmp =
-      (std::filesystem::temp_directory_path() / str("tilejit-", ::getpid(), ".cubin")).string();
-  write_file_atomic(tmp, v.binary);
-  std::string cmd = tool == "cuobjdump" ? str("'", path, "' -sass '", tmp, "' 2>&1")
-                                        : str("'", path, "' -c '", tmp, "' 2>&1");
-  std::string sass;
+  // The cubin goes to a private directory; the disassembler gets the path as one argument,
+  // never through a shell, so no character of $TMPDIR can be read as a command.
+  std::string pattern = (std::filesystem::temp_directory_path() / "tilejit-sass-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw Error(str("cannot create a temporary directory '", pattern, "': ", std::strerror(errno)));
+  const std::string dir = pattern;
+  const std::string cubin = dir + "/kernel.cubin";
+  TempFileGuard guard_cubin(cubin);
+  TempFileGuard guard_dir(dir);
+  auto clean_up = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  };
+  std::vector<std::string> argv = tool == "cuobjdump"
+                                      ? std::vector<std::string>{path, "-sass", cubin}
+                                      : std::vector<std::string>{path, "-c", cubin};
+  ProcessResult result;
   try {
-    sass = run_capture(cmd);
+    write_file_atomic(cubin, v.binary);
+    result = run_process(argv);
   } catch (...) {
-    std::filesystem::remove(tmp);
+    clean_up();
     throw;
   }
-  std::filesystem::remove(tmp);
+  clean_up();
+  if (!result.ok())
+    throw Error(str("`", describe_command(argv), "` failed (",
+                    result.signal ? str("signal ", result.signal) : str("exit ", result.exit_code),
+                    "):\n", result.output));
+  std::string sass = result.output;
   std::cout << sass;
 }
 

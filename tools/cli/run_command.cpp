@@ -40,6 +40,7 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
   auto w = workloads::find_workload(o.workload);
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                                     o.case_filter, o.shape);
+  Config user = parse_assignments(o.set, "--set");
   CudaDriver::require();
   auto rt = make_runtime(g.verbose);
   if (o.tune) {
@@ -50,7 +51,6 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
   }
   use_tuning_database(*rt, std::make_shared<TuneDatabase>(database_path(g.db_path)));
   workloads::WorkloadKernels kernels(*rt, *w);
-  Config user = parse_assignments(o.set, "--set");
   std::vector<std::vector<std::string>> rows;
   bool all_ok = true;
   uint64_t seed = o.seed ? o.seed : std::random_device{}();
@@ -172,6 +172,12 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
     }
     if (o->source.empty()) throw Error("give a .tile file or --workload NAME (see `tilejit list`)");
     if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
+    // The arguments are checked before a GPU is looked for.
+    std::string name = o->kernel;
+    LoadedModule m = load_kernel_source(o->source, "", name);
+    parse_sizes(o->shape);
+    m.kernel(name);
+    parse_assignments(o->set, "--set");
     CudaDriver::require();
     run_tile_file(*o, global.verbose);
   });

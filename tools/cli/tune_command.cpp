@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -283,11 +284,13 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--budget", o->budget,
                   "Per shape: trials (\"60\") or time (\"90s\"); default 60 trials");
   cmd->add_option("--seed", o->seed, "Seed of the search (deterministic for a seed; default 1)");
-  cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20)");
+  cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20; 1..100000)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");
   cmd->add_option("--warm-start", o->warm_start,
-                  "Measure the winners of up to N nearby tuned shapes first (default 8; 0: off)")
-      ->check(CLI::NonNegativeNumber);
+                  "Measure the winners of up to N nearby tuned shapes first (default 8; 0: off; "
+                  "at most 1000)")
+      ->check(CLI::Range(0, 1000));
   cmd->callback([o, &global] {
     if (!o->workload.empty()) workloads::find_workload(o->workload);
     if (o->workload.empty() && o->source.empty())
@@ -297,7 +300,24 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
     if (!o->workload.empty() && !o->set.empty())
       throw Error("tune --workload takes no --set: the shape fixes the generics and the tuner "
                   "chooses the tunables (use `tilejit run|bench --set` to force values)");
-    parse_budget(o->budget); // a bad --budget is an error before anything is compiled
+    // Every argument is checked before anything is compiled or a GPU is looked for.
+    parse_budget(o->budget);
+    const auto& strategies = strategy_names();
+    if (std::find(strategies.begin(), strategies.end(), o->strategy) == strategies.end())
+      throw Error(str("--strategy: unknown search strategy '", o->strategy, "' (choose one of ",
+                      join(strategies, ", "), ")"));
+    if (!o->workload.empty()) {
+      auto w = workloads::find_workload(o->workload);
+      workload_problems(*w, o->dtype.empty() ? dtype_name(w->dtypes().front()) : o->dtype,
+                        o->case_filter, o->shape);
+    } else {
+      if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
+      std::string name = o->kernel;
+      LoadedModule m = load_kernel_source(o->source, "", name);
+      parse_sizes(o->shape);
+      m.kernel(name);
+      parse_assignments(o->set, "--set");
+    }
     if (!CudaDriver::available()) compile_without_gpu(*o);
     if (!o->workload.empty()) return tune_workload(*o, global);
     tune_tile_file(*o, global);
