@@ -1,7 +1,9 @@
 // libFuzzer target for `tilejit cache import`: bytes as an export file merged into a fresh
-// tuning database. A tilejit::Error naming the problem is the expected answer to bad input; an
-// uncaught exception (a JSON type error), a crash, a sanitizer report or a leak is a finding.
+// tuning database, with the CLI's checks against the shipped kernels. A tilejit::Error naming the
+// problem is the expected answer to bad input; an uncaught exception (a JSON type error), a crash,
+// a sanitizer report or a leak is a finding.
 #include "support/error.h"
+#include "tuner/import_checks.h"
 #include "tuner/tune_database.h"
 
 #include <cstddef>
@@ -27,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db.string() + suffix, ec);
   try {
     tilejit::TuneDatabase database(db.string());
-    (void)database.import_from(file.string());
+    (void)database.import_from(file.string(),
+                               tilejit::ImportOptions{tilejit::embedded_kernel_checks()});
     (void)database.list();
   } catch (const tilejit::Error&) {
     // a clear error: what bad input should get

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
-cd build && ctest -LE gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
+(cd build && ctest -LE gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)")
+# The front end and cache import under libFuzzer with ASan and UBSan (tools/fuzz.sh).
+FUZZ_SECONDS=${FUZZ_SECONDS:-45} tools/fuzz.sh

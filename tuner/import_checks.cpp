@@ -43,7 +43,10 @@ ConfigCheck kernel_config_check(const dsl::Kernel& kernel, const TuneKey& key) {
     TuneConfig complete;
     for (const TunableAxis& axis : space->axes())
       complete[axis.name] = axis.values[axis.default_position];
-    for (const auto& [tunable, value] : config) {
+    for (const auto& entry : config) {
+      // Not structured bindings: clang 14 (the fuzz build) cannot capture them in a lambda.
+      const std::string& tunable = entry.first;
+      const auto& value = entry.second;
       auto axis = std::find_if(space->axes().begin(), space->axes().end(),
                                [&](const TunableAxis& a) { return a.name == tunable; });
       if (axis == space->axes().end()) {

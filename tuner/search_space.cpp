@@ -232,7 +232,8 @@ std::optional<uint64_t> SearchSpace::point_of(const TuneConfig& config, std::str
     pos.push_back(static_cast<size_t>(v - axis.values.begin()));
   }
   if (config.size() != axes_.size()) {
-    for (const auto& [name, value] : config) {
+    for (const auto& entry : config) {
+      const std::string& name = entry.first; // not a structured binding: lambdas capture it
       bool known = std::any_of(axes_.begin(), axes_.end(),
                                [&](const TunableAxis& a) { return a.name == name; });
       if (!known) {
