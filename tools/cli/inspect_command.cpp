@@ -22,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <iostream>
+#include <thread>
 #include <unistd.h>
 
 namespace tilejit::cli {
@@ -35,6 +37,7 @@ struct InspectOptions {
   bool unaligned = false;
   bool index64 = false;
   bool debug = false;
+  double compile_timeout_s = 300; ///< --compile-timeout (0: wait as long as it takes)
 };
 
 /// cuobjdump or nvdisasm: on PATH, under $CUDA_HOME/bin, or /usr/local/cuda/bin.
@@ -92,6 +95,23 @@ void inspect_from_ir(const InspectOptions& o) {
   }
 }
 
+/// NVRTC cannot be cancelled: a compile past the deadline is left on its thread and the
+/// command ends with an error (std::_Exit, so that no static destructor runs under it).
+CompiledVariant compile_with_deadline(const JitRequest& r, double seconds) {
+  if (seconds <= 0) return jit_compile(r);
+  auto task =
+      std::make_shared<std::packaged_task<CompiledVariant()>>([r] { return jit_compile(r); });
+  std::future<CompiledVariant> done = task->get_future();
+  std::thread([task] { (*task)(); }).detach();
+  if (done.wait_for(std::chrono::duration<double>(seconds)) != std::future_status::ready) {
+    std::cerr << "tilejit: compiling kernel '" << r.kernel->name << "' took over " << seconds
+              << " s (--compile-timeout SECONDS; 0 waits as long as it takes)\n";
+    std::cerr.flush();
+    std::_Exit(1);
+  }
+  return done.get();
+}
+
 void inspect(const InspectOptions& o) {
   if (o.list_passes) return list_passes();
   if (!o.from_ir.empty()) return inspect_from_ir(o);
@@ -137,7 +157,7 @@ void inspect(const InspectOptions& o) {
   r.bindings = bindings;
   r.options = options;
   r.want_assembly = o.stage == "ptx";
-  CompiledVariant v = jit_compile(r);
+  CompiledVariant v = compile_with_deadline(r, o.compile_timeout_s);
   for (const auto& w : v.warnings) std::cerr << w.render() << "\n";
   if (o.stage == "ptx") {
     std::cout << v.assembly;
@@ -223,6 +243,10 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
                 "Assume tensors are not 16-byte aligned (element-wise accesses)");
   cmd->add_flag("--index64", o->index64,
                 "Assume tensors too large for 32-bit element offsets (64-bit index math)");
+  cmd->add_option("--compile-timeout", o->compile_timeout_s,
+                  "Seconds the ptx, sass and resources stages wait for NVRTC (default 300; 0: "
+                  "no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_flag("--debug", o->debug,
                 "Compile the debug mode's bounds checks of point and gather subscripts (what "
                 "TILEJIT_DEBUG=1 launches)");
