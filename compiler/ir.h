@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -296,6 +297,13 @@ struct Kernel {
 };
 
 /// Visits every statement (pre-order), descending into loop and branch bodies.
+/// "[64, 32]": a shape as diagnostics and the printer show it.
+std::string shape_str(const std::vector<int64_t>& s);
+/// NumPy broadcasting of two shapes (aligned at the last axis), as infer-types applies it;
+/// nullopt if incompatible.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b);
+
 void for_each_stmt(Block& block, const std::function<void(Stmt&)>& fn);
 /// Visits every expression tree root in a statement (values, masks, indices, bounds).
 void for_each_expr_root(Stmt& s, const std::function<void(ExprPtr&)>& fn);

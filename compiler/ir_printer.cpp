@@ -91,18 +91,6 @@ std::string quote(const std::string& text) {
 }
 
 namespace {
-std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
-                                                     const std::vector<int64_t>& b) {
-  size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1) return std::nullopt;
-    out[i] = std::max(x, y);
-  }
-  return out;
-}
 
 Space tile_space(const std::vector<int64_t>& shape) {
   return shape.empty() ? Space::Scalar : Space::Frag;
@@ -160,7 +148,7 @@ Type implied_type(const Expr& e) {
     return of(e.a->type.dtype, e.a->type.shape);
   case ExprKind::Binary:
   case ExprKind::Math: {
-    auto b = e.b ? broadcast_shapes(e.a->type.shape, e.b->type.shape) : e.a->type.shape;
+    auto b = e.b ? broadcast(e.a->type.shape, e.b->type.shape) : e.a->type.shape;
     if (!b) return Type{};
     const Expr* like = shaped_like(*b, {e.a.get(), e.b.get()});
     DType d = like ? like->type.dtype : e.a->type.dtype;
@@ -168,8 +156,8 @@ Type implied_type(const Expr& e) {
     return of(d, *b);
   }
   case ExprKind::Select: {
-    auto b = broadcast_shapes(e.b->type.shape, e.c->type.shape);
-    if (b) b = broadcast_shapes(*b, e.a->type.shape);
+    auto b = broadcast(e.b->type.shape, e.c->type.shape);
+    if (b) b = broadcast(*b, e.a->type.shape);
     if (!b) return Type{};
     const Expr* like = shaped_like(*b, {e.b.get(), e.c.get()});
     return of(like ? like->type.dtype : e.b->type.dtype, *b);

@@ -17,26 +17,6 @@ using namespace ir;
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::vector<std::string> p;
-  for (int64_t d : s) p.push_back(std::to_string(d));
-  return "[" + join(p, ", ") + "]";
-}
-
-/// NumPy broadcasting of two shapes, as infer-types applies it; nullopt if incompatible.
-std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
-                                              const std::vector<int64_t>& b) {
-  size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1) return std::nullopt;
-    out[i] = std::max(x, y);
-  }
-  return out;
-}
-
 bool is_compare(dsl::BinaryOp op) {
   using B = dsl::BinaryOp;
   return op == B::Lt || op == B::Le || op == B::Gt || op == B::Ge || op == B::Eq || op == B::Ne;
