@@ -12,6 +12,7 @@
 #include "runtime/launch_signature.h"
 #include "runtime/module_cache.h"
 #include "runtime/toolchain.h"
+#include "support/deadline.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -160,6 +161,17 @@ bool env_flag(const char* name) {
   throw Error(str(name, "='", s, "': expected 1 or 0"));
 }
 
+/// Seconds from the environment variable `name` (a number >= 0), or `fallback` when unset.
+double env_seconds(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s >= 0) || s > 1e9)
+    throw Error(str(name, "='", v, "': expected seconds, a number from 0 (no limit) to 1e9"));
+  return s;
+}
+
 /// What compiling one variant needs, by value or shared ownership only.
 struct CompileJob {
   std::shared_ptr<const LoadedKernel> kernel;
@@ -170,15 +182,29 @@ struct CompileJob {
   std::string key;
   JitRequest request; ///< request.kernel points into `kernel`; request.cache into `cache`
 
-  /// The variant, compiled now unless the store has it.
-  std::shared_ptr<LoadedVariant> run() const {
+  /// The variant, compiled now unless the store has it. A compile past `deadline_s` seconds
+  /// (<= 0: none) throws tilejit::Error and goes on, detached, holding its own copy of the job.
+  std::shared_ptr<LoadedVariant> run(double deadline_s = 0) const {
     {
       std::lock_guard<std::mutex> lock(store->mutex);
       auto it = store->by_key.find(key);
       if (it != store->by_key.end()) return it->second;
     }
     auto v = std::make_shared<LoadedVariant>();
-    v->compiled = jit_compile(request);
+    if (deadline_s > 0) {
+      auto detached = std::make_shared<CompileJob>(*this);
+      detached->log = {}; // the Runtime's log may be gone by the time it ends
+      auto compiled = run_with_deadline<CompiledVariant>(
+          [detached] { return jit_compile(detached->request); }, deadline_s);
+      if (!compiled)
+        throw Error(str("compiling kernel '", kernel->kernel->name, "' [",
+                        config_text(request.bindings), "] took over ", deadline_s,
+                        " s (RuntimeOptions::compile_timeout_s or TILEJIT_COMPILE_TIMEOUT; 0 "
+                        "waits as long as it takes)"));
+      v->compiled = std::move(*compiled);
+    } else {
+      v->compiled = jit_compile(request);
+    }
     if (log)
       log(str(
           v->compiled.from_cache ? v->compiled.cache_source + " hit for " : "compiled ",
@@ -210,6 +236,7 @@ struct Runtime::Impl {
   FirstUseTuner first_use_tuner;
   bool tune_on_first_use = false;
   bool debug_bounds = false;
+  double compile_timeout_s = 0;
   BinarySource binary_source;
   mutable std::mutex mutex;
   std::atomic<int64_t> hits{0};
@@ -231,6 +258,12 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->tune_on_first_use =
       options.tune_on_first_use ? *options.tune_on_first_use : env_flag("TILEJIT_TUNE");
   impl_->debug_bounds = options.debug_bounds ? *options.debug_bounds : env_flag("TILEJIT_DEBUG");
+  impl_->compile_timeout_s = options.compile_timeout_s
+                                 ? *options.compile_timeout_s
+                                 : env_seconds("TILEJIT_COMPILE_TIMEOUT", 300);
+  if (!(impl_->compile_timeout_s >= 0))
+    throw Error(str("RuntimeOptions::compile_timeout_s = ", impl_->compile_timeout_s,
+                    ": expected seconds >= 0 (0: no limit)"));
   Impl* impl = impl_.get();
   impl_->cache =
       std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });
@@ -484,7 +517,9 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
 
 const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
                                         const std::vector<Arg>& args) {
-  return make_compile_job(*this, *impl_, k, impl_->get(k), config, args).run()->compiled;
+  return make_compile_job(*this, *impl_, k, impl_->get(k), config, args)
+      .run(impl_->compile_timeout_s)
+      ->compiled;
 }
 
 std::function<std::string()> Runtime::compile_task(KernelRef k, const Config& config,
@@ -517,7 +552,7 @@ std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, Ker
   e->config =
       resolve(rt, impl, k, *lk, args, options.config, options.stream, /*may_tune=*/true, &e->why);
   LaunchPlan plan = plan_launch(kernel, e->config, arg_specs(kernel, args));
-  e->variant = make_compile_job(rt, impl, k, lk, e->config, args).run();
+  e->variant = make_compile_job(rt, impl, k, lk, e->config, args).run(impl.compile_timeout_s);
   const CompiledVariant& c = e->variant->compiled;
   e->grid = plan.grid;
   e->threads = c.threads;

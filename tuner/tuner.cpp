@@ -6,6 +6,7 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/nvrtc.h"
+#include "support/deadline.h"
 #include "support/text.h"
 #include "support/version.h"
 #include "tuner/search_space.h"
@@ -159,7 +160,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
           return c;
         });
         futures.push_back(task->get_future());
-        std::thread([task] { (*task)(); }).detach(); // a hung compile must not hang the tuner
+        run_detached([task] { (*task)(); }); // a hung compile must not hang the tuner
       }
       for (size_t i = lo; i < hi; ++i) {
         auto& f = futures[i - lo];

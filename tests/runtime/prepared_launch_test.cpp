@@ -1,16 +1,20 @@
 // The runtime's prepared launches (no GPU: NVRTC compiles for sm_90a): a repeated launch of a
 // known shape finds its prepared launch by signature, and every input that can change the
 // configuration, the checks, the compiled variant or the scratch buffers changes the signature.
-// Also: compile tasks own what they touch (they may outlive the arguments and the Runtime).
+// Also: compile tasks own what they touch (they may outlive the arguments and the Runtime), and
+// a compile past its deadline fails the launch.
 #include "nvrtc_test_support.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/launch_signature.h"
+#include "support/deadline.h"
 #include "support/error.h"
+#include "support/text.h"
 
 #include <gtest/gtest.h>
 
 #include <tilejit/tilejit.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -288,6 +292,64 @@ TEST(PreparedLaunch, TheDebugModeIsAVariantOfItsOwn) {
   EXPECT_EQ(d.bounds_sites[0].tensor, "idx");
   EXPECT_EQ(d.bounds_sites[0].dim_name, "M");
   EXPECT_TRUE(p.bounds_sites.empty());
+}
+
+// A compile past RuntimeOptions::compile_timeout_s fails the launch with a named error instead
+// of blocking it, and goes on detached, owning what it touches: the Runtime can go first.
+TEST(CompileTimeout, ACompilePastTheDeadlineFailsTheLaunchAndOutlivesTheRuntime) {
+  TJ_REQUIRE_NVRTC();
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  o.compile_timeout_s = 1e-4; // far below any NVRTC compile
+  auto rt = std::make_unique<Runtime>(o);
+  KernelRef k = rt->load("embedded:examples/softmax.tile");
+  std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300}, 8192)};
+  try {
+    rt->prepare(k, args);
+    FAIL() << "a compile over its deadline returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "compiling kernel 'softmax' [BC=256 BR=2 T=f32 WARPS=4] took over 0.0001 s"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(detached_work_running(), 1);
+  rt.reset(); // the detached compile holds its own kernel, cache and store
+  for (int i = 0; i < 1200 && detached_work_running() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(detached_work_running(), 0);
+}
+
+TEST(CompileTimeout, NoLimitAndTheEnvironmentAreHonouredAndBadValuesNamed) {
+  TJ_REQUIRE_NVRTC();
+  RuntimeOptions o;
+  o.arch = "sm_90a";
+  o.cache_dir = "";
+  o.compile_timeout_s = 0; // no limit
+  Runtime unlimited(o);
+  std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300}, 8192)};
+  EXPECT_GT(unlimited.prepare(unlimited.load("embedded:examples/softmax.tile"), args).threads, 0);
+  o.compile_timeout_s = -1;
+  EXPECT_THROW(Runtime bad(o), Error);
+  o.compile_timeout_s.reset();
+  for (const char* bad : {"abc", "-5", "10s", "nan"}) {
+    ::setenv("TILEJIT_COMPILE_TIMEOUT", bad, 1);
+    try {
+      Runtime r(o);
+      ADD_FAILURE() << "TILEJIT_COMPILE_TIMEOUT=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(str("TILEJIT_COMPILE_TIMEOUT='", bad, "'")),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ::setenv("TILEJIT_COMPILE_TIMEOUT", "1e-4", 1);
+  Runtime from_env(o);
+  EXPECT_THROW(from_env.prepare(from_env.load("embedded:examples/softmax.tile"), args), Error);
+  ::unsetenv("TILEJIT_COMPILE_TIMEOUT");
+  for (int i = 0; i < 1200 && detached_work_running() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 } // namespace

@@ -45,8 +45,9 @@ LoadedModule load_kernel_source(const std::string& source, const std::string& wo
   return m;
 }
 
-std::unique_ptr<Runtime> make_runtime(bool verbose) {
+std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s) {
   RuntimeOptions o;
+  o.compile_timeout_s = compile_timeout_s;
   if (verbose) o.log = [](const std::string& m) { std::cerr << m << "\n"; };
   return std::make_unique<Runtime>(o);
 }

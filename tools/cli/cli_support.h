@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ LoadedModule load_kernel_source(const std::string& source, const std::string& wo
 std::string runtime_source(const std::string& source, const std::string& workload,
                            std::string& kernel);
 
-/// A Runtime that logs to stderr under --verbose.
-std::unique_ptr<Runtime> make_runtime(bool verbose);
+/// A Runtime that logs to stderr under --verbose; `compile_timeout_s` unset: the Runtime's
+/// default (TILEJIT_COMPILE_TIMEOUT, else 300 s).
+std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s = {});
 /// --db, else $TILEJIT_DB, else the default database path.
 std::string database_path(const std::string& db_flag);
 

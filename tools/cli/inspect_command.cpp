@@ -13,6 +13,7 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/toolchain.h"
+#include "support/deadline.h"
 #include "support/process.h"
 #include "support/temp_files.h"
 #include "support/text.h"
@@ -22,9 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <future>
 #include <iostream>
-#include <thread>
 #include <unistd.h>
 
 namespace tilejit::cli {
@@ -95,21 +94,21 @@ void inspect_from_ir(const InspectOptions& o) {
   }
 }
 
-/// NVRTC cannot be cancelled: a compile past the deadline is left on its thread and the
-/// command ends with an error (std::_Exit, so that no static destructor runs under it).
-CompiledVariant compile_with_deadline(const JitRequest& r, double seconds) {
-  if (seconds <= 0) return jit_compile(r);
-  auto task =
-      std::make_shared<std::packaged_task<CompiledVariant()>>([r] { return jit_compile(r); });
-  std::future<CompiledVariant> done = task->get_future();
-  std::thread([task] { (*task)(); }).detach();
-  if (done.wait_for(std::chrono::duration<double>(seconds)) != std::future_status::ready) {
-    std::cerr << "tilejit: compiling kernel '" << r.kernel->name << "' took over " << seconds
-              << " s (--compile-timeout SECONDS; 0 waits as long as it takes)\n";
-    std::cerr.flush();
-    std::_Exit(1);
-  }
-  return done.get();
+/// NVRTC cannot be cancelled: a compile past the deadline is left on its thread, and main()
+/// ends with std::_Exit so that no static destructor runs under it.
+/// `module` holds r.kernel: the thread shares it, so a late compile never reads freed memory.
+CompiledVariant compile_with_deadline(const JitRequest& r,
+                                      std::shared_ptr<const dsl::Module> module, double seconds) {
+  auto v = run_with_deadline<CompiledVariant>(
+      [r, module] {
+        (void)module; // held for its lifetime
+        return jit_compile(r);
+      },
+      seconds);
+  if (!v)
+    throw Error(str("compiling kernel '", r.kernel->name, "' took over ", seconds,
+                    " s (--compile-timeout SECONDS; 0 waits as long as it takes)"));
+  return std::move(*v);
 }
 
 void inspect(const InspectOptions& o) {
@@ -157,7 +156,8 @@ void inspect(const InspectOptions& o) {
   r.bindings = bindings;
   r.options = options;
   r.want_assembly = o.stage == "ptx";
-  CompiledVariant v = compile_with_deadline(r, o.compile_timeout_s);
+  std::shared_ptr<const dsl::Module> module = std::move(m.module);
+  CompiledVariant v = compile_with_deadline(r, module, o.compile_timeout_s);
   for (const auto& w : v.warnings) std::cerr << w.render() << "\n";
   if (o.stage == "ptx") {
     std::cout << v.assembly;

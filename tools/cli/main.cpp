@@ -2,10 +2,12 @@
 #include "tools/cli/commands.h"
 
 #include "dsl/diagnostics.h"
+#include "support/deadline.h"
 #include "support/error.h"
 #include "support/version.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -42,7 +44,8 @@ std::string unknown_argument(CLI::App& app) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+/// The command line's work; main() adds the exit path.
+static int run_command_line(int argc, char** argv) {
   CLI::App app{"tilejit: a JIT compiler and autotuner for tile kernels (CUDA via NVRTC)",
                "tilejit"};
   // At most one command; none is reported below, after CLI11 has named any unknown argument
@@ -98,4 +101,17 @@ int main(int argc, char** argv) {
     return 70;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  int code = run_command_line(argc, argv);
+  // A compile past its deadline may still run on a detached thread (NVRTC cannot be
+  // cancelled): leave without running static destructors under it.
+  if (tilejit::detached_work_running() > 0) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }

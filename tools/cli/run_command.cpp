@@ -32,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> set, shape;
   uint64_t seed = 0;
   bool tune = false;
+  std::optional<double> compile_timeout_s; ///< --compile-timeout (unset: the Runtime's default)
 };
 
 /// A workload: every step on the GPU (configurations from the tuning database, --set forcing
@@ -42,10 +43,11 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
                                     o.case_filter, o.shape);
   Config user = parse_assignments(o.set, "--set");
   CudaDriver::require();
-  auto rt = make_runtime(g.verbose);
+  auto rt = make_runtime(g.verbose, o.compile_timeout_s);
   if (o.tune) {
     RuntimeOptions ro;
     ro.tune_on_first_use = true;
+    ro.compile_timeout_s = o.compile_timeout_s;
     if (g.verbose) ro.log = [](const std::string& m) { std::cerr << m << "\n"; };
     rt = std::make_unique<Runtime>(ro);
   }
@@ -94,7 +96,7 @@ void run_tile_file(const RunOptions& o, bool verbose) {
                             ? ref::HostArg::of_scalar(HostValue::of_float(in.scalars[i]))
                             : host[tensor_of_param[i]].arg());
   std::vector<ref::HostBuffer> gpu_copy = host;
-  auto runtime = make_runtime(verbose);
+  auto runtime = make_runtime(verbose, o.compile_timeout_s);
   Runtime& rt = *runtime;
   KernelRef kr = rt.load(o.source, o.kernel);
   DeviceCopies dev;
@@ -165,6 +167,10 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--seed", o->seed, "Random seed (default: fresh)");
   cmd->add_flag("--tune", o->tune,
                 "Tune shapes the database has no winner for on first use (as TILEJIT_TUNE=1)");
+  cmd->add_option("--compile-timeout", o->compile_timeout_s,
+                  "Seconds a kernel's compile (NVRTC) may take before the run fails (default: "
+                  "$TILEJIT_COMPILE_TIMEOUT, else 300; 0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->callback([o, &global] {
     if (!o->workload.empty()) {
       if (!o->source.empty()) throw Error("give either a .tile file or --workload, not both");

@@ -60,6 +60,11 @@ struct RuntimeOptions {
   /// naming the tensor, the dimension, the index and the DSL line. Each launch then waits for
   /// the kernel to finish. Unset: on when the environment has TILEJIT_DEBUG=1.
   std::optional<bool> debug_bounds;
+  /// A compile (NVRTC) that takes longer than this many seconds fails the launch or compile
+  /// with tilejit::Error instead of blocking it; the compile cannot be cancelled, so it goes
+  /// on, detached, and its result is dropped. 0: no limit. Unset: TILEJIT_COMPILE_TIMEOUT
+  /// from the environment, else 300.
+  std::optional<double> compile_timeout_s;
 };
 
 struct LaunchOptions {
