@@ -13,10 +13,7 @@ seconds=${FUZZ_SECONDS:-60}
 seed=${FUZZ_SEED:-1}
 targets=("${@:-frontend import}")
 read -r -a targets <<< "${targets[*]}"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
-  -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_C_COMPILER=clang-14 \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DTILEJIT_FUZZ=ON -DTILEJIT_BUILD_TESTS=OFF \
-  -DTILEJIT_STATIC_RUNTIME=OFF >/dev/null
+tools/sanitized_build.sh
 cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" --target frontend_fuzzer import_fuzzer
 status=0
 for t in "${targets[@]}"; do

@@ -6,5 +6,8 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
 (cd build && ctest -LE gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)")
-# The front end and cache import under libFuzzer with ASan and UBSan (tools/fuzz.sh).
+# The same tests again, built with AddressSanitizer and UBSan (tools/sanitized_tests.sh).
+tools/sanitized_tests.sh
+# The front end and cache import under libFuzzer with ASan and UBSan (tools/fuzz.sh), from the
+# same sanitized build.
 FUZZ_SECONDS=${FUZZ_SECONDS:-45} tools/fuzz.sh

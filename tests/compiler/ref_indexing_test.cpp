@@ -233,8 +233,11 @@ TEST(RefIndexing, BroadcastDimensionsAcceptOneOrTheFullSize) {
   std::mt19937 rng(seed);
   const int64_t B = 3, H = 5, N = 150, BS = 16, NB = (N + BS - 1) / BS;
   HostBuffer x = floats(DType::F32, {B, H, N}, rng);
-  for (auto [mb, mh] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {B, 1}, {1, H}, {B, H}})
+  // Not structured bindings: clang 14 (the sanitized build) cannot capture them in lambdas.
+  for (std::pair<int64_t, int64_t> mask_dims :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {B, 1}, {1, H}, {B, H}})
     for (int64_t nbias : {int64_t(1), B}) {
+      const int64_t mb = mask_dims.first, mh = mask_dims.second;
       SCOPED_TRACE(str("mask [", mb, ", ", mh, ", NB], bias [", nbias, "]"));
       HostBuffer mask = ints(DType::U8, {mb, mh, NB}, rng, 0, 1);
       HostBuffer bias = floats(DType::F32, {nbias}, rng);
