@@ -533,6 +533,13 @@ private:
         std::vector<int64_t> shape =
             rank == 1 && rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
         if (nt % tc != 0) dsl::fail_at(at, str("tc=", tc, " does not divide nt=", nt));
+        // Every layout spreads a tile over the whole block (the printer and the passes derive
+        // layouts from the kernel's thread count).
+        if (nt != k_->threads)
+          dsl::fail_at(at, str("nt=", nt, " is not the kernel's ", k_->threads, " threads"));
+        if (k_->threads % tc != 0)
+          dsl::fail_at(at, str("tc=", tc, " does not divide the kernel's ", k_->threads,
+                               " threads"));
         l = k_->layouts.blocked(shape, vec, tc, nt);
       } else if (kind == "mma_acc") {
         int64_t m = integer("rows"), n = times_suffix("columns");
@@ -541,6 +548,9 @@ private:
         int wm = small_int("warps", 1, 1024);
         int wn = static_cast<int>(times_suffix("warps"));
         if (m < 1 || n < 1 || wn < 1 || wn > 1024) dsl::fail_at(at, "a bad mma_acc layout");
+        if (wm * wn * k_->layouts.warp_size() != k_->threads)
+          dsl::fail_at(at, str("warps=", wm, "x", wn, " is not the kernel's ", k_->threads,
+                               " threads"));
         l = k_->target->accumulator_layout(k_->layouts, m, n, wm, wn,
                                            wm * wn * k_->layouts.warp_size());
       } else if (kind == "slice") {

@@ -106,6 +106,12 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
       {"  f99 a = 1\n", "bad.ir:5:3: error: 'f99' is not a declared variable"},
       {"  frag f32[4] a #blocked<1x4 vec=1 tc=3 nt=128> = 0.0\n",
        "bad.ir:5:18: error: tc=3 does not divide nt=128"},
+      // A layout for another thread count than the kernel's (found by the mutation test:
+      // `threads 928` above a layout of 128 threads was an internal error).
+      {"  frag f32[4] a #blocked<1x4 vec=1 tc=4 nt=256> = 0.0\n",
+       "bad.ir:5:18: error: nt=256 is not the kernel's 128 threads"},
+      {"  frag f32[16, 16] a #mma_acc<32x16 warps=2x1> = 0.0\n",
+       "bad.ir:5:23: error: warps=2x1 is not the kernel's 128 threads"},
       {"  for i in [0, 4) step 1 {\n",
        "bad.ir:6:1: error: expected '}' before the end of the text"},
       {"  }\n", "bad.ir:5:3: error: '}' without an open block"},
