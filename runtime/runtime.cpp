@@ -11,6 +11,7 @@
 #include "runtime/kernel_args.h"
 #include "runtime/launch_signature.h"
 #include "runtime/module_cache.h"
+#include "runtime/runtime_access.h"
 #include "runtime/toolchain.h"
 #include "support/deadline.h"
 #include "support/text.h"
@@ -224,6 +225,7 @@ struct Runtime::Impl {
   RuntimeOptions options;
   std::function<void(const std::string&)> log;
   std::vector<std::shared_ptr<const LoadedKernel>> kernels;
+  std::map<std::string, KernelRef> embedded; ///< "embedded:path|name" -> its one load
   std::shared_ptr<VariantStore> variants = std::make_shared<VariantStore>();
   // Node-based: entries and scratch tensors keep their addresses while others are added.
   std::map<std::string, std::unique_ptr<ScratchTensor>> scratch; // kernel|param|shape|stream
@@ -275,6 +277,10 @@ bool Runtime::has_gpu() const {
   return CudaDriver::available();
 }
 
+void Runtime::require_gpu() const {
+  CudaDriver::require();
+}
+
 const DeviceInfo& Runtime::device() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (!impl_->device) impl_->device = query_device(impl_->options.device);
@@ -307,6 +313,14 @@ void Runtime::set_log(std::function<void(const std::string&)> log) {
 }
 
 KernelRef Runtime::load(const std::string& source, const std::string& name) {
+  // An embedded kernel cannot change: loading it again (a typed op per call) is a lookup.
+  const bool embedded = starts_with(source, "embedded:");
+  const std::string embedded_key = source + "|" + name;
+  if (embedded) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto it = impl_->embedded.find(embedded_key);
+    if (it != impl_->embedded.end()) return it->second;
+  }
   auto lk = std::make_shared<LoadedKernel>();
   if (starts_with(source, "embedded:"))
     lk->module = load_embedded_tile(source.substr(9));
@@ -323,12 +337,23 @@ KernelRef Runtime::load(const std::string& source, const std::string& name) {
   }
   for (const auto& t : k.tunables) lk->tunables.insert(t.name);
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (embedded) {
+    auto it = impl_->embedded.find(embedded_key);
+    if (it != impl_->embedded.end()) return it->second; // another thread loaded it meanwhile
+  }
   impl_->kernels.push_back(std::move(lk));
-  return KernelRef{static_cast<int>(impl_->kernels.size()) - 1};
+  KernelRef ref{static_cast<int>(impl_->kernels.size()) - 1};
+  if (embedded) impl_->embedded[embedded_key] = ref;
+  return ref;
 }
 
-const dsl::Kernel& Runtime::kernel(KernelRef k) const {
-  return *impl_->get(k)->kernel;
+KernelInfo Runtime::kernel_info(KernelRef k) const {
+  auto lk = impl_->get(k);
+  return tilejit::kernel_info(*lk->kernel, lk->module.source_hash);
+}
+
+const dsl::Kernel& RuntimeAccess::kernel(const Runtime& rt, KernelRef k) {
+  return *rt.impl_->get(k)->kernel;
 }
 const std::string& Runtime::source_hash(KernelRef k) const {
   return impl_->get(k)->module.source_hash;
@@ -515,11 +540,16 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
 
 } // namespace
 
-const CompiledVariant& Runtime::compile(KernelRef k, const Config& config,
-                                        const std::vector<Arg>& args) {
-  return make_compile_job(*this, *impl_, k, impl_->get(k), config, args)
-      .run(impl_->compile_timeout_s)
+const CompiledVariant& RuntimeAccess::compile(Runtime& rt, KernelRef k, const Config& config,
+                                              const std::vector<Arg>& args) {
+  Runtime::Impl& impl = *rt.impl_;
+  return make_compile_job(rt, impl, k, impl.get(k), config, args)
+      .run(impl.compile_timeout_s)
       ->compiled;
+}
+
+CompileReport Runtime::compile(KernelRef k, const Config& config, const std::vector<Arg>& args) {
+  return compile_report(RuntimeAccess::compile(*this, k, config, args));
 }
 
 std::function<std::string()> Runtime::compile_task(KernelRef k, const Config& config,

@@ -5,6 +5,7 @@
 #include "dsl/ast.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
+#include "runtime/runtime_access.h"
 #include "support/text.h"
 #include "tuner/db_binary_source.h"
 #include "tuner/tuner.h"
@@ -67,7 +68,7 @@ FirstUseTuner make_first_use_tuner(std::shared_ptr<TuneDatabase> db, TuneIdentit
       if (why) *why = text;
     };
     if (const char* f = std::getenv(force_config_env); f && *f) return std::nullopt;
-    const dsl::Kernel& kernel = rt.kernel(k);
+    const dsl::Kernel& kernel = RuntimeAccess::kernel(rt, k);
     Runtime::LaunchShape shape = rt.launch_shape(k, args, forced);
     TuneKey key =
         make_tune_key(kernel.name, rt.source_hash(k), shape.generics, shape.sizes, identity);

@@ -6,6 +6,7 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/nvrtc.h"
+#include "runtime/runtime_access.h"
 #include "support/deadline.h"
 #include "support/text.h"
 #include "support/version.h"
@@ -57,7 +58,7 @@ std::vector<size_t> warm_start_seeds(TuneDatabase& db, const TuneKey& key, const
 TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& identity) {
   TJ_ICHECK(r.runtime && r.check && r.prepare_check, "tune request incomplete");
   Runtime& rt = *r.runtime;
-  const dsl::Kernel& kernel = rt.kernel(r.kernel);
+  const dsl::Kernel& kernel = RuntimeAccess::kernel(rt, r.kernel);
   auto log = [&](const std::string& m) {
     if (r.log) r.log(m);
   };
@@ -264,7 +265,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   // The winner's binary goes into the database too (the winner is already recorded: a failure
   // here costs a later compile, never the tuning result).
   try {
-    const CompiledVariant& v = rt.compile(r.kernel, out.winner, r.args);
+    const CompiledVariant& v = RuntimeAccess::compile(rt, r.kernel, out.winner, r.args);
     db.put_binary(v.cache_key, v.arch, v.binary, kernel.name);
   } catch (const std::exception& e) {
     log(str(kernel.name, ": the winner's binary was not stored: ", e.what()));

@@ -1,6 +1,7 @@
 #include "workloads/problem_on_gpu.h"
 
 #include "runtime/cuda_driver.h"
+#include "runtime/runtime_access.h"
 #include "support/error.h"
 #include "support/text.h"
 
@@ -86,7 +87,8 @@ KernelRef ProblemOnGpu::kernel(size_t step) const {
 }
 
 Config ProblemOnGpu::config(size_t step, const Config& user) const {
-  return step_config(kernels_.runtime().kernel(kernel(step)), steps_.at(step), user);
+  return step_config(RuntimeAccess::kernel(kernels_.runtime(), kernel(step)), steps_.at(step),
+                     user);
 }
 
 ProblemOnGpu::ResolvedStep ProblemOnGpu::resolve(size_t step, const Config& user) const {
@@ -95,7 +97,7 @@ ProblemOnGpu::ResolvedStep ProblemOnGpu::resolve(size_t step, const Config& user
   lo.config = config(step, user);
   const PreparedLaunch& pl = rt.prepare(kernel(step), args_[step], lo);
   std::vector<std::string> tunables;
-  for (const auto& t : rt.kernel(kernel(step)).tunables)
+  for (const auto& t : RuntimeAccess::kernel(rt, kernel(step)).tunables)
     tunables.push_back(t.name + "=" + pl.config.at(t.name));
   return {join(tunables, ","), pl.why};
 }

@@ -1,5 +1,6 @@
 #include "workloads/workload_tuning.h"
 
+#include "runtime/runtime_access.h"
 #include "support/text.h"
 #include "tuner/kernel_timer.h"
 
@@ -40,8 +41,8 @@ ProblemTuning tune_problem(const WorkloadKernels& kernels, const Problem& proble
     KernelRef k = kernels.get(steps[i].kernel);
     Runtime::LaunchShape shape =
         rt.launch_shape(k, shape_only_args(problem, steps[i]), steps[i].generics);
-    TuneKey key =
-        make_tune_key(rt.kernel(k).name, rt.source_hash(k), shape.generics, shape.sizes, identity);
+    TuneKey key = make_tune_key(RuntimeAccess::kernel(rt, k).name, rt.source_hash(k),
+                                shape.generics, shape.sizes, identity);
     all_warm = db.winner(key).has_value();
   }
   if (all_warm) {

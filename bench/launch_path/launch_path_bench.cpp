@@ -16,6 +16,7 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/kernel_args.h"
+#include "runtime/runtime_access.h"
 #include "support/text.h"
 #include "tuner/first_use_tuning.h"
 #include "workloads/paged_sparse_workload.h"
@@ -87,7 +88,7 @@ nlohmann::json cpu_part() {
   rt.prepare(k, args, lo); // compiles once
   Config config = rt.resolve_config(k, args, step.generics);
   rt.compile(k, config, args);
-  const dsl::Kernel& kernel = rt.kernel(k);
+  const dsl::Kernel& kernel = RuntimeAccess::kernel(rt, k);
   KernelArgs packed;
   double before = us_per_call(7, 2000, [&] {
     Config c = rt.resolve_config(k, args, step.generics);
@@ -126,7 +127,7 @@ nlohmann::json gpu_part() {
   std::vector<Arg> args = {Arg::of(Tensor::contiguous(x.data(), DType::F32, {8, 64})),
                            Arg::of(Tensor::contiguous(y.data(), DType::F32, {8, 64}))};
   const PreparedLaunch& p = rt.prepare(k, args);
-  const CompiledVariant& c = rt.compile(k, p.config, args);
+  const CompiledVariant& c = RuntimeAccess::compile(rt, k, p.config, args);
   CudaModule module = CudaModule::load(c.binary);
   cu::CUfunction f = module.function(c.entry);
   KernelArgs packed;

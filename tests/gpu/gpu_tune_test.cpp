@@ -5,6 +5,7 @@
 // every element checked against a float64 reference on fresh random inputs), its binary
 // loaded from the database rather than compiled again.
 #include "gpu_runner.h"
+#include "runtime/runtime_access.h"
 #include "test_util.h"
 
 #include "runtime/device_buffer.h"
@@ -111,7 +112,7 @@ TEST(GpuTune, TuneStoresEveryTrialAndTheRuntimeLaunchesTheWinner) {
       EXPECT_EQ(first.winner.at(name), std::to_string(value));
     EXPECT_DOUBLE_EQ(*w->median_ms, first.winner_ms);
     // The winner's binary is stored with it.
-    const CompiledVariant& wv = rt.compile(k, first.winner, p.args());
+    const CompiledVariant& wv = RuntimeAccess::compile(rt, k, first.winner, p.args());
     EXPECT_EQ(db.get_binary(wv.cache_key), wv.binary);
   }
 

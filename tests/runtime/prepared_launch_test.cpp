@@ -6,6 +6,7 @@
 #include "nvrtc_test_support.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/launch_signature.h"
+#include "runtime/runtime_access.h"
 #include "support/deadline.h"
 #include "support/error.h"
 #include "support/text.h"
@@ -283,8 +284,10 @@ TEST(PreparedLaunch, TheDebugModeIsAVariantOfItsOwn) {
   std::vector<Arg> args = {tensor(DType::F32, {9}), tensor(DType::I32, {12}),
                            tensor(DType::F32, {12})};
   const char* file = TILEJIT_SOURCE_DIR "/tests/data/semantics.tile";
-  const CompiledVariant& d = debug.compile(debug.load(file, "point_index"), {}, args);
-  const CompiledVariant& p = plain->compile(plain->load(file, "point_index"), {}, args);
+  const CompiledVariant& d =
+      RuntimeAccess::compile(debug, debug.load(file, "point_index"), {}, args);
+  const CompiledVariant& p =
+      RuntimeAccess::compile(*plain, plain->load(file, "point_index"), {}, args);
   EXPECT_TRUE(d.debug_bounds);
   EXPECT_FALSE(p.debug_bounds);
   EXPECT_NE(d.cache_key, p.cache_key);

@@ -5,6 +5,7 @@
 
 #include "nvrtc_test_support.h"
 #include "runtime/jit_compiler.h"
+#include "runtime/runtime_access.h"
 #include "tune_test_util.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +34,9 @@ struct DbRuntime {
     rt->set_binary_source(make_db_binary_source(std::move(db)));
     kernel = rt->load("embedded:examples/softmax.tile");
   }
-  const CompiledVariant& compile(const Config& config) { return rt->compile(kernel, config, {}); }
+  const CompiledVariant& compile(const Config& config) {
+    return RuntimeAccess::compile(*rt, kernel, config, {});
+  }
   bool logged(const std::string& text) const {
     for (const auto& m : log)
       if (m.find(text) != std::string::npos) return true;

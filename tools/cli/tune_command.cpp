@@ -5,6 +5,7 @@
 //                                  kernel's default configuration
 // Without a GPU it compiles what it can (NVRTC needs none), then says so in one line and exits
 // non-zero.
+#include "runtime/runtime_access.h"
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
@@ -104,7 +105,7 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
           KernelRef k = kernels.get(s.kernel);
           std::vector<Arg> views = workloads::shape_only_args(*p, s);
           Config config = rt.resolve_config(k, views, s.generics);
-          std::string id = s.kernel + "|" + tunables_text(rt.kernel(k), config);
+          std::string id = s.kernel + "|" + tunables_text(RuntimeAccess::kernel(rt, k), config);
           for (const auto& [n, v] : rt.launch_shape(k, views, s.generics).generics)
             id += "|" + n + "=" + v;
           if (seen.insert(id).second) launches.push_back({k, views, s.generics});
@@ -115,14 +116,14 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
       launches.push_back({k, {}, {}});
     }
     for (const auto& [k, views, generics] : launches) {
-      const dsl::Kernel& kernel = rt.kernel(k);
+      const dsl::Kernel& kernel = RuntimeAccess::kernel(rt, k);
       Config config;
       if (views.empty()) {
         config = complete_bindings(kernel, parse_assignments(o.set, "--set"));
       } else {
         config = rt.resolve_config(k, views, generics);
       }
-      const CompiledVariant& c = rt.compile(k, config, views);
+      const CompiledVariant& c = RuntimeAccess::compile(rt, k, config, views);
       std::vector<std::string> b;
       for (const auto& [n, x] : c.bindings) b.push_back(n + "=" + x);
       std::cerr << fmt::format("compiled {} [{}] for {}: {} registers, {} bytes shared, {} ms\n",
@@ -171,7 +172,7 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
     for (const auto& s : t.steps) {
       const TuneOutcome& out = s.outcome;
       if (!s.one_time) per_call_ms += out.winner_ms;
-      const dsl::Kernel& k = rt->kernel(kernels.get(s.kernel));
+      const dsl::Kernel& k = RuntimeAccess::kernel(*rt, kernels.get(s.kernel));
       rows.push_back(
           {dtype_name(p->dtype()), p->name(), s.label + (s.one_time ? " (once)" : ""),
            tunables_text(k, out.winner), fmt::format("{:.1f}", out.winner_ms * 1e3), "", "",

@@ -7,7 +7,10 @@
 //   rt.launch(gemm, {tilejit::Arg::of(a), tilejit::Arg::of(b), tilejit::Arg::of(c)});
 #pragma once
 
+#include <tilejit/device_info.h>
 #include <tilejit/dtype.h>
+#include <tilejit/errors.h>
+#include <tilejit/kernel_info.h>
 #include <tilejit/tensor.h>
 
 #include <array>
@@ -20,12 +23,6 @@
 #include <vector>
 
 namespace tilejit {
-
-struct CompiledVariant; // runtime/jit_compiler.h
-struct DeviceInfo;      // runtime/device_info.h
-namespace dsl {
-struct Kernel;
-}
 
 /// One kernel argument: a tensor view or a scalar.
 struct Arg {
@@ -120,6 +117,8 @@ public:
 
   /// Whether a GPU is usable (never throws).
   bool has_gpu() const;
+  /// Throws NoGpuError, saying why (no driver, no device), when there is no usable GPU.
+  void require_gpu() const;
   /// The GPU's properties; throws NoGpuError without one.
   const DeviceInfo& device() const;
   /// The compile target: RuntimeOptions::arch, else the GPU's, else "sm_90a".
@@ -128,8 +127,8 @@ public:
   /// Loads a kernel from a .tile file path, or "embedded:<path>" for a kernel shipped in the
   /// library ("embedded:workloads/paged_sparse.tile"). `name` picks one of several kernels.
   KernelRef load(const std::string& source, const std::string& name = "");
-  /// The parsed kernel (for tools: its generics, tunables, parameters).
-  const dsl::Kernel& kernel(KernelRef k) const;
+  /// The kernel's declaration: its parameters, generics and tunables.
+  KernelInfo kernel_info(KernelRef k) const;
   const std::string& source_hash(KernelRef k) const;
 
   /// The complete configuration a launch with `args` would use (forced > selector > default),
@@ -146,7 +145,7 @@ public:
   LaunchShape launch_shape(KernelRef k, const std::vector<Arg>& args, const Config& forced = {});
   /// Compiles (or fetches from the cache) the variant for `config` and these arguments'
   /// alignment. Needs no GPU when an arch was given.
-  const CompiledVariant& compile(KernelRef k, const Config& config, const std::vector<Arg>& args);
+  CompileReport compile(KernelRef k, const Config& config, const std::vector<Arg>& args);
   /// The same compile as a task that owns everything it touches (the kernel, the caches, the
   /// variant store; nothing of the caller's), so a thread running it may outlive the caller's
   /// arguments and this Runtime (the tuner detaches compiles that time out). Returns the
@@ -184,6 +183,7 @@ public:
   struct Impl;
 
 private:
+  friend struct RuntimeAccess; // runtime/runtime_access.h: the library's own way in
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,371 @@
+// The C ABI (capi/tilejit_c.h) over the public C++ API. Every entry point catches everything:
+// no C++ exception may cross into C (or into Python through ctypes).
+#include "capi/tilejit_c.h"
+
+#include "support/version.h"
+
+#include <tilejit/ops.h>
+#include <tilejit/tilejit.h>
+#include <tilejit/tuning.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using tilejit::Arg;
+using tilejit::Config;
+using tilejit::KernelRef;
+using tilejit::Runtime;
+using tilejit::Tensor;
+
+namespace {
+
+thread_local std::string last_error;
+thread_local int last_error_kind = TJ_OK;
+thread_local std::string returned; ///< the string the last call returned
+
+const char* give(std::string s) {
+  returned = std::move(s);
+  return returned.c_str();
+}
+
+/// Runs `body`, turning any exception into the thread's last error and `failed`.
+template <class F, class R> R guarded(F body, R failed) {
+  last_error.clear();
+  last_error_kind = TJ_OK;
+  try {
+    return body();
+  } catch (const tilejit::NoGpuError& e) {
+    last_error = e.what();
+    last_error_kind = TJ_NO_GPU;
+  } catch (const tilejit::Error& e) {
+    last_error = e.what();
+    last_error_kind = TJ_ERROR;
+  } catch (const tilejit::InternalError& e) {
+    last_error = e.what();
+    last_error_kind = TJ_INTERNAL;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    last_error_kind = TJ_INTERNAL;
+  } catch (...) {
+    last_error = "unknown exception";
+    last_error_kind = TJ_INTERNAL;
+  }
+  return failed;
+}
+
+Runtime& runtime_of(void* p) {
+  if (!p) throw tilejit::Error("no runtime (a null handle)");
+  return *static_cast<Runtime*>(p);
+}
+
+constexpr int kMaxRank = 16;
+
+/// The packed records (capi/tilejit_c.h) as arguments; a malformed record is an error, never a
+/// read past the array.
+std::vector<Arg> unpack_args(const int64_t* p, int64_t n) {
+  if (n < 0 || (n > 0 && !p)) throw tilejit::Error("packed arguments: a null array");
+  std::vector<Arg> args;
+  int64_t i = 0;
+  auto take = [&](const char* what) {
+    if (i >= n)
+      throw tilejit::Error(std::string("packed arguments: record ") + std::to_string(args.size()) +
+                           " ends before its " + what);
+    return p[i++];
+  };
+  while (i < n) {
+    int64_t kind = take("kind");
+    switch (kind) {
+    case 0: {
+      Tensor t;
+      t.data = reinterpret_cast<void*>(static_cast<uintptr_t>(take("data pointer")));
+      int64_t dtype = take("dtype");
+      if (dtype < 0 || dtype > static_cast<int64_t>(tilejit::DType::F64))
+        throw tilejit::Error("packed arguments: unknown dtype code " + std::to_string(dtype));
+      t.dtype = static_cast<tilejit::DType>(dtype);
+      t.device = take("device") == 1 ? tilejit::DeviceKind::CUDA : tilejit::DeviceKind::CPU;
+      t.device_index = static_cast<int>(take("device index"));
+      int64_t rank = take("rank");
+      if (rank < 0 || rank > kMaxRank)
+        throw tilejit::Error("packed arguments: rank " + std::to_string(rank) + " is not 0.." +
+                             std::to_string(kMaxRank));
+      t.shape.resize(rank);
+      t.strides.resize(rank);
+      for (auto& s : t.shape) s = take("sizes");
+      for (auto& s : t.strides) s = take("strides");
+      args.push_back(Arg::of(t));
+      break;
+    }
+    case 1: {
+      int64_t bits = take("value");
+      double v;
+      std::memcpy(&v, &bits, sizeof v);
+      args.push_back(Arg::f32(static_cast<float>(v)));
+      break;
+    }
+    case 2:
+      args.push_back(Arg::i32(static_cast<int32_t>(take("value"))));
+      break;
+    case 3:
+      args.push_back(Arg::i64(take("value")));
+      break;
+    default:
+      throw tilejit::Error("packed arguments: unknown kind " + std::to_string(kind));
+    }
+  }
+  return args;
+}
+
+Config parse_config(const char* text) {
+  Config c;
+  if (!text) return c;
+  std::string s = text;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find(';', start);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(start, end - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw tilejit::Error("config item '" + item + "' is not NAME=VALUE");
+    std::string name = item.substr(0, eq);
+    if (c.count(name)) throw tilejit::Error("config: '" + name + "' is given twice");
+    c[name] = item.substr(eq + 1);
+    start = end + 1;
+  }
+  return c;
+}
+
+tilejit::TuningBudget budget(int trials, double seconds, const char* strategy, int repeats) {
+  tilejit::TuningBudget b;
+  b.trials = trials;
+  b.seconds = seconds;
+  if (strategy && *strategy) b.strategy = strategy;
+  b.repeats = repeats;
+  return b;
+}
+
+} // namespace
+
+extern "C" {
+
+const char* tj_version(void) {
+  return tilejit::tilejit_version();
+}
+
+const char* tj_last_error(void) {
+  return last_error.c_str();
+}
+
+int tj_last_error_kind(void) {
+  return last_error_kind;
+}
+
+void* tj_runtime_new(const char* arch, const char* cache_dir, int tune_on_first_use, int debug,
+                     double compile_timeout_s, int verbose) {
+  return guarded(
+      [&]() -> void* {
+        tilejit::RuntimeOptions o;
+        if (arch) o.arch = arch;
+        if (cache_dir) o.cache_dir = std::string(cache_dir);
+        if (tune_on_first_use >= 0) o.tune_on_first_use = tune_on_first_use != 0;
+        if (debug >= 0) o.debug_bounds = debug != 0;
+        if (compile_timeout_s >= 0) o.compile_timeout_s = compile_timeout_s;
+        if (verbose) o.log = [](const std::string& m) { std::cerr << m << "\n"; };
+        return new Runtime(o);
+      },
+      static_cast<void*>(nullptr));
+}
+
+void tj_runtime_free(void* runtime) {
+  delete static_cast<Runtime*>(runtime);
+}
+
+int tj_has_gpu(void* runtime) {
+  return guarded([&] { return runtime_of(runtime).has_gpu() ? 1 : 0; }, -1);
+}
+
+const char* tj_arch(void* runtime) {
+  return guarded([&] { return give(runtime_of(runtime).arch()); },
+                 static_cast<const char*>(nullptr));
+}
+
+const char* tj_device_json(void* runtime) {
+  return guarded(
+      [&] {
+        const tilejit::DeviceInfo& d = runtime_of(runtime).device();
+        nlohmann::json j = {{"name", d.name},
+                            {"arch", d.arch()},
+                            {"compute_capability", {d.cc_major, d.cc_minor}},
+                            {"sm_count", d.sm_count},
+                            {"total_mem", d.total_mem},
+                            {"smem_per_block_optin", d.smem_per_block_optin},
+                            {"l2_bytes", d.l2_bytes},
+                            {"driver_version", d.driver_version}};
+        return give(j.dump());
+      },
+      static_cast<const char*>(nullptr));
+}
+
+const char* tj_default_database_path(void) {
+  return guarded([] { return give(tilejit::default_tuning_database_path()); },
+                 static_cast<const char*>(nullptr));
+}
+
+int tj_use_tuning_database(void* runtime, const char* path, int trials, double seconds,
+                           const char* strategy, int repeats) {
+  return guarded(
+      [&] {
+        tilejit::use_tuning_database(runtime_of(runtime), path ? path : "",
+                                     budget(trials, seconds, strategy, repeats));
+        return 0;
+      },
+      -1);
+}
+
+int tj_load(void* runtime, const char* source, const char* name) {
+  return guarded(
+      [&] {
+        if (!source) throw tilejit::Error("load: no source given");
+        return runtime_of(runtime).load(source, name ? name : "").id;
+      },
+      -1);
+}
+
+const char* tj_kernel_info_json(void* runtime, int kernel) {
+  return guarded(
+      [&] {
+        tilejit::KernelInfo k = runtime_of(runtime).kernel_info(KernelRef{kernel});
+        nlohmann::json params = nlohmann::json::array();
+        for (const auto& p : k.params)
+          params.push_back({{"name", p.name},
+                            {"type", p.type},
+                            {"is_tensor", p.is_tensor},
+                            {"is_scratch", p.is_scratch},
+                            {"dtype", p.dtype},
+                            {"dims", p.dims}});
+        auto choices = [](const std::vector<tilejit::ChoiceInfo>& cs) {
+          nlohmann::json out = nlohmann::json::array();
+          for (const auto& c : cs)
+            out.push_back({{"name", c.name}, {"choices", c.choices}, {"default", c.default_value}});
+          return out;
+        };
+        nlohmann::json j = {{"name", k.name},
+                            {"source_hash", k.source_hash},
+                            {"params", params},
+                            {"generics", choices(k.generics)},
+                            {"tunables", choices(k.tunables)}};
+        return give(j.dump());
+      },
+      static_cast<const char*>(nullptr));
+}
+
+int tj_launch(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+              const char* config, void* stream, int synchronize) {
+  return guarded(
+      [&] {
+        tilejit::LaunchOptions o;
+        o.stream = stream;
+        if (config && *config) o.config = parse_config(config);
+        o.synchronize = synchronize != 0;
+        runtime_of(runtime).launch(KernelRef{kernel}, unpack_args(packed, packed_len), o);
+        return 0;
+      },
+      -1);
+}
+
+const char* tj_resolve_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                            const char* config) {
+  return guarded(
+      [&] {
+        std::string why;
+        Config c = runtime_of(runtime).resolve_config(
+            KernelRef{kernel}, unpack_args(packed, packed_len), parse_config(config), &why);
+        return give(nlohmann::json({{"config", c}, {"why", why}}).dump());
+      },
+      static_cast<const char*>(nullptr));
+}
+
+const char* tj_compile_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                            const char* config) {
+  return guarded(
+      [&] {
+        Runtime& rt = runtime_of(runtime);
+        std::vector<Arg> args = unpack_args(packed, packed_len);
+        Config c = rt.resolve_config(KernelRef{kernel}, args, parse_config(config));
+        tilejit::CompileReport r = rt.compile(KernelRef{kernel}, c, args);
+        nlohmann::json j = {{"kernel", r.kernel},
+                            {"config", r.config},
+                            {"arch", r.arch},
+                            {"entry", r.entry},
+                            {"language", r.language},
+                            {"source", r.source},
+                            {"binary_bytes", r.binary_bytes},
+                            {"from_cache", r.from_cache},
+                            {"compile_ms", r.compile_ms},
+                            {"threads", r.threads},
+                            {"smem_bytes", r.smem_bytes},
+                            {"registers", r.registers},
+                            {"spill_bytes", r.spill_bytes},
+                            {"warnings", r.warnings}};
+        return give(j.dump());
+      },
+      static_cast<const char*>(nullptr));
+}
+
+const char* tj_tune_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                         const char* config, void* stream, const char* path, int trials,
+                         double seconds, const char* strategy, int repeats) {
+  return guarded(
+      [&] {
+        tilejit::LaunchOptions o;
+        o.stream = stream;
+        o.config = parse_config(config);
+        tilejit::TuningResult t = tilejit::tune_launch(
+            runtime_of(runtime), KernelRef{kernel}, unpack_args(packed, packed_len), o,
+            path ? path : "", budget(trials, seconds, strategy, repeats));
+        return give(
+            nlohmann::json({{"config", t.config}, {"tuned", t.tuned}, {"why", t.why}}).dump());
+      },
+      static_cast<const char*>(nullptr));
+}
+
+int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                           const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        std::vector<Arg> args = unpack_args(packed, packed_len);
+        if (args.size() != 9)
+          throw tilejit::Error("paged_sparse_decode takes 9 tensors (q, k_cache, v_cache, "
+                               "block_table, seq_lens, kept_idx, kept_len, o, lse), got " +
+                               std::to_string(args.size()) + " arguments");
+        for (const auto& a : args)
+          if (!a.is_tensor) throw tilejit::Error("paged_sparse_decode takes tensors only");
+        tilejit::ops::PagedSparseDecodeArgs p;
+        p.q = args[0].tensor;
+        p.k_cache = args[1].tensor;
+        p.v_cache = args[2].tensor;
+        p.block_table = args[3].tensor;
+        p.seq_lens = args[4].tensor;
+        p.kept_idx = args[5].tensor;
+        p.kept_len = args[6].tensor;
+        p.o = args[7].tensor;
+        p.lse = args[8].tensor;
+        if (!std::isnan(scale)) p.scale = scale;
+        p.stream = stream;
+        p.config = parse_config(config);
+        if (check_only) {
+          tilejit::ops::check_paged_sparse_decode(p);
+        } else {
+          tilejit::ops::paged_sparse_decode(runtime_of(runtime), p);
+        }
+        return 0;
+      },
+      -1);
+}
+
+} // extern "C"

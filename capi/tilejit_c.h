@@ -1,0 +1,76 @@
+/* tilejit's C ABI: the runtime, the tuning database and the typed ops behind plain C calls, so
+ * that any language (the Python package, through ctypes) can use them without a compiler.
+ * libtilejit_c.so exports these functions and nothing else; it carries its own C++ runtime.
+ *
+ * Errors: a call that fails returns -1 (or NULL) and leaves a message for tj_last_error() on
+ * the calling thread; tj_last_error_kind() says what kind of failure it was.
+ *
+ * Arguments travel packed in one int64 array, one record per argument:
+ *   tensor: 0, data pointer, dtype code, device (0 host, 1 CUDA), device index, rank,
+ *           rank sizes, rank strides (in elements)
+ *   f32:    1, the value as the bits of an IEEE double
+ *   i32:    2, the value
+ *   i64:    3, the value
+ * dtype codes: bool 0, i8 1, u8 2, i16 3, i32 4, u32 5, i64 6, f16 7, bf16 8, f32 9, f64 10.
+ * Configurations are "NAME=VALUE;NAME=VALUE" (NULL or "" for none). Strings returned are the
+ * thread's own and stay valid until its next call. */
+#ifndef TILEJIT_C_H
+#define TILEJIT_C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { TJ_OK = 0, TJ_ERROR = 1, TJ_NO_GPU = 2, TJ_INTERNAL = 3 };
+
+const char* tj_version(void);
+const char* tj_last_error(void);
+int tj_last_error_kind(void);
+
+/* arch: NULL or "" for the GPU's own; cache_dir: NULL for the default, "" for memory only;
+ * tune_on_first_use, debug: -1 unset (the environment decides), 0 or 1; compile_timeout_s:
+ * < 0 unset; verbose: log to stderr. */
+void* tj_runtime_new(const char* arch, const char* cache_dir, int tune_on_first_use, int debug,
+                     double compile_timeout_s, int verbose);
+void tj_runtime_free(void* runtime);
+int tj_has_gpu(void* runtime);
+/* The runtime's compile target ("sm_90a"); NULL on error. */
+const char* tj_arch(void* runtime);
+/* The device's properties as JSON; NULL without a GPU. */
+const char* tj_device_json(void* runtime);
+
+const char* tj_default_database_path(void);
+int tj_use_tuning_database(void* runtime, const char* path, int trials, double seconds,
+                           const char* strategy, int repeats);
+
+/* A kernel handle (>= 0), or -1. */
+int tj_load(void* runtime, const char* source, const char* name);
+/* The kernel's declaration as JSON (KernelInfo). */
+const char* tj_kernel_info_json(void* runtime, int kernel);
+
+int tj_launch(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+              const char* config, void* stream, int synchronize);
+/* The configuration a launch would use, and where it came from, as JSON. */
+const char* tj_resolve_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                            const char* config);
+/* Compiles the variant these arguments and config select; its CompileReport as JSON. */
+const char* tj_compile_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                            const char* config);
+/* Tunes the launch's shape unless the database has a winner; TuneOutcome as JSON. */
+const char* tj_tune_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
+                         const char* config, void* stream, const char* path, int trials,
+                         double seconds, const char* strategy, int repeats);
+
+/* ops::paged_sparse_decode on nine tensors (q, k_cache, v_cache, block_table, seq_lens,
+ * kept_idx, kept_len, o, lse), outputs given; scale NaN for 1/sqrt(D). check_only: the
+ * argument checks alone (no GPU needed). */
+int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                           const char* config, void* stream, int check_only);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
