@@ -283,8 +283,11 @@ const char* tj_resolve_json(void* runtime, int kernel, const int64_t* packed, in
   return guarded(
       [&] {
         std::string why;
-        Config c = runtime_of(runtime).resolve_config(
-            KernelRef{kernel}, unpack_args(packed, packed_len), parse_config(config), &why);
+        Runtime& rt = runtime_of(runtime);
+        std::vector<Arg> args = unpack_args(packed, packed_len);
+        Config forced = parse_config(config);
+        rt.launch_shape(KernelRef{kernel}, args, forced); // checks the arguments as a launch does
+        Config c = rt.resolve_config(KernelRef{kernel}, args, forced, &why);
         return give(nlohmann::json({{"config", c}, {"why", why}}).dump());
       },
       static_cast<const char*>(nullptr));

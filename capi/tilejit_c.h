@@ -52,7 +52,8 @@ const char* tj_kernel_info_json(void* runtime, int kernel);
 
 int tj_launch(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
               const char* config, void* stream, int synchronize);
-/* The configuration a launch would use, and where it came from, as JSON. */
+/* The configuration a launch would use, and where it came from, as JSON; the arguments are
+ * checked against the kernel as a launch checks them. */
 const char* tj_resolve_json(void* runtime, int kernel, const int64_t* packed, int64_t packed_len,
                             const char* config);
 /* Compiles the variant these arguments and config select; its CompileReport as JSON. */

@@ -549,7 +549,9 @@ const CompiledVariant& RuntimeAccess::compile(Runtime& rt, KernelRef k, const Co
 }
 
 CompileReport Runtime::compile(KernelRef k, const Config& config, const std::vector<Arg>& args) {
-  return compile_report(RuntimeAccess::compile(*this, k, config, args));
+  // The caller's config may leave tunables to their defaults (generics must be given).
+  Config complete = complete_bindings(*impl_->get(k)->kernel, config);
+  return compile_report(RuntimeAccess::compile(*this, k, complete, args));
 }
 
 std::function<std::string()> Runtime::compile_task(KernelRef k, const Config& config,

@@ -143,8 +143,9 @@ public:
     std::map<std::string, std::string> dtypes; ///< per tensor parameter
   };
   LaunchShape launch_shape(KernelRef k, const std::vector<Arg>& args, const Config& forced = {});
-  /// Compiles (or fetches from the cache) the variant for `config` and these arguments'
-  /// alignment. Needs no GPU when an arch was given.
+  /// Compiles (or fetches from the cache) the variant for `config` (every generic; tunables
+  /// left out take their defaults) and these arguments' alignment (none given: a compile-only
+  /// variant with 64-bit indexing). Needs no GPU when an arch was given.
   CompileReport compile(KernelRef k, const Config& config, const std::vector<Arg>& args);
   /// The same compile as a task that owns everything it touches (the kernel, the caches, the
   /// variant store; nothing of the caller's), so a thread running it may outlive the caller's

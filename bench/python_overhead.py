@@ -1,0 +1,98 @@
+"""Host time per call of paged_sparse from Python, against the same launch without Python.
+
+Rows (each: median over 20 batches of the mean host time per call, 200 calls per batch,
+synchronised between batches so the launch queue never fills and the host never waits):
+  c_abi     ctypes call of tj_paged_sparse_decode on arguments packed once: the C++ op and
+            launch (check, prepared-launch lookup, cuLaunchKernel) plus one ctypes call
+  ops       tilejit.ops.paged_sparse_decode(..., out=o, lse=lse): what a user calls
+  torch_op  torch.ops.tilejit.paged_sparse_decode(...): through the PyTorch dispatcher,
+            outputs allocated by torch
+The Python overhead over the C++ launch is ops - c_abi (the goal: <= 5 us).
+
+    python bench/python_overhead.py [--json FILE]
+"""
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import tilejit  # noqa: E402
+from tilejit._args import as_int64_array, pack_tensor  # noqa: E402
+from tilejit._native import lib  # noqa: E402
+
+
+def small_problem():
+    """A decode step small enough that the GPU keeps up with the host: B=1, Hq=8, Hkv=2,
+    D=128, page 16, 512 tokens, 32 kept per kv head."""
+    B, HQ, HKV, D, PS, S, K = 1, 8, 2, 128, 16, 512, 32
+    q = torch.randn(B, HQ, D, device="cuda", dtype=torch.float16)
+    k = torch.randn(S // PS, PS, HKV, D, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    table = torch.arange(S // PS, device="cuda", dtype=torch.int32)[None]
+    lens = torch.tensor([S], device="cuda", dtype=torch.int32)
+    kept = torch.arange(0, S, S // K, device="cuda", dtype=torch.int32)[None, None].repeat(B, HKV, 1)
+    kept_len = torch.full((B, HKV), K, device="cuda", dtype=torch.int32)
+    return q, k, v, table, lens, kept, kept_len
+
+
+def per_call_us(f, calls=200, batches=20):
+    f()
+    torch.cuda.synchronize()
+    means = []
+    for _ in range(batches):
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            f()
+        t1 = time.perf_counter_ns()
+        torch.cuda.synchronize()
+        means.append((t1 - t0) / calls / 1e3)
+    return statistics.median(means)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", help="append the rows to this JSON-lines file")
+    a = p.parse_args()
+    args = small_problem()
+    o = torch.empty_like(args[0])
+    lse = torch.empty(args[0].shape[:2], device="cuda", dtype=torch.float32)
+    rt = tilejit.runtime()
+    packed = []
+    for t, name in zip(args + (o, lse), ["q", "k", "v", "bt", "sl", "ki", "kl", "o", "lse"]):
+        pack_tensor(packed, t, name)
+    buf, address = as_int64_array(packed)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def c_abi():
+        lib.tj_paged_sparse_decode(rt._handle, address, len(packed), math.nan, None, stream, 0)
+
+    def ops():
+        tilejit.ops.paged_sparse_decode(*args, out=o, lse=lse)
+
+    def torch_op():
+        torch.ops.tilejit.paged_sparse_decode(*args)
+
+    rows = {"c_abi": per_call_us(c_abi), "ops": per_call_us(ops), "torch_op": per_call_us(torch_op)}
+    device = torch.cuda.get_device_name()
+    print(f"{'path':10} {'host us/call':>12}")
+    for name, us in rows.items():
+        print(f"{name:10} {us:12.2f}")
+    print(f"python overhead (ops - c_abi): {rows['ops'] - rows['c_abi']:.2f} us/call")
+    if a.json:
+        with open(a.json, "a") as f:
+            for name, us in rows.items():
+                f.write(json.dumps({"bench": "python_overhead", "path": name, "us_per_call": us,
+                                    "device": device, "tilejit": tilejit.version(),
+                                    "torch": torch.__version__,
+                                    "python": sys.version.split()[0]}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The C ABI's packed argument records (capi/tilejit_c.h) under random and truncated input:
+an error that names the problem, never a crash (the test process would die) or a hang."""
+
+import random
+from array import array
+
+import numpy
+
+from tilejit._args import pack_tensor
+from tilejit._native import lib
+
+
+def call(rt, kernel, values):
+    a = array("q", values)
+    address = a.buffer_info()[0] if values else None
+    result = lib.tj_resolve_json(rt._handle, kernel._handle, address, len(values), None)
+    return result, lib.tj_last_error().decode()
+
+
+def test_random_and_mutated_records_are_errors_not_crashes(cpu_runtime):
+    k = cpu_runtime.load("embedded:examples/softmax.tile")
+    good = []
+    for _ in range(2):
+        pack_tensor(good, numpy.zeros((3, 5), numpy.float32), "X")
+    result, _ = call(cpu_runtime, k, good)
+    assert result is not None  # the seed itself is valid
+    rng = random.Random(1)
+    interesting = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
+    for round in range(3000):
+        values = list(good)
+        for _ in range(1 + rng.randrange(3)):
+            op = rng.randrange(4)
+            at = rng.randrange(len(values)) if values else 0
+            if op == 0 and values:
+                values[at] = rng.choice(interesting)
+            elif op == 1:
+                del values[at:]
+            elif op == 2:
+                values.insert(at, rng.choice(interesting))
+            else:
+                values = [rng.choice(interesting) for _ in range(rng.randrange(40))]
+        result, error = call(cpu_runtime, k, values)
+        assert result is not None or error, f"round {round}: failed without a message"
+        assert result is not None or lib.tj_last_error_kind() == 1, (round, values, error)
+
+
+def test_a_null_array_and_a_negative_length_are_named(cpu_runtime):
+    k = cpu_runtime.load("embedded:examples/softmax.tile")
+    assert lib.tj_resolve_json(cpu_runtime._handle, k._handle, None, 5, None) is None
+    assert "a null array" in lib.tj_last_error().decode()
+    assert lib.tj_resolve_json(cpu_runtime._handle, k._handle, None, -1, None) is None
+    assert lib.tj_load(None, b"embedded:examples/softmax.tile", None) == -1
+    assert "null handle" in lib.tj_last_error().decode()
+    assert lib.tj_load(cpu_runtime._handle, None, None) == -1
