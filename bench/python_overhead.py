@@ -1,12 +1,17 @@
 """Host time per call of paged_sparse from Python, against the same launch without Python.
 
-Rows (each: median over 20 batches of the mean host time per call, 200 calls per batch,
-synchronised between batches so the launch queue never fills and the host never waits):
-  c_abi     ctypes call of tj_paged_sparse_decode on arguments packed once: the C++ op and
-            launch (check, prepared-launch lookup, cuLaunchKernel) plus one ctypes call
-  ops       tilejit.ops.paged_sparse_decode(..., out=o, lse=lse): what a user calls
-  torch_op  torch.ops.tilejit.paged_sparse_decode(...): through the PyTorch dispatcher,
-            outputs allocated by torch
+Rows (each: median over 200 batches of the mean host time per call, 16 calls per batch,
+synchronised between batches: few enough launches that the queue never fills, so the host
+never waits for the GPU, whose time per kernel is printed beside for context):
+  paged c_abi     ctypes call of tj_paged_sparse_decode on arguments packed once: the C++ op
+                  (checks, prepared-launch lookup, cuLaunchKernel) plus one ctypes call
+  paged c_abi x1  the same, one call per batch (nothing queued before it)
+  paged check     the same call with check_only: the C++ checks and one ctypes call, no launch
+  paged ops       tilejit.ops.paged_sparse_decode(..., out=o, lse=lse): what a user calls
+  paged torch_op  torch.ops.tilejit.paged_sparse_decode(...): through the PyTorch dispatcher,
+                  outputs allocated by torch
+  softmax c_abi   tj_launch on arguments packed once (the C++ launch bench's kernel)
+  softmax kernel  tilejit.load(...)(x, y): the generic launch from Python
 The Python overhead over the C++ launch is ops - c_abi (the goal: <= 5 us).
 
     python bench/python_overhead.py [--json FILE]
@@ -42,7 +47,7 @@ def small_problem():
     return q, k, v, table, lens, kept, kept_len
 
 
-def per_call_us(f, calls=200, batches=20):
+def per_call_us(f, calls=16, batches=200):
     f()
     torch.cuda.synchronize()
     means = []
@@ -54,6 +59,18 @@ def per_call_us(f, calls=200, batches=20):
         torch.cuda.synchronize()
         means.append((t1 - t0) / calls / 1e3)
     return statistics.median(means)
+
+
+def gpu_us(f, calls=200):
+    """GPU time per kernel of back-to-back launches (events around the batch)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    f()
+    start.record()
+    for _ in range(calls):
+        f()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / calls
 
 
 def main():
@@ -73,18 +90,41 @@ def main():
     def c_abi():
         lib.tj_paged_sparse_decode(rt._handle, address, len(packed), math.nan, None, stream, 0)
 
+    def c_abi_check():
+        lib.tj_paged_sparse_decode(rt._handle, address, len(packed), math.nan, None, stream, 1)
+
     def ops():
         tilejit.ops.paged_sparse_decode(*args, out=o, lse=lse)
 
     def torch_op():
         torch.ops.tilejit.paged_sparse_decode(*args)
 
-    rows = {"c_abi": per_call_us(c_abi), "ops": per_call_us(ops), "torch_op": per_call_us(torch_op)}
+    softmax = tilejit.load("embedded:examples/softmax.tile")
+    x = torch.randn(8, 64, device="cuda")
+    y = torch.empty_like(x)
+    sm_packed = []
+    for t in (x, y):
+        pack_tensor(sm_packed, t, "t")
+    sm_buf, sm_address = as_int64_array(sm_packed)
+
+    def softmax_c_abi():
+        lib.tj_launch(rt._handle, softmax._handle, sm_address, len(sm_packed), None, stream, 0)
+
+    def softmax_kernel():
+        softmax(x, y)
+
+    rows = {"paged c_abi": per_call_us(c_abi), "paged c_abi x1": per_call_us(c_abi, 1, 1000),
+            "paged check": per_call_us(c_abi_check), "paged ops": per_call_us(ops),
+            "paged torch_op": per_call_us(torch_op), "softmax c_abi": per_call_us(softmax_c_abi),
+            "softmax kernel": per_call_us(softmax_kernel)}
+    gpu = {"paged": gpu_us(c_abi), "softmax": gpu_us(softmax_c_abi)}
     device = torch.cuda.get_device_name()
-    print(f"{'path':10} {'host us/call':>12}")
+    print(f"{'path':16} {'host us/call':>12}   (GPU per kernel: paged {gpu['paged']:.1f} us, "
+          f"softmax {gpu['softmax']:.1f} us)")
     for name, us in rows.items():
-        print(f"{name:10} {us:12.2f}")
-    print(f"python overhead (ops - c_abi): {rows['ops'] - rows['c_abi']:.2f} us/call")
+        print(f"{name:16} {us:12.2f}")
+    print(f"python overhead over the C ABI call: paged ops {rows['paged ops'] - rows['paged c_abi']:.2f}"
+          f" us, softmax kernel {rows['softmax kernel'] - rows['softmax c_abi']:.2f} us")
     if a.json:
         with open(a.json, "a") as f:
             for name, us in rows.items():

@@ -22,13 +22,11 @@ void check_rank_and_dtype(const char* name, const Tensor& t, int rank,
                           std::initializer_list<DType> dtypes, const char* layout) {
   if (t.rank() != rank)
     throw Error(str(named(name, t), " must have ", rank, " dimensions: ", layout));
-  bool ok = false;
-  std::string allowed;
-  for (DType d : dtypes) {
-    ok = ok || t.dtype == d;
-    allowed += (allowed.empty() ? "" : " or ") + std::string(dtype_name(d));
-  }
-  if (!ok) throw Error(str(named(name, t), " must be ", allowed));
+  for (DType d : dtypes)
+    if (t.dtype == d) return;
+  std::string allowed; // built only for the error: this runs on every call
+  for (DType d : dtypes) allowed += (allowed.empty() ? "" : " or ") + std::string(dtype_name(d));
+  throw Error(str(named(name, t), " must be ", allowed));
 }
 
 void check_size(const char* name, const Tensor& t, int dim, int64_t want, const char* what) {

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import tilejit
 
-PYTHON_DIR = str(Path(__file__).resolve().parents[1])
+# Where the package under test was imported from (the checkout, or an installed copy).
+PYTHON_DIR = str(Path(tilejit.__file__).resolve().parents[1])
 
 
 def run_python(code, **env):

@@ -9,30 +9,19 @@ tuned per shape, launched on PyTorch tensors without copies.
     k.tune(a, b, c)                  # stores the winner in the tuning database
 """
 
-import threading
-
 from . import ops
 from ._native import InternalError, NoGpuError, TilejitError, lib, text
-from .runtime import Kernel, Runtime
+from .runtime import Kernel, Runtime, default_runtime
 
 __all__ = ["Kernel", "Runtime", "TilejitError", "NoGpuError", "InternalError", "load", "ops",
            "runtime", "tune", "use_database", "default_database_path", "version"]
 
 __version__ = lib.tj_version().decode()
 
-_default = None
-_default_lock = threading.Lock()
-
-
 def runtime():
     """The default Runtime (created on first use; the environment's TILEJIT_TUNE,
     TILEJIT_DEBUG and TILEJIT_COMPILE_TIMEOUT apply)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                _default = Runtime()
-    return _default
+    return default_runtime()
 
 
 def version():

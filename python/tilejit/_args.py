@@ -78,6 +78,7 @@ def _pack_host_array(out, t, name):
 
 
 _packers = {}  # type -> packer
+_torch_tensor_type = None  # torch.Tensor, once one was packed: the fast path of pack_tensors
 
 
 def _packer(value, name):
@@ -86,6 +87,9 @@ def _packer(value, name):
     if packer is None:
         if hasattr(value, "data_ptr") and hasattr(value, "stride") and hasattr(value, "get_device"):
             packer = _pack_torch
+            global _torch_tensor_type
+            if kind.__name__ == "Tensor" and kind.__module__.startswith("torch"):
+                _torch_tensor_type = kind
         elif hasattr(value, "__cuda_array_interface__"):
             packer = _pack_cuda_array
         elif hasattr(value, "__array_interface__"):
@@ -100,6 +104,31 @@ def _packer(value, name):
 def pack_tensor(out, value, name):
     """Appends the tensor's record; returns its CUDA device index, or -1 in host memory."""
     return _packer(value, name)(out, value, name)
+
+
+def pack_tensors(values, names):
+    """Every tensor's record in one list, and the first CUDA device index among them (-1: none).
+    The loop a typed op runs on every call: torch.Tensor is packed inline (no call per tensor),
+    which is most of the Python overhead a launch has."""
+    out = []
+    extend = out.extend
+    device = -1
+    codes = _torch_codes
+    for value, name in zip(values, names):
+        if type(value) is _torch_tensor_type:
+            d = value.get_device()
+            code = codes.get(value.dtype)
+            if code is None:
+                code = _torch_code(value.dtype)
+            extend((TENSOR, value.data_ptr(), code, 1 if d >= 0 else 0, d if d > 0 else 0,
+                    value.dim()))
+            extend(value.shape)
+            extend(value.stride())
+        else:
+            d = _packer(value, name)(out, value, name)
+        if device < 0:
+            device = d
+    return out, device
 
 
 def pack_scalar(out, value, dtype, name):

@@ -5,12 +5,16 @@ configuration of the runtime's database."""
 
 import math
 
-from ._args import as_int64_array, config_text, pack_tensor
-from ._native import TilejitError, check, lib
-from ._stream import current_stream
+from array import array
 
-_PAGED_SPARSE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "seq_lens", "kept_idx",
-                        "kept_len")
+from ._args import config_text, pack_tensors
+from ._native import TilejitError, lib, raise_last_error
+from ._stream import current_stream
+from .runtime import default_runtime
+
+_PAGED_SPARSE_NAMES = ("q", "k_cache", "v_cache", "block_table", "seq_lens", "kept_idx",
+                       "kept_len", "o", "lse")
+_decode = lib.tj_paged_sparse_decode
 
 
 def _empty(like, shape, dtype_of_like=True):
@@ -36,30 +40,28 @@ def paged_sparse_decode(q, k_cache, v_cache, block_table, seq_lens, kept_idx, ke
     block_table [B, max_pages], seq_lens [B], kept_idx [B, Hkv, max_kept] (ascending token
     positions), kept_len [B, Hkv], all int32. Returns (o [B, Hq, D] in q's dtype, lse [B, Hq]
     float32, natural log, -inf where nothing is kept and o = 0 there). scale defaults to
-    1/sqrt(D). `out`/`lse` are written when given. `check_only`: the checks alone (no GPU)."""
-    from . import runtime as default_runtime
-    args = (q, k_cache, v_cache, block_table, seq_lens, kept_idx, kept_len)
-    q_shape = _shape(q)
-    if out is None and q_shape is not None and len(q_shape) == 3:
-        out = _empty(q, q_shape)
-    if lse is None and q_shape is not None and len(q_shape) == 3:
-        lse = _empty(q, q_shape[:2], dtype_of_like=False)
-    if out is None or lse is None:  # q is not a rank-3 tensor: let the checks name it
-        out = out if out is not None else q
-        lse = lse if lse is not None else q
-    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
+    1/sqrt(D). `out`/`lse` are written when given. `check_only`: the checks alone (no GPU).
+    Every check is the C++ op's (<tilejit/ops.h>), so C++ and Python say the same."""
+    if out is None or lse is None:
+        q_shape = _shape(q)
+        if q_shape is not None and len(q_shape) == 3:
+            if out is None:
+                out = _empty(q, q_shape)
+            if lse is None:
+                lse = _empty(q, q_shape[:2], dtype_of_like=False)
+        else:  # q is not a rank-3 tensor: the checks name it
+            out = q if out is None else out
+            lse = q if lse is None else lse
+    if scale is None:
+        scale = math.nan
+    elif not (isinstance(scale, (int, float)) and math.isfinite(scale)):
         raise TilejitError(f"paged_sparse_decode: scale = {scale!r} is not a finite number")
-    packed = []
-    device = -1
-    for value, name in zip(args + (out, lse), _PAGED_SPARSE_INPUTS + ("o", "lse")):
-        d = pack_tensor(packed, value, name)
-        if device < 0:
-            device = d
+    packed, device = pack_tensors((q, k_cache, v_cache, block_table, seq_lens, kept_idx,
+                                   kept_len, out, lse), _PAGED_SPARSE_NAMES)
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
-    buf, address = as_int64_array(packed)
-    rt = (runtime or default_runtime())._handle
-    check(lib.tj_paged_sparse_decode(rt, address, len(packed),
-                                     math.nan if scale is None else float(scale),
-                                     config_text(config), stream, int(bool(check_only))))
+    buf = array("q", packed)
+    if _decode(((runtime or default_runtime())._handle), buf.buffer_info()[0], len(packed),
+               scale, config_text(config) if config else None, stream, 1 if check_only else 0):
+        raise_last_error()
     return out, lse

@@ -3,11 +3,16 @@
 
 import json
 import math
+import threading
 import weakref
 
-from ._args import (as_int64_array, config_text, pack_scalar, pack_tensor)
-from ._native import TilejitError, check, encode, lib, text
+from array import array
+
+from ._args import as_int64_array, config_text, pack_scalar, pack_tensor, pack_tensors
+from ._native import TilejitError, check, encode, lib, raise_last_error, text
 from ._stream import current_stream
+
+_launch = lib.tj_launch
 
 
 def _optional_flag(value, name):
@@ -73,6 +78,8 @@ class Kernel:
         # (name, None) for a tensor parameter, (name, dtype) for a scalar one.
         self._params = [(p["name"], None if p["is_tensor"] else p["dtype"])
                         for p in self.info["params"] if not p["is_scratch"]]
+        self._names = [name for name, _ in self._params]
+        self._all_tensors = all(scalar is None for _, scalar in self._params)
 
     def __repr__(self):
         params = ", ".join(p["name"] + ": " + p["type"] for p in self.info["params"])
@@ -83,6 +90,8 @@ class Kernel:
             names = ", ".join(n for n, _ in self._params)
             raise TilejitError(f"kernel '{self.name}' takes {len(self._params)} arguments "
                                f"({names}), got {len(args)}")
+        if self._all_tensors:
+            return pack_tensors(args, self._names)
         out = []
         device = -1
         for value, (name, scalar) in zip(args, self._params):
@@ -100,9 +109,10 @@ class Kernel:
         packed, device = self._pack(args)
         if stream is None:
             stream = current_stream(device) if device >= 0 else 0
-        buf, address = as_int64_array(packed)
-        check(lib.tj_launch(self._rt, self._handle, address, len(packed), config_text(config),
-                            stream, int(bool(synchronize))))
+        buf = array("q", packed)
+        if _launch(self._rt, self._handle, buf.buffer_info()[0], len(packed),
+                   config_text(config) if config else None, stream, 1 if synchronize else 0):
+            raise_last_error()
 
     def resolve(self, *args, config=None):
         """The configuration a launch with these arguments would use, and why: a dict."""
@@ -137,3 +147,17 @@ class Kernel:
             self._rt, self._handle, address, len(packed), config_text(config), stream,
             encode(database or ""), trials, float(seconds), encode(strategy), int(repeats))))
 
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_runtime():
+    """The default Runtime (created on first use; the environment's TILEJIT_TUNE,
+    TILEJIT_DEBUG and TILEJIT_COMPILE_TIMEOUT apply)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Runtime()
+    return _default
