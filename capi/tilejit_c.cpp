@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -66,22 +67,28 @@ Runtime& runtime_of(void* p) {
 constexpr int kMaxRank = 16;
 
 /// The packed records (capi/tilejit_c.h) as arguments; a malformed record is an error, never a
-/// read past the array.
-std::vector<Arg> unpack_args(const int64_t* p, int64_t n) {
+/// read past the array. Fills the calling thread's vector in place: from the second call of a
+/// shape on, its tensors' shape and stride vectors are reused, so a launch allocates nothing.
+const std::vector<Arg>& unpack_args(const int64_t* p, int64_t n) {
+  thread_local std::vector<Arg> args;
   if (n < 0 || (n > 0 && !p)) throw tilejit::Error("packed arguments: a null array");
-  std::vector<Arg> args;
+  size_t count = 0;
   int64_t i = 0;
   auto take = [&](const char* what) {
     if (i >= n)
-      throw tilejit::Error(std::string("packed arguments: record ") + std::to_string(args.size()) +
+      throw tilejit::Error(std::string("packed arguments: record ") + std::to_string(count) +
                            " ends before its " + what);
     return p[i++];
   };
   while (i < n) {
+    if (args.size() <= count) args.emplace_back();
+    Arg& a = args[count];
     int64_t kind = take("kind");
     switch (kind) {
-    case 0: {
-      Tensor t;
+    case 0:
+    case 4: {
+      a.is_tensor = true;
+      Tensor& t = a.tensor;
       t.data = reinterpret_cast<void*>(static_cast<uintptr_t>(take("data pointer")));
       int64_t dtype = take("dtype");
       if (dtype < 0 || dtype > static_cast<int64_t>(tilejit::DType::F64))
@@ -96,27 +103,36 @@ std::vector<Arg> unpack_args(const int64_t* p, int64_t n) {
       t.shape.resize(rank);
       t.strides.resize(rank);
       for (auto& s : t.shape) s = take("sizes");
-      for (auto& s : t.strides) s = take("strides");
-      args.push_back(Arg::of(t));
+      if (kind == 0) {
+        for (auto& s : t.strides) s = take("strides");
+      } else { // dense row-major: the strides are the suffix products of the sizes
+        int64_t step = 1;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          t.strides[d] = step;
+          step *= std::max<int64_t>(t.shape[d], 1);
+        }
+      }
       break;
     }
     case 1: {
       int64_t bits = take("value");
       double v;
       std::memcpy(&v, &bits, sizeof v);
-      args.push_back(Arg::f32(static_cast<float>(v)));
+      a = Arg::f32(static_cast<float>(v));
       break;
     }
     case 2:
-      args.push_back(Arg::i32(static_cast<int32_t>(take("value"))));
+      a = Arg::i32(static_cast<int32_t>(take("value")));
       break;
     case 3:
-      args.push_back(Arg::i64(take("value")));
+      a = Arg::i64(take("value"));
       break;
     default:
       throw tilejit::Error("packed arguments: unknown kind " + std::to_string(kind));
     }
+    ++count;
   }
+  args.resize(count);
   return args;
 }
 
@@ -284,7 +300,7 @@ const char* tj_resolve_json(void* runtime, int kernel, const int64_t* packed, in
       [&] {
         std::string why;
         Runtime& rt = runtime_of(runtime);
-        std::vector<Arg> args = unpack_args(packed, packed_len);
+        const std::vector<Arg>& args = unpack_args(packed, packed_len);
         Config forced = parse_config(config);
         rt.launch_shape(KernelRef{kernel}, args, forced); // checks the arguments as a launch does
         Config c = rt.resolve_config(KernelRef{kernel}, args, forced, &why);
@@ -298,7 +314,7 @@ const char* tj_compile_json(void* runtime, int kernel, const int64_t* packed, in
   return guarded(
       [&] {
         Runtime& rt = runtime_of(runtime);
-        std::vector<Arg> args = unpack_args(packed, packed_len);
+        const std::vector<Arg>& args = unpack_args(packed, packed_len);
         Config c = rt.resolve_config(KernelRef{kernel}, args, parse_config(config));
         tilejit::CompileReport r = rt.compile(KernelRef{kernel}, c, args);
         nlohmann::json j = {{"kernel", r.kernel},
@@ -341,14 +357,15 @@ int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_
                            const char* config, void* stream, int check_only) {
   return guarded(
       [&] {
-        std::vector<Arg> args = unpack_args(packed, packed_len);
+        const std::vector<Arg>& args = unpack_args(packed, packed_len);
         if (args.size() != 9)
           throw tilejit::Error("paged_sparse_decode takes 9 tensors (q, k_cache, v_cache, "
                                "block_table, seq_lens, kept_idx, kept_len, o, lse), got " +
                                std::to_string(args.size()) + " arguments");
         for (const auto& a : args)
           if (!a.is_tensor) throw tilejit::Error("paged_sparse_decode takes tensors only");
-        tilejit::ops::PagedSparseDecodeArgs p;
+        // Copy-assigned into the thread's own: their vectors keep their capacity.
+        thread_local tilejit::ops::PagedSparseDecodeArgs p;
         p.q = args[0].tensor;
         p.k_cache = args[1].tensor;
         p.v_cache = args[2].tensor;
@@ -356,11 +373,17 @@ int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_
         p.seq_lens = args[4].tensor;
         p.kept_idx = args[5].tensor;
         p.kept_len = args[6].tensor;
-        p.o = args[7].tensor;
-        p.lse = args[8].tensor;
+        if (!p.o) p.o.emplace();
+        if (!p.lse) p.lse.emplace();
+        *p.o = args[7].tensor;
+        *p.lse = args[8].tensor;
+        p.scale.reset();
         if (!std::isnan(scale)) p.scale = scale;
         p.stream = stream;
-        p.config = parse_config(config);
+        if (config && *config)
+          p.config = parse_config(config);
+        else if (!p.config.empty())
+          p.config.clear();
         if (check_only) {
           tilejit::ops::check_paged_sparse_decode(p);
         } else {

@@ -8,6 +8,7 @@
  * Arguments travel packed in one int64 array, one record per argument:
  *   tensor: 0, data pointer, dtype code, device (0 host, 1 CUDA), device index, rank,
  *           rank sizes, rank strides (in elements)
+ *   dense tensor: 4, the same without the strides (row-major: suffix products of the sizes)
  *   f32:    1, the value as the bits of an IEEE double
  *   i32:    2, the value
  *   i64:    3, the value

@@ -114,7 +114,8 @@ PagedSparseDecodeResult paged_sparse_decode(Runtime& rt, const PagedSparseDecode
   struct Outputs {
     DeviceBuffer o, lse;
   };
-  auto owned = std::make_shared<Outputs>();
+  std::shared_ptr<Outputs> owned;
+  if (!a.o || !a.lse) owned = std::make_shared<Outputs>();
   // An empty output (B = 0) needs no memory: cuMemAlloc refuses zero bytes.
   auto allocate = [&](DeviceBuffer& buffer, DType dtype, std::vector<int64_t> shape) {
     Tensor t = Tensor::contiguous(nullptr, dtype, std::move(shape));
@@ -129,16 +130,23 @@ PagedSparseDecodeResult paged_sparse_decode(Runtime& rt, const PagedSparseDecode
   out.lse = a.lse ? *a.lse : allocate(owned->lse, DType::F32, {B, HQ});
   if (!a.o || !a.lse) out.storage = owned;
   const double scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(a.q.shape[2]));
-  KernelRef k = rt.load(workloads::kPagedSparseSource); // a lookup after the first call
-  LaunchOptions lo;
+  static const std::string source = workloads::kPagedSparseSource;
+  KernelRef k = rt.load(source); // a lookup after the first call
+  // The thread's own argument list, copy-assigned: after the first call of a shape nothing is
+  // allocated here (the host cost of a launch is a Python caller's budget too).
+  thread_local std::vector<Arg> args(10);
+  thread_local LaunchOptions lo;
+  const Tensor* views[] = {&a.q,        &a.k_cache,  &a.v_cache, &a.block_table, &a.seq_lens,
+                           &a.kept_idx, &a.kept_len, &out.o,     &out.lse};
+  for (int i = 0; i < 9; ++i) {
+    args[i].is_tensor = true;
+    args[i].tensor = *views[i];
+  }
+  args[9] = Arg::f32(static_cast<float>(scale));
   lo.stream = a.stream;
-  lo.config = a.config;
+  if (!a.config.empty() || lo.config.size() != 1) lo.config = a.config;
   lo.config["G"] = std::to_string(HQ / a.k_cache.shape[2]);
-  rt.launch(k,
-            {Arg::of(a.q), Arg::of(a.k_cache), Arg::of(a.v_cache), Arg::of(a.block_table),
-             Arg::of(a.seq_lens), Arg::of(a.kept_idx), Arg::of(a.kept_len), Arg::of(out.o),
-             Arg::of(out.lse), Arg::f32(static_cast<float>(scale))},
-            lo);
+  rt.launch(k, args, lo);
   return out;
 }
 

@@ -8,7 +8,7 @@ from array import array
 
 from ._native import TilejitError
 
-TENSOR, F32, I32, I64 = 0, 1, 2, 3
+TENSOR, F32, I32, I64, DENSE_TENSOR = 0, 1, 2, 3, 4
 
 # capi/tilejit_c.h's dtype codes.
 _CODES = {"bool": 0, "i8": 1, "u8": 2, "i16": 3, "i32": 4, "u32": 5, "i64": 6, "f16": 7,
@@ -120,10 +120,13 @@ def pack_tensors(values, names):
             code = codes.get(value.dtype)
             if code is None:
                 code = _torch_code(value.dtype)
-            extend((TENSOR, value.data_ptr(), code, 1 if d >= 0 else 0, d if d > 0 else 0,
-                    value.dim()))
-            extend(value.shape)
-            extend(value.stride())
+            shape = value.shape
+            if value.is_contiguous():  # the C side derives the strides (one call less here)
+                extend((DENSE_TENSOR, value.data_ptr(), code, 1 if d >= 0 else 0,
+                        d if d > 0 else 0, len(shape), *shape))
+            else:
+                extend((TENSOR, value.data_ptr(), code, 1 if d >= 0 else 0, d if d > 0 else 0,
+                        len(shape), *shape, *value.stride()))
         else:
             d = _packer(value, name)(out, value, name)
         if device < 0:
