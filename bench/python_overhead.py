@@ -10,6 +10,8 @@ never waits for the GPU, whose time per kernel is printed beside for context):
   paged ops       tilejit.ops.paged_sparse_decode(..., out=o, lse=lse): what a user calls
   paged torch_op  torch.ops.tilejit.paged_sparse_decode(...): through the PyTorch dispatcher,
                   outputs allocated by torch
+  paged graph     one replay of a CUDA graph that captured ten op calls, per call: what a
+                  decode loop pays when it captures the step (torch.cuda.graph)
   softmax c_abi   tj_launch on arguments packed once (the C++ launch bench's kernel)
   softmax kernel  tilejit.load(...)(x, y): the generic launch from Python
 The Python overhead over the C++ launch is ops - c_abi (the goal: <= 5 us).
@@ -99,6 +101,19 @@ def main():
     def torch_op():
         torch.ops.tilejit.paged_sparse_decode(*args)
 
+    capture = torch.cuda.Stream()  # its scratch is allocated by a launch before the capture
+    capture.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(capture):
+        ops()
+    torch.cuda.current_stream().wait_stream(capture)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture):
+        for _ in range(10):
+            ops()
+
+    def graph_replay():
+        graph.replay()
+
     softmax = tilejit.load("embedded:examples/softmax.tile")
     x = torch.randn(8, 64, device="cuda")
     y = torch.empty_like(x)
@@ -115,7 +130,8 @@ def main():
 
     rows = {"paged c_abi": per_call_us(c_abi), "paged c_abi x1": per_call_us(c_abi, 1, 1000),
             "paged check": per_call_us(c_abi_check), "paged ops": per_call_us(ops),
-            "paged torch_op": per_call_us(torch_op), "softmax c_abi": per_call_us(softmax_c_abi),
+            "paged torch_op": per_call_us(torch_op),
+            "paged graph": per_call_us(graph_replay) / 10, "softmax c_abi": per_call_us(softmax_c_abi),
             "softmax kernel": per_call_us(softmax_kernel)}
     gpu = {"paged": gpu_us(c_abi), "softmax": gpu_us(softmax_c_abi)}
     device = torch.cuda.get_device_name()

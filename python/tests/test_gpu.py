@@ -159,3 +159,26 @@ def test_tune_stores_a_winner_and_launches_take_it(tmp_path):
     k(x, y)
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-5)
+
+
+def test_a_cuda_graph_replays_the_op():
+    """Decode loops capture the op once (after a first launch of the shape on the capturing
+    stream, which allocates that stream's scratch) and replay it with no host work per call;
+    the replay reads the tensors' new contents."""
+    args = paged_problem(2, 16, 4, 128, 16, [900, 64], lambda s: s // 8, torch.float16, seed=4)
+    out = torch.full_like(args[0], math.nan)
+    lse = torch.full(args[0].shape[:2], math.nan, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        tilejit.ops.paged_sparse_decode(*args, out=out, lse=lse)  # prepares the shape
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        tilejit.ops.paged_sparse_decode(*args, out=out, lse=lse)
+    for step in range(3):
+        args[0].copy_(torch.randn_like(args[0]))
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        check_paged(args, out, lse, 1 / math.sqrt(128))
