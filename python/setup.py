@@ -32,6 +32,7 @@ def library_path():
         subprocess.check_call(["cmake", "-S", str(REPO), "-B", str(build), "-G", "Ninja",
                                "-DCMAKE_BUILD_TYPE=Release"])
         subprocess.check_call(["cmake", "--build", str(build), "--target", "tilejit_shared"])
+        subprocess.call(["cmake", "--build", str(build), "--target", "tilejit_pyfast"])
     return lib
 
 
@@ -41,7 +42,12 @@ class BuildWithLibrary(build_py):
         dest = Path(self.build_lib) / "tilejit" / "_lib"
         dest.mkdir(parents=True, exist_ok=True)
         # The real file, under the name the package loads (no symlinks in wheels).
-        shutil.copyfile(library_path().resolve(), dest / "libtilejit.so")
+        lib = library_path()
+        shutil.copyfile(lib.resolve(), dest / "libtilejit.so")
+        # The C launch path, when the build made it (Python 3.11+ headers were there).
+        fast = lib.parent / "_fast.abi3.so"
+        if fast.exists():
+            shutil.copyfile(fast, Path(self.build_lib) / "tilejit" / "_fast.abi3.so")
 
 
 class PlatformDistribution(Distribution):

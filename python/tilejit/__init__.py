@@ -51,3 +51,11 @@ try:  # torch.library registration, so that torch.compile can call the ops
     from . import _torch_ops  # noqa: F401
 except ImportError:  # no torch (or one without torch.library.custom_op): plain calls only
     pass
+
+try:  # the C launch path for torch tensors (tilejit._fast), when it was built
+    import torch as _torch
+except ImportError:
+    _torch = None
+if _torch is not None:
+    from . import _fastpath
+    _fastpath.enable_for_torch(_torch)

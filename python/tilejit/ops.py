@@ -7,6 +7,7 @@ import math
 
 from array import array
 
+from . import _fastpath
 from ._args import config_text, pack_tensors
 from ._native import TilejitError, lib, raise_last_error
 from ._stream import current_stream
@@ -56,12 +57,17 @@ def paged_sparse_decode(q, k_cache, v_cache, block_table, seq_lens, kept_idx, ke
         scale = math.nan
     elif not (isinstance(scale, (int, float)) and math.isfinite(scale)):
         raise TilejitError(f"paged_sparse_decode: scale = {scale!r} is not a finite number")
-    packed, device = pack_tensors((q, k_cache, v_cache, block_table, seq_lens, kept_idx,
-                                   kept_len, out, lse), _PAGED_SPARSE_NAMES)
+    tensors = (q, k_cache, v_cache, block_table, seq_lens, kept_idx, kept_len, out, lse)
+    handle = (runtime or default_runtime())._handle
+    config = config_text(config) if config else None
+    if _fastpath.fast is not None and _fastpath.fast.paged_sparse_decode(
+            handle, tensors, scale, config, stream, check_only) is not NotImplemented:
+        return out, lse
+    packed, device = pack_tensors(tensors, _PAGED_SPARSE_NAMES)
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    if _decode(((runtime or default_runtime())._handle), buf.buffer_info()[0], len(packed),
-               scale, config_text(config) if config else None, stream, 1 if check_only else 0):
+    if _decode(handle, buf.buffer_info()[0], len(packed), scale, config, stream,
+               1 if check_only else 0):
         raise_last_error()
     return out, lse

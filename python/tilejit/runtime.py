@@ -8,6 +8,7 @@ import weakref
 
 from array import array
 
+from . import _fastpath
 from ._args import as_int64_array, config_text, pack_scalar, pack_tensor, pack_tensors
 from ._native import TilejitError, check, encode, lib, raise_last_error, text
 from ._stream import current_stream
@@ -106,6 +107,11 @@ class Kernel:
     def __call__(self, *args, config=None, stream=None, synchronize=False):
         """Launches on `stream` (a raw CUstream int; default: PyTorch's current stream on the
         tensors' device). `config` forces generics or tunables: {"BN": 64}."""
+        if self._all_tensors and _fastpath.fast is not None and len(args) == len(self._params):
+            if _fastpath.fast.launch(self._rt, self._handle, args,
+                                     config_text(config) if config else None, stream,
+                                     bool(synchronize)) is not NotImplemented:
+                return
         packed, device = self._pack(args)
         if stream is None:
             stream = current_stream(device) if device >= 0 else 0
