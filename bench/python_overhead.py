@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import tilejit  # noqa: E402
+import tilejit._fastpath  # noqa: E402
 from tilejit._args import as_int64_array, pack_tensor  # noqa: E402
 from tilejit._native import lib  # noqa: E402
 
@@ -135,6 +136,8 @@ def main():
             "softmax kernel": per_call_us(softmax_kernel)}
     gpu = {"paged": gpu_us(c_abi), "softmax": gpu_us(softmax_c_abi)}
     device = torch.cuda.get_device_name()
+    fast = tilejit._fastpath.fast is not None  # the C launch path (tilejit._fast) in use
+    print(f"launch path from Python: {'C (tilejit._fast)' if fast else 'pure Python'}")
     print(f"{'path':16} {'host us/call':>12}   (GPU per kernel: paged {gpu['paged']:.1f} us, "
           f"softmax {gpu['softmax']:.1f} us)")
     for name, us in rows.items():
@@ -145,6 +148,7 @@ def main():
         with open(a.json, "a") as f:
             for name, us in rows.items():
                 f.write(json.dumps({"bench": "python_overhead", "path": name, "us_per_call": us,
+                                    "python_path": "c" if fast else "python",
                                     "device": device, "tilejit": tilejit.version(),
                                     "torch": torch.__version__,
                                     "python": sys.version.split()[0]}) + "\n")
