@@ -2,6 +2,7 @@
 // fresh random inputs at odd sizes and several configurations, every output element checked
 // against a float64 C++ reference with the outputs poisoned first.
 #include "compare_runs.h"
+#include "dequant_checks.h"
 #include "example_checks.h"
 #include "gpu_runner.h"
 #include "paged_sparse_checks.h"
@@ -192,6 +193,20 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
                {{"CHUNK", "768"}, {"BN", "16"}, {"STAGES", "4"}, {"WARPS", "2"}, {"PF", "8"}}})
         check_paged_sparse(run, *d, cfg);
     }
+}
+
+// dequant_gemm's int4 GEMV: decode shapes (M = 1, 4, 16 on a Qwen3-4B linear), odd sizes,
+// every group size, act-order, both dtypes.
+TEST(GpuDequant, W4A16) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (int64_t m : {1, 4, 16}) check_w4a16(run, DType::F16, m, 2560, 4096, 128, false, {});
+  check_w4a16(run, DType::BF16, 1, 6144, 2560, 128, true, {});
+  for (int64_t group : {32, 64, -1})
+    check_w4a16(run, DType::F16, 3, 37, 136 + 8 * 15, group, true, {{"BN", "32"}, {"BK", "64"}});
+  for (const Bindings& cfg : {Bindings{{"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}},
+                              Bindings{{"BN", "64"}, {"BK", "256"}, {"WARPS", "2"}}})
+    check_w4a16(run, DType::F16, 5, 300, 1000, 40, false, cfg);
 }
 
 } // namespace

@@ -47,6 +47,8 @@ std::vector<Variant> variants() {
         {"STAGES", "1"},
         {"WARPS", "2"},
         {"PF", "2"}}},
+      {"workloads/dequant_gemm.tile", {{"T", "f16"}}},
+      {"workloads/dequant_gemm.tile", {{"T", "bf16"}, {"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}}},
   };
 }
 

@@ -1,0 +1,63 @@
+#include "dequant_checks.h"
+
+#include "support/text.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace tilejit::test {
+
+void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
+                 bool act_order, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("w4a16 ", dtype_name(t), " M=", m, " N=", n, " K=", k, " G=", group,
+                   act_order ? " act-order " : " ", config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t g = group < 0 ? k : group;
+  const int64_t groups = (k + g - 1) / g, words_n = (n + 7) / 8;
+  HostBuffer x(t, {m, k}), qweight(DType::I32, {k / 8, n}), scales(t, {groups, n}),
+      qzeros(DType::I32, {groups, words_n}), g_idx(DType::I32, {k}), y(t, {m, n});
+  fill_uniform(x, rng, -1, 1);
+  fill_uniform(scales, rng, 0.002, 0.03);
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::vector<int> q(k * n), z(groups * words_n * 8);
+  for (auto& v : q) v = nibble(rng);
+  for (auto& v : z) v = nibble(rng);
+  auto pack = [](const int* eight) {
+    uint32_t w = 0;
+    for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(eight[i]) << (4 * i);
+    return static_cast<int32_t>(w);
+  };
+  for (int64_t r = 0; r < k / 8; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      int eight[8];
+      for (int i = 0; i < 8; ++i) eight[i] = q[(r * 8 + i) * n + c];
+      qweight.set_int(r * n + c, pack(eight));
+    }
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t w = 0; w < words_n; ++w)
+      qzeros.set_int(gi * words_n + w, pack(&z[(gi * words_n + w) * 8]));
+  std::vector<int64_t> group_of(k);
+  for (int64_t i = 0; i < k; ++i) group_of[i] = i / g;
+  if (act_order) std::shuffle(group_of.begin(), group_of.end(), rng);
+  for (int64_t i = 0; i < k; ++i) g_idx.set_int(i, group_of[i]);
+  y.poison();
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  run("embedded:workloads/dequant_gemm.tile", given,
+      {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
+       TestArg::of(g_idx), TestArg::of(y)});
+  std::vector<double> ref(m * n, 0.0);
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      int64_t gi = group_of[kk];
+      double w = (q[kk * n + c] - z[gi * words_n * 8 + c]) * scales.get(gi * n + c);
+      for (int64_t r = 0; r < m; ++r) ref[r * n + c] += x.get(r * k + kk) * w;
+    }
+  expect_close(y, ref, 1e-2);
+}
+
+} // namespace tilejit::test

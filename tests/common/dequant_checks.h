@@ -1,0 +1,18 @@
+// The dequant_gemm kernels (kernels_src/workloads/dequant_gemm.tile) on fresh random GPTQ
+// weights, every output element against a float64 reference, outputs poisoned first. Each check
+// takes the runner to use (interpreter or GPU).
+#pragma once
+
+#include "kernel_runner.h"
+
+#include <cstdint>
+
+namespace tilejit::test {
+
+/// int4 GPTQ: y[M, N] = x @ W^T, W[n, k] = (q[k, n] - z[g(k), n]) * s[g(k), n]; group size
+/// `group` (-1: one group), `act_order`: g_idx a random permutation of the groups' rows.
+/// K must be a multiple of 8 (the format's), N anything (qzeros is padded to whole words).
+void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
+                 bool act_order, const Bindings& config);
+
+} // namespace tilejit::test

@@ -1,0 +1,32 @@
+// dequant_gemm's int4 GEMV on the reference interpreter: every group size, act-order, odd M and
+// N, K not a multiple of the tile, several configurations (tests/common/dequant_checks.cpp).
+#include "dequant_checks.h"
+
+#include <gtest/gtest.h>
+
+namespace tilejit::test {
+namespace {
+
+const KernelRunner& cpu() {
+  static const KernelRunner runner = interpreter_runner();
+  return runner;
+}
+
+TEST(RefDequant, W4A16GroupSizesAndActOrder) {
+  for (int64_t group : {32, 64, 128, -1})
+    for (bool act_order : {false, true})
+      check_w4a16(cpu(), DType::F16, 1, 70, 256, group, act_order, {{"BN", "64"}, {"BK", "64"}});
+}
+
+TEST(RefDequant, W4A16OddShapesAndConfigurations) {
+  // M = 3 rows, N = 37 (a partial zero word), K = 136 (not a multiple of BK).
+  for (const Bindings& cfg : {Bindings{{"BN", "32"}, {"BK", "32"}, {"WARPS", "1"}},
+                              Bindings{{"BN", "128"}, {"BK", "128"}, {"WARPS", "4"}},
+                              Bindings{{"BN", "64"}, {"BK", "256"}, {"WARPS", "8"}}}) {
+    check_w4a16(cpu(), DType::F16, 3, 37, 136, 8 * 17, true, cfg);
+    check_w4a16(cpu(), DType::BF16, 2, 45, 64, 32, false, cfg);
+  }
+}
+
+} // namespace
+} // namespace tilejit::test
