@@ -1,5 +1,6 @@
 """A first look at dequant_gemm on the GPU (issue 15, not its benchmark yet): tilejit's int4
-GEMV (kernels_src/workloads/dequant_gemm.tile, tuned per shape with Kernel.tune) against fp16
+kernels (kernels_src/workloads/dequant_gemm.tile: w4a16_mma on tensor cores, and the act-order
+w4a16_gemv; tuned per shape with Kernel.tune) against fp16
 cuBLAS (torch.nn.functional.linear) at M = 1, 4, 16 on Qwen3-4B's linears, L2 flushed before
 every call, medians of CUDA-event times. Prints a table and writes JSON lines.
 
@@ -47,7 +48,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--db", default="/tmp/dequant-first-look.db")
     a = p.parse_args()
-    k4 = tilejit.load("embedded:workloads/dequant_gemm.tile")
+    k4 = tilejit.load("embedded:workloads/dequant_gemm.tile", "w4a16_gemv")
+    k4mma = tilejit.load("embedded:workloads/dequant_gemm.tile", "w4a16_mma")
     rows = []
     for name, (n, kdim) in SHAPES.items():
         w16 = torch.randn(n, kdim, device="cuda", dtype=torch.float16) * 0.02
@@ -56,18 +58,22 @@ def main():
             x = torch.randn(m, kdim, device="cuda", dtype=torch.float16)
             y = torch.empty(m, n, device="cuda", dtype=torch.float16)
             tuned = k4.tune(x, q, s, z, g, y, database=a.db, trials=24, seconds=30)
+            tuned_mma = k4mma.tune(x, q, s, z, y, config={"G": 128}, database=a.db, trials=24,
+                                   seconds=30)
             fp16 = median_us(lambda: torch.nn.functional.linear(x, w16))
-            int4 = median_us(lambda: k4(x, q, s, z, g, y))
+            int4_gemv = median_us(lambda: k4(x, q, s, z, g, y))
+            int4 = median_us(lambda: k4mma(x, q, s, z, y, config={"G": 128}))
             floor_bytes = q.numel() * 4 + s.numel() * 2 + z.numel() * 4 + g.numel() * 4 + x.numel() * 2 + y.numel() * 2
             row = {"shape": name, "N": n, "K": kdim, "M": m, "fp16_cublas_us": fp16,
-                   "tilejit_int4_us": int4, "speedup_vs_fp16": fp16 / int4,
+                   "tilejit_int4_us": int4, "tilejit_int4_gemv_us": int4_gemv,
+                   "speedup_vs_fp16": fp16 / int4, "config_gemv": tuned["config"],
                    "int4_bytes": floor_bytes, "int4_gbps": floor_bytes / int4 / 1e3,
-                   "config": tuned["config"], "device": torch.cuda.get_device_name(),
+                   "config": tuned_mma["config"], "device": torch.cuda.get_device_name(),
                    "tilejit": tilejit.version()}
             rows.append(row)
-            print(f"{name:8} M={m:<3} fp16 {fp16:8.1f} us   tilejit int4 {int4:8.1f} us   "
-                  f"{fp16 / int4:5.2f}x   {row['int4_gbps']:7.0f} GB/s   "
-                  f"{','.join(f'{k}={v}' for k, v in tuned['config'].items() if k != 'T')}")
+            print(f"{name:8} M={m:<3} fp16 {fp16:7.1f} us  int4 mma {int4:7.1f} us "
+                  f"{fp16 / int4:5.2f}x {row['int4_gbps']:6.0f} GB/s  (gemv {int4_gemv:7.1f} us)  "
+                  f"{','.join(f'{k}={v}' for k, v in tuned_mma['config'].items() if k not in 'TG')}")
     if a.json:
         with open(a.json, "a") as f:
             for r in rows:

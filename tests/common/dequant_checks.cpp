@@ -11,10 +11,11 @@
 namespace tilejit::test {
 
 void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
-                 bool act_order, const Bindings& config) {
+                 bool act_order, const Bindings& config, bool tensor_cores) {
   uint32_t seed = fresh_seed();
-  SCOPED_TRACE(str("w4a16 ", dtype_name(t), " M=", m, " N=", n, " K=", k, " G=", group,
-                   act_order ? " act-order " : " ", config_text(config), " seed=", seed));
+  SCOPED_TRACE(str(tensor_cores ? "w4a16_mma " : "w4a16_gemv ", dtype_name(t), " M=", m, " N=", n,
+                   " K=", k, " G=", group, act_order ? " act-order " : " ", config_text(config),
+                   " seed=", seed));
   std::mt19937 rng(seed);
   const int64_t g = group < 0 ? k : group;
   const int64_t groups = (k + g - 1) / g, words_n = (n + 7) / 8;
@@ -47,9 +48,16 @@ void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t
   y.poison();
   Bindings given = config;
   given["T"] = dtype_name(t);
-  run("embedded:workloads/dequant_gemm.tile", given,
-      {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
-       TestArg::of(g_idx), TestArg::of(y)});
+  if (tensor_cores) {
+    given["G"] = std::to_string(group < 0 ? 16384 : group);
+    run("embedded:workloads/dequant_gemm.tile#w4a16_mma", given,
+        {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
+         TestArg::of(y)});
+  } else {
+    run("embedded:workloads/dequant_gemm.tile#w4a16_gemv", given,
+        {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
+         TestArg::of(g_idx), TestArg::of(y)});
+  }
   std::vector<double> ref(m * n, 0.0);
   for (int64_t c = 0; c < n; ++c)
     for (int64_t kk = 0; kk < k; ++kk) {

@@ -47,16 +47,23 @@ std::vector<Variant> variants() {
         {"STAGES", "1"},
         {"WARPS", "2"},
         {"PF", "2"}}},
-      {"workloads/dequant_gemm.tile", {{"T", "f16"}}},
-      {"workloads/dequant_gemm.tile", {{"T", "bf16"}, {"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}}},
+      {"workloads/dequant_gemm.tile#w4a16_gemv", {{"T", "f16"}}},
+      {"workloads/dequant_gemm.tile#w4a16_mma", {{"T", "f16"}, {"G", "128"}}},
+      {"workloads/dequant_gemm.tile#w4a16_gemv",
+       {{"T", "bf16"}, {"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}}},
+      {"workloads/dequant_gemm.tile#w4a16_mma",
+       {{"T", "bf16"}, {"G", "256"}, {"BN", "128"}, {"BK", "256"}, {"WARPS", "4"}}},
   };
 }
 
 TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
   TJ_REQUIRE_NVRTC();
   for (const Variant& v : variants()) {
-    LoadedModule m = load_embedded_tile(v.file);
-    const dsl::Kernel& k = m.kernel();
+    // "file#kernel" picks one kernel of a file that holds several.
+    const size_t hash = v.file.find('#');
+    LoadedModule m = load_embedded_tile(v.file.substr(0, hash));
+    const dsl::Kernel& k =
+        m.kernel(hash == std::string::npos ? std::string() : v.file.substr(hash + 1));
     for (const char* arch : {"sm_80", "sm_90a"})
       for (bool aligned : {true, false}) {
         SCOPED_TRACE(v.file + " " + arch + (aligned ? " aligned" : " unaligned"));
