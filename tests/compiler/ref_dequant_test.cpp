@@ -1,5 +1,6 @@
-// dequant_gemm's int4 GEMV on the reference interpreter: every group size, act-order, odd M and
-// N, K not a multiple of the tile, several configurations (tests/common/dequant_checks.cpp).
+// dequant_gemm's int4 kernels on the reference interpreter: every group size, act-order, odd M
+// and N, K not a multiple of the tile, split along K, several configurations
+// (tests/common/dequant_checks.cpp).
 #include "dequant_checks.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,9 @@ TEST(RefDequant, W4A16OnTensorCores) {
     check_w4a16(cpu(), DType::F16, 17, 64, 256, -1, false, cfg, true);
   }
   check_w4a16(cpu(), DType::F16, 16, 40, 384, 128, false, {{"BK", "128"}}, true);
+  // Split along K: 1 and 2 tiles per slice, the last slice partial.
+  check_w4a16(cpu(), DType::F16, 3, 50, 1152, 128, false, {{"BK", "128"}, {"STEPS", "1"}}, true);
+  check_w4a16(cpu(), DType::BF16, 1, 64, 1280, 256, false, {{"BK", "256"}, {"STEPS", "2"}}, true);
 }
 
 } // namespace

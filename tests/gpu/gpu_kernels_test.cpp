@@ -213,6 +213,12 @@ TEST(GpuDequant, W4A16) {
   check_w4a16(run, DType::BF16, 3, 6144, 2560, 128, false, {{"BN", "128"}}, true);
   check_w4a16(run, DType::F16, 5, 37, 768, 256, false, {{"BN", "32"}, {"BK", "256"}}, true);
   check_w4a16(run, DType::F16, 2, 100, 640, -1, false, {{"WARPS", "1"}}, true);
+  // Split along K into 1- and 2-tile slices, each shape twice: the last slice to arrive must
+  // leave the scratch sums and counters cleared for the next launch.
+  for (int again = 0; again < 2; ++again) {
+    check_w4a16(run, DType::F16, 1, 2560, 9728, 128, false, {{"STEPS", "1"}}, true);
+    check_w4a16(run, DType::BF16, 7, 300, 1152, 128, false, {{"STEPS", "2"}, {"BK", "128"}}, true);
+  }
 }
 
 } // namespace
