@@ -58,7 +58,7 @@ def main():
             x = torch.randn(m, kdim, device="cuda", dtype=torch.float16)
             y = torch.empty(m, n, device="cuda", dtype=torch.float16)
             tuned = k4.tune(x, q, s, z, g, y, database=a.db, trials=24, seconds=30)
-            tuned_mma = k4mma.tune(x, q, s, z, y, config={"G": 128}, database=a.db, trials=24,
+            tuned_mma = k4mma.tune(x, q, s, z, y, config={"G": 128}, database=a.db, trials=48,
                                    seconds=30)
             fp16 = median_us(lambda: torch.nn.functional.linear(x, w16))
             int4_gemv = median_us(lambda: k4(x, q, s, z, g, y))
