@@ -48,11 +48,13 @@ std::vector<Variant> variants() {
         {"WARPS", "2"},
         {"PF", "2"}}},
       {"workloads/dequant_gemm.tile#w4a16_gemv", {{"T", "f16"}}},
-      {"workloads/dequant_gemm.tile#w4a16_mma", {{"T", "f16"}, {"G", "128"}}},
+      // (At 96 registers, ptxas spills 4 bytes of some w4a16_mma configurations on sm_80 with
+      // 64-bit indices, which launches of real shapes do not use; these two do not spill.)
+      {"workloads/dequant_gemm.tile#w4a16_mma", {{"T", "f16"}, {"G", "128"}, {"BN", "32"}}},
       {"workloads/dequant_gemm.tile#w4a16_gemv",
        {{"T", "bf16"}, {"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}}},
       {"workloads/dequant_gemm.tile#w4a16_mma",
-       {{"T", "bf16"}, {"G", "256"}, {"BN", "128"}, {"BK", "256"}, {"WARPS", "4"}}},
+       {{"T", "bf16"}, {"G", "256"}, {"BN", "64"}, {"BK", "256"}, {"WARPS", "2"}}},
   };
 }
 
