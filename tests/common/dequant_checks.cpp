@@ -68,4 +68,30 @@ void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t
   expect_close(y, ref, 1e-2);
 }
 
+void check_w8a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
+                 const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("w8a16_mma ", dtype_name(t), " M=", m, " N=", n, " K=", k, " ",
+                   config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer x(t, {m, k}), w(DType::I8, {n, k}), scales(t, {n}), y(t, {m, n});
+  fill_uniform(x, rng, -1, 1);
+  fill_uniform(scales, rng, 0.001, 0.02);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  for (int64_t i = 0; i < n * k; ++i) w.set_int(i, byte(rng));
+  y.poison();
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  run("embedded:workloads/dequant_gemm.tile#w8a16_mma", given,
+      {TestArg::of(x), TestArg::of(w), TestArg::of(scales), TestArg::of(y)});
+  std::vector<double> ref(m * n, 0.0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) sum += x.get(r * k + kk) * w.get(c * k + kk);
+      ref[r * n + c] = sum * scales.get(c);
+    }
+  expect_close(y, ref, 1e-2);
+}
+
 } // namespace tilejit::test

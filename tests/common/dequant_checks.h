@@ -17,4 +17,9 @@ namespace tilejit::test {
 void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
                  bool act_order, const Bindings& config, bool tensor_cores = false);
 
+/// int8 weight-only: y[M, N] = x @ (w * s)^T with w [N, K] int8 and per-row scales s [N]
+/// (w8a16_mma); any M, N, K.
+void check_w8a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
+                 const Bindings& config);
+
 } // namespace tilejit::test

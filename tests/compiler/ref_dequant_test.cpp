@@ -43,5 +43,16 @@ TEST(RefDequant, W4A16OnTensorCores) {
   check_w4a16(cpu(), DType::BF16, 1, 64, 1280, 256, false, {{"BK", "256"}, {"STEPS", "2"}}, true);
 }
 
+TEST(RefDequant, W8A16OnTensorCores) {
+  // M = 1, 5, 17; odd N; K neither a multiple of BK nor of 8; split along K.
+  for (const Bindings& cfg : {Bindings{{"BN", "32"}, {"BK", "64"}, {"STEPS", "1"}},
+                              Bindings{{"BN", "64"}, {"BK", "128"}, {"STEPS", "4"}},
+                              Bindings{{"BN", "128"}, {"BK", "128"}, {"WARPS", "4"}}}) {
+    check_w8a16(cpu(), DType::F16, 1, 70, 300, cfg);
+    check_w8a16(cpu(), DType::BF16, 5, 37, 517, cfg);
+    check_w8a16(cpu(), DType::F16, 17, 64, 128, cfg);
+  }
+}
+
 } // namespace
 } // namespace tilejit::test

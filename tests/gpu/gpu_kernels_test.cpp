@@ -197,6 +197,18 @@ TEST(GpuPagedSparse, RaggedAndConfigurations) {
 
 // dequant_gemm's int4 GEMV: decode shapes (M = 1, 4, 16 on a Qwen3-4B linear), odd sizes,
 // every group size, act-order, both dtypes.
+// int8 weight-only on tensor cores: decode shapes, odd sizes, the split along K twice in a row.
+TEST(GpuDequant, W8A16) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (int64_t m : {1, 4, 16, 17}) check_w8a16(run, DType::F16, m, 2560, 4096, {});
+  check_w8a16(run, DType::BF16, 3, 6144, 2560, {{"BN", "128"}});
+  for (int again = 0; again < 2; ++again) {
+    check_w8a16(run, DType::F16, 1, 2560, 9728, {{"STEPS", "1"}});
+    check_w8a16(run, DType::BF16, 7, 301, 1157, {{"STEPS", "2"}, {"BK", "64"}});
+  }
+}
+
 TEST(GpuDequant, W4A16) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

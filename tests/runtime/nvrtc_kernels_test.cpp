@@ -55,6 +55,9 @@ std::vector<Variant> variants() {
        {{"T", "bf16"}, {"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}}},
       {"workloads/dequant_gemm.tile#w4a16_mma",
        {{"T", "bf16"}, {"G", "256"}, {"BN", "64"}, {"BK", "256"}, {"WARPS", "2"}}},
+      {"workloads/dequant_gemm.tile#w8a16_mma", {{"T", "f16"}}},
+      {"workloads/dequant_gemm.tile#w8a16_mma",
+       {{"T", "bf16"}, {"BN", "128"}, {"BK", "128"}, {"WARPS", "4"}, {"STEPS", "1"}}},
   };
 }
 
