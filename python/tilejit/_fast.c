@@ -122,6 +122,25 @@ static const char* config_text(PyObject* config) {
   return config == Py_None ? NULL : PyBytes_AsString(config);
 }
 
+/* What both entry points do before their C ABI call: the records, the stream, the runtime.
+ * Returns 1 when ready, 0 to fall back to the Python path (a tensor that is not a
+ * torch.Tensor), -1 with a Python error set. */
+typedef struct {
+  int64_t words[MAX_WORDS];
+  int n;
+  void* stream;
+  void* runtime;
+} Call;
+
+static int prepare(Call* c, PyObject* runtime, PyObject* tensors, PyObject* stream_arg) {
+  c->n = 0;
+  int device = pack_all(tensors, c->words, &c->n);
+  if (device == -3) return 0;
+  if (device == -2 || resolve_stream(stream_arg, device, &c->stream)) return -1;
+  c->runtime = PyLong_AsVoidPtr(runtime);
+  return PyErr_Occurred() ? -1 : 1;
+}
+
 /* paged_sparse_decode(runtime, tensors, scale, config, stream, check_only) -> True, or
  * NotImplemented when a tensor is not a torch.Tensor (the Python path takes it). */
 static PyObject* fast_paged_sparse_decode(PyObject* self, PyObject* args) {
@@ -131,38 +150,27 @@ static PyObject* fast_paged_sparse_decode(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "OO!dOOp", &runtime, &PyTuple_Type, &tensors, &scale, &config,
                         &stream_arg, &check_only))
     return NULL;
-  int64_t words[MAX_WORDS];
-  int n = 0;
-  int device = pack_all(tensors, words, &n);
-  if (device == -3) Py_RETURN_NOTIMPLEMENTED;
-  if (device == -2) return NULL;
-  void* stream;
-  if (resolve_stream(stream_arg, device, &stream)) return NULL;
-  void* rt = PyLong_AsVoidPtr(runtime);
-  if (PyErr_Occurred()) return NULL;
-  if (tj_paged_sparse_decode(rt, words, n, scale, config_text(config), stream, check_only))
+  Call c;
+  int ready = prepare(&c, runtime, tensors, stream_arg);
+  if (ready <= 0) return ready == 0 ? Py_NewRef(Py_NotImplemented) : NULL;
+  if (tj_paged_sparse_decode(c.runtime, c.words, c.n, scale, config_text(config), c.stream,
+                             check_only))
     return raise_last();
   Py_RETURN_TRUE;
 }
 
 /* launch(runtime, kernel, tensors, config, stream, synchronize): Kernel.__call__ when every
- * parameter is a tensor. */
+ * parameter is a tensor; NotImplemented as above. */
 static PyObject* fast_launch(PyObject* self, PyObject* args) {
   PyObject *runtime, *tensors, *config, *stream_arg;
   int kernel, synchronize;
   if (!PyArg_ParseTuple(args, "OiO!OOp", &runtime, &kernel, &PyTuple_Type, &tensors, &config,
                         &stream_arg, &synchronize))
     return NULL;
-  int64_t words[MAX_WORDS];
-  int n = 0;
-  int device = pack_all(tensors, words, &n);
-  if (device == -3) Py_RETURN_NOTIMPLEMENTED;
-  if (device == -2) return NULL;
-  void* stream;
-  if (resolve_stream(stream_arg, device, &stream)) return NULL;
-  void* rt = PyLong_AsVoidPtr(runtime);
-  if (PyErr_Occurred()) return NULL;
-  if (tj_launch(rt, kernel, words, n, config_text(config), stream, synchronize))
+  Call c;
+  int ready = prepare(&c, runtime, tensors, stream_arg);
+  if (ready <= 0) return ready == 0 ? Py_NewRef(Py_NotImplemented) : NULL;
+  if (tj_launch(c.runtime, kernel, c.words, c.n, config_text(config), c.stream, synchronize))
     return raise_last();
   Py_RETURN_TRUE;
 }
