@@ -156,7 +156,11 @@ private:
     });
     std::set<ir::Var*> feeding;
     for (ir::Expr* d : dots) {
-      if (is_shared_operand(*d->a) || d->a->kind == ExprKind::Trans) continue;
+      // unpack4's values are laid out by their words (blocked), not as an f32 fragment tile:
+      // staged through shared memory like a loaded operand.
+      if (is_shared_operand(*d->a) || d->a->kind == ExprKind::Trans ||
+          d->a->kind == ExprKind::Unpack)
+        continue;
       int64_t m16 = (d->type.shape[0] + 15) / 16 * 16;
       if (m16 < 16 * warps_) continue;
       register_a_.insert(d);
@@ -239,6 +243,8 @@ private:
       return table_.slice(natural_or_default(*e.a), e.axis);
     case ExprKind::Scan:
       return natural_or_default(*e.a);
+    case ExprKind::Unpack:
+      return unpack_layout(e);
     case ExprKind::Convert:
       return e.type.space == Space::Frag ? e.layout : nullptr;
     case ExprKind::Expand: {
@@ -261,6 +267,18 @@ private:
       return best;
     }
     return nullptr; // Load, Iota, shared reads, SharedSlice: free
+  }
+
+  /// unpack4's words: the default layout of an i32 tile (16-byte vectors along the rows).
+  const Layout* unpack_words_layout(const ir::Expr& e) {
+    return table_.default_blocked(e.a->type.shape, 4, k_.threads);
+  }
+  /// unpack4's values: held by the threads that hold their word, the 8 values of each word
+  /// consecutive (vectors 8 times longer), so unpacking moves no data between threads.
+  const Layout* unpack_layout(const ir::Expr& e) {
+    const Layout* w = unpack_words_layout(e);
+    return table_.blocked(e.type.shape, w->vec * static_cast<int>(32 / e.extent), w->tc,
+                          k_.threads);
   }
 
   const Layout* natural_or_default(const ir::Expr& e) {
@@ -416,6 +434,10 @@ private:
     case ExprKind::Scan:
       place(e.a, natural_or_default(*e.a));
       return;
+    case ExprKind::Unpack:
+      e.layout = unpack_layout(e);
+      place(e.a, unpack_words_layout(e));
+      return;
     case ExprKind::Convert:
       if (e.a->layout == nullptr && !e.a->type.is_scalar()) place(e.a, natural_or_default(*e.a));
       return;
@@ -519,8 +541,13 @@ private:
       } else {
         place_scalar(*s.value);
       }
+      // A scalar stored over a tile is written in the layout the backend gives such stores
+      // (cuda emit_store): its mask and gather indices are read in that layout.
+      if (!l && !s.access->is_scalar())
+        l = table_.default_blocked(s.access->shape(), dtype_size(k_.params[s.access->param].dtype),
+                                   k_.threads);
       if (s.mask) {
-        if (l)
+        if (l && !s.mask->type.is_scalar())
           place(s.mask, l);
         else
           place_scalar(*s.mask);

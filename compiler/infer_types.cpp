@@ -396,6 +396,22 @@ private:
       e = fold(std::move(e));
       return;
     }
+    case ExprKind::Unpack: {
+      DType t = e->type.dtype;
+      expr(e->a);
+      const Type& w = e->a->type;
+      if (t != DType::F16 && t != DType::BF16 && t != DType::F32)
+        error(e->loc, str("unpack4<", dtype_name(t),
+                          ">: the values can be f16, bf16 or f32 (0..15 are exact in each)"));
+      if (w.is_scalar())
+        error(e->loc, "unpack4 of a scalar; it unpacks a tile of 32-bit words (load a range)");
+      if (w.dtype != DType::I32 && w.dtype != DType::U32)
+        error(e->loc, str("unpack4 unpacks 32-bit words (i32 or u32), not ", dtype_name(w.dtype)));
+      std::vector<int64_t> shape = w.shape;
+      shape.back() *= 32 / e->extent;
+      e->type = Type{t, shape, Space::Frag};
+      return;
+    }
     case ExprKind::Expand: {
       expr(e->a);
       const Type& t = e->a->type;

@@ -164,6 +164,12 @@ Type implied_type(const Expr& e) {
   }
   case ExprKind::Cast:
     return of(e.type.dtype, e.a->type.shape); // the dtype is printed
+  case ExprKind::Unpack: {
+    std::vector<int64_t> shape = e.a->type.shape;
+    if (shape.empty() || e.extent <= 0) return Type{};
+    shape.back() *= 32 / e.extent;
+    return of(e.type.dtype, shape); // the dtype is printed
+  }
   case ExprKind::Iota:
     return of(DType::I32, {e.extent});
   case ExprKind::Expand: {
@@ -337,6 +343,8 @@ std::string print_bare(const Expr& e) {
                : str(math_fn_name(e.math), "(", print_expr(*e.a), ")");
   case ExprKind::Cast:
     return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
+  case ExprKind::Unpack:
+    return str("unpack", e.extent, "<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
   case ExprKind::SharedSlice: {
     // The subscripts written (int_value) are implied by the tile's rank once types are in.
     std::string of = e.int_value != e.a->type.rank() ? str(" of=", e.int_value) : "";

@@ -819,6 +819,16 @@ private:
       e->type.dtype = d;
       return typed(std::move(e));
     }
+    if (name == "unpack4") {
+      auto e = make(ExprKind::Unpack);
+      e->extent = 4;
+      expect("<");
+      DType d = dtype("a dtype");
+      expect(">");
+      e = call_args1(std::move(e));
+      e->type.dtype = d;
+      return typed(std::move(e));
+    }
     if (name == "iota") {
       auto e = make(ExprKind::Iota);
       expect("(");

@@ -783,6 +783,13 @@ private:
       x->a = lower_expr(*e.args[0]);
       return fold(std::move(x));
     }
+    case BK::Unpack4: {
+      auto x = std::make_unique<ir::Expr>(ExprKind::Unpack, e.loc);
+      x->type.dtype = resolve_dtype(e.type_arg->dtype, e.type_arg->loc);
+      x->extent = 4; // bits per field
+      x->a = lower_expr(*e.args[0]);
+      return x;
+    }
     case BK::Zip:
       fail_at(e.loc, "zip(...) pairs index tiles as one subscript of a tensor access "
                      "(X[zip(rows, cols), :]); it is not a value");

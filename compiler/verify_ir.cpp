@@ -243,6 +243,7 @@ private:
     case ExprKind::Reduce:
     case ExprKind::Scan:
     case ExprKind::Convert:
+    case ExprKind::Unpack:
       need(e.a != nullptr, "the operand");
       break;
     case ExprKind::Binary:
@@ -318,6 +319,20 @@ private:
     case ExprKind::Iota:
       same_shape(e, {e.extent});
       break;
+    case ExprKind::Unpack: {
+      const Type& w = e.a->type;
+      check(e.extent == 4, nullptr, str("unpack of ", e.extent, "-bit fields"));
+      check(!w.is_scalar() && (w.dtype == DType::I32 || w.dtype == DType::U32), nullptr,
+            str("unpack4 of '", print_expr(*e.a), "' (", w.str(), "): it takes a tile of i32 or u32"));
+      check(t.dtype == DType::F16 || t.dtype == DType::BF16 || t.dtype == DType::F32, nullptr,
+            str("unpack4 to ", dtype_name(t.dtype)));
+      if (!w.is_scalar()) {
+        std::vector<int64_t> shape = w.shape;
+        shape.back() *= 8;
+        same_shape(e, shape);
+      }
+      break;
+    }
     case ExprKind::Expand: {
       std::vector<int64_t> shape = e.a->type.shape;
       for (int ax : e.axes)

@@ -42,6 +42,7 @@ enum class BuiltinKind {
   Tanh,
   Sigmoid,
   Cast,
+  Unpack4, ///< unpack4<T>(words): eight 4-bit fields per 32-bit word, as T values
   Cdiv,
   Zip, ///< zip(i, j, ...): index tiles paired element by element, only as a tensor subscript
 };

@@ -463,13 +463,16 @@ private:
       if (!ok) sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", b->signature));
       check_expr(*kw.value, ctx);
     }
-    if (b->kind == BuiltinKind::Cast && e.type_arg) {
+    const bool typed_call = b->kind == BuiltinKind::Cast || b->kind == BuiltinKind::Unpack4;
+    if (typed_call && e.type_arg) {
       if (e.type_arg->has_dims)
-        sink_.error(e.type_arg->loc, "cast<...> takes a dtype, not a tile type");
+        sink_.error(e.type_arg->loc, str(b->name, "<...> takes a dtype, not a tile type"));
       check_type(*e.type_arg);
     }
     if (b->kind == BuiltinKind::Cast && !e.type_arg)
       sink_.error(e.loc, "cast needs a dtype: cast<f32>(x)");
+    if (b->kind == BuiltinKind::Unpack4 && !e.type_arg)
+      sink_.error(e.loc, "unpack4 needs the dtype of its values: unpack4<f16>(words)");
     if (b->kind == BuiltinKind::Zip)
       sink_.error(e.loc, "zip(...) pairs index tiles as one subscript of a tensor access "
                          "(X[zip(rows, cols), :]); it is not a value");

@@ -651,14 +651,15 @@ private:
     case TokenKind::Identifier: {
       SourceLoc loc = t.loc;
       std::string name = advance().text;
-      // `cast<T>(x)`: the only call that takes a type argument, so '<' is unambiguous here.
-      if (name == "cast" && at(TokenKind::Less)) {
+      // `cast<T>(x)` and `unpack4<T>(w)`: the only calls that take a type argument, so '<' is
+      // unambiguous here.
+      if ((name == "cast" || name == "unpack4") && at(TokenKind::Less)) {
         advance();
         auto e = make(ExprKind::Call, loc);
         e->name = name;
         e->type_arg = std::make_unique<TypeExpr>(parse_type());
-        expect(TokenKind::Greater, "to close cast<...>");
-        expect(TokenKind::LParen, "after cast<...>");
+        expect(TokenKind::Greater, str("to close ", name, "<...>").c_str());
+        expect(TokenKind::LParen, str("after ", name, "<...>").c_str());
         parse_args(e->args, e->kwargs);
         return e;
       }

@@ -45,6 +45,13 @@ int Emitter::divisibility(const ir::Expr& e) const {
       return std::min(divisibility(*e.a), divisibility(*e.b));
     case dsl::BinaryOp::Mul:
       return std::min(64, divisibility(*e.a) * divisibility(*e.b));
+    case dsl::BinaryOp::Div:
+      // An exact division keeps the rest of the divisibility (k0 / 8 with k0 a multiple of
+      // 128: a multiple of 16; the cap of 64 on the numerator makes this conservative).
+      if (e.b->kind == ExprKind::Const && e.b->int_value > 0 &&
+          divisibility(*e.a) % e.b->int_value == 0)
+        return static_cast<int>(divisibility(*e.a) / e.b->int_value);
+      return 1;
     case dsl::BinaryOp::Shl:
       if (e.b->kind == ExprKind::Const && e.b->int_value >= 0 && e.b->int_value < 7)
         return std::min<int64_t>(64, int64_t(divisibility(*e.a)) << e.b->int_value);

@@ -351,6 +351,21 @@ void Emitter::prepare(const ir::Expr& e) {
     materialized_[&e] = Value{Value::Kind::Array, name, e.layout, e.type.dtype};
     return;
   }
+  case ExprKind::Unpack: {
+    // Each thread unpacks the words it holds into the values it holds (assign_layouts gives
+    // the values the words' threads, 8 consecutive values per word): no data moves.
+    const ir::Layout* wl = e.a->layout;
+    TJ_ICHECK(wl && e.layout && e.layout->vec == wl->vec * 8 && e.layout->tc == wl->tc,
+              "unpack4 layouts ", wl ? wl->str() : "none", " -> ",
+              e.layout ? e.layout->str() : "none");
+    std::string words = materialize(*e.a, wl);
+    std::string name = fresh("t");
+    line(str(storage_type(e.type.dtype), " ", name, "[", layout_name(e.layout), "::N];"));
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", layout_name(wl), "::N; ++tj_e) tj::unpack4(",
+             words, "[tj_e], &", name, "[8 * tj_e]);"));
+    materialized_[&e] = Value{Value::Kind::Array, name, e.layout, e.type.dtype};
+    return;
+  }
   case ExprKind::AtomicAdd:
     prepare(*e.a);
     if (e.b) prepare(*e.b);
@@ -373,11 +388,34 @@ void Emitter::prepare(const ir::Expr& e) {
 void Emitter::emit_fill(const std::string& dst, DType t, const ir::Expr& value,
                         const ir::Layout* l) {
   std::string L = layout_name(l);
+  if (t == DType::F16 || t == DType::BF16) {
+    // A 16-bit tile copied as it is (an unpacked or loaded tile into a variable): no round
+    // trip through f32, which costs two conversions per element.
+    std::string src = raw_array(value, t, l);
+    if (!src.empty()) {
+      line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", src,
+               "[tj_e];"));
+      return;
+    }
+  }
   std::string v = elem(value, value.type.is_scalar() ? nullptr : l, "tj_e");
   std::string conv =
       (t == DType::F16 || t == DType::BF16) ? str("tj::cvt<", storage_type(t), ">(", v, ")") : v;
   line(
       str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", conv, ";"));
+}
+
+std::string Emitter::raw_array(const ir::Expr& value, DType t, const ir::Layout* l) {
+  if (value.type.dtype != t || value.type.is_scalar()) return "";
+  auto mat = materialized_.find(&value);
+  if (mat != materialized_.end())
+    return mat->second.kind == Value::Kind::Array && ir::equivalent(mat->second.layout, l)
+               ? mat->second.name
+               : "";
+  if (value.kind == ExprKind::VarRef && value.var->type.space == Space::Frag &&
+      ir::equivalent(value.var->layout, l))
+    return var_name(value.var);
+  return "";
 }
 
 std::string Emitter::materialize(const ir::Expr& e, const ir::Layout* l) {

@@ -74,6 +74,9 @@ public:
   void emit_fill(const std::string& dst, DType t, const ir::Expr& value, const ir::Layout* l);
   /// Materialises `e` into a fresh array in layout `l`; returns the array name.
   std::string materialize(const ir::Expr& e, const ir::Layout* l);
+  /// The register array that holds `value` with dtype `t` in layout `l` as it is (a
+  /// materialised result or a frag variable), or "" when it must be computed element by element.
+  std::string raw_array(const ir::Expr& value, DType t, const ir::Layout* l);
   std::string coord(const ir::Expr& node, const ir::Layout* loop, const std::string& idx, int axis);
   std::string literal(const ir::Expr& e);
 

@@ -174,8 +174,20 @@ void Emitter::emit_stage(const ir::Expr& e) {
   std::string index = v->type.rank() == 1
                           ? str(L, "::c(tj_e)")
                           : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
-  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
-           ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
+  // A 16-bit tile already in registers as it is, in whole 16-byte runs per thread: 16-byte
+  // stores (rows are padded to 16 bytes and tiles 128-byte aligned), not one per element.
+  const DType dt = v->type.dtype;
+  std::string raw = (dt == DType::F16 || dt == DType::BF16) ? raw_array(*e.a, dt, l) : "";
+  const bool exact = l->kind == ir::LayoutKind::Blocked && l->rows % (l->threads / l->tc) == 0 &&
+                     l->cols % (int64_t(l->tc) * l->vec) == 0;
+  if (!raw.empty() && exact && l->vec % 8 == 0) {
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; tj_e += 8) tj::copy16(&", ptr, "[",
+             index, "], &", raw, "[tj_e]);"));
+  } else {
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L,
+             "::valid(tj_e)) ", ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"),
+             ");"));
+  }
   line("__syncthreads();");
   scratch_free();
   Value val{Value::Kind::Shared, ptr, nullptr, v->type.dtype, v->smem_row_stride, v->type.rank()};

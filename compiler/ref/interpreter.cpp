@@ -524,6 +524,8 @@ private:
       return math(e);
     case ExprKind::Cast:
       return cast_value(eval(*e.a), e.type.dtype);
+    case ExprKind::Unpack:
+      return unpack(eval(*e.a), e.type.dtype, static_cast<int>(e.extent));
     case ExprKind::Iota: {
       Value v = Value::zeros(DType::I32, {e.extent});
       for (int64_t k = 0; k < e.extent; ++k) v.i[k] = k;
@@ -869,6 +871,22 @@ private:
           out.i[o * inner + in] = acc;
         }
       }
+    return out;
+  }
+
+  /// unpack4<T>(words): field j of word c (bits j*bits.. of its 32) is element c*(32/bits) + j
+  /// along the last axis, an unsigned value (exact in f16, bf16 and f32).
+  static Value unpack(const Value& words, DType t, int bits) {
+    const int per_word = 32 / bits;
+    std::vector<int64_t> shape = words.shape;
+    shape.back() *= per_word;
+    Value out = Value::zeros(t, shape);
+    const uint32_t field_mask = (1u << bits) - 1;
+    for (int64_t c = 0; c < words.numel(); ++c) {
+      const uint32_t w = static_cast<uint32_t>(words.i[c]);
+      for (int j = 0; j < per_word; ++j)
+        out.f[c * per_word + j] = static_cast<double>((w >> (j * bits)) & field_mask);
+    }
     return out;
   }
 

@@ -9,3 +9,4 @@
 #include "tj/shared.cuh"
 #include "tj/tensor.cuh"
 #include "tj/types.cuh"
+#include "tj/unpack.cuh"

@@ -68,6 +68,82 @@ void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t
   expect_close(y, ref, 1e-2);
 }
 
+void check_w4a16_packed(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
+                        int64_t group, bool act_order, const Bindings& config,
+                        const Bindings& repack_config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("w4_repack + w4a16_tc ", dtype_name(t), " M=", m, " N=", n, " K=", k,
+                   " G=", group, act_order ? " act-order " : " ", config_text(config),
+                   " seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t g = group < 0 ? k : group;
+  const int64_t groups = (k + g - 1) / g, words_n = (n + 7) / 8;
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::vector<int> q(k * n), z(groups * words_n * 8);
+  for (auto& v : q) v = nibble(rng);
+  for (auto& v : z) v = nibble(rng);
+  HostBuffer x(t, {m, k}), true_scales(t, {groups, n});
+  fill_uniform(x, rng, -1, 1);
+  fill_uniform(true_scales, rng, 0.002, 0.03);
+  std::vector<int64_t> group_of(k);
+  for (int64_t i = 0; i < k; ++i) group_of[i] = i / g;
+  if (act_order) std::shuffle(group_of.begin(), group_of.end(), rng);
+  // The permutation that makes groups contiguous: rows in order of their group (stable).
+  std::vector<int64_t> perm(k);
+  for (int64_t i = 0; i < k; ++i) perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int64_t a, int64_t b) { return group_of[a] < group_of[b]; });
+  // The kernel's groups: G rows of the permuted K each (one group: 128 rows, repeated).
+  const int64_t kg = group < 0 ? 128 : group, kgroups = (k + kg - 1) / kg;
+  auto pack = [](const int* eight) {
+    uint32_t w = 0;
+    for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(eight[i]) << (4 * i);
+    return static_cast<int32_t>(w);
+  };
+  HostBuffer qweight(DType::I32, {k / 8, n}), perm_buf(DType::I32, {k}),
+      qweight_t(DType::I32, {n, k / 8}), scales(t, {kgroups, n}),
+      qzeros(DType::I32, {kgroups, words_n}), y(t, {m, n});
+  for (int64_t r = 0; r < k / 8; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      int eight[8];
+      for (int i = 0; i < 8; ++i) eight[i] = q[(r * 8 + i) * n + c];
+      qweight.set_int(r * n + c, pack(eight));
+    }
+  for (int64_t i = 0; i < k; ++i) perm_buf.set_int(i, perm[i]);
+  for (int64_t kgi = 0; kgi < kgroups; ++kgi) {
+    const int64_t gi = group < 0 ? 0 : kgi; // the true group of permuted rows kgi*kg..
+    for (int64_t c = 0; c < n; ++c) scales.set(kgi * n + c, true_scales.get(gi * n + c));
+    for (int64_t w = 0; w < words_n; ++w)
+      qzeros.set_int(kgi * words_n + w, pack(&z[(gi * words_n + w) * 8]));
+  }
+  qweight_t.poison();
+  y.poison();
+  run("embedded:workloads/dequant_gemm.tile#w4_repack", repack_config,
+      {TestArg::of(qweight), TestArg::of(perm_buf), TestArg::of(qweight_t)});
+  // The packed words: column n's row k is GPTQ row perm[k], 8 per word in nibble order.
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t j = 0; j < k / 8; ++j) {
+      int eight[8];
+      for (int i = 0; i < 8; ++i) eight[i] = q[perm[j * 8 + i] * n + c];
+      ASSERT_EQ(qweight_t.get_int(c * (k / 8) + j), pack(eight)) << "qweight_t[" << c << ", " << j << "]";
+    }
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  given["G"] = std::to_string(kg);
+  given["ACT"] = act_order ? "1" : "0";
+  run("embedded:workloads/dequant_gemm.tile#w4a16_tc", given,
+      {TestArg::of(x), TestArg::of(qweight_t), TestArg::of(scales), TestArg::of(qzeros),
+       TestArg::of(perm_buf), TestArg::of(y)});
+  std::vector<double> ref(m * n, 0.0);
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      int64_t gi = group_of[kk];
+      double w = (q[kk * n + c] - z[gi * words_n * 8 + c]) * true_scales.get(gi * n + c);
+      for (int64_t r = 0; r < m; ++r) ref[r * n + c] += x.get(r * k + kk) * w;
+    }
+  expect_close(y, ref, 1e-2);
+}
+
 void check_w8a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k,
                  const Bindings& config) {
   uint32_t seed = fresh_seed();

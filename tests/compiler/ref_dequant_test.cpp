@@ -43,6 +43,21 @@ TEST(RefDequant, W4A16OnTensorCores) {
   check_w4a16(cpu(), DType::BF16, 1, 64, 1280, 256, false, {{"BK", "256"}, {"STEPS", "2"}}, true);
 }
 
+TEST(RefDequant, W4A16PackedGroupSizesAndActOrder) {
+  // The repack and the per-call kernel: every group size, act-order (a random permutation of
+  // the groups' rows), odd N (a partial zero word), K past the tile, M = 1 and 9 (two row
+  // blocks of 8), split along K with a partial last slice.
+  for (int64_t group : {32, 64, 128, -1})
+    for (bool act_order : {false, true})
+      check_w4a16_packed(cpu(), DType::F16, 1, 37, 320, group, act_order,
+                         {{"BN", "32"}, {"BK", "32"}, {"STEPS", "2"}, {"WARPS", "1"}},
+                         {{"BW", "256"}});
+  check_w4a16_packed(cpu(), DType::BF16, 9, 70, 384, 128, true,
+                     {{"BN", "64"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "1"}});
+  check_w4a16_packed(cpu(), DType::F16, 17, 64, 1160, 128, false,
+                     {{"BN", "64"}, {"BM", "16"}, {"BK", "64"}, {"STEPS", "4"}, {"STAGES", "3"}});
+}
+
 TEST(RefDequant, W8A16OnTensorCores) {
   // M = 1, 5, 17; odd N; K neither a multiple of BK nor of 8; split along K.
   for (const Bindings& cfg : {Bindings{{"BN", "32"}, {"BK", "64"}, {"STEPS", "1"}},

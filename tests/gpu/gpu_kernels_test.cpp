@@ -209,6 +209,29 @@ TEST(GpuDequant, W8A16) {
   }
 }
 
+// int4 through the packed path (w4_repack, then w4a16_tc): decode shapes at the defaults, every
+// group size, act-order, both dtypes, odd M, N and K, several configurations, the split along
+// K twice in a row (the scratch must be left clean).
+TEST(GpuDequant, W4A16Packed) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (int64_t m : {1, 4, 16, 17})
+    check_w4a16_packed(run, DType::F16, m, 2560, 4096, 128, false, {});
+  check_w4a16_packed(run, DType::BF16, 1, 6144, 2560, 128, true, {});
+  check_w4a16_packed(run, DType::F16, 64, 512, 1024, 128, true, {{"BM", "64"}, {"BN", "128"}});
+  for (int64_t group : {32, 64, -1})
+    for (bool act : {false, true})
+      check_w4a16_packed(run, DType::F16, 3, 37, 136 + 8 * 15, group, act,
+                         {{"BN", "32"}, {"BK", "32"}, {"WARPS", "2"}});
+  for (int again = 0; again < 2; ++again)
+    for (const Bindings& cfg :
+         {Bindings{{"BN", "128"}, {"BM", "16"}, {"BK", "64"}, {"STEPS", "2"}, {"STAGES", "3"},
+                   {"WARPS", "8"}},
+          Bindings{{"BN", "64"}, {"BM", "32"}, {"BK", "128"}, {"STEPS", "1"}, {"STAGES", "4"}},
+          Bindings{{"BN", "256"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "16"}, {"WARPS", "8"}}})
+      check_w4a16_packed(run, DType::BF16, 5, 300, 1000 + 24, 128, again == 1, cfg);
+}
+
 TEST(GpuDequant, W4A16) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

@@ -2,8 +2,21 @@
 #pragma once
 
 #include "tj/layouts.cuh"
+#include "tj/memory.cuh"
 
 namespace tj {
+
+/// Eight 16-bit values (f16 or bf16 storage) from registers to shared memory in one 16-byte
+/// store; `dst` is 16-byte aligned.
+template <class T> TJ_DEVICE void copy16(T* dst, const T* src) {
+  static_assert(sizeof(T) == 2, "copy16 moves 16-bit values");
+  unsigned r[4];
+  TJ_UNROLL for (int i = 0; i < 4; ++i) r[i] = src[2 * i].bits | (unsigned(src[2 * i + 1].bits) << 16);
+  // No "memory" clobber: the barrier after staging orders the reads, and a clobber would pin
+  // the surrounding global loads in place (longer live ranges, spills).
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr(dst)), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3]));
+}
 
 /// dst (layout LD) = src (layout LS), through `scratch` (R_ * C_ elements, row-major).
 template <class LS, class LD, bool SYNC_AFTER = true, class T>
