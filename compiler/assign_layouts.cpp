@@ -129,6 +129,13 @@ private:
     }
     if (e.kind == ExprKind::Expand && l->rank() == 2 && e.a->type.rank() == 1 && e.axes.size() == 1)
       return want_layout(*e.a, table_.slice(l, e.axes[0]));
+    if (e.kind == ExprKind::Dot && q4_candidate(e) && e.a->b && l->kind == LayoutKind::MmaAcc &&
+        l->wn == 1 && l->shape == e.type.shape) {
+      // A dot_q4 in this accumulator layout reads its zero points one per row the thread owns:
+      // the row slice of its A operand's layout (no conversion through shared memory).
+      return want_layout(*e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm,
+                                                 1, k_.threads));
+    }
     if (!is_elementwise(e.kind)) return false;
     bool changed = false;
     for (const ir::Expr* op : {e.a.get(), e.b.get(), e.c.get()}) {
@@ -192,6 +199,21 @@ private:
         });
     });
     for (const ir::Expr* d : register_a_) warps_m_only_.insert(d);
+    for (ir::Expr* d : dots)
+      if (q4_candidate(*d)) warps_m_only_.insert(d);
+  }
+
+  /// dot(unpack4<T>(words, zero), b) with the words and b in shared memory: each warp unpacks
+  /// its rows' words straight into tensor-core A fragments (tj::dot_q4), with no staging of the
+  /// values through shared memory, when its warps split only the rows (M).
+  static bool q4_candidate(const ir::Expr& d) {
+    const ir::Expr& a = *d.a;
+    if (a.kind != ExprKind::Unpack || a.type.rank() != 2 || a.type.shape[1] % 32 != 0) return false;
+    if (a.type.dtype != DType::F16 && a.type.dtype != DType::BF16) return false;
+    if (a.a->kind == ExprKind::Trans || !is_shared_operand(*a.a) || !is_shared_operand(*d.b))
+      return false;
+    return !a.b || a.b->type.is_scalar() ||
+           (a.b->kind == ExprKind::Expand && a.b->a->type.rank() == 1);
   }
 
   /// The accumulator layout of a dot: the target's matrix instruction (m16n8 on NVIDIA GPUs)
@@ -401,6 +423,21 @@ private:
       const Layout* lc = mma_layout(e);
       e.layout = lc;
       check_dot(e);
+      if (q4_candidate(e) && lc->wn == 1) {
+        // A in registers, unpacked from shared words by each warp (tj::dot_q4): the values'
+        // layout is the A operand's (an MmaAcc over [M, K] with the dot's warps), the zero
+        // point one per row the thread owns.
+        ir::Expr& a = *e.a;
+        a.layout = table_.mma_acc(a.type.shape[0], a.type.shape[1], lc->wm, 1, k_.threads);
+        if (a.b && a.b->type.is_scalar()) {
+          place_scalar(*a.b);
+        } else if (a.b) {
+          a.b->layout = a.layout;
+          place(a.b->a, table_.slice(a.layout, 1));
+        }
+        if (e.c) place(e.c, lc);
+        return;
+      }
       if (e.a->kind == ExprKind::Trans && !is_shared_operand(*e.a->a)) {
         // trans(frag) as A (attention backward's trans(p) @ do): stage the frag, keep the
         // transposed view over the staged tile (the MMA reads it transposed from shared).
@@ -434,10 +471,13 @@ private:
     case ExprKind::Scan:
       place(e.a, natural_or_default(*e.a));
       return;
-    case ExprKind::Unpack:
+    case ExprKind::Unpack: {
       e.layout = unpack_layout(e);
-      place(e.a, unpack_words_layout(e));
+      const Layout* wl = unpack_words_layout(e);
+      place(e.a, wl);
+      if (e.b) place(e.b, wl); // a zero point per row: the words' row slice
       return;
+    }
     case ExprKind::Convert:
       if (e.a->layout == nullptr && !e.a->type.is_scalar()) place(e.a, natural_or_default(*e.a));
       return;

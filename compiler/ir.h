@@ -115,8 +115,9 @@ enum class ExprKind {
   Fence,       ///< memory fence across the device (before a flag/counter update)
   Prefetch,    ///< hint: bring the accessed elements into L2 (no value, no effect on results)
   Convert,     ///< a moved to another layout or space (inserted by assign_layouts)
-  Unpack,      ///< unpack4<T>(a): the 4-bit fields of each 32-bit word of a, along the last
-               ///< axis (field i = bits 4i..4i+3 is element 8c + i), as type.dtype values 0..15
+  Unpack,      ///< unpack4<T>(a[, b]): the 4-bit fields of each 32-bit word of a, along the last
+               ///< axis (field i = bits 4i..4i+3 is element 8c + i), as type.dtype values 0..15,
+               ///< minus b's low 4 bits (a zero point: a scalar or one per row, [R, 1])
 };
 
 enum class MathFn {

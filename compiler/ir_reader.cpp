@@ -825,7 +825,10 @@ private:
       expect("<");
       DType d = dtype("a dtype");
       expect(">");
-      e = call_args1(std::move(e));
+      expect("(");
+      e->a = expr();
+      if (accept(",")) e->b = expr();
+      expect(")");
       e->type.dtype = d;
       return typed(std::move(e));
     }

@@ -788,6 +788,7 @@ private:
       x->type.dtype = resolve_dtype(e.type_arg->dtype, e.type_arg->loc);
       x->extent = 4; // bits per field
       x->a = lower_expr(*e.args[0]);
+      if (e.args.size() == 2) x->b = lower_expr(*e.args[1]);
       return x;
     }
     case BK::Zip:

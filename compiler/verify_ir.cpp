@@ -331,6 +331,13 @@ private:
         shape.back() *= 8;
         same_shape(e, shape);
       }
+      if (e.b)
+        check(e.b->type.dtype == DType::I32 &&
+                  (e.b->type.is_scalar() ||
+                   (e.b->type.rank() == 2 && t.rank() == 2 && e.b->type.shape[0] == t.shape[0] &&
+                    e.b->type.shape[1] == 1)),
+              nullptr, str("unpack4's zero point '", print_expr(*e.b), "' (", e.b->type.str(),
+                           ") is not an i32 scalar or one per row"));
       break;
     }
     case ExprKind::Expand: {

@@ -312,7 +312,12 @@ void Emitter::prepare(const ir::Expr& e) {
   case ExprKind::Copy:
     TJ_ICHECK(false, "copy outside a shared declaration");
   case ExprKind::Dot: {
-    prepare(*e.a);
+    if (is_q4_dot(e)) {
+      // dot_q4 reads the words from shared memory itself; only the zero point is a value.
+      if (e.a->b) prepare(*e.a->b);
+    } else {
+      prepare(*e.a);
+    }
     prepare(*e.b);
     if (e.c) prepare(*e.c);
     std::string name = fresh("t");
@@ -359,10 +364,14 @@ void Emitter::prepare(const ir::Expr& e) {
               "unpack4 layouts ", wl ? wl->str() : "none", " -> ",
               e.layout ? e.layout->str() : "none");
     std::string words = materialize(*e.a, wl);
+    if (e.b) prepare(*e.b);
+    std::string zero = !e.b                    ? std::string()
+                       : e.b->type.is_scalar() ? str(", ", scalar(*e.b))
+                                               : str(", ", elem(*e.b, wl, "tj_e"));
     std::string name = fresh("t");
     line(str(storage_type(e.type.dtype), " ", name, "[", layout_name(e.layout), "::N];"));
     line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", layout_name(wl), "::N; ++tj_e) tj::unpack4(",
-             words, "[tj_e], &", name, "[8 * tj_e]);"));
+             words, "[tj_e]", zero, ", &", name, "[8 * tj_e]);"));
     materialized_[&e] = Value{Value::Kind::Array, name, e.layout, e.type.dtype};
     return;
   }

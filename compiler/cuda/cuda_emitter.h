@@ -74,6 +74,12 @@ public:
   void emit_fill(const std::string& dst, DType t, const ir::Expr& value, const ir::Layout* l);
   /// Materialises `e` into a fresh array in layout `l`; returns the array name.
   std::string materialize(const ir::Expr& e, const ir::Layout* l);
+  /// dot(unpack4<T>(shared words, zero), shared b) that assign_layouts gave the register path
+  /// (its A operand has an MmaAcc layout): lowered to tj::dot_q4.
+  static bool is_q4_dot(const ir::Expr& dot) {
+    return dot.kind == ir::ExprKind::Dot && dot.a->kind == ir::ExprKind::Unpack && dot.a->layout &&
+           dot.a->layout->kind == ir::LayoutKind::MmaAcc;
+  }
   /// The register array that holds `value` with dtype `t` in layout `l` as it is (a
   /// materialised result or a frag variable), or "" when it must be computed element by element.
   std::string raw_array(const ir::Expr& value, DType t, const ir::Layout* l);

@@ -70,6 +70,22 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
   int64_t K = e.a->type.shape[1];
   std::string T = storage_type(e.b->type.dtype);
   SharedOperand b = shared_operand(*this, *e.b);
+  if (is_q4_dot(e)) {
+    // 4-bit A unpacked from shared words into registers by each warp, minus its zero point.
+    const ir::Expr& u = *e.a;
+    SharedOperand q = shared_operand(*this, *u.a);
+    std::string zero = "nullptr";
+    if (u.b && u.b->type.is_scalar()) {
+      zero = fresh("tj_zero");
+      line(str("const int ", zero, "[1] = {", scalar(*u.b), "};"));
+    } else if (u.b) {
+      zero = materialize(*u.b->a, k_.layouts.slice(u.layout, 1));
+    }
+    line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",
+             !u.b ? "0" : u.b->type.is_scalar() ? "1" : "2", ">(", dst, ", ", q.ptr, ", ", q.ld,
+             ", ", zero, ", ", b.ptr, ", ", b.ld, ");"));
+    return;
+  }
   // A staged operand (a register tile converted to shared), possibly read transposed.
   auto staged = [](const ir::Expr* x) {
     if (x->kind == ExprKind::Trans) x = x->a.get();

@@ -524,8 +524,11 @@ private:
       return math(e);
     case ExprKind::Cast:
       return cast_value(eval(*e.a), e.type.dtype);
-    case ExprKind::Unpack:
-      return unpack(eval(*e.a), e.type.dtype, static_cast<int>(e.extent));
+    case ExprKind::Unpack: {
+      Value v = unpack(eval(*e.a), e.type.dtype, static_cast<int>(e.extent));
+      if (e.b) subtract_zero(v, eval(*e.b));
+      return v;
+    }
     case ExprKind::Iota: {
       Value v = Value::zeros(DType::I32, {e.extent});
       for (int64_t k = 0; k < e.extent; ++k) v.i[k] = k;
@@ -888,6 +891,15 @@ private:
         out.f[c * per_word + j] = static_cast<double>((w >> (j * bits)) & field_mask);
     }
     return out;
+  }
+
+  /// unpack4's zero point: its low 4 bits, one per row (or one for all), subtracted exactly.
+  static void subtract_zero(Value& v, const Value& zero) {
+    const int64_t cols = v.shape.back(), n = v.numel();
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t z = zero.i[zero.shape.empty() ? 0 : k / cols] & 15;
+      v.f[k] = round_float(v.dtype, v.f[k] - static_cast<double>(z));
+    }
   }
 
   Value scan(const Expr& e) {

@@ -5,6 +5,7 @@
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
 #include "tj/mma.cuh"
+#include "tj/mma_q4.cuh"
 #include "tj/reduce.cuh"
 #include "tj/shared.cuh"
 #include "tj/tensor.cuh"

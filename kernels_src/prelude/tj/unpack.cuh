@@ -1,8 +1,9 @@
-// unpack4<T>(words): the eight 4-bit fields of a 32-bit word as T values 0..15, field i (bits
-// 4i..4i+3) into out[i]. Two fields per instruction, not one conversion per field: lop3 drops a
-// field into the low mantissa bits of a 16-bit float whose exponent makes it 1024 + q (f16) or
-// 128 + q (bf16); one packed subtraction of that base leaves q exactly. Fields i and i + 4 sit
-// at bits 4i and 4i + 16, one in each half of a 32-bit register, so each step makes two values.
+// unpack4<T>(words[, zero]): the eight 4-bit fields of a 32-bit word as T values, field i (bits
+// 4i..4i+3) into out[i], minus a zero point (its low 4 bits). Two fields per instruction, not
+// one conversion per field: lop3 drops a field into the low mantissa bits of a 16-bit float
+// whose exponent makes it 1024 + q (f16) or 128 + q (bf16); one packed subtraction of that base
+// plus the zero point leaves q - z exactly. Fields i and i + 4 sit at bits 4i and 4i + 16, one in
+// each half of a 32-bit register, so each step makes the pair (q_i - z, q_{i+4} - z).
 #pragma once
 #include "types.cuh"
 
@@ -15,55 +16,66 @@ TJ_DEVICE unsigned and_or(unsigned a, unsigned mask, unsigned magic) {
   return r;
 }
 
-TJ_DEVICE void store_pair(unsigned pair, f16* out, int i) {
-  out[i].bits = static_cast<unsigned short>(pair & 0xffffu);
-  out[i + 4].bits = static_cast<unsigned short>(pair >> 16);
-}
-TJ_DEVICE void store_pair(unsigned pair, bf16* out, int i) {
-  out[i].bits = static_cast<unsigned short>(pair & 0xffffu);
-  out[i + 4].bits = static_cast<unsigned short>(pair >> 16);
-}
+/// The four pairs p[i] = (q_i - z, q_{i+4} - z) of a word as two 16-bit T values each (lo half
+/// first): the registers the tensor cores and the unpacked tiles are built from.
+template <class T> TJ_DEVICE void unpack4_pairs(unsigned w, int zero, unsigned (&p)[4]);
 
-TJ_DEVICE void unpack4(unsigned w, f16* out) {
-  const unsigned base = 0x64006400u;  // 1024 in each half
-  const unsigned sixteenth = 0x2c002c00u; // 1/16
-  const unsigned minus64 = 0xd400d400u;   // -64
-  // Fields 0/4 and 2/6 at bits 0-3 of each half: 1024 + q, minus 1024. Fields 1/5 and 3/7 at
-  // bits 4-7: 1024 + 16q, times 1/16 minus 64 (one fma, no shift). All exact.
+template <> TJ_DEVICE void unpack4_pairs<f16>(unsigned w, int zero, unsigned (&p)[4]) {
+  const unsigned z = static_cast<unsigned>(zero) & 15u;
+  const unsigned base = 0x64006400u;                // 1024 in each half
+  const unsigned base_z = (0x6400u + z) * 0x10001u; // 1024 + z
+  const unsigned sixteenth = 0x2c002c00u;           // 1/16
+  const unsigned minus_64_z = (0xd400u + 16u * z) * 0x10001u; // -(64 + z): steps of 1/16 there
+  // Fields 0/4 and 2/6 sit at bits 0-3 of each half: 1024 + q, minus 1024 + z. Fields 1/5 and
+  // 3/7 at bits 4-7: 1024 + 16q, times 1/16 minus 64 + z (one fma, no shift). All exact.
   const unsigned w8 = w >> 8;
-  unsigned q04 = and_or(w, 0x000f000fu, base), q15 = and_or(w, 0x00f000f0u, base);
-  unsigned q26 = and_or(w8, 0x000f000fu, base), q37 = and_or(w8, 0x00f000f0u, base);
-  asm("sub.f16x2 %0, %0, %1;" : "+r"(q04) : "r"(base));
-  asm("sub.f16x2 %0, %0, %1;" : "+r"(q26) : "r"(base));
-  asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(q15) : "r"(sixteenth), "r"(minus64));
-  asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(q37) : "r"(sixteenth), "r"(minus64));
-  store_pair(q04, out, 0);
-  store_pair(q15, out, 1);
-  store_pair(q26, out, 2);
-  store_pair(q37, out, 3);
+  p[0] = and_or(w, 0x000f000fu, base);
+  p[1] = and_or(w, 0x00f000f0u, base);
+  p[2] = and_or(w8, 0x000f000fu, base);
+  p[3] = and_or(w8, 0x00f000f0u, base);
+  asm("sub.f16x2 %0, %0, %1;" : "+r"(p[0]) : "r"(base_z));
+  asm("sub.f16x2 %0, %0, %1;" : "+r"(p[2]) : "r"(base_z));
+  asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(p[1]) : "r"(sixteenth), "r"(minus_64_z));
+  asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(p[3]) : "r"(sixteenth), "r"(minus_64_z));
 }
 
-TJ_DEVICE void unpack4(unsigned w, bf16* out) {
+template <> TJ_DEVICE void unpack4_pairs<bf16>(unsigned w, int zero, unsigned (&p)[4]) {
   // bf16 has 7 mantissa bits: a field at bits 4-7 would reach the exponent, so each pair is
-  // shifted down first; 128 + q minus 128 by one fma (sub.bf16x2 needs sm_90).
-  const unsigned base = 0x43004300u;    // 128 in each half
-  const unsigned one = 0x3f803f80u;     // 1
-  const unsigned minus128 = 0xc300c300u; // -128
+  // shifted down first; 128 + q minus 128 + z by one fma (sub.bf16x2 needs sm_90).
+  const unsigned z = static_cast<unsigned>(zero) & 15u;
+  const unsigned base = 0x43004300u;                      // 128 in each half
+  const unsigned one = 0x3f803f80u;                       // 1
+  const unsigned minus_128_z = (0xc300u + z) * 0x10001u;  // -(128 + z)
   TJ_UNROLL for (int i = 0; i < 4; ++i) {
-    unsigned q = and_or(w >> (4 * i), 0x000f000fu, base);
-    asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(q) : "r"(one), "r"(minus128));
-    store_pair(q, out, i);
+    p[i] = and_or(w >> (4 * i), 0x000f000fu, base);
+    asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(p[i]) : "r"(one), "r"(minus_128_z));
   }
 }
 
-TJ_DEVICE void unpack4(unsigned w, float* out) {
-  // 2^23 + q as f32 bits, minus 2^23: one lop3 and one add per field.
-  TJ_UNROLL for (int i = 0; i < 8; ++i)
-    out[i] = __uint_as_float(and_or(w >> (4 * i), 0xfu, 0x4b000000u)) - 8388608.0f;
+template <class T> TJ_DEVICE void unpack4(unsigned w, int zero, T* out) {
+  unsigned p[4];
+  unpack4_pairs<T>(w, zero, p);
+  TJ_UNROLL for (int i = 0; i < 4; ++i) {
+    out[i].bits = static_cast<unsigned short>(p[i] & 0xffffu);
+    out[i + 4].bits = static_cast<unsigned short>(p[i] >> 16);
+  }
 }
 
-TJ_DEVICE void unpack4(int w, f16* out) { unpack4(static_cast<unsigned>(w), out); }
-TJ_DEVICE void unpack4(int w, bf16* out) { unpack4(static_cast<unsigned>(w), out); }
-TJ_DEVICE void unpack4(int w, float* out) { unpack4(static_cast<unsigned>(w), out); }
+TJ_DEVICE void unpack4(unsigned w, int zero, float* out) {
+  // 2^23 + q as f32 bits, minus 2^23 + z: one lop3 and one add per field.
+  const float base_z = 8388608.0f + static_cast<float>(static_cast<unsigned>(zero) & 15u);
+  TJ_UNROLL for (int i = 0; i < 8; ++i)
+    out[i] = __uint_as_float(and_or(w >> (4 * i), 0xfu, 0x4b000000u)) - base_z;
+}
+
+template <class T> TJ_DEVICE void unpack4(int w, int zero, T* out) {
+  unpack4(static_cast<unsigned>(w), zero, out);
+}
+template <class T> TJ_DEVICE void unpack4(int w, T* out) {
+  unpack4(static_cast<unsigned>(w), 0, out);
+}
+template <class T> TJ_DEVICE void unpack4(unsigned w, T* out) {
+  unpack4(w, 0, out);
+}
 
 } // namespace tj
