@@ -639,6 +639,17 @@ private:
   /// A copy into shared memory is spread over the block with 16-byte chunks along rows.
   void place_copy(ir::Expr& e) {
     const Layout* l = table_.default_blocked(e.type.shape, dtype_size(e.type.dtype), k_.threads);
+    if (e.type.rank() == 1 && l->vec * dtype_size(e.type.dtype) < 16) {
+      // A rank-1 copy in 16-byte pieces by fewer threads, not element by element by all of
+      // them: 16-byte pieces go through cp.async, 2-byte ones (a row of f16 scales) would be
+      // plain loads that stall every thread for the memory latency.
+      int vec = 16 / dtype_size(e.type.dtype);
+      const int64_t cols = e.type.shape[0];
+      while (vec > 1 && cols % vec != 0) vec /= 2;
+      int tc = 1;
+      while (tc * 2 <= k_.threads && tc * 2 * vec <= cols) tc *= 2;
+      if (vec > l->vec) l = table_.blocked(e.type.shape, vec, tc, k_.threads);
+    }
     if (e.type.rank() == 2 && gathers(*e.access)) l = gather_layout(e.type.shape, l);
     e.layout = l;
     place_access(*e.access, l);

@@ -483,6 +483,18 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = in_bounds(p, ix);
   if (e.b) ok += str(" & (", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"), ")");
+  const int esize = dtype_size(p.param->dtype);
+  if (e.async_copy && zero_other && (esize == 4 || esize == 8)) {
+    // One asynchronous copy per element (a gather of 4- or 8-byte values: a zero point per
+    // column): a plain load here would stall the thread for the whole memory latency, which in
+    // a pipeline's prefetch is once per iteration.
+    line(str("if (", L, "::valid(tj_e)) { const bool tj_ok = ", ok, "; tj::cp_async_elem<", esize,
+             ">(", dst, " + ", smem_index("tj_e"), ", ", p.tensor, ".ptr + (tj_ok ? ",
+             offset(p, ix), " : 0), tj_ok); }"));
+    close();
+    if (!in_producer) line("tj::cp_async_commit();");
+    return;
+  }
   line(str("if (", L, "::valid(tj_e)) ", dst, "[", smem_index("tj_e"), "] = (", ok, ") ? ",
            p.tensor, ".ptr[", offset(p, ix), "] : ", other, ";"));
   close();

@@ -11,9 +11,9 @@
 namespace tilejit::test {
 
 void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
-                 bool act_order, const Bindings& config, bool tensor_cores) {
+                 bool act_order, const Bindings& config) {
   uint32_t seed = fresh_seed();
-  SCOPED_TRACE(str(tensor_cores ? "w4a16_mma " : "w4a16_gemv ", dtype_name(t), " M=", m, " N=", n,
+  SCOPED_TRACE(str("w4a16_gemv ", dtype_name(t), " M=", m, " N=", n,
                    " K=", k, " G=", group, act_order ? " act-order " : " ", config_text(config),
                    " seed=", seed));
   std::mt19937 rng(seed);
@@ -48,16 +48,9 @@ void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t
   y.poison();
   Bindings given = config;
   given["T"] = dtype_name(t);
-  if (tensor_cores) {
-    given["G"] = std::to_string(group < 0 ? 16384 : group);
-    run("embedded:workloads/dequant_gemm.tile#w4a16_mma", given,
-        {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
-         TestArg::of(y)});
-  } else {
-    run("embedded:workloads/dequant_gemm.tile#w4a16_gemv", given,
-        {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
-         TestArg::of(g_idx), TestArg::of(y)});
-  }
+  run("embedded:workloads/dequant_gemm.tile#w4a16_gemv", given,
+      {TestArg::of(x), TestArg::of(qweight), TestArg::of(scales), TestArg::of(qzeros),
+       TestArg::of(g_idx), TestArg::of(y)});
   std::vector<double> ref(m * n, 0.0);
   for (int64_t c = 0; c < n; ++c)
     for (int64_t kk = 0; kk < k; ++kk) {

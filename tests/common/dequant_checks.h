@@ -12,10 +12,9 @@ namespace tilejit::test {
 /// int4 GPTQ: y[M, N] = x @ W^T, W[n, k] = (q[k, n] - z[g(k), n]) * s[g(k), n]; group size
 /// `group` (-1: one group), `act_order`: g_idx a random permutation of the groups' rows.
 /// K must be a multiple of 8 (the format's), N anything (qzeros is padded to whole words).
-/// The kernel is w4a16_gemv (takes g_idx), or with `tensor_cores` w4a16_mma (contiguous groups,
-/// no act-order: G is a generic, 16384 for one group).
+/// The kernel is w4a16_gemv, which reads the GPTQ tensors as they are (g_idx included).
 void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
-                 bool act_order, const Bindings& config, bool tensor_cores = false);
+                 bool act_order, const Bindings& config);
 
 /// int4 GPTQ through the packed path: w4_repack (K permuted by the act-order permutation, the
 /// rows sorted by group; the identity without act-order) and then w4a16_tc on the packed form,

@@ -29,20 +29,6 @@ TEST(RefDequant, W4A16OddShapesAndConfigurations) {
   }
 }
 
-TEST(RefDequant, W4A16OnTensorCores) {
-  // M = 1 (15 padding rows), 5, 16 and 17 (two row blocks); N = 37 and 70; K past the tile.
-  for (const Bindings& cfg : {Bindings{{"BN", "32"}, {"BK", "128"}, {"WARPS", "1"}},
-                              Bindings{{"BN", "64"}, {"BK", "256"}, {"WARPS", "4"}}}) {
-    check_w4a16(cpu(), DType::F16, 1, 70, 512, 256, false, cfg, true);
-    check_w4a16(cpu(), DType::BF16, 5, 37, 768, 256, false, cfg, true);
-    check_w4a16(cpu(), DType::F16, 17, 64, 256, -1, false, cfg, true);
-  }
-  check_w4a16(cpu(), DType::F16, 16, 40, 384, 128, false, {{"BK", "128"}}, true);
-  // Split along K: 1 and 2 tiles per slice, the last slice partial.
-  check_w4a16(cpu(), DType::F16, 3, 50, 1152, 128, false, {{"BK", "128"}, {"STEPS", "1"}}, true);
-  check_w4a16(cpu(), DType::BF16, 1, 64, 1280, 256, false, {{"BK", "256"}, {"STEPS", "2"}}, true);
-}
-
 TEST(RefDequant, W4A16PackedGroupSizesAndActOrder) {
   // The repack and the per-call kernel: every group size, act-order (a random permutation of
   // the groups' rows), odd N (a partial zero word), K past the tile, M = 1 and 9 (two row
