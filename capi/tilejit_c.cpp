@@ -167,6 +167,29 @@ tilejit::TuningBudget budget(int trials, double seconds, const char* strategy, i
 
 } // namespace
 
+namespace {
+
+/// The tensors of a typed op's packed arguments, checked for count.
+const std::vector<Arg>& op_tensors(const char* op, const int64_t* packed, int64_t packed_len,
+                                   size_t count, const char* names) {
+  const std::vector<Arg>& args = unpack_args(packed, packed_len);
+  if (args.size() != count)
+    throw tilejit::Error(std::string(op) + " takes " + std::to_string(count) + " tensors (" +
+                         names + "), got " + std::to_string(args.size()) + " arguments");
+  return args;
+}
+
+Tensor tensor_arg(const char* op, const Arg& a, const char* name) {
+  if (!a.is_tensor) throw tilejit::Error(std::string(op) + ": '" + name + "' must be a tensor");
+  return a.tensor;
+}
+
+Config config_of(const char* config) {
+  return config && *config ? parse_config(config) : Config{};
+}
+
+} // namespace
+
 extern "C" {
 
 const char* tj_version(void) {
@@ -389,6 +412,86 @@ int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_
         } else {
           tilejit::ops::paged_sparse_decode(runtime_of(runtime), p);
         }
+        return 0;
+      },
+      -1);
+}
+
+int tj_repack_int4(void* runtime, const int64_t* packed, int64_t packed_len, int64_t group_size,
+                   void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "repack_int4";
+        const auto& args = op_tensors(op, packed, packed_len, 8,
+                                      "qweight, scales, qzeros, g_idx or 0, qweight_t, "
+                                      "scales_out, qzeros_out, perm");
+        tilejit::ops::RepackInt4Args a;
+        a.qweight = tensor_arg(op, args[0], "qweight");
+        a.scales = tensor_arg(op, args[1], "scales");
+        a.qzeros = tensor_arg(op, args[2], "qzeros");
+        if (args[3].is_tensor) a.g_idx = args[3].tensor;
+        a.qweight_t = tensor_arg(op, args[4], "qweight_t");
+        a.scales_out = tensor_arg(op, args[5], "scales_out");
+        a.qzeros_out = tensor_arg(op, args[6], "qzeros_out");
+        a.perm = tensor_arg(op, args[7], "perm");
+        a.group_size = group_size;
+        a.stream = stream;
+        if (check_only)
+          tilejit::ops::check_repack_int4(a);
+        else
+          tilejit::ops::repack_int4(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_dequant_linear(void* runtime, const int64_t* packed, int64_t packed_len, int64_t group,
+                      int act_order, const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "dequant_linear";
+        const auto& args =
+            op_tensors(op, packed, packed_len, 6, "x, qweight_t, scales, qzeros, perm, y");
+        // The thread's own, copy-assigned: no allocation per call after the first.
+        thread_local tilejit::ops::DequantLinearArgs a;
+        a.x = tensor_arg(op, args[0], "x");
+        a.weights.qweight_t = tensor_arg(op, args[1], "qweight_t");
+        a.weights.scales = tensor_arg(op, args[2], "scales");
+        a.weights.qzeros = tensor_arg(op, args[3], "qzeros");
+        a.weights.perm = tensor_arg(op, args[4], "perm");
+        a.weights.group = group;
+        a.weights.act_order = act_order != 0;
+        if (!a.y) a.y.emplace();
+        *a.y = tensor_arg(op, args[5], "y");
+        a.stream = stream;
+        a.config = config_of(config);
+        if (check_only)
+          tilejit::ops::check_dequant_linear(a);
+        else
+          tilejit::ops::dequant_linear(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, const char* config,
+                   void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "int8_linear";
+        const auto& args = op_tensors(op, packed, packed_len, 4, "x, w, scales, y");
+        thread_local tilejit::ops::Int8LinearArgs a;
+        a.x = tensor_arg(op, args[0], "x");
+        a.w = tensor_arg(op, args[1], "w");
+        a.scales = tensor_arg(op, args[2], "scales");
+        if (!a.y) a.y.emplace();
+        *a.y = tensor_arg(op, args[3], "y");
+        a.stream = stream;
+        a.config = config_of(config);
+        if (check_only)
+          tilejit::ops::check_int8_linear(a);
+        else
+          tilejit::ops::int8_linear(runtime_of(runtime), a);
         return 0;
       },
       -1);

@@ -71,6 +71,19 @@ const char* tj_tune_json(void* runtime, int kernel, const int64_t* packed, int64
 int tj_paged_sparse_decode(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
                            const char* config, void* stream, int check_only);
 
+/* ops::repack_int4 on eight tensors: qweight, scales, qzeros, g_idx (an i32 record of 0 when
+ * there is none: no act-order), then the outputs qweight_t, scales_out, qzeros_out, perm (all
+ * given). group_size: 32, 64, 128 or -1. */
+int tj_repack_int4(void* runtime, const int64_t* packed, int64_t packed_len, int64_t group_size,
+                   void* stream, int check_only);
+/* ops::dequant_linear on six tensors: x, qweight_t, scales, qzeros, perm (repack_int4's), y;
+ * group and act_order as repack_int4 made them. */
+int tj_dequant_linear(void* runtime, const int64_t* packed, int64_t packed_len, int64_t group,
+                      int act_order, const char* config, void* stream, int check_only);
+/* ops::int8_linear on four tensors: x, w, scales, y. */
+int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, const char* config,
+                   void* stream, int check_only);
+
 #ifdef __cplusplus
 }
 #endif

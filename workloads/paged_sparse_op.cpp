@@ -3,6 +3,7 @@
 // Runtime's (tuned configuration, argument checks against the kernel's declaration).
 #include "runtime/device_buffer.h"
 #include "support/error.h"
+#include "workloads/op_checks.h"
 #include "workloads/paged_sparse.h"
 
 #include <tilejit/ops.h>
@@ -12,99 +13,63 @@
 
 namespace tilejit::ops {
 namespace {
-
-/// "tensor 'q' (f16[3, 32, 7] cuda:0)": how every error names the tensor it is about.
-std::string named(const char* name, const Tensor& t) {
-  return str("paged_sparse_decode: tensor '", name, "' (", t.describe(), ")");
-}
-
-void check_rank_and_dtype(const char* name, const Tensor& t, int rank,
-                          std::initializer_list<DType> dtypes, const char* layout) {
-  if (t.rank() != rank)
-    throw Error(str(named(name, t), " must have ", rank, " dimensions: ", layout));
-  for (DType d : dtypes)
-    if (t.dtype == d) return;
-  std::string allowed; // built only for the error: this runs on every call
-  for (DType d : dtypes) allowed += (allowed.empty() ? "" : " or ") + std::string(dtype_name(d));
-  throw Error(str(named(name, t), " must be ", allowed));
-}
-
-void check_size(const char* name, const Tensor& t, int dim, int64_t want, const char* what) {
-  if (t.shape[dim] != want)
-    throw Error(str(named(name, t), " has ", t.shape[dim], " in dimension ", dim, " but ", what,
-                    " = ", want));
-}
-
-/// The kernel reads rows of D elements with vector loads: the last dimension is dense.
-void check_rows_dense(const char* name, const Tensor& t) {
-  if (t.rank() > 0 && t.shape.back() > 1 && t.strides.back() != 1)
-    throw Error(str(named(name, t), " must have stride 1 in its last dimension (.contiguous())"));
-}
-
+const OpChecks checks("paged_sparse_decode");
 } // namespace
 
 void check_paged_sparse_decode(const PagedSparseDecodeArgs& a) {
-  check_rank_and_dtype("q", a.q, 3, {DType::F16, DType::BF16}, "[B, Hq, D]");
-  check_rank_and_dtype("k_cache", a.k_cache, 4, {a.q.dtype}, "[pages, page_size, Hkv, D]");
-  check_rank_and_dtype("v_cache", a.v_cache, 4, {a.q.dtype}, "[pages, page_size, Hkv, D]");
-  check_rank_and_dtype("block_table", a.block_table, 2, {DType::I32}, "[B, max_pages]");
-  check_rank_and_dtype("seq_lens", a.seq_lens, 1, {DType::I32}, "[B]");
-  check_rank_and_dtype("kept_idx", a.kept_idx, 3, {DType::I32}, "[B, Hkv, max_kept]");
-  check_rank_and_dtype("kept_len", a.kept_len, 2, {DType::I32}, "[B, Hkv]");
+  checks.rank_and_dtype("q", a.q, 3, {DType::F16, DType::BF16}, "[B, Hq, D]");
+  checks.rank_and_dtype("k_cache", a.k_cache, 4, {a.q.dtype}, "[pages, page_size, Hkv, D]");
+  checks.rank_and_dtype("v_cache", a.v_cache, 4, {a.q.dtype}, "[pages, page_size, Hkv, D]");
+  checks.rank_and_dtype("block_table", a.block_table, 2, {DType::I32}, "[B, max_pages]");
+  checks.rank_and_dtype("seq_lens", a.seq_lens, 1, {DType::I32}, "[B]");
+  checks.rank_and_dtype("kept_idx", a.kept_idx, 3, {DType::I32}, "[B, Hkv, max_kept]");
+  checks.rank_and_dtype("kept_len", a.kept_len, 2, {DType::I32}, "[B, Hkv]");
   const int64_t B = a.q.shape[0], HQ = a.q.shape[1], D = a.q.shape[2];
   const int64_t PS = a.k_cache.shape[1], HKV = a.k_cache.shape[2];
   if (D != 64 && D != 96 && D != 128 && D != 256)
-    throw Error(str(named("q", a.q), ": head dim D = ", D, " is not one of 64, 96, 128, 256"));
+    throw Error(str(checks.named("q", a.q), ": head dim D = ", D, " is not one of 64, 96, 128, 256"));
   for (int d = 0; d < 4; ++d)
     if (a.v_cache.shape[d] != a.k_cache.shape[d])
-      throw Error(str(named("v_cache", a.v_cache), " must have k_cache's shape [",
+      throw Error(str(checks.named("v_cache", a.v_cache), " must have k_cache's shape [",
                       a.k_cache.shape[0], ", ", PS, ", ", HKV, ", ", a.k_cache.shape[3], "]"));
-  check_size("k_cache", a.k_cache, 3, D, "q's head dim D");
+  checks.size("k_cache", a.k_cache, 3, D, "q's head dim D");
   if (PS != 8 && PS != 16 && PS != 32 && PS != 64 && PS != 128 && PS != 256)
-    throw Error(str(named("k_cache", a.k_cache), ": page size ", PS,
+    throw Error(str(checks.named("k_cache", a.k_cache), ": page size ", PS,
                     " (dimension 1) is not one of 8, 16, 32, 64, 128, 256"));
   if (HKV < 1 || HQ % HKV != 0 || HQ / HKV > 16)
-    throw Error(str(named("q", a.q), " has Hq = ", HQ, " heads and k_cache Hkv = ", HKV,
+    throw Error(str(checks.named("q", a.q), " has Hq = ", HQ, " heads and k_cache Hkv = ", HKV,
                     ": Hq must be a multiple of Hkv, at most 16 times it"));
-  check_size("block_table", a.block_table, 0, B, "q's batch B");
-  check_size("seq_lens", a.seq_lens, 0, B, "q's batch B");
-  check_size("kept_idx", a.kept_idx, 0, B, "q's batch B");
-  check_size("kept_idx", a.kept_idx, 1, HKV, "k_cache's kv heads Hkv");
-  check_size("kept_len", a.kept_len, 0, B, "q's batch B");
-  check_size("kept_len", a.kept_len, 1, HKV, "k_cache's kv heads Hkv");
+  checks.size("block_table", a.block_table, 0, B, "q's batch B");
+  checks.size("seq_lens", a.seq_lens, 0, B, "q's batch B");
+  checks.size("kept_idx", a.kept_idx, 0, B, "q's batch B");
+  checks.size("kept_idx", a.kept_idx, 1, HKV, "k_cache's kv heads Hkv");
+  checks.size("kept_len", a.kept_len, 0, B, "q's batch B");
+  checks.size("kept_len", a.kept_len, 1, HKV, "k_cache's kv heads Hkv");
   if (a.o) {
-    check_rank_and_dtype("o", *a.o, 3, {a.q.dtype}, "[B, Hq, D], q's shape");
-    for (int d = 0; d < 3; ++d) check_size("o", *a.o, d, a.q.shape[d], "q's size");
-    check_rows_dense("o", *a.o);
+    checks.rank_and_dtype("o", *a.o, 3, {a.q.dtype}, "[B, Hq, D], q's shape");
+    for (int d = 0; d < 3; ++d) checks.size("o", *a.o, d, a.q.shape[d], "q's size");
+    checks.rows_dense("o", *a.o);
   }
   if (a.lse) {
-    check_rank_and_dtype("lse", *a.lse, 2, {DType::F32}, "[B, Hq]");
-    check_size("lse", *a.lse, 0, B, "q's batch B");
-    check_size("lse", *a.lse, 1, HQ, "q's heads Hq");
+    checks.rank_and_dtype("lse", *a.lse, 2, {DType::F32}, "[B, Hq]");
+    checks.size("lse", *a.lse, 0, B, "q's batch B");
+    checks.size("lse", *a.lse, 1, HQ, "q's heads Hq");
   }
-  check_rows_dense("q", a.q);
-  check_rows_dense("k_cache", a.k_cache);
-  check_rows_dense("v_cache", a.v_cache);
+  checks.rows_dense("q", a.q);
+  checks.rows_dense("k_cache", a.k_cache);
+  checks.rows_dense("v_cache", a.v_cache);
   if (a.scale && !std::isfinite(*a.scale))
     throw Error(str("paged_sparse_decode: scale = ", *a.scale, " is not finite"));
   // Devices last: the shapes are the likelier mistake, and they can be checked on any machine.
-  std::pair<const char*, const Tensor*> all[] = {{"q", &a.q},
-                                                 {"k_cache", &a.k_cache},
-                                                 {"v_cache", &a.v_cache},
-                                                 {"block_table", &a.block_table},
-                                                 {"seq_lens", &a.seq_lens},
-                                                 {"kept_idx", &a.kept_idx},
-                                                 {"kept_len", &a.kept_len},
-                                                 {"o", a.o ? &*a.o : nullptr},
-                                                 {"lse", a.lse ? &*a.lse : nullptr}};
-  for (const auto& [name, t] : all) {
-    if (!t) continue;
-    if (t->device != DeviceKind::CUDA)
-      throw Error(str(named(name, *t), " is in host memory: every tensor must be on the GPU"));
-    if (t->device_index != a.q.device_index)
-      throw Error(str(named(name, *t), " is on cuda:", t->device_index,
-                      " but q on cuda:", a.q.device_index));
-  }
+  checks.on_one_gpu({{"q", &a.q},
+                     {"k_cache", &a.k_cache},
+                     {"v_cache", &a.v_cache},
+                     {"block_table", &a.block_table},
+                     {"seq_lens", &a.seq_lens},
+                     {"kept_idx", &a.kept_idx},
+                     {"kept_len", &a.kept_len},
+                     {"o", a.o ? &*a.o : nullptr},
+                     {"lse", a.lse ? &*a.lse : nullptr}});
 }
 
 PagedSparseDecodeResult paged_sparse_decode(Runtime& rt, const PagedSparseDecodeArgs& a) {

@@ -74,6 +74,9 @@ for name, restype, argtypes in [
     ("tj_compile_json", _c, [_p, _i, _packed, _i64, _c]),
     ("tj_tune_json", _c, [_p, _i, _packed, _i64, _c, _p, _c, _i, _d, _c, _i]),
     ("tj_paged_sparse_decode", _i, [_p, _packed, _i64, _d, _c, _p, _i]),
+    ("tj_repack_int4", _i, [_p, _packed, _i64, _i64, _p, _i]),
+    ("tj_dequant_linear", _i, [_p, _packed, _i64, _i64, _i, _c, _p, _i]),
+    ("tj_int8_linear", _i, [_p, _packed, _i64, _c, _p, _i]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

@@ -8,7 +8,7 @@ import math
 from array import array
 
 from . import _fastpath
-from ._args import config_text, pack_tensors
+from ._args import I32, config_text, pack_tensors
 from ._native import TilejitError, lib, raise_last_error
 from ._stream import current_stream
 from .runtime import default_runtime
@@ -71,3 +71,116 @@ def paged_sparse_decode(q, k_cache, v_cache, block_table, seq_lens, kept_idx, ke
                1 if check_only else 0):
         raise_last_error()
     return out, lse
+
+
+# ---- dequant_gemm: weight-only int4 (GPTQ) and int8 linears (WORKLOADS.md section 2) ----------
+
+class Int4Weights:
+    """repack_int4's result: GPTQ int4 weights in the packed form dequant_linear reads
+    (device tensors), and how they were made. qweight_t [N, K/8] int32 (8 consecutive k of one
+    column per word, K permuted), scales [K/G, N], qzeros [K/G, N/8] int32, perm [K] int32
+    (packed row k is GPTQ row perm[k]), group G (one group is kept as groups of 128), act_order."""
+
+    __slots__ = ("qweight_t", "scales", "qzeros", "perm", "group", "act_order")
+
+    def __init__(self, qweight_t, scales, qzeros, perm, group, act_order):
+        self.qweight_t, self.scales, self.qzeros, self.perm = qweight_t, scales, qzeros, perm
+        self.group, self.act_order = group, act_order
+
+    def __repr__(self):
+        n, kw = _shape(self.qweight_t) or (None, None)
+        return (f"Int4Weights(N={n}, K={kw * 8 if kw is not None else None}, group={self.group}, "
+                f"act_order={self.act_order})")
+
+
+def _new(like, shape, dtype_of):
+    """A new tensor of `shape` beside `like` with `dtype_of`'s dtype (torch or NumPy)."""
+    if hasattr(like, "new_empty"):
+        return like.new_empty(shape, dtype=dtype_of.dtype)
+    import numpy
+    return numpy.empty(shape, dtype=dtype_of.dtype)
+
+
+def _check_int(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TilejitError(f"{what} = {value!r} is not an integer")
+    return value
+
+
+def repack_int4(qweight, scales, qzeros, g_idx=None, group_size=128, *, stream=None,
+                runtime=None, check_only=False):
+    """Repacks GPTQ int4 weights once (like a model load) for dequant_linear.
+
+    qweight [K/8, N] int32 (8 consecutive k per int32, nibble i = bits 4i..4i+3), scales
+    [K/G, N] f16/bf16, qzeros [K/G, N/8] int32 (packed along N, used as stored), group_size G
+    in 32, 64, 128 or -1 (one group), g_idx [K] int32 for act-order (each group holding G rows,
+    as GPTQ writes them). Returns Int4Weights (new tensors beside qweight). Errors name the
+    tensor; the checks are the C++ op's (<tilejit/ops.h>). `check_only`: the checks alone."""
+    _check_int(group_size, "repack_int4: group_size")
+    shape = _shape(qweight)
+    if shape is not None and len(shape) == 2 and _shape(scales) is not None:
+        k, n = shape[0] * 8, shape[1]
+        g = 128 if group_size < 0 else max(group_size, 1)
+        groups = (k + g - 1) // g
+        outs = (_new(qweight, (n, shape[0]), qweight), _new(scales, (groups, n), scales),
+                _new(qzeros, (groups, (n + 7) // 8), qweight), _new(qweight, (k,), qweight))
+    else:  # qweight or scales is not a tensor of rank 2: the checks name it
+        outs = (qweight,) * 4
+    handle = (runtime or default_runtime())._handle
+    first, device = pack_tensors((qweight, scales, qzeros), ("qweight", "scales", "qzeros"))
+    if g_idx is None:
+        middle = [I32, 0]
+    else:
+        middle, _ = pack_tensors((g_idx,), ("g_idx",))
+    last, _ = pack_tensors(outs, ("qweight_t", "scales_out", "qzeros_out", "perm"))
+    packed = first + middle + last
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    if lib.tj_repack_int4(handle, buf.buffer_info()[0], len(packed), group_size, stream,
+                          1 if check_only else 0):
+        raise_last_error()
+    return Int4Weights(*outs, 128 if group_size < 0 else group_size, g_idx is not None)
+
+
+def dequant_linear(x, weights, *, out=None, config=None, stream=None, runtime=None,
+                   check_only=False):
+    """y [M, N] = x [M, K] @ W^T for int4 weights from repack_int4; x f16/bf16 (the scales'
+    dtype), f32 accumulation, the tuned configuration of the runtime's database. `out` is
+    written when given. Errors name the tensor (x's K against the weights', y's shape...)."""
+    if not isinstance(weights, Int4Weights):
+        raise TilejitError(f"dequant_linear: weights must come from tilejit.ops.repack_int4, "
+                           f"not {type(weights).__name__}")
+    if out is None:
+        xs, ws = _shape(x), _shape(weights.qweight_t)
+        out = _new(x, (xs[0], ws[0]), x) if xs and ws and len(xs) == 2 and len(ws) == 2 else x
+    tensors = (x, weights.qweight_t, weights.scales, weights.qzeros, weights.perm, out)
+    packed, device = pack_tensors(tensors, ("x", "weights.qweight_t", "weights.scales",
+                                            "weights.qzeros", "weights.perm", "y"))
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    if lib.tj_dequant_linear((runtime or default_runtime())._handle, buf.buffer_info()[0],
+                             len(packed), weights.group, 1 if weights.act_order else 0,
+                             config_text(config) if config else None, stream,
+                             1 if check_only else 0):
+        raise_last_error()
+    return out
+
+
+def int8_linear(x, w, scales, *, out=None, config=None, stream=None, runtime=None,
+                check_only=False):
+    """y [M, N] = x [M, K] @ (w * scales[:, None])^T: w [N, K] int8, scales [N] and x f16/bf16,
+    f32 accumulation. `out` is written when given; errors name the tensor."""
+    if out is None:
+        xs, ws = _shape(x), _shape(w)
+        out = _new(x, (xs[0], ws[0]), x) if xs and ws and len(xs) == 2 and len(ws) == 2 else x
+    packed, device = pack_tensors((x, w, scales, out), ("x", "w", "scales", "y"))
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    if lib.tj_int8_linear((runtime or default_runtime())._handle, buf.buffer_info()[0],
+                          len(packed), config_text(config) if config else None, stream,
+                          1 if check_only else 0):
+        raise_last_error()
+    return out

@@ -38,4 +38,70 @@ PagedSparseDecodeResult paged_sparse_decode(Runtime& rt, const PagedSparseDecode
 /// The checks alone (no GPU needed): throws what paged_sparse_decode would.
 void check_paged_sparse_decode(const PagedSparseDecodeArgs& args);
 
+/// Weight-only int4 GPTQ weights in the packed form of tilejit's per-call kernel (w4a16_tc),
+/// made once by repack_int4 (like a model load). Views of device memory: `storage` owns it when
+/// repack_int4 allocated it, else the caller's tensors do.
+struct Int4Weights {
+  Tensor qweight_t; ///< i32 [N, K/8]: 8 consecutive k of one column per word, K permuted
+  Tensor scales;    ///< [ceil(K/G), N] f16 or bf16 (the activations' dtype)
+  Tensor qzeros;    ///< i32 [ceil(K/G), ceil(N/8)], 8 zero points per word along N (GPTQ's)
+  Tensor perm;      ///< i32 [K]: packed row k is GPTQ row perm[k]; the identity without act-order
+  int64_t group = 128;    ///< G of the packed form: 32, 64 or 128 (one group: 128, repeated)
+  bool act_order = false; ///< K was permuted: x is read through perm
+  std::shared_ptr<void> storage;
+};
+
+/// GPTQ int4 (WORKLOADS.md section 2): qweight [K/8, N] i32 (8 consecutive k per word, nibble i
+/// = bits 4i..4i+3), scales [ceil(K/G), N] f16/bf16, qzeros [ceil(K/G), ceil(N/8)] i32 (packed
+/// along N the same way, used as stored), group_size G in {32, 64, 128, -1 (one group)},
+/// optional act-order g_idx [K] i32 (the group of row k; each group must hold G rows, as GPTQ's
+/// act-order writes them). W[n, k] = (q[k, n] - z[g(k), n]) * s[g(k), n].
+struct RepackInt4Args {
+  Tensor qweight, scales, qzeros;
+  std::optional<Tensor> g_idx;
+  int64_t group_size = 128;
+  /// Where the packed form goes: all four (shapes and dtypes as Int4Weights'), or none to have
+  /// repack_int4 allocate it.
+  std::optional<Tensor> qweight_t, scales_out, qzeros_out, perm;
+  void* stream = nullptr;
+};
+
+/// Repacks (the w4_repack kernel; act-order resolved by sorting K by group, the permutation
+/// computed on the host from g_idx). Throws tilejit::Error naming the tensor for bad input: a
+/// qweight that is not [K/8, N] i32, scales or qzeros with the wrong number of groups, a g_idx
+/// entry out of range, a group that does not hold G rows.
+Int4Weights repack_int4(Runtime& rt, const RepackInt4Args& args);
+/// The checks repack_int4 makes before touching the GPU (g_idx's values excepted: they are on
+/// the GPU).
+void check_repack_int4(const RepackInt4Args& args);
+
+/// y [M, N] = x [M, K] @ W^T with W the repacked int4 weights; x f16 or bf16 (the scales'
+/// dtype), f32 accumulation, any M (0 too) and N; K is the weights'.
+struct DequantLinearArgs {
+  Tensor x;
+  Int4Weights weights;
+  std::optional<Tensor> y; ///< written when given (x's dtype); allocated otherwise
+  void* stream = nullptr;
+  Config config; ///< forced tunables (BN, BK, ...): none to use the tuned ones
+};
+
+/// int8 weight-only: y [M, N] = x [M, K] @ (w * s[:, None])^T, w [N, K] i8, scales [N] (x's
+/// dtype f16 or bf16), f32 accumulation (the w8a16_mma kernel).
+struct Int8LinearArgs {
+  Tensor x, w, scales;
+  std::optional<Tensor> y;
+  void* stream = nullptr;
+  Config config;
+};
+
+struct LinearResult {
+  Tensor y;
+  std::shared_ptr<void> storage; ///< owns y when the op allocated it
+};
+
+LinearResult dequant_linear(Runtime& rt, const DequantLinearArgs& args);
+void check_dequant_linear(const DequantLinearArgs& args);
+LinearResult int8_linear(Runtime& rt, const Int8LinearArgs& args);
+void check_int8_linear(const Int8LinearArgs& args);
+
 } // namespace tilejit::ops
