@@ -3,7 +3,7 @@
 
     python3 bench/peers/dequant_decode_step.py --out FILE.jsonl [--backends fp16,int8_pack,...]
         [--layers 36] [--m 1] [--reps 20] [--marlin-dir .peers/marlin] [--marlin-build-dir DIR]
-        [--plugin FILE.py] [--dims NxK,...]
+        [--plugin FILE.py] [--dims NxK,...] [--isolate auto|none|NAME,...] [--child-timeout S]
         [--append] [--commit ID] [--seed N]
 
 The step: 36 layers, each with its own weights for qkv (6144x2560), o (2560x4096), gate_up
@@ -35,6 +35,14 @@ Rows (JSON lines): {workload: "dequant_gemm", variant: "decode_step", peer: back
 {M, layers, model}, quant, ms, p10_ms, p90_ms, reps, ms_eager, tokens_per_s, tokens_per_s_eager,
 weight_bytes, floor_ms, pct_floor, floor_tokens_per_s, calls, err, graph_err, correct,
 speedup_vs_fp16, setup_s, device, date, commit, ...}. Exit status 1 if a backend's check failed.
+
+Isolation: a kernel that faults (an illegal instruction, a trap) poisons its process's CUDA
+context for every later call. So the backends named by `--isolate` (default `auto`: Marlin and
+tinygemm; a plugin's backends only when named, since their tuning may outlast the timeout) each
+run in a child process (this script with --child, killed after --child-timeout seconds) that
+writes its row to a temporary file; the parent copies it (adding speedup_vs_fp16), or writes an
+ERROR row with the child's last error when there is none. Once this process's own context is
+lost, its remaining backends get ERROR rows at once.
 """
 import argparse
 import datetime
@@ -42,6 +50,7 @@ import gc
 import importlib.util
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections import namedtuple
@@ -58,6 +67,8 @@ DIMS = {k: DG.LAYERS[k] for k in LAYER_KINDS + ("lm_head",)}
 G = 128
 TOL = DG.TOL
 DEFAULT_BACKENDS = ("fp16", "int8_pack", "int8_naive", "marlin", "tinygemm")
+ISOLATED = ("marlin", "tinygemm")                       # --isolate auto: each in its own process
+CHILD_TIMEOUT_S = 100.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -362,8 +373,70 @@ def load_plugin(path):
     mod.register(register_backend)
 
 
+def isolated_backends(text, names):
+    """--isolate: 'auto' (those of `names` in ISOLATED), 'none', or a comma list."""
+    if text == "auto":
+        return [n for n in names if n in ISOLATED]
+    if text == "none":
+        return []
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def context_error():
+    """None while this process's CUDA context works, else why the backends after it were not run
+    (after an illegal instruction or a trap every call fails; a synchronize raises it)."""
+    if DG.DEV == "cpu":
+        return None
+    try:
+        torch.cuda.synchronize()
+        return None
+    except Exception as ex:
+        return "not run: this process's CUDA context was lost earlier (" + DG.exc_text(ex) + ")"
+
+
+def child_command(args, name, out, bw, commit):
+    """This script timing backend `name` alone into `out`, with the parent's settings and bandwidth."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--backends", name, "--isolate", "none",
+           "--out", out, "--layers", str(args.layers), "--m", str(args.m), "--reps", str(args.reps),
+           "--bw", repr(float(bw)), "--marlin-dir", args.marlin_dir, "--seed", str(args.seed)]
+    if commit:
+        cmd += ["--commit", commit]
+    if args.dims:
+        cmd += ["--dims", args.dims]
+    if args.marlin_build_dir:
+        cmd += ["--marlin-build-dir", args.marlin_build_dir]
+    for path in (args.plugin if name not in DEFAULT_BACKENDS else []):   # a plugin's backend needs its file
+        cmd += ["--plugin", os.path.abspath(path)]
+    if DG.DEV == "cpu":
+        cmd += ["--dev", "cpu"]
+    return cmd
+
+
+def run_isolated(res, name, args, bw, fp16_ms, commit):
+    """Backend `name` timed in its own process; returns its row (an error row when the process
+    died, or was killed after --child-timeout, without writing one)."""
+    fd, path = tempfile.mkstemp(prefix=f"decode_{name}_", suffix=".jsonl")
+    os.close(fd)
+    DG.log(f"== {name}: in its own process ==")
+    rc, timed_out, secs, tail = DG.run_child(child_command(args, name, path, bw, commit), args.child_timeout, name)
+    rows = DG.read_rows(path)
+    os.unlink(path)
+    row = None
+    for r in rows:
+        if r.get("variant") == "decode_step" and r.get("peer") == name:
+            if fp16_ms and name != "fp16" and isinstance(r.get("ms"), (int, float)) and r["ms"] > 0:
+                r["speedup_vs_fp16"] = fp16_ms / r["ms"]
+            row = r
+        res.add_row(r)
+    if row is None:
+        why = DG.child_failure(name, rc, timed_out, secs, tail)
+        row = res.add("decode_step", name, step_shape(args), quant=BACKENDS[name].quant, ms=None, error=why)
+    return row
+
+
 def run(args):
     names = [n.strip() for n in args.backends.split(",") if n.strip()]
+    isolated = [] if args.child else isolated_backends(args.isolate, names)
     _MARLIN["dir"], _MARLIN["build"], _MARLIN["m"] = args.marlin_dir, args.marlin_build_dir, args.m
     on_gpu = DG.DEV != "cpu"
     common = {"dtype": "f16", "device": torch.cuda.get_device_name() if on_gpu else "cpu",
@@ -371,34 +444,47 @@ def run(args):
               "commit": args.commit or DG.git_commit(), "torch": torch.__version__,
               "method": "one CUDA graph per step, replayed; L2 flushed before each replay; CUDA events; median"}
     res = DG.Results(args.out, args.append, common)
-    bw, copy_ms = measure_bandwidth()
-    if on_gpu:
-        res.add("d2d_copy", "torch.copy_", {"bytes": DG.COPY_BYTES}, workload="ceiling", ms=copy_ms, gbps=bw,
-                note="GB/s counts bytes read + written")
-    DG.log(f"[{common['device']}] copy {bw:.0f} GB/s (read + write); {args.layers} layers, M={args.m}; "
-           f"backends {', '.join(names)}")
-    fp16_ms, bad = None, []
+    if args.bw:   # a child: the parent's
+        bw = args.bw
+    else:
+        bw, copy_ms = measure_bandwidth()
+        if on_gpu:
+            res.add("d2d_copy", "torch.copy_", {"bytes": DG.COPY_BYTES}, workload="ceiling", ms=copy_ms, gbps=bw,
+                    note="GB/s counts bytes read + written")
+        DG.log(f"[{common['device']}] copy {bw:.0f} GB/s (read + write); {args.layers} layers, M={args.m}; "
+               f"backends {', '.join(names)}; each in its own process: {', '.join(isolated) or 'none'}")
+    fp16_ms, bad, dead = None, [], None
     for name in names:
         shape = step_shape(args)
-        if not on_gpu and name in ("marlin", "tinygemm"):
-            res.add("decode_step", name, shape, quant=BACKENDS[name].quant, ms=None, error="needs a CUDA device")
-            continue
         t0 = time.time()
-        try:
-            row = time_backend(res, name, args, bw, fp16_ms)
+        if name in isolated:
+            row = run_isolated(res, name, args, bw, fp16_ms, common["commit"])
+        elif dead:
+            row = res.add("decode_step", name, shape, quant=BACKENDS[name].quant, ms=None, error=dead)
+        elif not on_gpu and name in ("marlin", "tinygemm"):
+            row = res.add("decode_step", name, shape, quant=BACKENDS[name].quant, ms=None, error="needs a CUDA device")
+        else:
+            try:
+                row = time_backend(res, name, args, bw, fp16_ms)
+            except Exception as ex:
+                row = res.add("decode_step", name, shape, quant=BACKENDS[name].quant, ms=None, error=DG.exc_text(ex))
+                DG.log("\n".join("    " + t for t in traceback.format_exc().strip().splitlines()[-8:]))
+            dead = context_error()
+            if dead:
+                DG.log("  " + dead)
+        if isinstance(row.get("ms"), (int, float)):
             if name == "fp16":
                 fp16_ms = row["ms"]
-            if not row["correct"]:
-                bad.append(name)
             DG.log(f"  {name}: {row['ms']:.3f} ms/token ({row['tokens_per_s']:.0f} tokens/s), eager "
                    f"{row['ms_eager']:.3f} ms, {row['pct_floor']:.0f}% of the floor; err {row['err']}, "
                    f"graph vs eager {row['graph_err']}; {time.time() - t0:.0f} s")
-        except Exception as ex:
-            res.add("decode_step", name, shape, quant=BACKENDS[name].quant, ms=None, error=DG.exc_text(ex))
-            DG.log("\n".join("    " + t for t in traceback.format_exc().strip().splitlines()[-8:]))
+        if row.get("correct") is False:
+            bad.append(name)
         gc.collect()
-        if on_gpu:
+        if on_gpu and not dead:
             torch.cuda.empty_cache()
+    if args.child:
+        return 0
     DG.log(f"\n== decode step ({MODEL} linears, {args.layers} layers + lm_head, M={args.m}) ==")
     print_table(res.rows)
     return 1 if bad else 0
@@ -419,8 +505,16 @@ def parse_args(argv=None):
     p.add_argument("--dims", default=None, help="NxK for qkv,o,gate_up,down,lm_head (default Qwen3-4B's)")
     p.add_argument("--marlin-dir", default=DG.default_marlin_dir(), help="staged Marlin source")
     p.add_argument("--marlin-build-dir", default=None, help="Marlin's build folder (default: MARLIN_DIR/build)")
+    p.add_argument("--isolate", default="auto",
+                   help="backends run each in a child process: auto (" + ", ".join(ISOLATED)
+                        + "), none, or a comma list")
+    p.add_argument("--child-timeout", type=float, default=CHILD_TIMEOUT_S,
+                   help="seconds before an isolated backend's process is killed (default %(default)s)")
     p.add_argument("--commit", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)       # run_isolated's process
+    p.add_argument("--bw", type=float, default=None, help=argparse.SUPPRESS)     # the parent's copy GB/s
+    p.add_argument("--dev", choices=("cuda", "cpu"), default=None, help=argparse.SUPPRESS)   # the parent's DEV
     a = p.parse_args(argv)
     try:
         parse_dims(a.dims)
@@ -431,6 +525,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.dev:
+        DG.DEV = args.dev
     if torch is None:
         print("dequant_decode_step: needs torch", file=sys.stderr)
         return 2
@@ -442,7 +538,8 @@ def main(argv=None):
         load_plugin(path)
     if args.backends is None:
         args.backends = ",".join(list(DEFAULT_BACKENDS) + [n for n in BACKENDS if n not in before])
-    unknown = [n for n in args.backends.split(",") if n.strip() and n.strip() not in BACKENDS]
+    unknown = [n for n in args.backends.split(",") + ([] if args.isolate in ("auto", "none") else args.isolate.split(","))
+               if n.strip() and n.strip() not in BACKENDS]
     if unknown:
         print(f"dequant_decode_step: unknown backends {unknown}; registered: {', '.join(BACKENDS)}",
               file=sys.stderr)

@@ -3,6 +3,7 @@
 
     python3 bench/peers/dequant_gemm_peer.py --out FILE.jsonl [--m 1,4,16] [--shapes qkv,o,...]
         [--grid "1,4,16@all;64,256,2048@qkv,gate_up"] [--quick] [--group 128] [--budget SECONDS]
+        [--peers all|cublas_fp16,marlin,...] [--isolate marlin,tinygemm|none]
         [--marlin-dir .peers/marlin] [--marlin-build-dir DIR] [--no-marlin] [--yardstick-dir .peers]
         [--append] [--commit ID] [--seed N]
 
@@ -33,6 +34,16 @@ Every peer's output is compared with x @ W^T computed in float64 from the exactl
 weights of its own format (`err` = ||y - ref|| / ||ref||, at most 1e-2); outputs are poisoned
 first. A one-time repack (Marlin, tinygemm) is done before timing, like a model load.
 
+Isolation: a kernel that faults (an illegal instruction, a trap) poisons its process's CUDA
+context, and every later call there fails. So the peers named by `--isolate` (default Marlin and
+tinygemm, the ones built or dispatched outside torch's tested paths) each run in a child process
+(this script with --child) that times that peer over the whole grid and writes its rows to a
+temporary JSON lines file; the parent copies them (adding speedup_vs_fp16) and writes an ERROR
+row, with the child's last output, for every case a crashed or stopped child left without one.
+The other peers run here, after which each child gets what is left of --budget. `--peers` runs a
+subset (e.g. cublas_fp16,marlin). In either process, once the context is lost the remaining
+cases get ERROR rows at once instead of failing one by one.
+
 Timing (WORKLOADS.md, as the shared peers' common.py): CUDA events around the call alone, the L2
 flushed before every call (256 MB zeroed), median of 30 calls after a warm-up (p10/p90 kept).
 As in paged_sparse_peer.py, a GPU spin is queued first so that the events see the device's time
@@ -54,13 +65,16 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 import types
-from collections import namedtuple
+from collections import deque, namedtuple
 
 try:  # the module must import without torch (CI has none: the tests skip)
     import torch
@@ -84,6 +98,12 @@ SLEEP_CYCLES_PER_S = 2.0e9      # SM clock ~1.7-2 GHz: a longer spin than needed
 QUICK_REPS, RETIME_REPS, RETIME_TOP, FINAL_REPS, DIRECT_REPS = 8, 15, 3, 30, 20
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
 CPU_CEILINGS = {"hbm_gbps": 3000.0, "bf16_tflops": 700.0}   # only for the CPU dry run's floors
+PEERS = (("fp16", "cublas_fp16"), ("int4", "marlin"), ("int4", "tinygemm"), ("int4", "triton_gptq_wide"),
+         ("int8", "weight_int8pack_mm"), ("int8", "torch_naive"))   # (variant, peer), in table order
+ISOLATED = ("marlin", "tinygemm")              # --isolate's default: each in its own process
+CHILD_RESERVE_S = {"marlin": 60.0, "tinygemm": 25.0}   # of --budget, kept for each isolated peer
+CHILD_STOP_S = 15.0     # an isolated peer's process gets a --budget ending this long before its share
+CHILD_KILL_S = 25.0     # and is killed this long after that --budget ends
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,6 +169,31 @@ def parse_grid(text):
     if not order:
         raise ValueError(f"empty grid '{text}'")
     return [(name, by_name[name][0], by_name[name][1], tuple(sorted(by_name[name][2]))) for name in order]
+
+
+def parse_peer_list(text, allow_none=False):
+    """'cublas_fp16,marlin' or 'all' (or 'none' where allowed) -> those peers, in table order."""
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    known = [p for _, p in PEERS]
+    if names == ["all"]:
+        return tuple(known)
+    if allow_none and names == ["none"]:
+        return ()
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise ValueError(f"unknown peers {', '.join(bad) or repr(text)}: expected all"
+                         f"{', none' if allow_none else ''} or a comma list of {', '.join(known)}")
+    return tuple(p for p in known if p in names)
+
+
+def peer_variant(peer):
+    return dict((p, v) for v, p in PEERS)[peer]
+
+
+def grid_text(grid):
+    """The inverse of parse_grid: [(name, N, K, (M, ...))] -> 'M,M@name;...' (custom shapes are
+    named NxK already)."""
+    return ";".join(f"{','.join(str(m) for m in ms)}@{name}" for (name, _, _, ms) in grid)
 
 
 def shape_dict(M, N, K, G):
@@ -298,10 +343,35 @@ def build_marlin(marlin_dir, build_dir=None, verbose=False):
     os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"   # sm_90 on an H100/H200
     build = build_dir or os.path.join(marlin_dir, "build")
     os.makedirs(build, exist_ok=True)
+    lock = os.path.join(build, "lock")
+    baton = hasattr(cpp_extension, "FileBaton") and not hasattr(cpp_extension, "FileLock")
+    if baton and os.path.exists(lock):   # this torch's lock is the file itself: a killed build leaves
+        # it, and load() would wait on it forever (only one process builds at a time here)
+        log(f"  removing {lock}, left by a killed build")
+        os.remove(lock)
     t0 = time.time()
     ext = cpp_extension.load(name="marlin_cuda", sources=sources, build_directory=build,
                              extra_cflags=["-O3"], extra_cuda_cflags=["-O3"], verbose=verbose)
     return load_marlin_package(marlin_dir, ext), time.time() - t0
+
+
+MARLIN_CACHE_HINT = "cp.async.cg.shared.global.L2::cache_hint"
+
+
+def marlin_source_warning(marlin_dir):
+    """Why the staged kernel will likely fault on an H100, or None. CUDA 13's ptxas drops the
+    createpolicy that Marlin's cp_async4_stream feeds to its L2 cache-hinted copies, so in
+    Marlin<256,1,8,8,4,8> (M <= 16, 128x128 tiles, groups of 128) those LDGSTS read a never-written
+    uniform register as their cache descriptor: an illegal instruction (bench/README.md)."""
+    try:
+        with open(os.path.join(marlin_dir, MARLIN_SOURCES[1])) as f:
+            src = f.read()
+    except OSError:
+        return None
+    if MARLIN_CACHE_HINT not in src:
+        return None
+    return ("the staged marlin_cuda_kernel.cu still copies B with an L2 cache hint, which CUDA 13's ptxas "
+            "miscompiles for sm_90 (an illegal instruction at M <= 16, groups of 128): see bench/README.md")
 
 
 def marlin_pack(pkg, q, s, G):
@@ -584,14 +654,32 @@ class Results:
         row.update(fields)
         for k, v in self.common.items():
             row.setdefault(k, v)
-        row = _jsonable(row)
+        return self.add_row(_jsonable(row), self.echo)
+
+    def add_row(self, row, echo=False):
+        """Keep and write a finished row (a child process's, which printed it already)."""
         self.rows.append(row)
         if self.path:
             with open(self.path, "a") as f:
                 f.write(json.dumps(row) + "\n")
-        if self.echo:
+        if echo:
             log("  " + row_line(row))
         return row
+
+
+def read_rows(path):
+    """The rows of a JSON lines file; a line cut short by a crash is dropped."""
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return rows
 
 
 def log(msg):
@@ -616,10 +704,6 @@ def row_line(r):
         (f" ({x:.2f}x fp16)" if isinstance(x, float) else "") + (f" {r['config']}" if r.get("config") else "")
 
 
-TABLE_PEERS = (("fp16", "cublas_fp16"), ("int4", "marlin"), ("int4", "tinygemm"),
-               ("int4", "triton_gptq_wide"), ("int8", "weight_int8pack_mm"), ("int8", "torch_naive"))
-
-
 def print_table(rows):
     """One line per (shape, M): each peer's µs and its speed-up over fp16 cuBLAS."""
     cases, order = {}, []
@@ -631,11 +715,11 @@ def print_table(rows):
             cases[key] = {}
             order.append(key)
         cases[key][(r["variant"], r["peer"])] = r
-    head = ["layer", "M", "N", "K"] + [f"{p} us" for _, p in TABLE_PEERS]
+    head = ["layer", "M", "N", "K"] + [f"{p} us" for _, p in PEERS]
     table = []
     for key in order:
         line = [str(key[0]), str(key[1]), str(key[2]), str(key[3])]
-        for vp in TABLE_PEERS:
+        for vp in PEERS:
             r = cases[key].get(vp)
             if r is None:
                 line.append("-")
@@ -660,14 +744,21 @@ def print_table(rows):
 # The run
 # --------------------------------------------------------------------------------------------
 class Budget:
-    def __init__(self, seconds):
+    """--budget's clock; `reserve` seconds of it are kept for the isolated peers' processes."""
+
+    def __init__(self, seconds, reserve=0.0):
         self.t0 = time.time()
         self.seconds = seconds
+        self.reserve = reserve
 
     def elapsed(self):
         return time.time() - self.t0
 
     def left(self):
+        """Seconds left for this process's own peers."""
+        return self.total_left() - self.reserve
+
+    def total_left(self):
         return float("inf") if self.seconds is None else self.seconds - self.elapsed()
 
 
@@ -744,15 +835,18 @@ def exc_text(ex):
 
 
 class Peers:
-    """What the run needs once: the Marlin build, the yardstick module, the int8pack dtype,
-    tinygemm's nibble order (or why each cannot run)."""
+    """What this process's peers (`local`) need once: the Marlin build, the yardstick module, the
+    int8pack dtype, tinygemm's nibble order (or why each cannot run); and whether the CUDA context
+    is still usable (`dead`: why not)."""
 
-    def __init__(self, args):
+    def __init__(self, args, local):
         self.args = args
+        self.local = tuple(local)
         self.marlin, self.marlin_why, self.marlin_build_s = None, None, None
         self.yard, self.yard_why = None, None
         self.int8_dtype, self.int8_why = None, None
         self.tiny_swap, self.tiny_why = None, None
+        self.dead = None
         self.num_sms = torch.cuda.get_device_properties(0).multi_processor_count if DEV != "cpu" else 132
 
     def setup(self, res):
@@ -761,9 +855,10 @@ class Peers:
             self.marlin_why = "Marlin needs a CUDA device"
             self.yard_why = "the Triton kernel needs a CUDA device"
             return
-        if a.no_marlin:
-            self.marlin_why = "--no-marlin"
-        else:
+        if "marlin" in self.local:
+            warning = marlin_source_warning(a.marlin_dir)
+            if warning:
+                log("  warning: " + warning)
             try:
                 self.marlin, self.marlin_build_s = build_marlin(a.marlin_dir, a.marlin_build_dir, a.verbose_build)
                 log(f"Marlin built (or found built) in {self.marlin_build_s:.0f} s from {a.marlin_dir}")
@@ -772,12 +867,25 @@ class Peers:
                 log("  " + self.marlin_why)
                 log("\n".join("    " + t for t in traceback.format_exc().strip().splitlines()[-6:]))
             res.add("int4", "marlin", {"build": "marlin_cuda"}, ms=None, build_s=self.marlin_build_s,
-                    source=_read(os.path.join(a.marlin_dir, "SOURCE")), error=self.marlin_why)
+                    source=_read(os.path.join(a.marlin_dir, "SOURCE")), warning=warning, error=self.marlin_why)
+        if "triton_gptq_wide" in self.local:
+            try:
+                self.yard = load_yardstick(a.yardstick_dir)
+            except Exception as ex:
+                self.yard_why = "yardstick Triton kernel not loaded: " + exc_text(ex)
+                log("  " + self.yard_why)
+
+    def check_context(self):
+        """After an illegal instruction or a trap every later CUDA call of this process fails with
+        the same error: notice it (a synchronize raises it) so that the remaining cases are only
+        written as errors."""
+        if DEV == "cpu" or self.dead:
+            return
         try:
-            self.yard = load_yardstick(a.yardstick_dir)
+            torch.cuda.synchronize()
         except Exception as ex:
-            self.yard_why = "yardstick Triton kernel not loaded: " + exc_text(ex)
-            log("  " + self.yard_why)
+            self.dead = "not run: this process's CUDA context was lost earlier (" + exc_text(ex) + ")"
+            log("  " + self.dead)
 
 
 def _read(path):
@@ -895,83 +1003,236 @@ def run_triton(case, peers, x, qw, qz, s, ref):
              note=f"the yardstick's Triton kernel; {len(cands)} configs (its own and ours)")
 
 
-def run_int8(case, peers, x, w8, s8, ref):
+def run_int8pack(case, peers, x, w8, s8, ref):
     M, N = case.M, case.N
     if peers.int8_why:
-        case.error("int8", "weight_int8pack_mm", peers.int8_why)
-    else:
-        errs = []
-        for dt in ([peers.int8_dtype] if peers.int8_dtype else [HALF, torch.bfloat16]):
-            try:
-                xd, sd = x.to(dt), s8.to(dt)
-                fn = lambda xd=xd, sd=sd: torch._weight_int8pack_mm(xd, w8, sd)  # noqa: E731
-                poison_next_output((M, N), dt)
-                err = check(fn, ref)
-                peers.int8_dtype = dt
-                case.add("int8", "weight_int8pack_mm", fn, err, act_dtype=_jsonable(dt))
-                break
-            except Exception as ex:
-                errs.append(f"{_jsonable(dt)}: {exc_text(ex)}")
-        else:
-            peers.int8_why = "refused: " + " | ".join(errs)
-            case.error("int8", "weight_int8pack_mm", peers.int8_why)
+        return case.error("int8", "weight_int8pack_mm", peers.int8_why)
+    errs = []
+    for dt in ([peers.int8_dtype] if peers.int8_dtype else [HALF, torch.bfloat16]):
+        try:
+            xd, sd = x.to(dt), s8.to(dt)
+            fn = lambda xd=xd, sd=sd: torch._weight_int8pack_mm(xd, w8, sd)  # noqa: E731
+            poison_next_output((M, N), dt)
+            err = check(fn, ref)
+            peers.int8_dtype = dt
+            return case.add("int8", "weight_int8pack_mm", fn, err, act_dtype=_jsonable(dt))
+        except Exception as ex:
+            errs.append(f"{_jsonable(dt)}: {exc_text(ex)}")
+    peers.int8_why = "refused: " + " | ".join(errs)
+    return case.error("int8", "weight_int8pack_mm", peers.int8_why)
+
+
+def run_int8_naive(case, x, w8, s8, ref):
     fn = lambda: x @ (w8.to(x.dtype) * s8.to(x.dtype)[:, None]).t()  # noqa: E731
-    poison_next_output((M, N), x.dtype)
+    poison_next_output((case.M, case.N), x.dtype)
     case.add("int8", "torch_naive", fn, check(fn, ref), note="x @ (w8.to(fp16) * s8[:, None]).T")
 
 
 ShapeWeights = namedtuple("ShapeWeights", "qw qz s W64 W16 w8 s8 W8 qm sm tiny marlin")
 
 
-def make_shape_weights(N, K, G):
-    """One shape's weights for every peer: GPTQ (and its float64 and fp16 dequantizations), int8,
-    and Marlin's own symmetric q and s; `tiny` and `marlin` cache their repacks across M."""
-    qw, qz, s = make_gptq(N, K, G, DEV)
-    W64 = dequant_gptq(qw, qz, s, G)                             # [N, K]
-    w8, s8 = make_int8(N, K, DEV)
-    qm = torch.randint(0, 16, (K, N), device=DEV, dtype=torch.int32)
-    sm = random_scales(K // group_rows(K, G), N, DEV)
-    return ShapeWeights(qw, qz, s, W64, W64.to(HALF).contiguous(), w8, s8, dequant_int8(w8, s8), qm, sm, {}, {})
+def make_shape_weights(N, K, G, peers):
+    """One shape's weights for `peers` (what none of them reads is None): GPTQ (and its float64
+    and fp16 dequantizations), int8, and Marlin's own symmetric q and s; `tiny` and `marlin` cache
+    their repacks across M."""
+    qw = qz = s = W64 = W16 = w8 = s8 = W8 = qm = sm = None
+    if any(p in peers for p in ("cublas_fp16", "tinygemm", "triton_gptq_wide")):
+        qw, qz, s = make_gptq(N, K, G, DEV)
+        W64 = dequant_gptq(qw, qz, s, G)                         # [N, K]
+        if "cublas_fp16" in peers:
+            W16 = W64.to(HALF).contiguous()
+    if any(p in peers for p in ("weight_int8pack_mm", "torch_naive")):
+        w8, s8 = make_int8(N, K, DEV)
+        W8 = dequant_int8(w8, s8)
+    if "marlin" in peers:
+        qm = torch.randint(0, 16, (K, N), device=DEV, dtype=torch.int32)
+        sm = random_scales(K // group_rows(K, G), N, DEV)
+    return ShapeWeights(qw, qz, s, W64, W16, w8, s8, W8, qm, sm, {}, {})
 
 
 def run_case(case, peers, w):
-    """Every peer on one (shape, M); one peer's failure (e.g. out of memory) leaves the others."""
+    """This process's peers on one (shape, M). One peer's failure (e.g. out of memory) leaves the
+    others; once the CUDA context is lost, the rest are only written as errors."""
+    if peers.dead:
+        for p in peers.local:
+            case.error(peer_variant(p), p, peers.dead)
+        return
     x = torch.randn(case.M, case.K, device=DEV, dtype=HALF)
-    ref4 = x.double() @ w.W64.t()
-    ref8 = x.double() @ w.W8.t()
-    steps = (("fp16", "cublas_fp16", lambda: run_fp16(case, x, w.W16, ref4)),
-             ("int4", "marlin", lambda: run_marlin(case, peers, w.marlin, x, w.qm, w.sm)),
-             ("int4", "tinygemm", lambda: run_tinygemm(case, peers, w.tiny, x, w.qw, w.qz, w.s, ref4)),
-             ("int4", "triton_gptq_wide", lambda: run_triton(case, peers, x, w.qw, w.qz, w.s, ref4)),
-             ("int8", "weight_int8pack_mm and torch_naive", lambda: run_int8(case, peers, x, w.w8, w.s8, ref8)))
-    for variant, peer, step in steps:
+    ref4 = x.double() @ w.W64.t() if w.W64 is not None else None
+    ref8 = x.double() @ w.W8.t() if w.W8 is not None else None
+    steps = {"cublas_fp16": lambda: run_fp16(case, x, w.W16, ref4),
+             "marlin": lambda: run_marlin(case, peers, w.marlin, x, w.qm, w.sm),
+             "tinygemm": lambda: run_tinygemm(case, peers, w.tiny, x, w.qw, w.qz, w.s, ref4),
+             "triton_gptq_wide": lambda: run_triton(case, peers, x, w.qw, w.qz, w.s, ref4),
+             "weight_int8pack_mm": lambda: run_int8pack(case, peers, x, w.w8, w.s8, ref8),
+             "torch_naive": lambda: run_int8_naive(case, x, w.w8, w.s8, ref8)}
+    for peer in peers.local:
+        if peers.dead:
+            case.error(peer_variant(peer), peer, peers.dead)
+            continue
         try:
-            step()
+            steps[peer]()
         except Exception as ex:
-            case.error(variant, peer.split()[-1], exc_text(ex))
+            case.error(peer_variant(peer), peer, exc_text(ex))
             log("\n".join("    " + t for t in traceback.format_exc().strip().splitlines()[-6:]))
+        peers.check_context()
 
 
 def run_shape(res, peers, ceil, budget, name, N, K, m_list, G, skipped):
     """Every M of one shape: its weights are made once here and dropped at the end."""
-    if budget.left() < 5.0:
+    if budget.left() < 5.0 or peers.dead:
         for M in m_list:
-            Case(res, ceil, name, M, N, K, G).skip("all", "all", "time budget")
+            case = Case(res, ceil, name, M, N, K, G)
+            for p in peers.local:
+                if peers.dead:
+                    case.error(peer_variant(p), p, peers.dead)
+                else:
+                    case.skip(peer_variant(p), p, "time budget")
             skipped.append((name, M))
         return
     t0 = time.time()
-    w = make_shape_weights(N, K, G)
+    w = make_shape_weights(N, K, G, peers.local)
     log(f"== {name} N={N} K={K} G={G}: weights made in {time.time() - t0:.1f} s ({budget.elapsed():.0f} s) ==")
     for M in m_list:
         case = Case(res, ceil, name, M, N, K, G)
         if budget.left() < 3.0:
-            case.skip("all", "all", "time budget")
+            for p in peers.local:
+                case.skip(peer_variant(p), p, "time budget")
             skipped.append((name, M))
             continue
         run_case(case, peers, w)
     w = None
-    if DEV != "cpu":
+    if DEV != "cpu" and not peers.dead:
         torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------------------
+# Isolated peers: each in a child process, which a faulting kernel takes down alone
+# --------------------------------------------------------------------------------------------
+def child_command(args, peer, out, grid, ceil, commit, budget_s):
+    """This script timing `peer` alone over `grid` into `out`, with the parent's settings and
+    ceilings (so that its floors are the parent's)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--peers", peer, "--isolate", "none",
+           "--out", out, "--grid", grid_text(grid), "--group", str(args.group), "--seed", str(args.seed),
+           "--ceilings", json.dumps(_jsonable(ceil)), "--marlin-dir", args.marlin_dir,
+           "--yardstick-dir", args.yardstick_dir]
+    if commit:
+        cmd += ["--commit", commit]
+    if args.marlin_build_dir:
+        cmd += ["--marlin-build-dir", args.marlin_build_dir]
+    if args.quick:
+        cmd.append("--quick")
+    if args.verbose_build:
+        cmd.append("--verbose-build")
+    if budget_s is not None:
+        cmd += ["--budget", f"{budget_s:.1f}"]
+    if DEV == "cpu":
+        cmd += ["--dev", "cpu"]
+    return cmd
+
+
+def run_child(cmd, timeout, tag):
+    """Run cmd, its output echoed line by line as '[tag] ...', killed after `timeout` seconds
+    (None: no limit). The child leads its own process group, so that a kill takes its compilers
+    too; a SIGTERM to this process (`timeout` in device_dequant_peers.sh) is passed on to it.
+    Returns (exit status, timed out, seconds, last lines)."""
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+    tail = deque(maxlen=40)
+
+    def pump():
+        for line in proc.stdout:
+            tail.append(line.rstrip("\n"))
+            log(f"[{tag}] {tail[-1]}")
+
+    def kill():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    main = threading.current_thread() is threading.main_thread()   # only there can a handler be set
+    old_term = signal.signal(signal.SIGTERM, terminated) if main else None
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill()
+    except BaseException:   # SIGTERM or Ctrl-C here: the child must not outlive us on the GPU
+        kill()
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
+    reader.join(timeout=5)
+    return proc.returncode, timed_out, time.time() - t0, list(tail)
+
+
+def child_failure(peer, rc, timed_out, secs, tail):
+    """Why an isolated peer's process left cases without rows, with its last error line."""
+    if timed_out:
+        why = f"{peer}'s process was killed after {secs:.0f} s (time budget)"
+    elif rc is not None and rc < 0:
+        try:
+            sig = signal.Signals(-rc).name
+        except ValueError:
+            sig = str(-rc)
+        why = f"{peer}'s process died from signal {sig} after {secs:.0f} s"
+    else:
+        why = f"{peer}'s process exited with status {rc} after {secs:.0f} s without timing this case"
+    last = [t.strip() for t in tail if t.strip()]
+    hint = next((t for t in reversed(last) if "rror" in t or "Abort" in t), last[-1] if last else None)
+    return why + (f"; its last error: {hint}" if hint else "")
+
+
+def fp16_times(rows):
+    """{(layer, M): ms} of the cuBLAS fp16 rows, for the isolated peers' speed-ups."""
+    return {(r.get("layer"), r["shape"]["M"]): r["ms"] for r in rows
+            if (r.get("variant"), r.get("peer")) == ("fp16", "cublas_fp16") and isinstance(r.get("ms"), (int, float))}
+
+
+def run_isolated(peer, args, grid, res, ceil, commit, budget, later_s):
+    """Time `peer` over the whole grid in its own process, given what is left of the budget but
+    `later_s` (the peers isolated after it); copy its rows and write an error for every case it
+    left without one."""
+    variant = peer_variant(peer)
+    avail = budget.total_left() - later_s
+    cases = [(name, N, K, M) for (name, N, K, ms) in grid for M in ms]
+    if avail < CHILD_STOP_S + 5.0:
+        for (name, N, K, M) in cases:
+            Case(res, ceil, name, M, N, K, args.group).skip(variant, peer, "time budget")
+        return
+    fd, path = tempfile.mkstemp(prefix=f"dequant_{peer}_", suffix=".jsonl")
+    os.close(fd)
+    finite = math.isfinite(avail)
+    cmd = child_command(args, peer, path, grid, ceil, commit, avail - CHILD_STOP_S if finite else None)
+    log(f"== {peer}: in its own process ({budget.elapsed():.0f} s) ==")
+    rc, timed_out, secs, tail = run_child(cmd, avail + CHILD_KILL_S - CHILD_STOP_S if finite else None, peer)
+    rows = read_rows(path)
+    os.unlink(path)
+    fp16, done = fp16_times(res.rows), set()
+    for r in rows:
+        shape = r.get("shape", {})
+        if "M" in shape:
+            done.add((r.get("layer"), shape["M"]))
+            f = fp16.get((r.get("layer"), shape["M"]))
+            if f and isinstance(r.get("ms"), (int, float)) and r["ms"] > 0:
+                r["speedup_vs_fp16"] = f / r["ms"]
+        res.add_row(r)
+    missing = [c for c in cases if (c[0], c[3]) not in done]
+    if missing:
+        why = child_failure(peer, rc, timed_out, secs, tail)
+        log("  " + why)
+        for (name, N, K, M) in missing:
+            Case(res, ceil, name, M, N, K, args.group).error(variant, peer, why)
+    log(f"  {peer}: {len(rows)} rows from its process (exit status {rc}, {secs:.0f} s)")
 
 
 def git_commit():
@@ -985,10 +1246,14 @@ def git_commit():
 
 def run(args):
     torch.manual_seed(args.seed)
-    budget = Budget(args.budget)
     grid = parse_grid(args.grid) if args.grid else (
         parse_grid(QUICK_GRID) if args.quick else
         [(n, N, K, parse_int_list(args.m)) for (n, N, K) in parse_shapes(args.shapes)])
+    selected = [p for p in parse_peer_list(args.peers) if not (p == "marlin" and args.no_marlin)]
+    isolated = [] if args.child else [p for p in selected if p in parse_peer_list(args.isolate, allow_none=True)]
+    local = [p for p in selected if p not in isolated]
+    reserve = sum(CHILD_RESERVE_S.get(p, 30.0) for p in isolated)
+    budget = Budget(args.budget, 0.0 if args.budget is None else min(reserve, 0.5 * args.budget))
     on_gpu = DEV != "cpu"
     common = {"dtype": "f16", "device": torch.cuda.get_device_name() if on_gpu else "cpu",
               "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
@@ -1000,25 +1265,38 @@ def run(args):
     except ImportError:
         common["triton"] = None
     res = Results(args.out, args.append, common)
-    ceil = measure_ceilings()
-    if on_gpu:
-        res.add("d2d_copy", "torch.copy_", {"bytes": COPY_BYTES}, workload="ceiling", ms=ceil["copy_ms"],
-                gbps=ceil["hbm_gbps"], note="GB/s counts bytes read + written")
-        res.add("bf16_matmul", "torch.mm", {"n": MM_N}, workload="ceiling", ms=ceil["mm_ms"],
-                tflops=ceil["bf16_tflops"])
-    log(f"[{common['device']}] copy {ceil['hbm_gbps']:.0f} GB/s (read + write), bf16 matmul "
-        f"{ceil['bf16_tflops']:.0f} TFLOP/s; torch {torch.__version__}, triton {common['triton']}")
-    peers = Peers(args)
+    if args.ceilings:   # a child: the parent's
+        ceil = json.loads(args.ceilings)
+    else:
+        ceil = measure_ceilings()
+        if on_gpu:
+            res.add("d2d_copy", "torch.copy_", {"bytes": COPY_BYTES}, workload="ceiling", ms=ceil["copy_ms"],
+                    gbps=ceil["hbm_gbps"], note="GB/s counts bytes read + written")
+            res.add("bf16_matmul", "torch.mm", {"n": MM_N}, workload="ceiling", ms=ceil["mm_ms"],
+                    tflops=ceil["bf16_tflops"])
+        log(f"[{common['device']}] copy {ceil['hbm_gbps']:.0f} GB/s (read + write), bf16 matmul "
+            f"{ceil['bf16_tflops']:.0f} TFLOP/s; torch {torch.__version__}, triton {common['triton']}; "
+            f"peers here: {', '.join(local) or 'none'}; each in its own process: {', '.join(isolated) or 'none'}")
+    peers = Peers(args, local)
     peers.setup(res)
     skipped = []
-    for (name, N, K, m_list) in grid:
+    for (name, N, K, m_list) in (grid if local else []):
         try:
             run_shape(res, peers, ceil, budget, name, N, K, m_list, args.group, skipped)
         except Exception as ex:  # e.g. out of memory making the weights: the other shapes may run
             log(f"  {name} FAILED: {exc_text(ex)}")
             log("\n".join("    " + t for t in traceback.format_exc().strip().splitlines()[-8:]))
             for M in m_list:
-                Case(res, ceil, name, M, N, K, args.group).error("all", "all", exc_text(ex))
+                case = Case(res, ceil, name, M, N, K, args.group)
+                for p in local:
+                    case.error(peer_variant(p), p, exc_text(ex))
+            peers.check_context()
+    for i, peer in enumerate(isolated):
+        later = sum(CHILD_RESERVE_S.get(p, 30.0) for p in isolated[i + 1:])
+        run_isolated(peer, args, grid, res, ceil, common["commit"], budget, min(later, budget.reserve))
+    if args.child:
+        log(f"== {', '.join(local)} done in {budget.elapsed():.0f} s ==")
+        return 0
     log(f"\n== dequant_gemm peers done in {budget.elapsed():.0f} s ({common['device']}) ==")
     print_table(res.rows)
     if skipped:
@@ -1041,6 +1319,10 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help=f"the yardstick's quick grid ({QUICK_GRID}), fewer configs")
     p.add_argument("--group", type=int, default=128, help="quantization group size (-1: one group)")
     p.add_argument("--budget", type=float, default=None, help="seconds; shapes not started by then are skipped")
+    p.add_argument("--peers", default="all",
+                   help="the peers to run: all, or a comma list of " + ", ".join(p for _, p in PEERS))
+    p.add_argument("--isolate", default=",".join(ISOLATED),
+                   help="peers run each in a child process over the whole grid (default %(default)s; none: all here)")
     p.add_argument("--marlin-dir", default=default_marlin_dir(), help="staged Marlin source (stage_marlin.sh)")
     p.add_argument("--marlin-build-dir", default=None, help="Marlin's build folder (default: MARLIN_DIR/build)")
     p.add_argument("--no-marlin", action="store_true", help="do not build or time Marlin")
@@ -1049,9 +1331,14 @@ def parse_args(argv=None):
                    help="a copy of the shared peers (its dequant_gemm.py gives the Triton kernel)")
     p.add_argument("--commit", default=None, help="commit id to record (default: git rev-parse)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)        # run_isolated's process
+    p.add_argument("--ceilings", default=None, help=argparse.SUPPRESS)           # the parent's, as JSON
+    p.add_argument("--dev", choices=("cuda", "cpu"), default=None, help=argparse.SUPPRESS)   # the parent's DEV
     a = p.parse_args(argv)
-    try:  # shape errors are usage errors
+    try:  # shape and peer errors are usage errors
         parse_grid(a.grid) if a.grid else (parse_int_list(a.m), parse_shapes(a.shapes))
+        parse_peer_list(a.peers)
+        parse_peer_list(a.isolate, allow_none=True)
     except ValueError as ex:
         p.error(str(ex))
     if a.group not in (-1, 32, 64, 128, 256):
@@ -1060,7 +1347,10 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    global DEV
     args = parse_args(argv)
+    if args.dev:
+        DEV = args.dev
     if torch is None:
         print("dequant_gemm_peer: needs torch", file=sys.stderr)
         return 2

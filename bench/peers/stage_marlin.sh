@@ -8,7 +8,9 @@
 # SOURCE: a git directory of the repository (bare or not; default: the mirror that the `fetch`
 # tool makes, /work/.mirror/IST-DASLab+marlin/repo) or a plain checkout. The files are copied
 # as they are (no patch: CUDA 13 builds them with the flags torch's extension builder passes,
-# --expt-relaxed-constexpr among them). About 60 KB.
+# --expt-relaxed-constexpr among them), though as they are the kernel faults on an H100 under
+# CUDA 13 (an illegal instruction: bench/README.md says why and what the staged copy changes).
+# About 60 KB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=${1:-${MARLIN_SRC:-/work/.mirror/IST-DASLab+marlin/repo}}

@@ -3,17 +3,21 @@ dequant_decode_step.py), on the CPU.
 
     python3 -m pytest bench/tests -q
 
-Shape parsing, the candidate lists and the byte counts need only Python. The rest needs torch
-(skipped without it, as in CI): the GPTQ, tinygemm and Marlin formats (packing round trips, the
-float64 dequantization), the error measure, and CPU dry runs of both scripts (DEV swapped to
-"cpu": fp16 and int8 peers run, the GPU-only ones record why not) that check the rows. Marlin's
-packing is tested only when its source is staged (bench/peers/stage_marlin.sh), the candidate
-superset only when a copy of the shared yardstick is at .peers or ../shared/peers.
+Shape and peer-list parsing, the candidate lists, the byte counts, the check of the staged
+Marlin source and the child-process runner need only Python. The rest needs torch (skipped
+without it, as in CI): the GPTQ, tinygemm and Marlin formats (packing round trips, the float64
+dequantization), the error measure, and CPU dry runs of both scripts (DEV swapped to "cpu": fp16
+and int8 peers run, Marlin and tinygemm in their own processes, the GPU-only ones record why not)
+that check the rows, including a child process that dies (a stand-in for a kernel that kills its
+CUDA context). Marlin's packing is tested only when its source is staged
+(bench/peers/stage_marlin.sh), the candidate superset only when a copy of the shared yardstick is
+at .peers or ../shared/peers.
 """
 import importlib.util
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -99,6 +103,48 @@ def test_args_and_shape_keys_pair_with_the_yardstick():
         DG.parse_args(["--group", "100"])
     # the yardstick's rows carry exactly {M, N, K, G}
     assert DG.shape_dict(1, 6144, 2560, 128) == {"M": 1, "N": 6144, "K": 2560, "G": 128}
+
+
+def test_peer_lists_and_grid_text():
+    assert DG.parse_peer_list("all") == tuple(p for _, p in DG.PEERS)
+    assert DG.parse_peer_list("marlin,cublas_fp16") == ("cublas_fp16", "marlin")     # table order
+    assert DG.parse_peer_list("none", allow_none=True) == ()
+    for bad in ("none", "marlin,bogus", ""):
+        with pytest.raises(ValueError):
+            DG.parse_peer_list(bad)
+    assert DG.peer_variant("tinygemm") == "int4" and DG.peer_variant("torch_naive") == "int8"
+    grid = DG.parse_grid("1,4,16@all;64,256,2048@qkv,gate_up;2@256x128")
+    assert DG.parse_grid(DG.grid_text(grid)) == grid
+    a = DG.parse_args(["--peers", "cublas_fp16,marlin"])
+    assert a.peers == "cublas_fp16,marlin" and a.isolate == "marlin,tinygemm" and not a.child
+    for bad in (["--peers", "cublas"], ["--isolate", "marlin,nope"]):
+        with pytest.raises(SystemExit):
+            DG.parse_args(bad)
+
+
+def test_marlin_source_warning(tmp_path):
+    kernel = tmp_path / "marlin" / "marlin_cuda_kernel.cu"
+    kernel.parent.mkdir()
+    kernel.write_text('asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], %2, p;\\n");')
+    assert "cache hint" in DG.marlin_source_warning(str(tmp_path))
+    kernel.write_text('asm volatile("cp.async.cg.shared.global [%0], [%1], %2;\\n");')
+    assert DG.marlin_source_warning(str(tmp_path)) is None
+    assert DG.marlin_source_warning(str(tmp_path / "nowhere")) is None
+
+
+def test_run_child_echoes_reports_and_kills(capsys):
+    rc, timed_out, secs, tail = DG.run_child(
+        [sys.executable, "-c", "import os; print('one'); print('RuntimeError: boom', flush=True); os.abort()"], 30, "t")
+    assert rc < 0 and not timed_out and tail == ["one", "RuntimeError: boom"]
+    assert "[t] one" in capsys.readouterr().out
+    why = DG.child_failure("marlin", rc, timed_out, secs, tail)
+    assert "signal SIGABRT" in why and why.endswith("its last error: RuntimeError: boom")
+    t0 = time.time()
+    rc, timed_out, secs, tail = DG.run_child([sys.executable, "-c", "import time; time.sleep(60)"], 1, "t")
+    assert timed_out and time.time() - t0 < 30
+    assert "killed after" in DG.child_failure("tinygemm", rc, timed_out, secs, tail)
+    rc, timed_out, _, _ = DG.run_child([sys.executable, "-c", "pass"], None, "t")
+    assert rc == 0 and not timed_out
 
 
 def test_marlin_candidates():
@@ -278,7 +324,40 @@ def test_peer_dry_run_budget_skips(cpu, tmp_path):
     out = tmp_path / "peer.jsonl"
     assert DG.main(["--shapes", "128x128", "--m", "1", "--budget", "0", "--out", str(out)]) == 0
     rows = read_rows(out)
-    assert [r.get("skipped") for r in rows] == ["time budget"]
+    assert {r["peer"] for r in rows} == {p for _, p in DG.PEERS}      # the isolated ones too
+    assert {r.get("skipped") for r in rows} == {"time budget"}
+
+
+def test_peer_subset_and_a_child_that_dies(cpu, tmp_path, monkeypatch):
+    """A child process that writes one row and dies (as a kernel's illegal instruction kills its
+    CUDA context): its row is kept, the cases it left get errors naming the signal and its last
+    error line, and the parent's peers are untouched."""
+    def dying_child(args, peer, out, grid, ceil, commit, budget_s):
+        row = {"workload": "dequant_gemm", "variant": "int4", "peer": peer, "layer": "256x256",
+               "shape": {"M": 1, "N": 256, "K": 256, "G": 128}, "ms": 0.5, "err": 1e-3, "correct": True}
+        code = (f"import json, os; open({out!r}, 'a').write(json.dumps({row!r}) + '\\n'); "
+                "print('torch.AcceleratorError: CUDA error: an illegal instruction was encountered', flush=True); "
+                "os.abort()")
+        return [sys.executable, "-c", code]
+    monkeypatch.setattr(DG, "child_command", dying_child)
+    out = tmp_path / "peer.jsonl"
+    assert DG.main(["--shapes", "256x256", "--m", "1,5", "--peers", "cublas_fp16,marlin", "--out", str(out)]) == 0
+    rows = read_rows(out)
+    assert {r["peer"] for r in rows} == {"cublas_fp16", "marlin"}
+    fp16 = {r["shape"]["M"]: r for r in rows if r["peer"] == "cublas_fp16"}
+    assert all(r["correct"] for r in fp16.values()) and set(fp16) == {1, 5}
+    marlin = {r["shape"]["M"]: r for r in rows if r["peer"] == "marlin"}
+    assert marlin[1]["ms"] == 0.5 and marlin[1]["speedup_vs_fp16"] == pytest.approx(fp16[1]["ms"] / 0.5)
+    assert marlin[5]["ms"] is None and "SIGABRT" in marlin[5]["error"] and "illegal instruction" in marlin[5]["error"]
+
+
+def test_a_lost_context_only_writes_errors(cpu):
+    res = DG.Results(None, echo=False)
+    peers = DG.Peers(DG.parse_args([]), ("cublas_fp16", "torch_naive"))
+    peers.dead = "not run: this process's CUDA context was lost earlier (an illegal instruction)"
+    case = DG.Case(res, DG.CPU_CEILINGS, "qkv", 1, 6144, 2560, 128)
+    DG.run_case(case, peers, None)                       # no weights needed: nothing runs
+    assert [(r["peer"], r["error"]) for r in res.rows] == [("cublas_fp16", peers.dead), ("torch_naive", peers.dead)]
 
 
 def test_decode_step_dry_run_and_plugin(cpu, tmp_path):
@@ -295,7 +374,7 @@ def test_decode_step_dry_run_and_plugin(cpu, tmp_path):
     out = tmp_path / "step.jsonl"
     try:
         rc = DS.main(["--layers", "2", "--dims", "64x32,32x64,128x32,32x128,256x32", "--reps", "3",
-                      "--plugin", str(plugin), "--out", str(out)])
+                      "--plugin", str(plugin), "--isolate", "marlin,tinygemm,plugged", "--out", str(out)])
     finally:
         DS.BACKENDS.pop("plugged", None)
     assert rc == 0
@@ -310,6 +389,21 @@ def test_decode_step_dry_run_and_plugin(cpu, tmp_path):
     assert rows["fp16"]["weight_bytes"] == 2 * sum(n * k for _, n, k in DS.step_plan(2, DS.parse_dims(
         "64x32,32x64,128x32,32x128,256x32")))
     assert rows["marlin"]["error"] and rows["tinygemm"]["error"]
+    assert "CUDA" in rows["marlin"]["error"]        # its own process said why (no GPU), it did not die
+
+
+def test_decode_step_child_that_dies(cpu, tmp_path, monkeypatch):
+    monkeypatch.setattr(DS, "child_command", lambda *a: [sys.executable, "-c", "import os; os.abort()"])
+    out = tmp_path / "step.jsonl"
+    rc = DS.main(["--layers", "1", "--dims", "64x32,32x64,128x32,32x128,256x32", "--reps", "3",
+                  "--backends", "fp16,marlin", "--out", str(out)])
+    assert rc == 0
+    rows = {r["peer"]: r for r in read_rows(out)}
+    assert rows["fp16"]["correct"] is True
+    assert rows["marlin"]["ms"] is None and "SIGABRT" in rows["marlin"]["error"]
+    assert DS.isolated_backends("auto", ["fp16", "marlin", "tinygemm", "int8_pack", "mine"]) == ["marlin", "tinygemm"]
+    assert DS.isolated_backends("mine,marlin", ["marlin", "mine"]) == ["mine", "marlin"]
+    assert DS.isolated_backends("none", ["marlin"]) == []
 
 
 def test_build_step_is_importable(cpu):
