@@ -8,13 +8,6 @@
 
 namespace tj {
 
-/// prmt: bytes of {b, a} picked by `sel` (0x5410: the low halves of a and b; 0x7632: the high).
-TJ_DEVICE unsigned permute(unsigned a, unsigned b, unsigned sel) {
-  unsigned r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
-
 /// acc += (Q - Z) @ B. Q [M, K] is 4-bit values packed 8 per 32-bit word along K in shared
 /// memory (row stride ldq words; word c of a row holds k = 8c..8c+7, field i at bits 4i); Z a
 /// zero point per row (ZERO 2: zero[s] for the rows this thread owns, a Slice of LC along axis
