@@ -24,8 +24,61 @@ void shared_effects(ir::Expr& e, std::set<ir::Var*>& reads, std::set<ir::Var*>& 
 
 namespace {
 
+/// One access to a global tensor: which parameter, in which threads (the layout that spreads it
+/// over the block; null: a point access, made by one thread or by all alike), read or written.
+struct GlobalAccess {
+  int param = -1;
+  const ir::Layout* layout = nullptr;
+  bool write = false;
+};
+
+/// Stands for the layout the backend picks for a scalar stored over a tile (not one of the
+/// program's): any other access of the tensor is ordered against it.
+const ir::Layout kScalarOverTile;
+
+/// Whether two accesses to one tensor from the same block need a barrier between them: a write
+/// and another access by threads spread differently, so that one thread may touch an element
+/// another one touched (the block runs the program in order; its threads do not).
+bool global_conflict(const GlobalAccess& a, const GlobalAccess& b) {
+  if (a.param != b.param || (!a.write && !b.write)) return false;
+  if (a.layout == nullptr && b.layout == nullptr) return false; // points: the same threads
+  if (a.layout == &kScalarOverTile || b.layout == &kScalarOverTile) return true;
+  return !(a.layout && b.layout && ir::equivalent(a.layout, b.layout));
+}
+
+/// The global tensors a statement reads and writes, with the layouts they are accessed in.
+/// A scalar atomic_add (one thread adds, every thread gets the old value) synchronises the block
+/// before and after (tj::atomic_add_uniform): `syncs` says so.
+void global_effects(ir::Stmt& s, std::vector<GlobalAccess>& out, bool& syncs) {
+  auto visit = [&](ir::Expr& root) {
+    ir::for_each_node(root, [&](ir::Expr& n) {
+      if (!n.access) return;
+      const bool point = n.type.is_scalar();
+      if (n.kind == ExprKind::AtomicAdd) {
+        if (point) syncs = true;
+        out.push_back({n.access->param, point ? nullptr : n.layout, true});
+        out.push_back({n.access->param, point ? nullptr : n.layout, false});
+      } else if (n.kind == ExprKind::Load || n.kind == ExprKind::Copy) {
+        out.push_back({n.access->param, point ? nullptr : n.layout, false});
+      }
+    });
+  };
+  ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
+    // A store's access is not an expression: its value's layout spreads it (a scalar stored
+    // over a tile: the backend's default layout for the tile, never one of the program's).
+    visit(*root);
+  });
+  if (s.kind == ir::StmtKind::Store) {
+    const bool point = s.access->is_scalar();
+    const ir::Layout* l = point ? nullptr : s.value->type.is_scalar() ? nullptr : s.value->layout;
+    out.push_back({s.access->param, l, true});
+    if (!point && !l) out.back().layout = &kScalarOverTile;
+  }
+}
+
 /// What the shared tiles are doing at a point of the program, since the last barrier.
 struct State {
+  std::vector<GlobalAccess> global; ///< global tensor accesses since the last barrier
   std::set<ir::Var*> reads, writes;
   /// Tiles an asynchronous copy may still be filling, with the number of copy groups committed
   /// after theirs: a barrier alone does not make them visible, so they stay pending across
@@ -35,6 +88,7 @@ struct State {
   /// Control flow joins: anything either path did; a copy pending on either path is pending,
   /// with the fewer groups committed after it.
   void merge(const State& o) {
+    global.insert(global.end(), o.global.begin(), o.global.end());
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     for (const auto& [v, age] : o.pending) {
@@ -47,6 +101,7 @@ struct State {
   }
   /// After a barrier; `waited`: it waited for every pending copy first.
   void barrier(bool waited) {
+    global.clear();
     reads.clear();
     writes.clear();
     if (waited) pending.clear();
@@ -112,7 +167,8 @@ int64_t constant_trips(const ir::Stmt& loop) {
 class BarrierInsertion {
 public:
   /// `check`: insert nothing; record the first place a barrier is missing there instead.
-  explicit BarrierInsertion(BarrierHazard* check = nullptr) : check_(check) {}
+  explicit BarrierInsertion(const ir::Kernel& k, BarrierHazard* check = nullptr)
+      : k_(k), check_(check) {}
 
   void run(ir::Block& body) {
     State s;
@@ -120,7 +176,12 @@ public:
   }
 
 private:
+  const ir::Kernel& k_;
   BarrierHazard* check_ = nullptr;
+
+  std::string k_params_name(int param) const {
+    return param >= 0 && param < static_cast<int>(k_.params.size()) ? k_.params[param].name : "?";
+  }
 
   /// Puts `bar` before b[i] (advancing i past it), or, in check mode, records the hazard.
   void place(ir::Block& b, size_t& i, std::unique_ptr<ir::Stmt> bar, ir::Stmt& before) {
@@ -235,8 +296,18 @@ private:
       }
       std::set<ir::Var*> reads_set, writes_set;
       effects(s, reads_set, writes_set);
+      std::vector<GlobalAccess> global;
+      bool syncs = false;
+      if (s.kind != ir::StmtKind::If && s.kind != ir::StmtKind::For) global_effects(s, global, syncs);
+      std::string global_why;
+      for (const GlobalAccess& a : global)
+        for (const GlobalAccess& b : st.global)
+          if (global_why.empty() && global_conflict(a, b))
+            global_why = "tensor '" + k_params_name(a.param) + "' is " +
+                         (a.write ? "written" : "read") + " by other threads than " +
+                         (b.write ? "wrote" : "read") + " it above";
       bool wait = touches_pending(reads_set, writes_set, st);
-      if (wait || conflicts(reads_set, writes_set, st)) {
+      if (wait || conflicts(reads_set, writes_set, st) || !global_why.empty()) {
         if (insert) {
           auto bar = std::make_unique<ir::Stmt>(ir::StmtKind::Barrier, s.loc);
           std::string why;
@@ -253,6 +324,7 @@ private:
           if (why.empty())
             for (ir::Var* v : writes)
               if (!st.pending.empty()) why = "'" + v->name + "' reuses storage still being filled";
+          if (why.empty()) why = global_why;
           bar->note = why;
           bar->wait_async = wait;
           place(b, i, std::move(bar), s);
@@ -261,6 +333,8 @@ private:
       }
       st.reads.insert(reads_set.begin(), reads_set.end());
       st.writes.insert(writes_set.begin(), writes_set.end());
+      if (syncs) st.global.clear(); // the scalar atomic's own barriers order everything before it
+      st.global.insert(st.global.end(), global.begin(), global.end());
       // An asynchronous copy of its own (not a pipeline's) is committed as its own group.
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
           s.value->kind == ir::ExprKind::Copy && s.value->async_copy && !is_ring(s.var))
@@ -272,12 +346,12 @@ private:
 } // namespace
 
 void insert_barriers(ir::Kernel& k) {
-  BarrierInsertion().run(k.body);
+  BarrierInsertion(k).run(k.body);
 }
 
 BarrierHazard find_barrier_hazard(ir::Kernel& k) {
   BarrierHazard found;
-  BarrierInsertion(&found).run(k.body);
+  BarrierInsertion(k, &found).run(k.body);
   return found;
 }
 

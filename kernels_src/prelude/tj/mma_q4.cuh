@@ -33,9 +33,11 @@ TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* ze
       if (B_NMAJOR) {
         // x[n][k0 + 8t .. + 7] in one 16-byte read: (x0 x1)(x2 x3)(x4 x5)(x6 x7).
         unsigned v[4];
+        // ("memory": this read must stay after the barrier that made the tile visible.)
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                     : "r"(smem_addr(sb + n * ldb + k0 + 8 * t)));
+                     : "r"(smem_addr(sb + n * ldb + k0 + 8 * t))
+                     : "memory");
         b[nt][0][0] = permute(v[0], v[2], 0x5410); // (x0, x4)
         b[nt][0][1] = permute(v[0], v[2], 0x7632); // (x1, x5)
         b[nt][1][0] = permute(v[1], v[3], 0x5410); // (x2, x6)
