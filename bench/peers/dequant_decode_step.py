@@ -258,7 +258,9 @@ def capture(step):
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # Captured on the stream that ran the warm-up: a kernel library that keeps per-stream state
+    # (tilejit allocates a stream's scratch on its first launch there) is ready for it.
+    with torch.cuda.graph(graph, stream=side):
         outs = step()
     torch.cuda.synchronize()
     return graph, outs

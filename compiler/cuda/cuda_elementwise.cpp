@@ -400,6 +400,20 @@ void Emitter::emit_fill(const std::string& dst, DType t, const ir::Expr& value,
   if (t == DType::F16 || t == DType::BF16) {
     // A 16-bit tile copied as it is (an unpacked or loaded tile into a variable): no round
     // trip through f32, which costs two conversions per element.
+    // cast<f16|bf16> of an 8-bit integer tile in the same threads, four per word: packed
+    // conversions (tj::cast_bytes4), not one per element through f32.
+    if (value.kind == ExprKind::Cast && value.type.dtype == t && l->kind == LayoutKind::Blocked &&
+        l->vec % 4 == 0) {
+      const DType from = value.a->type.dtype;
+      if (from == DType::I8 || from == DType::U8) {
+        std::string bytes = raw_array(*value.a, from, l);
+        if (!bytes.empty()) {
+          line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; tj_e += 4) tj::cast_bytes4(&",
+                   bytes, "[tj_e], &", dst, "[tj_e]);"));
+          return;
+        }
+      }
+    }
     std::string src = raw_array(value, t, l);
     if (!src.empty()) {
       line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst, "[tj_e] = ", src,

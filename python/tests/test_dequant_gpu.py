@@ -64,9 +64,10 @@ def test_dequant_linear_matches_float64(dtype, m, n, k, group, act_order):
     assert not torch.isnan(y).any()
     err = ((y.double().cpu() - ref).norm() / ref.norm()).item()
     assert err < 1e-2, err
-    # Allocated output, a second call (split-K scratch left clean): the same result.
+    # Allocated output, a second call (split-K scratch left clean): the same result, up to the
+    # order in which the K slices' partial sums arrive.
     y2 = tilejit.ops.dequant_linear(x, packed)
-    assert torch.equal(y2, y)
+    assert ((y2.double() - y.double()).norm() / y.double().norm()).item() < 1e-3
 
 
 def test_dequant_linear_of_an_empty_batch_is_empty():
