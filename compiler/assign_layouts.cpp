@@ -133,8 +133,8 @@ private:
         l->wn == 1 && l->shape == e.type.shape) {
       // A dot_q4 in this accumulator layout reads its zero points one per row the thread owns:
       // the row slice of its A operand's layout (no conversion through shared memory).
-      return want_layout(*e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm,
-                                                 1, k_.threads));
+      return want_layout(
+          *e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm, 1, k_.threads));
     }
     if (!is_elementwise(e.kind)) return false;
     bool changed = false;

@@ -416,14 +416,13 @@ private:
         if (!dtype_is_int(z.dtype) || z.dtype == DType::Bool)
           error(e->b->loc, str("unpack4's zero point is an integer (its low 4 bits are used), not ",
                                dtype_name(z.dtype)));
-        const bool per_row = z.rank() == 2 && shape.size() == 2 && z.shape[0] == shape[0] &&
-                             z.shape[1] == 1;
+        const bool per_row =
+            z.rank() == 2 && shape.size() == 2 && z.shape[0] == shape[0] && z.shape[1] == 1;
         if (!z.is_scalar() && !per_row)
-          error(e->b->loc,
-                str("unpack4's zero point is a scalar or one per row of the values (",
-                    shape.size() == 2 ? str("[", shape[0], ", 1]: write z[:, None]")
-                                      : std::string("rank-1 values take a scalar"),
-                    "), not ", z.str()));
+          error(e->b->loc, str("unpack4's zero point is a scalar or one per row of the values (",
+                               shape.size() == 2 ? str("[", shape[0], ", 1]: write z[:, None]")
+                                                 : std::string("rank-1 values take a scalar"),
+                               "), not ", z.str()));
         if (z.dtype != DType::I32) e->b = cast_to(std::move(e->b), DType::I32);
       }
       return;

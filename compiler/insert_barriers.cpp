@@ -298,7 +298,8 @@ private:
       effects(s, reads_set, writes_set);
       std::vector<GlobalAccess> global;
       bool syncs = false;
-      if (s.kind != ir::StmtKind::If && s.kind != ir::StmtKind::For) global_effects(s, global, syncs);
+      if (s.kind != ir::StmtKind::If && s.kind != ir::StmtKind::For)
+        global_effects(s, global, syncs);
       std::string global_why;
       for (const GlobalAccess& a : global)
         for (const GlobalAccess& b : st.global)

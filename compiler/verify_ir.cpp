@@ -323,7 +323,8 @@ private:
       const Type& w = e.a->type;
       check(e.extent == 4, nullptr, str("unpack of ", e.extent, "-bit fields"));
       check(!w.is_scalar() && (w.dtype == DType::I32 || w.dtype == DType::U32), nullptr,
-            str("unpack4 of '", print_expr(*e.a), "' (", w.str(), "): it takes a tile of i32 or u32"));
+            str("unpack4 of '", print_expr(*e.a), "' (", w.str(),
+                "): it takes a tile of i32 or u32"));
       check(t.dtype == DType::F16 || t.dtype == DType::BF16 || t.dtype == DType::F32, nullptr,
             str("unpack4 to ", dtype_name(t.dtype)));
       if (!w.is_scalar()) {
@@ -336,8 +337,9 @@ private:
                   (e.b->type.is_scalar() ||
                    (e.b->type.rank() == 2 && t.rank() == 2 && e.b->type.shape[0] == t.shape[0] &&
                     e.b->type.shape[1] == 1)),
-              nullptr, str("unpack4's zero point '", print_expr(*e.b), "' (", e.b->type.str(),
-                           ") is not an i32 scalar or one per row"));
+              nullptr,
+              str("unpack4's zero point '", print_expr(*e.b), "' (", e.b->type.str(),
+                  ") is not an i32 scalar or one per row"));
       break;
     }
     case ExprKind::Expand: {

@@ -48,7 +48,12 @@ const std::vector<BuiltinInfo>& all_builtins() {
       {"tanh", BuiltinKind::Tanh, 1, 1, {}, "tanh(x)"},
       {"sigmoid", BuiltinKind::Sigmoid, 1, 1, {}, "sigmoid(x)"},
       {"cast", BuiltinKind::Cast, 1, 1, {}, "cast<dtype>(x)"},
-      {"unpack4", BuiltinKind::Unpack4, 1, 2, {}, "unpack4<f16|bf16|f32>(words) or unpack4<T>(words, zero)"},
+      {"unpack4",
+       BuiltinKind::Unpack4,
+       1,
+       2,
+       {},
+       "unpack4<f16|bf16|f32>(words) or unpack4<T>(words, zero)"},
       {"cdiv", BuiltinKind::Cdiv, 2, 2, {}, "cdiv(a, b)"},
       {"zip", BuiltinKind::Zip, 2, 8, {}, "zip(index_tile, index_tile, ...)"},
   };

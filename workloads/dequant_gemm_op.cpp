@@ -21,10 +21,14 @@ const OpChecks repack_checks("repack_int4");
 const OpChecks linear_checks("dequant_linear");
 const OpChecks int8_checks("int8_linear");
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// The packed form's group: one group (-1) is stored as groups of 128 rows, repeated.
-int64_t packed_group(int64_t group_size) { return group_size < 0 ? 128 : group_size; }
+int64_t packed_group(int64_t group_size) {
+  return group_size < 0 ? 128 : group_size;
+}
 
 /// A contiguous tensor's bytes, copied to the host (synchronously).
 std::vector<char> download(const Tensor& t) {
@@ -41,8 +45,7 @@ void upload(const Tensor& t, const void* host, size_t bytes) {
   if (bytes == 0) return;
   CudaDriver& d = CudaDriver::get();
   d.ensure_context(t.device_index);
-  d.check(d.cuMemcpyHtoD(reinterpret_cast<cu::CUdeviceptr>(t.data), host, bytes),
-          "cuMemcpyHtoD");
+  d.check(d.cuMemcpyHtoD(reinterpret_cast<cu::CUdeviceptr>(t.data), host, bytes), "cuMemcpyHtoD");
 }
 
 /// Device memory for outputs the caller did not give, owned by the result.
@@ -267,8 +270,7 @@ void check_int8_linear(const Int8LinearArgs& a) {
     c.size("y", *a.y, 0, a.x.shape[0], "x's rows M");
     c.size("y", *a.y, 1, a.w.shape[0], "w's rows N");
   }
-  c.on_one_gpu(
-      {{"x", &a.x}, {"w", &a.w}, {"scales", &a.scales}, {"y", a.y ? &*a.y : nullptr}});
+  c.on_one_gpu({{"x", &a.x}, {"w", &a.w}, {"scales", &a.scales}, {"y", a.y ? &*a.y : nullptr}});
 }
 
 LinearResult int8_linear(Runtime& rt, const Int8LinearArgs& a) {

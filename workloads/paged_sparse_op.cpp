@@ -27,7 +27,8 @@ void check_paged_sparse_decode(const PagedSparseDecodeArgs& a) {
   const int64_t B = a.q.shape[0], HQ = a.q.shape[1], D = a.q.shape[2];
   const int64_t PS = a.k_cache.shape[1], HKV = a.k_cache.shape[2];
   if (D != 64 && D != 96 && D != 128 && D != 256)
-    throw Error(str(checks.named("q", a.q), ": head dim D = ", D, " is not one of 64, 96, 128, 256"));
+    throw Error(
+        str(checks.named("q", a.q), ": head dim D = ", D, " is not one of 64, 96, 128, 256"));
   for (int d = 0; d < 4; ++d)
     if (a.v_cache.shape[d] != a.k_cache.shape[d])
       throw Error(str(checks.named("v_cache", a.v_cache), " must have k_cache's shape [",

@@ -82,8 +82,10 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
       zero = materialize(*u.b->a, k_.layouts.slice(u.layout, 1));
     }
     line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",
-             !u.b ? "0" : u.b->type.is_scalar() ? "1" : "2", ">(", dst, ", ", q.ptr, ", ", q.ld,
-             ", ", zero, ", ", b.ptr, ", ", b.ld, ");"));
+             !u.b                    ? "0"
+             : u.b->type.is_scalar() ? "1"
+                                     : "2",
+             ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr, ", ", b.ld, ");"));
     return;
   }
   // A staged operand (a register tile converted to shared), possibly read transposed.
@@ -200,9 +202,8 @@ void Emitter::emit_stage(const ir::Expr& e) {
     line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; tj_e += 8) tj::copy16(&", ptr, "[",
              index, "], &", raw, "[tj_e]);"));
   } else {
-    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L,
-             "::valid(tj_e)) ", ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"),
-             ");"));
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
+             ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
   }
   line("__syncthreads();");
   scratch_free();

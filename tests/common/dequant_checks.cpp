@@ -13,9 +13,8 @@ namespace tilejit::test {
 void check_w4a16(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t k, int64_t group,
                  bool act_order, const Bindings& config) {
   uint32_t seed = fresh_seed();
-  SCOPED_TRACE(str("w4a16_gemv ", dtype_name(t), " M=", m, " N=", n,
-                   " K=", k, " G=", group, act_order ? " act-order " : " ", config_text(config),
-                   " seed=", seed));
+  SCOPED_TRACE(str("w4a16_gemv ", dtype_name(t), " M=", m, " N=", n, " K=", k, " G=", group,
+                   act_order ? " act-order " : " ", config_text(config), " seed=", seed));
   std::mt19937 rng(seed);
   const int64_t g = group < 0 ? k : group;
   const int64_t groups = (k + g - 1) / g, words_n = (n + 7) / 8;
@@ -65,9 +64,8 @@ void check_w4a16_packed(const KernelRunner& run, DType t, int64_t m, int64_t n, 
                         int64_t group, bool act_order, const Bindings& config,
                         const Bindings& repack_config) {
   uint32_t seed = fresh_seed();
-  SCOPED_TRACE(str("w4_repack + w4a16_tc ", dtype_name(t), " M=", m, " N=", n, " K=", k,
-                   " G=", group, act_order ? " act-order " : " ", config_text(config),
-                   " seed=", seed));
+  SCOPED_TRACE(str("w4_repack + w4a16_tc ", dtype_name(t), " M=", m, " N=", n, " K=", k, " G=",
+                   group, act_order ? " act-order " : " ", config_text(config), " seed=", seed));
   std::mt19937 rng(seed);
   const int64_t g = group < 0 ? k : group;
   const int64_t groups = (k + g - 1) / g, words_n = (n + 7) / 8;
@@ -118,7 +116,8 @@ void check_w4a16_packed(const KernelRunner& run, DType t, int64_t m, int64_t n, 
     for (int64_t j = 0; j < k / 8; ++j) {
       int eight[8];
       for (int i = 0; i < 8; ++i) eight[i] = q[perm[j * 8 + i] * n + c];
-      ASSERT_EQ(qweight_t.get_int(c * (k / 8) + j), pack(eight)) << "qweight_t[" << c << ", " << j << "]";
+      ASSERT_EQ(qweight_t.get_int(c * (k / 8) + j), pack(eight))
+          << "qweight_t[" << c << ", " << j << "]";
     }
   Bindings given = config;
   given["T"] = dtype_name(t);

@@ -225,7 +225,11 @@ TEST(GpuDequant, W4A16Packed) {
                          {{"BN", "32"}, {"BK", "32"}, {"WARPS", "2"}});
   for (int again = 0; again < 2; ++again)
     for (const Bindings& cfg :
-         {Bindings{{"BN", "128"}, {"BM", "16"}, {"BK", "64"}, {"STEPS", "2"}, {"STAGES", "3"},
+         {Bindings{{"BN", "128"},
+                   {"BM", "16"},
+                   {"BK", "64"},
+                   {"STEPS", "2"},
+                   {"STAGES", "3"},
                    {"WARPS", "8"}},
           Bindings{{"BN", "64"}, {"BM", "32"}, {"BK", "128"}, {"STEPS", "1"}, {"STAGES", "4"}},
           Bindings{{"BN", "256"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "16"}, {"WARPS", "8"}}})

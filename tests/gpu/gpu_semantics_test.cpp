@@ -234,14 +234,14 @@ TEST(GpuSemantics, PackedConversionsMatchTheInterpreterExactly) {
   for (const char* t : {"f16", "bf16", "f32"})
     for (const char* br : {"4", "8"}) {
       const DType T = *parse_dtype(t);
-      check_against_interpreter("packed_casts", {{"T", t}, {"BR", br}},
-                                {random_buffer(DType::I32, {R, 8}, rng, -2147483648.0, 2147483647.0),
-                                 random_buffer(DType::I32, {R}, rng, 0, 100),
-                                 random_buffer(DType::I8, {R, 64}, rng, -128, 127),
-                                 random_buffer(DType::U8, {R, 64}, rng, 0, 255),
-                                 ref::HostBuffer(T, {R, 64}), ref::HostBuffer(T, {R, 64}),
-                                 ref::HostBuffer(T, {R, 64}), ref::HostBuffer(T, {R, 64})},
-                                {4, 5, 6, 7}, 0);
+      check_against_interpreter(
+          "packed_casts", {{"T", t}, {"BR", br}},
+          {random_buffer(DType::I32, {R, 8}, rng, -2147483648.0, 2147483647.0),
+           random_buffer(DType::I32, {R}, rng, 0, 100),
+           random_buffer(DType::I8, {R, 64}, rng, -128, 127),
+           random_buffer(DType::U8, {R, 64}, rng, 0, 255), ref::HostBuffer(T, {R, 64}),
+           ref::HostBuffer(T, {R, 64}), ref::HostBuffer(T, {R, 64}), ref::HostBuffer(T, {R, 64})},
+          {4, 5, 6, 7}, 0);
     }
 }
 

@@ -47,8 +47,8 @@ TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 /// zeroed when `pred` is false. cp.async has no 2-byte form: 16-bit gathers stay synchronous.
 template <int BYTES> TJ_DEVICE void cp_async_elem(void* smem, const void* gmem, bool pred) {
   static_assert(BYTES == 4 || BYTES == 8, "cp.async copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(smem)),
-               "l"(gmem), "n"(BYTES), "r"(pred ? BYTES : 0));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "n"(BYTES), "r"(pred ? BYTES : 0));
 }
 /// Asks L2 to fetch the line holding `p` (a hint: no register waits for it). Deep prefetch
 /// through L2 keeps many bytes in flight without holding shared memory for them.

@@ -11,7 +11,8 @@ namespace tj {
 template <class T> TJ_DEVICE void copy16(T* dst, const T* src) {
   static_assert(sizeof(T) == 2, "copy16 moves 16-bit values");
   unsigned r[4];
-  TJ_UNROLL for (int i = 0; i < 4; ++i) r[i] = src[2 * i].bits | (unsigned(src[2 * i + 1].bits) << 16);
+  TJ_UNROLL for (int i = 0; i < 4; ++i) r[i] =
+      src[2 * i].bits | (unsigned(src[2 * i + 1].bits) << 16);
   // The "memory" clobber keeps the compiler from moving the store past the barrier that
   // publishes it (without it, one warp's staged rows were read before they were written).
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr(dst)), "r"(r[0]),

@@ -29,9 +29,9 @@ template <class T> TJ_DEVICE void unpack4_pairs(unsigned w, int zero, unsigned (
 
 template <> TJ_DEVICE void unpack4_pairs<f16>(unsigned w, int zero, unsigned (&p)[4]) {
   const unsigned z = static_cast<unsigned>(zero) & 15u;
-  const unsigned base = 0x64006400u;                // 1024 in each half
-  const unsigned base_z = (0x6400u + z) * 0x10001u; // 1024 + z
-  const unsigned sixteenth = 0x2c002c00u;           // 1/16
+  const unsigned base = 0x64006400u;                          // 1024 in each half
+  const unsigned base_z = (0x6400u + z) * 0x10001u;           // 1024 + z
+  const unsigned sixteenth = 0x2c002c00u;                     // 1/16
   const unsigned minus_64_z = (0xd400u + 16u * z) * 0x10001u; // -(64 + z): steps of 1/16 there
   // Fields 0/4 and 2/6 sit at bits 0-3 of each half: 1024 + q, minus 1024 + z. Fields 1/5 and
   // 3/7 at bits 4-7: 1024 + 16q, times 1/16 minus 64 + z (one fma, no shift). All exact.
@@ -50,9 +50,9 @@ template <> TJ_DEVICE void unpack4_pairs<bf16>(unsigned w, int zero, unsigned (&
   // bf16 has 7 mantissa bits: a field at bits 4-7 would reach the exponent, so each pair is
   // shifted down first; 128 + q minus 128 + z by one fma (sub.bf16x2 needs sm_90).
   const unsigned z = static_cast<unsigned>(zero) & 15u;
-  const unsigned base = 0x43004300u;                      // 128 in each half
-  const unsigned one = 0x3f803f80u;                       // 1
-  const unsigned minus_128_z = (0xc300u + z) * 0x10001u;  // -(128 + z)
+  const unsigned base = 0x43004300u;                     // 128 in each half
+  const unsigned one = 0x3f803f80u;                      // 1
+  const unsigned minus_128_z = (0xc300u + z) * 0x10001u; // -(128 + z)
   TJ_UNROLL for (int i = 0; i < 4; ++i) {
     p[i] = and_or(w >> (4 * i), 0x000f000fu, base);
     asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(p[i]) : "r"(one), "r"(minus_128_z));
@@ -71,8 +71,8 @@ template <class T> TJ_DEVICE void unpack4(unsigned w, int zero, T* out) {
 TJ_DEVICE void unpack4(unsigned w, int zero, float* out) {
   // 2^23 + q as f32 bits, minus 2^23 + z: one lop3 and one add per field.
   const float base_z = 8388608.0f + static_cast<float>(static_cast<unsigned>(zero) & 15u);
-  TJ_UNROLL for (int i = 0; i < 8; ++i)
-    out[i] = __uint_as_float(and_or(w >> (4 * i), 0xfu, 0x4b000000u)) - base_z;
+  TJ_UNROLL for (int i = 0; i < 8; ++i) out[i] =
+      __uint_as_float(and_or(w >> (4 * i), 0xfu, 0x4b000000u)) - base_z;
 }
 
 /// cast<f16|bf16> of four 8-bit integers (i8, or u8 when UNSIGNED) held in one 32-bit word,
@@ -95,8 +95,8 @@ template <bool UNSIGNED> TJ_DEVICE void bytes4_to(unsigned w, bf16* out) {
   if (!UNSIGNED) w ^= 0x80808080u;
   const float base = UNSIGNED ? 8388608.0f : 8388736.0f; // 2^23 (+128 for the bias)
   float f[4];
-  TJ_UNROLL for (int i = 0; i < 4; ++i)
-    f[i] = __uint_as_float(permute(w, 0x4b000000u, 0x7440u + i)) - base;
+  TJ_UNROLL for (int i = 0; i < 4; ++i) f[i] =
+      __uint_as_float(permute(w, 0x4b000000u, 0x7440u + i)) - base;
   const unsigned lo = pack2<bf16>(f[0], f[1]), hi = pack2<bf16>(f[2], f[3]);
   out[0].bits = static_cast<unsigned short>(lo & 0xffffu);
   out[1].bits = static_cast<unsigned short>(lo >> 16);
@@ -105,7 +105,8 @@ template <bool UNSIGNED> TJ_DEVICE void bytes4_to(unsigned w, bf16* out) {
 }
 /// Four consecutive 8-bit integers of a register array as one word (byte i = src[i]).
 template <class B> TJ_DEVICE unsigned word_of_bytes(const B* src) {
-  return static_cast<unsigned char>(src[0]) | (static_cast<unsigned>(static_cast<unsigned char>(src[1])) << 8) |
+  return static_cast<unsigned char>(src[0]) |
+         (static_cast<unsigned>(static_cast<unsigned char>(src[1])) << 8) |
          (static_cast<unsigned>(static_cast<unsigned char>(src[2])) << 16) |
          (static_cast<unsigned>(static_cast<unsigned char>(src[3])) << 24);
 }
