@@ -106,6 +106,7 @@ struct CudaDriverLoader {
     ok &= bind(lib, d->cuEventDestroy, {"cuEventDestroy_v2"}, missing);
     ok &= bind(lib, d->cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, missing);
     ok &= bind(lib, d->cuStreamEndCapture, {"cuStreamEndCapture"}, missing);
+    ok &= bind(lib, d->cuStreamIsCapturing, {"cuStreamIsCapturing"}, missing);
     ok &= bind(lib, d->cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, missing);
     ok &= bind(lib, d->cuGraphLaunch, {"cuGraphLaunch"}, missing);
     ok &= bind(lib, d->cuGraphExecDestroy, {"cuGraphExecDestroy"}, missing);

@@ -101,6 +101,8 @@ public:
   // CUDA graphs: a launch captured once and replayed, as serving engines run decode steps.
   cu::CUresult (*cuStreamBeginCapture)(cu::CUstream stream, int mode) = nullptr;
   cu::CUresult (*cuStreamEndCapture)(cu::CUstream stream, cu::CUgraph* graph) = nullptr;
+  /// *status: 0 not capturing, 1 capturing, 2 a capture invalidated (CUstreamCaptureStatus).
+  cu::CUresult (*cuStreamIsCapturing)(cu::CUstream stream, int* status) = nullptr;
   cu::CUresult (*cuGraphInstantiateWithFlags)(cu::CUgraphExec* exec, cu::CUgraph graph,
                                               unsigned long long flags) = nullptr;
   cu::CUresult (*cuGraphLaunch)(cu::CUgraphExec exec, cu::CUstream stream) = nullptr;

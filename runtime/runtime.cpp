@@ -632,6 +632,22 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
     std::lock_guard<std::mutex> rlock(impl.mutex);
     auto it = impl.scratch.find(skey);
     if (it == impl.scratch.end()) {
+      // Allocating (and zeroing) is not allowed inside a CUDA-graph capture: say what to do
+      // rather than fail the capture with the driver's error.
+      CudaDriver& d = CudaDriver::get();
+      int capturing = 0;
+      if (stream &&
+          d.cuStreamIsCapturing(static_cast<cu::CUstream>(stream), &capturing) ==
+              cu::CUDA_SUCCESS &&
+          capturing != 0)
+        throw Error(str("kernel '", kernel.name,
+                        "': its first launch on this stream allocates the "
+                        "stream's scratch '",
+                        p.name,
+                        "', which cannot happen while the stream "
+                        "is being captured into a CUDA graph; launch it once on the capturing "
+                        "stream before the capture (with PyTorch: warm up on a stream s, then "
+                        "torch.cuda.graph(g, stream=s))"));
       auto t = std::make_unique<ScratchTensor>();
       int64_t numel = 1;
       for (int64_t d : shape) numel *= d;

@@ -100,3 +100,30 @@ def test_int8_linear_matches_float64(dtype, m, n, k):
     ref = x.double() @ (w.double() * s.double()[:, None]).t()
     err = ((y.double().cpu() - ref).norm() / ref.norm()).item()
     assert not torch.isnan(y).any() and err < 1e-2, err
+
+
+def test_a_graph_capture_on_a_fresh_stream_asks_for_a_warm_up_there():
+    """A launch's scratch (split-K sums here) is allocated on its first launch on a stream, which
+    a CUDA-graph capture does not allow: the error says so; after a warm-up on the capturing
+    stream the capture works and replays."""
+    t, w = gptq(256, 1024, 128, False, torch.float16, seed=3)
+    packed = tilejit.ops.repack_int4(t["qweight"], t["scales"], t["qzeros"])
+    x = torch.randn(1, 1024, device="cuda", dtype=torch.float16)
+    config = {"STEPS": 1}
+    tilejit.ops.dequant_linear(x, packed, config=config)  # warm-up on the current stream only
+    s = torch.cuda.Stream()
+    with pytest.raises(tilejit.TilejitError, match="being captured into a CUDA graph"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=s):
+            tilejit.ops.dequant_linear(x, packed, config=config)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        tilejit.ops.dequant_linear(x, packed, config=config)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        y = tilejit.ops.dequant_linear(x, packed, config=config)
+    y.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    ref = x.double().cpu() @ w.t()
+    assert ((y.double().cpu() - ref).norm() / ref.norm()).item() < 1e-2
