@@ -184,10 +184,6 @@ Tensor tensor_arg(const char* op, const Arg& a, const char* name) {
   return a.tensor;
 }
 
-Config config_of(const char* config) {
-  return config && *config ? parse_config(config) : Config{};
-}
-
 } // namespace
 
 extern "C" {
@@ -464,7 +460,10 @@ int tj_dequant_linear(void* runtime, const int64_t* packed, int64_t packed_len, 
         if (!a.y) a.y.emplace();
         *a.y = tensor_arg(op, args[5], "y");
         a.stream = stream;
-        a.config = config_of(config);
+        if (config && *config)
+          a.config = parse_config(config);
+        else if (!a.config.empty())
+          a.config.clear();
         if (check_only)
           tilejit::ops::check_dequant_linear(a);
         else
@@ -487,7 +486,10 @@ int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, con
         if (!a.y) a.y.emplace();
         *a.y = tensor_arg(op, args[3], "y");
         a.stream = stream;
-        a.config = config_of(config);
+        if (config && *config)
+          a.config = parse_config(config);
+        else if (!a.config.empty())
+          a.config.clear();
         if (check_only)
           tilejit::ops::check_int8_linear(a);
         else

@@ -89,6 +89,19 @@ std::vector<int32_t> act_order_permutation(const std::vector<int32_t>& g_idx, in
   return perm;
 }
 
+/// A linear's output: the caller's y, or [M, N] in x's dtype allocated beside x.
+LinearResult output_for(const std::optional<Tensor>& y, const Tensor& x, int64_t n) {
+  LinearResult out;
+  if (y) {
+    out.y = *y;
+  } else {
+    auto owned = std::make_shared<Owned>();
+    out.y = owned->allocate(x.dtype, {x.shape[0], n}, x.device_index);
+    out.storage = owned;
+  }
+  return out;
+}
+
 } // namespace
 
 void check_repack_int4(const RepackInt4Args& a) {
@@ -231,14 +244,7 @@ LinearResult dequant_linear(Runtime& rt, const DequantLinearArgs& a) {
   check_dequant_linear(a);
   const Int4Weights& w = a.weights;
   const int64_t m = a.x.shape[0], n = w.qweight_t.shape[0];
-  LinearResult out;
-  if (a.y) {
-    out.y = *a.y;
-  } else {
-    auto owned = std::make_shared<Owned>();
-    out.y = owned->allocate(a.x.dtype, {m, n}, a.x.device_index);
-    out.storage = owned;
-  }
+  LinearResult out = output_for(a.y, a.x, n);
   if (m == 0 || n == 0) return out; // nothing to compute (a grid of zero programs)
   static const std::string source = kSource;
   KernelRef kernel = rt.load(source, "w4a16_tc");
@@ -247,13 +253,22 @@ LinearResult dequant_linear(Runtime& rt, const DequantLinearArgs& a) {
   const Tensor* views[] = {&a.x, &w.qweight_t, &w.scales, &w.qzeros, &w.perm, &out.y};
   for (int i = 0; i < 6; ++i) args[i] = Arg::of(*views[i]);
   lo.stream = a.stream;
-  lo.config = a.config;
-  lo.config["G"] = std::to_string(w.group);
-  lo.config["ACT"] = w.act_order ? "1" : "0";
-  // A K tile lies inside one group (the scale applies per tile): the kernel's default BK of 128
-  // does not fit groups of 32 or 64, so those run with BK = G unless the caller forces one
-  // (a tuned winner's other tunables still apply).
-  if (w.group < 128 && !a.config.count("BK")) lo.config["BK"] = std::to_string(w.group);
+  // The forced values are rebuilt only when they change: a decode loop calls this per linear.
+  thread_local Config forced;
+  thread_local int64_t forced_group = -1;
+  thread_local int forced_act = -1;
+  if (forced_group != w.group || forced_act != int(w.act_order) || forced != a.config) {
+    forced = a.config;
+    forced_group = w.group;
+    forced_act = w.act_order;
+    lo.config = a.config;
+    lo.config["G"] = std::to_string(w.group);
+    lo.config["ACT"] = w.act_order ? "1" : "0";
+    // A K tile lies inside one group (the scale applies per tile): the kernel's default BK of
+    // 128 does not fit groups of 32 or 64, so those run with BK = G unless the caller forces
+    // one (a tuned winner's other tunables still apply).
+    if (w.group < 128 && !a.config.count("BK")) lo.config["BK"] = std::to_string(w.group);
+  }
   rt.launch(kernel, args, lo);
   return out;
 }
@@ -276,14 +291,7 @@ void check_int8_linear(const Int8LinearArgs& a) {
 LinearResult int8_linear(Runtime& rt, const Int8LinearArgs& a) {
   check_int8_linear(a);
   const int64_t m = a.x.shape[0], n = a.w.shape[0];
-  LinearResult out;
-  if (a.y) {
-    out.y = *a.y;
-  } else {
-    auto owned = std::make_shared<Owned>();
-    out.y = owned->allocate(a.x.dtype, {m, n}, a.x.device_index);
-    out.storage = owned;
-  }
+  LinearResult out = output_for(a.y, a.x, n);
   if (m == 0 || n == 0) return out;
   static const std::string source = kSource;
   KernelRef kernel = rt.load(source, "w8a16_mma");
@@ -292,7 +300,7 @@ LinearResult int8_linear(Runtime& rt, const Int8LinearArgs& a) {
   const Tensor* views[] = {&a.x, &a.w, &a.scales, &out.y};
   for (int i = 0; i < 4; ++i) args[i] = Arg::of(*views[i]);
   lo.stream = a.stream;
-  lo.config = a.config;
+  if (lo.config != a.config) lo.config = a.config;
   rt.launch(kernel, args, lo);
   return out;
 }
