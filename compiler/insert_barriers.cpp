@@ -4,7 +4,9 @@
 #include "compiler/plan_shared_memory.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace tilejit {
@@ -30,6 +32,13 @@ struct GlobalAccess {
   int param = -1;
   const ir::Layout* layout = nullptr;
   bool write = false;
+  /// Ordered by tensor and kind first: the barrier note names the first conflict found, and
+  /// must not depend on where the heap put the layouts (the module cache hashes the source).
+  bool operator<(const GlobalAccess& o) const {
+    if (param != o.param) return param < o.param;
+    if (write != o.write) return write < o.write;
+    return std::less<const ir::Layout*>()(layout, o.layout);
+  }
 };
 
 /// Stands for the layout the backend picks for a scalar stored over a tile (not one of the
@@ -78,7 +87,9 @@ void global_effects(ir::Stmt& s, std::vector<GlobalAccess>& out, bool& syncs) {
 
 /// What the shared tiles are doing at a point of the program, since the last barrier.
 struct State {
-  std::vector<GlobalAccess> global; ///< global tensor accesses since the last barrier
+  /// Global tensor accesses since the last barrier. A set: control-flow joins merge the two
+  /// paths' accesses, and a list would double at every loop (exponential in a run of loops).
+  std::set<GlobalAccess> global;
   std::set<ir::Var*> reads, writes;
   /// Tiles an asynchronous copy may still be filling, with the number of copy groups committed
   /// after theirs: a barrier alone does not make them visible, so they stay pending across
@@ -88,7 +99,7 @@ struct State {
   /// Control flow joins: anything either path did; a copy pending on either path is pending,
   /// with the fewer groups committed after it.
   void merge(const State& o) {
-    global.insert(global.end(), o.global.begin(), o.global.end());
+    global.insert(o.global.begin(), o.global.end());
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     for (const auto& [v, age] : o.pending) {
@@ -178,6 +189,9 @@ public:
 private:
   const ir::Kernel& k_;
   BarrierHazard* check_ = nullptr;
+  /// Statements walked so far, and how many may be walked before loops stop being replayed.
+  int64_t walked_ = 0;
+  static constexpr int64_t kReplayBudget = 50'000;
 
   std::string k_params_name(int param) const {
     return param >= 0 && param < static_cast<int>(k_.params.size()) ? k_.params[param].name : "?";
@@ -191,6 +205,33 @@ private:
     }
     b.insert(b.begin() + static_cast<long>(i), std::move(bar));
     ++i;
+  }
+
+  /// What a statement may leave behind, without walking its loops: every access in it stays
+  /// unordered and every copy of its own pending (no barrier or wait in it is counted), so the
+  /// state can only demand more barriers than the exact walk would.
+  void summarise(ir::Stmt& loop, State& st) {
+    auto one = [&](ir::Stmt& t) {
+      std::set<ir::Var*> reads, writes;
+      if (t.kind == ir::StmtKind::For || t.kind == ir::StmtKind::If) {
+        // Its own bounds or condition only: the statements nested in it are visited apart.
+        ir::for_each_expr_root(t, [&](ir::ExprPtr& root) { shared_effects(*root, reads, writes); });
+        for (ir::Var* v : reads)
+          if (!is_ring(v)) st.reads.insert(v);
+        return;
+      }
+      effects(t, reads, writes);
+      st.reads.insert(reads.begin(), reads.end());
+      st.writes.insert(writes.begin(), writes.end());
+      std::vector<GlobalAccess> global;
+      bool syncs = false;
+      global_effects(t, global, syncs);
+      st.global.insert(global.begin(), global.end());
+      if ((t.kind == ir::StmtKind::Decl || t.kind == ir::StmtKind::Assign) &&
+          t.value->kind == ir::ExprKind::Copy && t.value->async_copy && !is_ring(t.var))
+        st.pending[t.var] = 0;
+    };
+    ir::for_each_stmt(loop.body, one);
   }
 
   /// Ring buffers of pipelined copies: synchronised by the pipeline itself.
@@ -240,6 +281,7 @@ private:
   void walk(ir::Block& b, State& st, bool insert) {
     for (size_t i = 0; i < b.size(); ++i) {
       ir::Stmt& s = *b[i];
+      ++walked_;
       switch (s.kind) {
       case ir::StmtKind::Barrier:
         st.barrier(s.wait_async);
@@ -253,6 +295,12 @@ private:
       case ir::StmtKind::For: {
         TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,
                   "insert-barriers runs after expand-pipelines");
+        // Each loop walks its body twice (more for a replay), so nested loops multiply the
+        // walks; past the budget a walk that only computes state takes a loop's summary.
+        if (!insert && walked_ >= kReplayBudget) {
+          summarise(s, st);
+          continue;
+        }
         // A conflict with what happened before the loop is resolved once, before it.
         bool wait = false;
         if (entry_conflict(s.body, st, wait)) {
@@ -276,7 +324,9 @@ private:
         // A loop that runs a known number of times (a pipeline's prologue) leaves exactly
         // what that many iterations leave: the copy groups it commits age what came before.
         int64_t trips = constant_trips(s);
-        if (trips >= 1 && trips <= 16) {
+        // Nested, such replays multiply: past a budget the merged state stands (it keeps
+        // more copies pending and more accesses unordered, so it can only add barriers).
+        if (trips >= 1 && trips <= 16 && walked_ < kReplayBudget) {
           State exact = before;
           for (int64_t t = 0; t < trips; ++t) walk(s.body, exact, /*insert=*/false);
           st = exact;
@@ -335,7 +385,7 @@ private:
       st.reads.insert(reads_set.begin(), reads_set.end());
       st.writes.insert(writes_set.begin(), writes_set.end());
       if (syncs) st.global.clear(); // the scalar atomic's own barriers order everything before it
-      st.global.insert(st.global.end(), global.begin(), global.end());
+      st.global.insert(global.begin(), global.end());
       // An asynchronous copy of its own (not a pipeline's) is committed as its own group.
       if ((s.kind == ir::StmtKind::Decl || s.kind == ir::StmtKind::Assign) &&
           s.value->kind == ir::ExprKind::Copy && s.value->async_copy && !is_ring(s.var))

@@ -3,6 +3,9 @@
 #include "compiler/target.h"
 #include "support/error.h"
 
+#include <map>
+#include <utility>
+
 namespace tilejit {
 
 using ir::ExprKind;
@@ -42,6 +45,22 @@ public:
   /// Walks `b` from `busy`; returns what is busy at its end. With `apply`, records each user's
   /// half and inserts the barriers; without, only computes.
   Busy block(ir::Block& b, Busy busy, bool apply) {
+    // A walk that only computes depends on nothing but the block and what is busy at its top
+    // (four cases): remembered, so that nested loops, each walked at least twice, cost a walk
+    // per level rather than one per path (2^depth).
+    if (!apply) {
+      auto key = std::make_pair(&b, busy);
+      auto it = computed_.find(key);
+      if (it != computed_.end()) return it->second;
+      const Busy end = walk(b, busy, false);
+      computed_[key] = end;
+      return end;
+    }
+    return walk(b, busy, true);
+  }
+
+private:
+  Busy walk(ir::Block& b, Busy busy, bool apply) {
     for (size_t i = 0; i < b.size(); ++i) {
       ir::Stmt& s = *b[i];
       bool barrier = false;
@@ -56,7 +75,6 @@ public:
     return busy;
   }
 
-private:
   Busy statement(ir::Stmt& s, Busy busy, bool apply, bool& barrier) {
     busy_ = busy;
     apply_ = apply;
@@ -177,6 +195,8 @@ private:
   }
 
   const ir::Kernel& k_;
+  /// Compute-only walks done: (block, busy at its top) to busy at its end.
+  std::map<std::pair<const ir::Block*, Busy>, Busy> computed_;
   Busy busy_ = 0;
   bool apply_ = false;
   bool barrier_ = false;
