@@ -2,6 +2,7 @@
 // configuration and alignment, scratch tensors owned here, launches through the driver API.
 #include <tilejit/tilejit.h>
 
+#include "compiler/host_eval.h"
 #include "compiler/kernel_library.h"
 #include "compiler/launch_plan.h"
 #include "runtime/cuda_driver.h"
@@ -15,6 +16,7 @@
 #include "runtime/toolchain.h"
 #include "support/deadline.h"
 #include "support/text.h"
+#include "tuner/search_space.h"
 
 #include <algorithm>
 #include <atomic>
@@ -379,6 +381,42 @@ std::map<std::string, int64_t> plan_sizes(const LoadedKernel& lk, const LaunchPl
 
 } // namespace
 
+/// The kernel's declared defaults for the tunables not in `given`; where those break one of
+/// its `where` constraints, the valid configuration nearest to them (the search space's
+/// stand-in, forced values kept), said in `reason`. Forced values no configuration satisfies
+/// are left to specialise, whose ConstraintError names the constraint.
+static Config defaults_that_hold(Runtime& rt, const dsl::Kernel& kernel, const Config& given,
+                                 std::string& reason) {
+  int64_t smem = CompileOptions{}.smem_limit;
+  if (rt.has_gpu()) smem = rt.device().smem_per_block_optin;
+  Config complete = complete_bindings(kernel, given);
+  // The common case first, without enumerating the space: every constraint holds.
+  HostEnv env;
+  env["SMEM"] = HostValue::of_int(smem);
+  bool holds = true;
+  try {
+    for (const auto& g : kernel.generics)
+      if (!g.choice.is_dtype) env[g.name] = HostValue::of_int(std::stoll(complete.at(g.name)));
+    for (const auto& t : kernel.tunables)
+      env[t.name] = HostValue::of_int(std::stoll(complete.at(t.name)));
+    for (const auto& w : kernel.where) {
+      auto v = host_eval(*w, env, nullptr);
+      holds = holds && v && v->b;
+    }
+  } catch (const std::exception&) {
+    holds = false; // a value that is not an integer, a division by zero: let the space say
+  }
+  if (holds) return complete;
+  try {
+    SearchSpace space(kernel, given, smem);
+    if (space.default_note().empty()) return complete;
+    reason += "; " + space.default_note();
+    return space.config(space.default_index());
+  } catch (const Error&) {
+    return complete;
+  }
+}
+
 /// Forced values, then (for a launch, when on) tuning on first use, then the selector, then the
 /// kernel's defaults.
 static Config resolve(Runtime& rt, Runtime::Impl& impl, KernelRef k, const LoadedKernel& lk,
@@ -425,12 +463,14 @@ static Config resolve(Runtime& rt, Runtime::Impl& impl, KernelRef k, const Loade
       for (const auto& [n, v] : *chosen)
         if (!forced.count(n) && lk.tunables.count(n)) given[n] = v;
       reason = sel_why;
-    } else if (!sel_why.empty()) {
-      reason = sel_why;
+      if (why) *why = reason;
+      return complete_bindings(kernel, given);
     }
+    if (!sel_why.empty()) reason = sel_why;
   }
+  Config out = defaults_that_hold(rt, kernel, given, reason);
   if (why) *why = reason;
-  return complete_bindings(kernel, given);
+  return out;
 }
 
 Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <tuple>
 
 namespace tilejit {
 
@@ -166,17 +167,28 @@ void SearchSpace::choose_default() {
     default_index_ = *i;
     return;
   }
-  // The nearest valid point in product order; on a tie the lower one.
-  auto it = std::lower_bound(valid_.begin(), valid_.end(), point);
-  size_t above = static_cast<size_t>(it - valid_.begin());
-  size_t best = above;
-  if (above == valid_.size() || (above > 0 && point - valid_[above - 1] <= valid_[above] - point))
-    best = above - 1;
+  // The valid point that changes the fewest tunables, then moves them the fewest steps along
+  // their choice lists, then keeps the earlier tunables (declared first: the larger choices,
+  // block sizes before pipeline depths): a stand-in that keeps what the author chose where it
+  // can (the nearest in product order would move the fastest axes to their ends).
+  size_t best = 0;
+  std::tuple<size_t, size_t, std::vector<size_t>> best_cost = {SIZE_MAX, SIZE_MAX, {}};
+  for (size_t i = 0; i < valid_.size(); ++i) {
+    const std::vector<size_t> q = positions_of_point(valid_[i]);
+    std::tuple<size_t, size_t, std::vector<size_t>> cost = {0, 0, {}};
+    for (size_t a = 0; a < pos.size(); ++a) {
+      const size_t d = q[a] > pos[a] ? q[a] - pos[a] : pos[a] - q[a];
+      std::get<0>(cost) += d != 0;
+      std::get<1>(cost) += d;
+      std::get<2>(cost).push_back(d);
+    }
+    if (cost < best_cost) best = i, best_cost = std::move(cost);
+  }
   default_index_ = best;
   TuneConfig declared;
   for (size_t a = 0; a < axes_.size(); ++a) declared[axes_[a].name] = axes_[a].values[pos[a]];
   default_note_ = str("the declared default ", config_to_string(declared), " breaks constraint '",
-                      rules_[verdicts_[point] - 1], "'; using the nearest valid config ",
+                      rules_[verdicts_[point] - 1], "'; using the valid config nearest to it, ",
                       describe(best), " instead");
 }
 

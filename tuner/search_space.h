@@ -82,7 +82,8 @@ public:
   std::string why_not(const TuneConfig& config) const;
 
   /// The kernel's declared defaults (`= v`, else the first choice). When that point breaks a
-  /// constraint, the valid config nearest to it in product order (ties: the lower one).
+  /// constraint, the valid config that changes the fewest tunables, by the fewest steps along
+  /// their choices, keeping the earlier-declared ones where that still ties.
   size_t default_index() const { return default_index_; }
   /// Empty when the declared default is valid; otherwise says which constraint it breaks and
   /// which config stands in for it.

@@ -264,10 +264,8 @@ LinearResult dequant_linear(Runtime& rt, const DequantLinearArgs& a) {
     lo.config = a.config;
     lo.config["G"] = std::to_string(w.group);
     lo.config["ACT"] = w.act_order ? "1" : "0";
-    // A K tile lies inside one group (the scale applies per tile): the kernel's default BK of
-    // 128 does not fit groups of 32 or 64, so those run with BK = G unless the caller forces
-    // one (a tuned winner's other tunables still apply).
-    if (w.group < 128 && !a.config.count("BK")) lo.config["BK"] = std::to_string(w.group);
+    // Groups of 32 or 64 rule out the kernel's default BK of 128 (a K tile lies inside one
+    // group): the runtime then stands in the valid configuration nearest the defaults.
   }
   rt.launch(kernel, args, lo);
   return out;

@@ -355,5 +355,46 @@ TEST(CompileTimeout, NoLimitAndTheEnvironmentAreHonouredAndBadValuesNamed) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
+// A kernel whose declared defaults break one of its constraints for some generic values
+// (w4a16_tc: BK = 128 with groups of G = 32) runs with the valid configuration nearest the
+// defaults, and says so, instead of failing; forced values are kept, and forced values no
+// configuration satisfies still fail with the constraint named.
+TEST(ResolveConfig, DefaultsThatBreakAConstraintGetTheNearestValidConfig) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load("embedded:workloads/dequant_gemm.tile", "w4a16_tc");
+  const int64_t m = 3, n = 72, kk = 256;
+  std::vector<Arg> args = {tensor(DType::F16, {m, kk}),      tensor(DType::I32, {n, kk / 8}),
+                           tensor(DType::F16, {kk / 32, n}), tensor(DType::I32, {kk / 32, 9}),
+                           tensor(DType::I32, {kk}),         tensor(DType::F16, {m, n})};
+  std::string why;
+  Config c = rt->resolve_config(k, args, {{"G", "32"}}, &why);
+  EXPECT_EQ(c.at("BK"), "32");
+  EXPECT_EQ(c.at("BN"), "64"); // the other declared defaults stay
+  EXPECT_EQ(c.at("STEPS"), "4");
+  EXPECT_EQ(c.at("WARPS"), "4");
+  EXPECT_NE(why.find("breaks constraint"), std::string::npos) << why;
+  EXPECT_NE(why.find("BK=32"), std::string::npos) << why;
+  // With G = 128 the declared defaults hold and are used as they are.
+  args[2] = tensor(DType::F16, {kk / 128, n});
+  args[3] = tensor(DType::I32, {kk / 128, 9});
+  c = rt->resolve_config(k, args, {{"G", "128"}}, &why);
+  EXPECT_EQ(c.at("BK"), "128");
+  EXPECT_EQ(why, "forced values, defaults for the rest");
+  // A forced BK that no configuration allows is an error naming the constraint.
+  args[2] = tensor(DType::F16, {kk / 32, n});
+  args[3] = tensor(DType::I32, {kk / 32, 9});
+  try {
+    rt->prepare(k, args, [] {
+      LaunchOptions lo;
+      lo.config = {{"G", "32"}, {"BK", "64"}};
+      return lo;
+    }());
+    ADD_FAILURE() << "BK=64 with G=32 was accepted";
+  } catch (const ConstraintError& e) {
+    EXPECT_NE(std::string(e.what()).find("G % BK"), std::string::npos) << e.what();
+  }
+}
+
 } // namespace
 } // namespace tilejit

@@ -170,16 +170,18 @@ TEST(SearchSpace, InvalidDefaultFallsBackToTheNearestValidConfig) {
                              "A + B <= 5")));
     return SearchSpace(keep.back().kernel(), kF16D64, 48 * 1024);
   };
-  SearchSpace s44 = space_with_default(4, 4); // point 15: nearest valid is 12
+  // One tunable changes, by as few steps as possible, the earlier one kept on a tie.
+  SearchSpace s44 = space_with_default(4, 4); // A=1,B=4 and A=4,B=1 both move 3 steps
   EXPECT_EQ(s44.size(), 10u);
   EXPECT_EQ(s44.describe(s44.default_index()), "A=4,B=1");
   EXPECT_NE(s44.default_note().find("the declared default A=4,B=4 breaks constraint 'ab.tile:3"),
             std::string::npos)
       << s44.default_note();
-  EXPECT_NE(s44.default_note().find("using the nearest valid config A=4,B=1"), std::string::npos);
-  SearchSpace s34 = space_with_default(3, 4); // point 11: 12 is nearer than 9
-  EXPECT_EQ(s34.describe(s34.default_index()), "A=4,B=1");
-  SearchSpace s24 = space_with_default(2, 4); // point 7: 6 and 8 tie, the lower wins
+  EXPECT_NE(s44.default_note().find("using the valid config nearest to it, A=4,B=1"),
+            std::string::npos);
+  SearchSpace s34 = space_with_default(3, 4); // B two steps down, not A two steps down
+  EXPECT_EQ(s34.describe(s34.default_index()), "A=3,B=2");
+  SearchSpace s24 = space_with_default(2, 4); // one step of B
   EXPECT_EQ(s24.describe(s24.default_index()), "A=2,B=3");
   SearchSpace s11 = space_with_default(1, 1);
   EXPECT_EQ(s11.describe(s11.default_index()), "A=1,B=1");
