@@ -2,7 +2,6 @@
 // configuration and alignment, scratch tensors owned here, launches through the driver API.
 #include <tilejit/tilejit.h>
 
-#include "compiler/host_eval.h"
 #include "compiler/kernel_library.h"
 #include "compiler/launch_plan.h"
 #include "runtime/cuda_driver.h"
@@ -381,40 +380,16 @@ std::map<std::string, int64_t> plan_sizes(const LoadedKernel& lk, const LaunchPl
 
 } // namespace
 
-/// The kernel's declared defaults for the tunables not in `given`; where those break one of
-/// its `where` constraints, the valid configuration nearest to them (the search space's
-/// stand-in, forced values kept), said in `reason`. Forced values no configuration satisfies
-/// are left to specialise, whose ConstraintError names the constraint.
+/// The kernel's declared defaults for the tunables not in `given`, or the valid configuration
+/// nearest them where they break a constraint (said in `reason`).
 static Config defaults_that_hold(Runtime& rt, const dsl::Kernel& kernel, const Config& given,
                                  std::string& reason) {
   int64_t smem = CompileOptions{}.smem_limit;
   if (rt.has_gpu()) smem = rt.device().smem_per_block_optin;
-  Config complete = complete_bindings(kernel, given);
-  // The common case first, without enumerating the space: every constraint holds.
-  HostEnv env;
-  env["SMEM"] = HostValue::of_int(smem);
-  bool holds = true;
-  try {
-    for (const auto& g : kernel.generics)
-      if (!g.choice.is_dtype) env[g.name] = HostValue::of_int(std::stoll(complete.at(g.name)));
-    for (const auto& t : kernel.tunables)
-      env[t.name] = HostValue::of_int(std::stoll(complete.at(t.name)));
-    for (const auto& w : kernel.where) {
-      auto v = host_eval(*w, env, nullptr);
-      holds = holds && v && v->b;
-    }
-  } catch (const std::exception&) {
-    holds = false; // a value that is not an integer, a division by zero: let the space say
-  }
-  if (holds) return complete;
-  try {
-    SearchSpace space(kernel, given, smem);
-    if (space.default_note().empty()) return complete;
-    reason += "; " + space.default_note();
-    return space.config(space.default_index());
-  } catch (const Error&) {
-    return complete;
-  }
+  std::string note;
+  Config out = complete_valid_bindings(kernel, given, smem, &note);
+  if (!note.empty()) reason += "; " + note;
+  return out;
 }
 
 /// Forced values, then (for a launch, when on) tuning on first use, then the selector, then the

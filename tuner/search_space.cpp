@@ -323,4 +323,34 @@ std::optional<size_t> SearchSpace::index_of_point(uint64_t point) const {
   return static_cast<size_t>(it - valid_.begin());
 }
 
+Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
+                                 int64_t smem_limit, std::string* note) {
+  Bindings complete = complete_bindings(kernel, given);
+  // The common case first, without enumerating the space: every constraint holds.
+  HostEnv env;
+  env["SMEM"] = HostValue::of_int(smem_limit);
+  bool holds = true;
+  try {
+    for (const auto& g : kernel.generics)
+      if (!g.choice.is_dtype) env[g.name] = HostValue::of_int(std::stoll(complete.at(g.name)));
+    for (const auto& t : kernel.tunables)
+      env[t.name] = HostValue::of_int(std::stoll(complete.at(t.name)));
+    for (const auto& w : kernel.where) {
+      auto v = host_eval(*w, env, nullptr);
+      holds = holds && v && v->b;
+    }
+  } catch (const std::exception&) {
+    holds = false; // a value that is not an integer, a division by zero: let the space say
+  }
+  if (holds) return complete;
+  try {
+    SearchSpace space(kernel, given, smem_limit);
+    if (space.default_note().empty()) return complete;
+    if (note) *note = space.default_note();
+    return space.config(space.default_index());
+  } catch (const Error&) {
+    return complete; // nothing valid with the given values: specialise names the constraint
+  }
+}
+
 } // namespace tilejit

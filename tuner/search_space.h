@@ -113,4 +113,12 @@ private:
   std::string default_note_;
 };
 
+/// `given` (generics, and any tunables pinned) completed with the kernel's declared defaults;
+/// where those break one of its `where` constraints, the search space's stand-in for them (the
+/// valid configuration nearest the defaults, the given values kept), with `note` saying so.
+/// Given values that no configuration satisfies are returned as they are, for specialise to
+/// refuse with the constraint named. What a launch and the interpreter run when nothing chose.
+Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
+                                 int64_t smem_limit, std::string* note = nullptr);
+
 } // namespace tilejit

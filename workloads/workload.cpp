@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/dequant_gemm_workload.h"
 #include "workloads/paged_sparse_workload.h"
 
 #include <fmt/format.h>
@@ -45,7 +46,8 @@ struct Registry {
   std::map<std::string, std::shared_ptr<const Workload>> by_name;
   Registry() {
     // The built-in workloads.
-    for (auto w : {make_paged_sparse_workload()}) by_name[w->name()] = std::move(w);
+    for (auto w : {make_paged_sparse_workload(), make_dequant_gemm_workload()})
+      by_name[w->name()] = std::move(w);
   }
 };
 
@@ -73,7 +75,6 @@ std::vector<std::shared_ptr<const Workload>> registered_workloads() {
 
 std::vector<std::pair<std::string, std::string>> planned_workloads() {
   std::vector<std::pair<std::string, std::string>> all = {
-      {"dequant_gemm", "weight-only int4/int8 GEMM for LLM decode"},
       {"attention", "FlashAttention forward/backward, dense and block-sparse"},
       {"gated_delta", "chunked linear attention and the gated delta rule"},
       {"hbv", "differentiable HBV-96 hydrological model (a nonlinear scan)"},

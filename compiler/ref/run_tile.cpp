@@ -4,6 +4,7 @@
 #include "compiler/ref/float_formats.h"
 #include "compiler/ref/value.h"
 #include "support/error.h"
+#include "tuner/search_space.h"
 
 #include <cmath>
 #include <cstring>
@@ -80,7 +81,8 @@ RunResult run_tile(const dsl::Kernel& k, const Bindings& given, const std::vecto
   RunResult result;
   Bindings bindings = given;
   infer_generics(k, specs, bindings);
-  result.bindings = complete_bindings(k, bindings);
+  // Defaults that break a constraint for these generics get the launch's stand-in for them.
+  result.bindings = complete_valid_bindings(k, bindings, options.smem_limit);
   LaunchPlan plan = plan_launch(k, result.bindings, specs);
   result.grid = plan.grid;
   result.kernel = lower_to_ir(k, result.bindings, options, after);

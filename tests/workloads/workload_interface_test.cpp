@@ -8,6 +8,7 @@
 #include "nvrtc_test_support.h"
 #include "support/error.h"
 #include "test_util.h"
+#include "workloads/dequant_gemm_workload.h"
 #include "workloads/paged_sparse_workload.h"
 #include "workloads/problem_on_gpu.h"
 
@@ -208,6 +209,96 @@ TEST(WorkloadInterface, PagedSparseEmptyBatch) {
       DType::F16);
 }
 
+/// dequant_gemm on the interpreter for a user's shape: the one-time repack and the per-call
+/// kernel (int4) or the int8 kernel, every element of y against the float64 reference.
+void check_dequant_shape(const std::map<std::string, std::string>& items, DType t,
+                         const Config& user = {}) {
+  auto w = workloads::find_workload("dequant_gemm");
+  auto p = w->parse_shape(items, t);
+  SCOPED_TRACE(p->describe());
+  auto data = p->make_data(fresh_seed());
+  workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user);
+  EXPECT_TRUE(c.ok) << c.summary();
+}
+
+// Odd sizes beyond the grid: N not a multiple of the tile or of 8 (qzeros' last word padded),
+// M not a multiple of 8, every group size with act-order, one group over several packed
+// groups, bf16, and K split across programs (the split-K last arriver writes y).
+TEST(WorkloadInterface, DequantShapesOnTheInterpreter) {
+  check_dequant_shape({{"M", "3"}, {"N", "72"}, {"K", "256"}, {"G", "32"}, {"ACT", "1"}},
+                      DType::F16);
+  check_dequant_shape({{"M", "9"}, {"N", "33"}, {"K", "192"}, {"G", "64"}, {"ACT", "1"}},
+                      DType::BF16);
+  check_dequant_shape({{"M", "2"}, {"N", "40"}, {"K", "384"}, {"G", "-1"}}, DType::F16);
+  check_dequant_shape({{"M", "1"}, {"N", "24"}, {"K", "512"}, {"G", "128"}}, DType::BF16,
+                      {{"BK", "64"}, {"STEPS", "2"}, {"BN", "32"}, {"BM", "16"}});
+  check_dequant_shape({{"M", "5"}, {"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::BF16);
+  check_dequant_shape({{"M", "17"}, {"N", "70"}, {"K", "300"}, {"BITS", "8"}}, DType::F16,
+                      {{"BK", "64"}, {"STEPS", "1"}});
+}
+
+TEST(WorkloadInterface, DequantEmptyBatch) {
+  check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}}, DType::F16);
+  check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}, {"BITS", "8"}}, DType::F16);
+}
+
+TEST(DequantShape, ParsesTheUsersShapes) {
+  using workloads::parse_dequant_shape;
+  auto s = parse_dequant_shape({{"m", "16"}, {"layer", "gate_up"}}, DType::BF16);
+  EXPECT_EQ(s.m, 16);
+  EXPECT_EQ(s.n, 19456);
+  EXPECT_EQ(s.k, 2560);
+  EXPECT_EQ(s.bits, 4);
+  EXPECT_EQ(s.group, 128);
+  EXPECT_FALSE(s.act_order);
+  EXPECT_EQ(s.dtype, DType::BF16);
+  auto t = parse_dequant_shape({{"N", "33"}, {"K", "64"}, {"G", "-1"}, {"ACT", "1"}}, DType::F16);
+  EXPECT_EQ(t.m, 1);
+  EXPECT_EQ(t.group, -1);
+  EXPECT_EQ(t.kernel_group(), 128);
+  EXPECT_TRUE(t.act_order);
+  auto e = parse_dequant_shape({{"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::F16);
+  EXPECT_EQ(e.bits, 8);
+  // The grid: 60 shapes, small M first, names that --case can pick.
+  auto cases = workloads::find_workload("dequant_gemm")->cases(DType::F16);
+  ASSERT_EQ(cases.size(), 60u);
+  EXPECT_EQ(cases.front()->name(), "int4/M1/qkv");
+  EXPECT_EQ(cases.back()->name(), "int8/M2048/lm_head");
+  EXPECT_EQ(cases.front()->variant(), "int4");
+  EXPECT_EQ(cases.front()->shape_json().dump(), R"({"G":128,"K":2560,"M":1,"N":6144})");
+  // The floor: packed words, scales, zeros, x and y (qkv at M = 1: 7.9 MB).
+  EXPECT_NEAR(cases.front()->floor().bytes,
+              6144.0 * 2560 / 2 + 20 * 6144 * 2 + 20 * 768 * 4 + 2560 * 2 + 6144 * 2, 1);
+}
+
+TEST(DequantShape, BadShapesNameTheProblem) {
+  auto err = [](std::map<std::string, std::string> items) {
+    return error_of([&] { workloads::parse_dequant_shape(items, DType::F16); });
+  };
+  EXPECT_EQ(err({{"N", "64"}, {"K", "128"}}), "(no error)");
+  EXPECT_NE(err({{"N", "64"}, {"K", "100"}}).find("K=100 is not a multiple of 8"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "64"}}).find("needs N and K"), std::string::npos);
+  EXPECT_NE(err({{"LAYER", "qkv"}, {"N", "3"}}).find("LAYER (which sets N and K) or N and K"),
+            std::string::npos);
+  EXPECT_NE(err({{"LAYER", "mlp"}}).find("LAYER=mlp: expected qkv, o, gate_up, down or lm_head"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "64"}, {"K", "128"}, {"BITS", "3"}}).find("BITS=3"), std::string::npos);
+  EXPECT_NE(err({{"N", "64"}, {"K", "128"}, {"G", "48"}}).find("G=48: expected a group size"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "64"}, {"K", "128"}, {"ACT", "2"}}).find("ACT=2: expected 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "64"}, {"K", "128"}, {"BITS", "8"}, {"ACT", "1"}}).find("int8 has one"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "0"}, {"K", "128"}}).find("must be at least 1"), std::string::npos);
+  EXPECT_NE(err({{"N", "64"}, {"K", "128"}, {"M", "-1"}}).find("M=-1: expected 0..65536"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "999999999999"}, {"K", "999999999992"}}).find("over 2^32 weights"),
+            std::string::npos);
+  EXPECT_NE(err({{"N", "6x"}, {"K", "128"}}).find("N=6x: expected an integer"), std::string::npos);
+  EXPECT_NE(err({{"Q", "1"}}).find("dequant_gemm has no size 'Q'"), std::string::npos);
+}
+
 TEST(PagedSparseShape, ParsesTheUsersShapes) {
   using workloads::parse_paged_sparse_shape;
   auto s = parse_paged_sparse_shape({{"b", "5"},
@@ -293,16 +384,15 @@ std::map<std::string, std::string> items_of(const std::string& text) {
 // deleted, duplicated, replaced by digits, separators and signs) are parsed; each must give a
 // problem whose buffers can be described, or a tilejit::Error. Never a crash, a hang or another
 // exception.
-TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
-  std::ifstream in(std::string(TILEJIT_SOURCE_DIR) +
-                   "/tests/workloads/seeds/paged_sparse_shapes.txt");
+void check_mutated_shapes(const std::string& workload, const std::string& seeds_file,
+                          const std::string& alphabet) {
+  std::ifstream in(std::string(TILEJIT_SOURCE_DIR) + "/tests/workloads/seeds/" + seeds_file);
   std::vector<std::string> seeds;
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) seeds.push_back(line);
   ASSERT_GE(seeds.size(), 5u);
-  auto w = workloads::find_workload("paged_sparse");
+  auto w = workloads::find_workload(workload);
   std::mt19937 rng(fresh_seed());
-  const std::string alphabet = "0123456789:=,-.eEHQKVDPSBGCTXRNAMF \x01";
   int accepted = 0, refused = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string s = seeds[rng() % seeds.size()];
@@ -345,6 +435,16 @@ TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
   }
   EXPECT_GT(accepted, 0);
   EXPECT_GT(refused, 0);
+}
+
+TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
+  check_mutated_shapes("paged_sparse", "paged_sparse_shapes.txt",
+                       "0123456789:=,-.eEHQKVDPSBGCTXRNAMF \x01");
+}
+
+TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {
+  check_mutated_shapes("dequant_gemm", "dequant_gemm_shapes.txt",
+                       "0123456789=,-.eEMNKLAYERBITSGCTqkvo_updwnlm \x01");
 }
 
 } // namespace
