@@ -17,7 +17,9 @@ of tilejit over each peer, the smallest one, how many shapes tilejit wins, the s
 floor on shapes whose floor is over 20 us, and the device/date/commit of the rows. --readme
 replaces the text between `<!-- bench:WORKLOAD:start -->` and `<!-- bench:WORKLOAD:end -->` in a
 file with that workload's tables (a file without the markers is left as it is, with a note).
-Only the standard library is used.
+dequant_gemm's rows go to report_dequant.py's tables (tilejit's int4 and int8 beside fp16 cuBLAS,
+Marlin, tinygemm, Triton GPTQ and int8pack_mm, with issue 15's targets checked). Only the
+standard library is used.
 """
 import argparse
 import json
@@ -171,7 +173,8 @@ def build_tables(tilejit_rows, peer_rows):
     for rows in (tilejit_rows, peer_rows):
         for row in rows:
             r = role(row)
-            if r is None or row.get("workload") in (None, "ceiling"):
+            # dequant_gemm has its own table (report_dequant.py): variants, not a sparse/dense pair
+            if r is None or row.get("workload") in (None, "ceiling", "dequant_gemm"):
                 continue
             key = (row["workload"], norm_dtype(row.get("dtype")))
             if key not in tables:
@@ -435,10 +438,15 @@ def main(argv=None):
     # rows keep their role wherever they were given (a tilejit file may carry no peer rows, and
     # a peers file no tilejit rows, but nothing breaks if they do)
     tables = build_tables(tj, peers)
-    if not tables:
+    import report_dequant  # noqa: E402 (it imports this module)
+    dequant = report_dequant.render(tj, peers)
+    if not tables and not dequant:
         print("report: no tilejit or triton_peer rows to report", file=sys.stderr)
         return 1
     md, _ = render(tables)
+    for dtype, (text, _) in dequant.items():
+        w = report_dequant.WORKLOAD
+        md[w] = md.get(w, "") + ("\n" if w in md else "") + text
     text = "\n".join(md.values())
     sys.stdout.write(text)
     if args.markdown:

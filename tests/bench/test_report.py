@@ -295,6 +295,52 @@ def test_report_readme_replacement():
         assert "not found" in err, err
 
 
+def dequant_rows():
+    """tilejit and peer rows of two dequant_gemm shapes: qkv at M=1 (int4 3.5x fp16 and ahead of
+    Marlin, int8 1.5x) and gate_up at M=16 (int4 2.0x); a wrong, faster int4 row that must not count."""
+    def tj(variant, M, N, ms, correct=True, layer="qkv"):
+        return {"workload": "dequant_gemm", "impl": "tilejit", "variant": variant, "dtype": "f16",
+                "shape": {"M": M, "N": N, "K": 2560, "G": 128}, "problem": f"{variant}/M{M}/{layer}",
+                "ms": ms, "correct": correct, "floor_ms": 0.003, "config": "linear:BN=64"}
+
+    def peer(variant, name, M, N, ms, layer="qkv"):
+        return {"workload": "dequant_gemm", "variant": variant, "peer": name, "dtype": "float16",
+                "shape": {"M": M, "N": N, "K": 2560, "G": 128}, "layer": layer, "ms": ms}
+    tjr = [tj("int4", 1, 6144, 0.006), tj("int4", 1, 6144, 0.001, correct=False), tj("int8", 1, 6144, 0.014),
+           tj("int4", 16, 19456, 0.025, layer="gate_up")]
+    peers = [peer("fp16", "cublas_fp16", 1, 6144, 0.021), peer("int4", "marlin", 1, 6144, 0.0066),
+             peer("int4", "tinygemm", 1, 6144, 0.012), peer("fp16", "cublas_fp16", 16, 19456, 0.050, "gate_up"),
+             peer("int4", "marlin", 16, 19456, 0.030, "gate_up"),
+             {"workload": "paged_sparse", "peer": "cublas_fp16", "shape": {"M": 1}, "ms": 1.0}]
+    return tjr, peers
+
+
+def test_report_dequant_pairs_variants_and_checks_targets():
+    tjr, peers = dequant_rows()
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "tj.jsonl"), os.path.join(d, "peers.jsonl")
+        for path, rows in ((a, tjr), (b, peers)):
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+        rc, out, err = run_report("--tilejit", a, "--peers", b)
+    assert rc == 0, err
+    assert "### dequant_gemm (f16)" in out, out
+    rows = {}
+    for line in out.splitlines():
+        if line.startswith("| qkv") or line.startswith("| gate_up"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows[(cells[0], cells[1])] = cells
+    qkv, gu = rows[("qkv", "1")], rows[("gate_up", "16")]
+    assert qkv[3:14] == ["21.0", "6.0", "3.50x", "6.6", "1.10x", "12.0", "2.00x", "-", "14.0", "1.50x", "-"], qkv
+    assert qkv[14] == "50%", qkv                      # floor 3 us of 6 us
+    assert gu[4:6] == ["25.0", "2.00x"], gu
+    assert "int4 vs fp16 cuBLAS at M=1: min 3.50x (qkv)" in out and "target 3.00x met" in out, out
+    assert "int4 vs fp16 cuBLAS at M=16: min 2.00x (gate_up)" in out and "target 2.50x NOT met" in out, out
+    assert "int4 vs Marlin at M=1: min 1.10x" in out, out
+    assert "int8 vs fp16 cuBLAS at M=1: min 1.50x (qkv)" in out and "target 1.80x NOT met" in out, out
+    assert "paged_sparse" not in out                     # a stray row of another workload is no table
+
+
 def test_report_missing_file():
     rc, _, err = run_report("--tilejit", os.path.join(tempfile.gettempdir(), "no_such_file.jsonl"))
     assert rc == 2 and "no such file" in err, (rc, err)

@@ -102,6 +102,39 @@ TEST(GpuWorkloads, PagedSparseGroupSizesAndHeadDims) {
 // Two streams launch the same kernel on the same shape at once, each on its own data: each
 // stream has its own scratch (partials and arrival counters), so neither corrupts the other's
 // merge. With shared scratch the interleaved merges mix partial results.
+// dequant_gemm through the interface: grid shapes (int4 qkv at M = 1 and 16, int8 o at M = 16,
+// lm_head at M = 4) and odd user shapes (N not a multiple of the tile or of 8, group sizes with
+// act-order, one group, bf16, an empty batch), each with the defaults (or their stand-in when a
+// default breaks a constraint: BK with groups of 32 and 64) and a forced configuration.
+TEST(GpuWorkloads, DequantGemmGridAndOddShapes) {
+  REQUIRE_GPU();
+  auto rt = runtime();
+  auto w = workloads::find_workload("dequant_gemm");
+  workloads::WorkloadKernels kernels(*rt, *w);
+  std::vector<std::unique_ptr<workloads::Problem>> problems;
+  for (auto& p : w->cases(DType::F16))
+    for (const char* name : {"int4/M1/qkv", "int4/M16/qkv", "int8/M16/o", "int4/M4/lm_head"})
+      if (p->name() == name) problems.push_back(std::move(p));
+  ASSERT_EQ(problems.size(), 4u);
+  using Items = std::map<std::string, std::string>;
+  for (const auto& [items, t] : std::vector<std::pair<Items, DType>>{
+           {{{"M", "3"}, {"N", "72"}, {"K", "256"}, {"G", "32"}, {"ACT", "1"}}, DType::F16},
+           {{{"M", "17"}, {"N", "4000"}, {"K", "1024"}, {"G", "64"}, {"ACT", "1"}}, DType::BF16},
+           {{{"M", "2"}, {"N", "1000"}, {"K", "1280"}, {"G", "-1"}}, DType::F16},
+           {{{"M", "70"}, {"N", "136"}, {"K", "4096"}}, DType::BF16},
+           {{{"M", "0"}, {"N", "64"}, {"K", "128"}}, DType::F16},
+           {{{"M", "5"}, {"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::BF16},
+           {{{"M", "9"}, {"N", "3000"}, {"K", "2000"}, {"BITS", "8"}}, DType::F16}})
+    problems.push_back(w->parse_shape(items, t));
+  for (const auto& p : problems) {
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    check_problem(gpu, {});
+    check_problem(gpu, {{"BN", "32"}, {"BM", "16"}, {"STEPS", "2"}, {"STAGES", "3"}});
+  }
+}
+
 TEST(GpuWorkloads, TwoStreamsRunTheSameShapeConcurrently) {
   REQUIRE_GPU();
   auto rt = runtime();
