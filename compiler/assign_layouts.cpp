@@ -443,7 +443,9 @@ private:
         // transposed view over the staged tile (the MMA reads it transposed from shared).
         e.a->a = stage_in_shared(std::move(e.a->a));
       } else if (!is_shared_operand(*e.a)) {
-        if (register_a_.count(&e) && lc->wn == 1) {
+        // (f32 operands are read from shared memory for now: TF32 fragments take each value
+        // from another lane than the accumulator layout holds it in.)
+        if (register_a_.count(&e) && lc->wn == 1 && e.a->type.dtype != DType::F32) {
           // A in registers: evaluate it as an f32 MmaAcc tile; dot_rs rounds it to the
           // operand dtype, so a cast to that dtype is dropped here.
           ExprPtr& a = e.a;
@@ -492,8 +494,10 @@ private:
     DType t = e.a->type.dtype;
     const MatrixShape ms = k_.target->matrix_shape(t);
     if (ms.k == 0) {
-      error(e.loc, str(k_.target->arch(), " runs dot on f16 or bf16 tiles; these are ",
-                       dtype_name(t), " (cast the operands, or use f16/bf16 inputs)"));
+      error(e.loc, str(k_.target->arch(), " runs dot on ",
+                       k_.target->matrix_shape(DType::F32).k ? "f16, bf16 or f32" : "f16 or bf16",
+                       " tiles; these are ", dtype_name(t),
+                       " (cast the operands, or use f16/bf16 inputs)"));
       return;
     }
     int64_t kdim = e.a->type.shape[1];

@@ -180,7 +180,7 @@ struct Expr {
   SourceLoc loc;
   const Layout* layout = nullptr; ///< frag results: set by assign_layouts
   // payload (which fields are used depends on kind)
-  int64_t int_value = 0;
+  int64_t int_value = 0; ///< Const; Dot: 1 = exact f32 (3xTF32), 0 = f32 operands as TF32
   double float_value = 0;
   Var* var = nullptr;
   int param = -1;

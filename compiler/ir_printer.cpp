@@ -377,8 +377,8 @@ std::string print_bare(const Expr& e) {
     return s + scratch_arg(e) + ")";
   }
   case ExprKind::Dot:
-    return e.c ? str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ", ", print_expr(*e.c), ")")
-               : str("dot(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
+    return str("dot(", print_expr(*e.a), ", ", print_expr(*e.b),
+               e.c ? ", " + print_expr(*e.c) : std::string(), e.int_value ? ", exact=1" : "", ")");
   case ExprKind::Reduce:
     return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
                scratch_arg(e), ")");

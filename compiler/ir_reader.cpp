@@ -538,8 +538,8 @@ private:
         if (nt != k_->threads)
           dsl::fail_at(at, str("nt=", nt, " is not the kernel's ", k_->threads, " threads"));
         if (k_->threads % tc != 0)
-          dsl::fail_at(at, str("tc=", tc, " does not divide the kernel's ", k_->threads,
-                               " threads"));
+          dsl::fail_at(at,
+                       str("tc=", tc, " does not divide the kernel's ", k_->threads, " threads"));
         l = k_->layouts.blocked(shape, vec, tc, nt);
       } else if (kind == "mma_acc") {
         int64_t m = integer("rows"), n = times_suffix("columns");
@@ -549,8 +549,8 @@ private:
         int wn = static_cast<int>(times_suffix("warps"));
         if (m < 1 || n < 1 || wn < 1 || wn > 1024) dsl::fail_at(at, "a bad mma_acc layout");
         if (wm * wn * k_->layouts.warp_size() != k_->threads)
-          dsl::fail_at(at, str("warps=", wm, "x", wn, " is not the kernel's ", k_->threads,
-                               " threads"));
+          dsl::fail_at(
+              at, str("warps=", wm, "x", wn, " is not the kernel's ", k_->threads, " threads"));
         l = k_->target->accumulator_layout(k_->layouts, m, n, wm, wn,
                                            wm * wn * k_->layouts.warp_size());
       } else if (kind == "slice") {
@@ -906,7 +906,16 @@ private:
       e->a = expr();
       expect(",");
       e->b = expr();
-      if (accept(",")) e->c = expr();
+      // dot(a, b[, acc][, exact=1])
+      while (accept(",")) {
+        if (is("exact") && peek().text == "=") {
+          accept("exact");
+          expect("=");
+          e->int_value = small_int("dot's exact", 0, 1);
+        } else {
+          e->c = expr();
+        }
+      }
       expect(")");
       return typed(std::move(e));
     }

@@ -704,6 +704,13 @@ private:
       x->a = lower_expr(*e.args[0]);
       x->b = lower_expr(*e.args[1]);
       if (e.args.size() == 3) x->c = lower_expr(*e.args[2]);
+      if (const dsl::Expr* exact = kwarg(e, "exact")) {
+        // f32 operands: 0 rounds them to TF32 (one MMA per K step), 1 keeps fp32 accuracy
+        // (3xTF32). 16-bit operands' products are exact in f32 either way.
+        const int64_t v = const_int(*exact, "exact");
+        if (v != 0 && v != 1) fail_at(exact->loc, str("dot's exact must be 0 or 1, got ", v));
+        x->int_value = v;
+      }
       return x;
     }
     case BK::Trans: {

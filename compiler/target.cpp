@@ -33,6 +33,7 @@ public:
   }
   MatrixShape matrix_shape(DType operand) const override {
     if ((operand == DType::F16 || operand == DType::BF16) && cc_ >= 80) return {16, 8, 16};
+    if (operand == DType::F32 && cc_ >= 80) return {16, 8, 8}; // TF32 (and 3xTF32 when exact)
     return {0, 0, 0};
   }
   const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm, int wn,

@@ -24,7 +24,7 @@ const std::vector<BuiltinInfo>& all_builtins() {
        "atomic_add(tensor[...], value, mask=)"},
       {"fence", BuiltinKind::Fence, 0, 0, {}, "fence()"},
       {"prefetch", BuiltinKind::Prefetch, 1, 1, {}, "prefetch(tensor[...])"},
-      {"dot", BuiltinKind::Dot, 2, 3, {}, "dot(a, b) or dot(a, b, acc)"},
+      {"dot", BuiltinKind::Dot, 2, 3, {"exact"}, "dot(a, b) or dot(a, b, acc), exact="},
       {"trans", BuiltinKind::Trans, 1, 1, {}, "trans(x)"},
       {"reduce_sum", BuiltinKind::ReduceSum, 1, 1, {"axis"}, "reduce_sum(x, axis=)"},
       {"reduce_max", BuiltinKind::ReduceMax, 1, 1, {"axis"}, "reduce_max(x, axis=)"},

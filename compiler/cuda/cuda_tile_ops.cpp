@@ -93,6 +93,16 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     if (x->kind == ExprKind::Trans) x = x->a.get();
     return x->kind == ExprKind::Convert && x->type.space == Space::Shared;
   };
+  // B's dtype is the operands' (a register A's cast to 16 bits is dropped: dot_rs rounds it).
+  if (e.b->type.dtype == DType::F32) {
+    // TF32 tensor cores; exact: each operand split into two TF32 parts, three MMAs (3xTF32).
+    TJ_ICHECK(is_shared_operand(*e.a) || staged(e.a.get()), "f32 dot with A in registers");
+    SharedOperand a = shared_operand(*this, *e.a);
+    line(str("tj::dot_ss_tf32<", LC, ", ", K, ", ", a.transposed ? "true" : "false", ", ",
+             b.transposed ? "true" : "false", ", ", e.int_value ? "true" : "false", ">(", dst, ", ",
+             a.ptr, ", ", a.ld, ", ", b.ptr, ", ", b.ld, ");"));
+    return;
+  }
   if (is_shared_operand(*e.a) || staged(e.a.get())) {
     SharedOperand a = shared_operand(*this, *e.a);
     line(str("tj::dot_ss<", LC, ", ", K, ", ", T, ", ", a.transposed ? "true" : "false", ", ",

@@ -92,4 +92,16 @@ double bf16_bits_to_f64(uint16_t bits) {
   return decode(bits, kBF16);
 }
 
+float round_to_tf32(float x) {
+  uint32_t u = 0;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x; // inf, NaN
+  // Half of the 13 dropped bits' weight added to the magnitude, then truncated: ties go away
+  // from zero; a carry into the exponent is the correct rounding up (to inf past the top).
+  u = (u + 0x1000u) & 0xffffe000u;
+  float r = 0;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
 } // namespace tilejit::ref

@@ -30,6 +30,10 @@ inline float bf16_bits_to_f32(uint16_t bits) {
   return static_cast<float>(bf16_bits_to_f64(bits));
 }
 
+/// `x` rounded to TF32 (the tensor cores' 19-bit format: f32's exponent, 10 mantissa bits), to
+/// nearest with ties away from zero, as cvt.rna.tf32.f32 does; infinities and NaN unchanged.
+float round_to_tf32(float x);
+
 /// `x` rounded to the nearest f16 / bf16 value, as a double.
 inline double round_to_f16(double x) {
   return f16_bits_to_f64(f64_to_f16_bits(x));

@@ -1,6 +1,7 @@
 #include "compiler/ref/interpreter.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/ref/float_formats.h"
 #include "compiler/ref/value.h"
 #include "support/error.h"
 
@@ -822,12 +823,19 @@ private:
       out.f = std::move(c.f);
     }
     // Each output element accumulates its K products in order, in f32, one rounding per step.
+    // f32 operands go through the tensor cores as TF32 unless the dot is exact: each is
+    // rounded to 10 mantissa bits first (to nearest, ties away from zero, as cvt.rna.tf32).
+    const bool tf32 = a.dtype == DType::F32 && e.int_value == 0;
+    auto operand = [&](double v) {
+      const float f = static_cast<float>(v);
+      return tf32 ? round_to_tf32(f) : f;
+    };
     std::vector<float> acc(n), bf(kk * n);
-    for (int64_t x = 0; x < kk * n; ++x) bf[x] = static_cast<float>(b.f[x]);
+    for (int64_t x = 0; x < kk * n; ++x) bf[x] = operand(b.f[x]);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) acc[j] = static_cast<float>(out.f[i * n + j]);
       for (int64_t p = 0; p < kk; ++p) {
-        float ap = static_cast<float>(a.f[i * kk + p]);
+        float ap = operand(a.f[i * kk + p]);
         const float* brow = &bf[p * n];
         for (int64_t j = 0; j < n; ++j) acc[j] = std::fma(ap, brow[j], acc[j]);
       }

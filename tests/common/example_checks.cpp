@@ -41,6 +41,31 @@ void check_gemm(const KernelRunner& run, DType t, int64_t m, int64_t n, int64_t 
   expect_close(c, gemm_reference(a, b, m, n, k), 1e-2);
 }
 
+void check_gemm_f32(const KernelRunner& run, bool exact, int64_t m, int64_t n, int64_t k,
+                    const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("gemm_f32 EXACT=", exact, " M=", m, " N=", n, " K=", k, " ", config_text(config),
+                   "seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer a(DType::F32, {m, k}), b(DType::F32, {k, n}), c(DType::F32, {m, n});
+  fill_uniform(a, rng, -1, 1);
+  fill_uniform(b, rng, -1, 1);
+  c.poison();
+  Bindings given = config;
+  given["EXACT"] = exact ? "1" : "0";
+  run("embedded:examples/gemm_f32.tile", given, {TestArg::of(a), TestArg::of(b), TestArg::of(c)});
+  const std::vector<double> ref = gemm_reference(a, b, m, n, k);
+  // TF32 keeps 10 mantissa bits (relative error about 2^-11 per operand); 3xTF32 about fp32's.
+  expect_close(c, ref, exact ? 1e-5 : 2e-3);
+  if (!exact) {
+    // And the operands really were rounded: fp32 products would be far closer.
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < m * n; ++i)
+      diff += (c.get(i) - ref[i]) * (c.get(i) - ref[i]), norm += ref[i] * ref[i];
+    EXPECT_GT(std::sqrt(diff / norm), 1e-5) << "EXACT=0 gave fp32's accuracy: not TF32";
+  }
+}
+
 // ---- softmax -----------------------------------------------------------------------------
 void check_softmax(const KernelRunner& run, DType t, int64_t rows, int64_t cols,
                    const Bindings& config, double tol) {
@@ -122,6 +147,17 @@ const std::vector<Bindings>& gemm_configs() {
       {},
       {{"BM", "16"}, {"BN", "16"}, {"BK", "16"}, {"WARPS", "1"}, {"STAGES", "1"}},
       {{"BM", "32"}, {"BN", "64"}, {"BK", "64"}, {"WARPS", "2"}, {"STAGES", "3"}},
+      {{"BM", "128"}, {"BN", "32"}, {"BK", "16"}, {"WARPS", "4"}, {"STAGES", "4"}},
+      {{"BM", "128"}, {"BN", "128"}, {"BK", "32"}, {"WARPS", "8"}, {"STAGES", "2"}},
+  };
+  return configs;
+}
+
+const std::vector<Bindings>& gemm_f32_configs() {
+  static const std::vector<Bindings> configs = {
+      {},
+      {{"BM", "16"}, {"BN", "16"}, {"BK", "8"}, {"WARPS", "1"}, {"STAGES", "1"}},
+      {{"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"WARPS", "2"}, {"STAGES", "3"}},
       {{"BM", "128"}, {"BN", "32"}, {"BK", "16"}, {"WARPS", "4"}, {"STAGES", "4"}},
       {{"BM", "128"}, {"BN", "128"}, {"BK", "32"}, {"WARPS", "8"}, {"STAGES", "2"}},
   };

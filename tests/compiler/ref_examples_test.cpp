@@ -42,6 +42,15 @@ TEST(RefExamples, GemmBF16) {
   }
 }
 
+// f32 operands through TF32 (the interpreter rounds them as cvt.rna.tf32 does) and exact.
+TEST(RefExamples, GemmF32Tf32AndExact) {
+  for (const auto& cfg : test::gemm_f32_configs())
+    for (bool exact : {false, true}) {
+      test::check_gemm_f32(cpu(), exact, 37, 45, 64, cfg);
+      test::check_gemm_f32(cpu(), exact, 17, 33, 40, cfg); // K not a multiple of BK
+    }
+}
+
 TEST(RefExamples, SoftmaxF32) {
   for (const auto& cfg : test::softmax_configs()) {
     test::check_softmax(cpu(), DType::F32, 5, 300, cfg, 1e-5);

@@ -189,5 +189,27 @@ TEST(RefFloatFormats, IntegerAndCastRules) {
   EXPECT_EQ(round_float(DType::BF16, 257.0), 256.0);
 }
 
+// TF32 as cvt.rna.tf32.f32 rounds: 10 mantissa bits, to nearest, ties away from zero (not to
+// even), carries into the exponent, infinities and NaN kept.
+TEST(RefFloatFormats, Tf32RoundsToNearestTiesAway) {
+  const float ulp = std::ldexp(1.0f, -10); // TF32's spacing in [1, 2)
+  EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp), 1.0f + ulp);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp * 0.49f), 1.0f);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp * 0.51f), 1.0f + ulp);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp * 0.5f), 1.0f + ulp);     // a tie: away from zero
+  EXPECT_EQ(round_to_tf32(1.0f + ulp * 2.5f), 1.0f + ulp * 3); // to even would give 2 ulp
+  EXPECT_EQ(round_to_tf32(-(1.0f + ulp * 0.5f)), -(1.0f + ulp));
+  EXPECT_EQ(round_to_tf32(2.0f - ulp * 0.5f), 2.0f); // carries into the exponent
+  EXPECT_EQ(round_to_tf32(std::numeric_limits<float>::max()), INFINITY);
+  EXPECT_EQ(round_to_tf32(-INFINITY), -INFINITY);
+  EXPECT_TRUE(std::isnan(round_to_tf32(NAN)));
+  EXPECT_EQ(round_to_tf32(0.0f), 0.0f);
+  const float tiny = std::numeric_limits<float>::denorm_min(); // subnormals: 8192 of them a step
+  EXPECT_EQ(round_to_tf32(tiny * 4095), 0.0f);
+  EXPECT_EQ(round_to_tf32(tiny * 12287), tiny * 8192);
+  EXPECT_EQ(round_to_tf32(tiny * 12288), tiny * 16384);
+}
+
 } // namespace
 } // namespace tilejit::ref

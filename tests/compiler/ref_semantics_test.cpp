@@ -376,7 +376,7 @@ const char* kDotTrans = R"(kernel dot_t(A: f32[M, 16], B: f32[N, 16], C: f32[M, 
 {
   frag a = load(A[0 : 32, 0 : 16]);
   shared b = copy(B[0 : 32, 0 : 16]);
-  store(C[0 : 32, 0 : 32], dot(a, trans(b)) + 1.0);
+  store(C[0 : 32, 0 : 32], dot(a, trans(b), exact = 1) + 1.0);
 }
 )";
 

@@ -33,6 +33,20 @@ TEST(GpuExamples, Gemm) {
     }
 }
 
+// f32 GEMM on the TF32 tensor cores (error <= 2e-3 and above fp32's) and 3xTF32 (<= 1e-5):
+// odd sizes, K not a multiple of BK or of 8, tiles that pad M and N.
+TEST(GpuExamples, GemmF32Tf32AndExact) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (bool exact : {false, true})
+    for (const auto& cfg : gemm_f32_configs()) {
+      check_gemm_f32(run, exact, 37, 45, 64, cfg);
+      check_gemm_f32(run, exact, 17, 33, 41, cfg);
+      check_gemm_f32(run, exact, 200, 136, 512, cfg);
+      check_gemm_f32(run, exact, 5, 7, 3, cfg);
+    }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

@@ -23,7 +23,8 @@ TEST(Target, NvidiaFacts) {
   EXPECT_EQ(target_for("sm_86").shared_memory_per_block(), 99 * 1024);
   EXPECT_EQ(t.matrix_shape(DType::F16).m, 16);
   EXPECT_EQ(t.matrix_shape(DType::BF16).n, 8);
-  EXPECT_EQ(t.matrix_shape(DType::F32).m, 0); // no f32 mma: dot on f32 runs on FMA
+  EXPECT_EQ(t.matrix_shape(DType::F32).k, 8); // f32 dot: TF32 m16n8k8 (3xTF32 when exact)
+  EXPECT_EQ(t.matrix_shape(DType::I8).m, 0);  // no integer dot
   EXPECT_TRUE(t.async_copy());
   EXPECT_EQ(&target_for("sm_90a"), &t); // one object per arch
   EXPECT_EQ(target_for(default_arch()).arch(), default_arch());

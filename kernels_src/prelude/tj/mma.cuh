@@ -119,6 +119,81 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
   }
 }
 
+/// An f32 value as TF32 (10 mantissa bits, to nearest with ties away from zero) in a 32-bit
+/// register, the tensor cores' operand format.
+TJ_DEVICE unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+/// d += a * b for one 16x8x8 TF32 tile (a: 4 registers, b: 2).
+TJ_DEVICE void mma_1688_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/// acc += A @ B for f32 tiles on the TF32 tensor cores: A [M, K] and B [K, N] in shared memory
+/// (A_KMAJOR / B_NMAJOR: stored transposed), acc in LC = MmaAcc<M, N, WM, WN, NT> (the m16n8k8
+/// accumulator fragment is the m16n8k16 one). K is a multiple of 8. EXACT: each operand is
+/// split into a TF32 part and the TF32 rest, and the three products that matter are summed,
+/// small ones first (3xTF32: about fp32's accuracy for three times the MMAs). The fragments are
+/// read one 32-bit value at a time (ldmatrix moves 16-bit elements); values past the tile's M
+/// or N (an accumulator padded to whole fragments) read as zero.
+template <class LC, int K, bool A_KMAJOR, bool B_NMAJOR, bool EXACT>
+TJ_DEVICE void dot_ss_tf32(float (&acc)[LC::N], const float* sa, int lda, const float* sb,
+                           int ldb) {
+  static_assert(K % 8 == 0, "dot: the shared dimension of f32 tiles must be a multiple of 8");
+  const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
+  const int l = lane_id(), g = l / 4, t = l % 4;
+  auto at = [&](int m, int k) {
+    if (LC::PM != LC::R_ && m >= LC::R_) return 0.0f;
+    return A_KMAJOR ? sa[k * lda + m] : sa[m * lda + k];
+  };
+  auto bt = [&](int k, int n) {
+    if (LC::PN != LC::C_ && n >= LC::C_) return 0.0f;
+    return B_NMAJOR ? sb[n * ldb + k] : sb[k * ldb + n];
+  };
+  TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 8) {
+    float a[LC::MT][4];
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) {
+      const int m0 = m_base + mt * 16;
+      a[mt][0] = at(m0 + g, k0 + t);
+      a[mt][1] = at(m0 + g + 8, k0 + t);
+      a[mt][2] = at(m0 + g, k0 + t + 4);
+      a[mt][3] = at(m0 + g + 8, k0 + t + 4);
+    }
+    float b[LC::NTL][2];
+    TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) {
+      const int n0 = n_base + nt * 8;
+      b[nt][0] = bt(k0 + t, n0 + g);
+      b[nt][1] = bt(k0 + t + 4, n0 + g);
+    }
+    unsigned ab[LC::MT][4], as[LC::MT][4], bb[LC::NTL][2], bs[LC::NTL][2];
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) TJ_UNROLL for (int i = 0; i < 4; ++i) {
+        ab[mt][i] = to_tf32(a[mt][i]);
+        if (EXACT) as[mt][i] = to_tf32(a[mt][i] - __uint_as_float(ab[mt][i]));
+      }
+    TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) TJ_UNROLL for (int i = 0; i < 2; ++i) {
+        bb[nt][i] = to_tf32(b[nt][i]);
+        if (EXACT) bs[nt][i] = to_tf32(b[nt][i] - __uint_as_float(bb[nt][i]));
+      }
+    TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
+        TJ_UNROLL for (int nt = 0; nt < LC::NTL;
+                       ++nt) if ((LC::PM == LC::R_ || m_base + mt * 16 < LC::R_) &&
+                                 (LC::PN == LC::C_ || n_base + nt * 8 < LC::C_)) {
+      float* d = &acc[(mt * LC::NTL + nt) * 4];
+      if (EXACT) {
+        mma_1688_tf32(d, as[mt], bb[nt]);
+        mma_1688_tf32(d, ab[mt], bs[nt]);
+      }
+      mma_1688_tf32(d, ab[mt], bb[nt]);
+    }
+  }
+}
+
 /// acc += A @ B with A in registers: `ra` is an f32 tile in layout LA = MmaAcc<M, K, WM, 1, NT>
 /// (the accumulator layout of an earlier dot), rounded to T here; B in shared memory.
 template <class LC, class LA, int K, class T, bool B_NMAJOR>
