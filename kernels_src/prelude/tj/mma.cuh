@@ -120,11 +120,12 @@ TJ_DEVICE void dot_ss(float (&acc)[LC::N], const T* sa, int lda, const T* sb, in
 }
 
 /// An f32 value as TF32 (10 mantissa bits, to nearest with ties away from zero) in a 32-bit
-/// register, the tensor cores' operand format.
+/// register, the tensor cores' operand format; the 13 bits below TF32's mantissa are cleared,
+/// so the register also reads as the rounded f32 value (3xTF32 subtracts it).
 TJ_DEVICE unsigned to_tf32(float x) {
   unsigned r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
+  return r & 0xffffe000u;
 }
 
 /// d += a * b for one 16x8x8 TF32 tile (a: 4 registers, b: 2).
