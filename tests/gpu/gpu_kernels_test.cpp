@@ -1,6 +1,7 @@
 // Every kernel of issue 2 on the GPU (label `gpu`): the example kernels and paged_sparse, on
 // fresh random inputs at odd sizes and several configurations, every output element checked
 // against a float64 C++ reference with the outputs poisoned first.
+#include "attention_checks.h"
 #include "compare_runs.h"
 #include "dequant_checks.h"
 #include "example_checks.h"
@@ -45,6 +46,28 @@ TEST(GpuExamples, GemmF32Tf32AndExact) {
       check_gemm_f32(run, exact, 200, 136, 512, cfg);
       check_gemm_f32(run, exact, 5, 7, 3, cfg);
     }
+}
+
+// attention's forward: GQA, causal and not, N not a multiple of the blocks, head dims 40, 64,
+// 128, 256, bf16/f16 and f32 (TF32 and exact), several block shapes.
+TEST(GpuAttention, Forward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {},
+      {{"BM", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "8"}},
+      {{"BM", "64"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "4"}},
+      {{"BM", "16"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
+  for (const auto& cfg : configs)
+    for (bool causal : {false, true}) {
+      check_attention_fwd(run, DType::BF16, 2, 8, 2, 1000, 128, causal, false, cfg);
+      check_attention_fwd(run, DType::F16, 1, 6, 3, 333, 64, causal, false, cfg);
+      check_attention_fwd(run, DType::F16, 1, 2, 1, 129, 40, causal, false, cfg);
+      check_attention_fwd(run, DType::F32, 1, 4, 4, 257, 64, causal, false, cfg);
+      check_attention_fwd(run, DType::F32, 1, 4, 2, 200, 64, causal, true, cfg);
+    }
+  check_attention_fwd(run, DType::BF16, 1, 2, 1, 300, 256, true, false,
+                      {{"BM", "64"}, {"BN", "32"}, {"STAGES", "2"}, {"WARPS", "8"}});
 }
 
 TEST(GpuExamples, Softmax) {

@@ -1,0 +1,19 @@
+// The attention kernels (kernels_src/workloads/attention.tile) on fresh random inputs, every
+// element of o and lse against a float64 reference, outputs poisoned first. Each check takes
+// the runner to use (interpreter or GPU).
+#pragma once
+
+#include "kernel_runner.h"
+
+#include <cstdint>
+
+namespace tilejit::test {
+
+/// attn_fwd: q [B, HQ, N, DH], k and v [B, HKV, N, DH] (GQA: HQ a multiple of HKV), scale
+/// 1/sqrt(DH); o and lse against float64 (relative error of o: 1e-2 for 16-bit inputs, 5e-3
+/// for f32 through TF32, 1e-5 exact; lse: 2e-3, 1e-3, 1e-5 absolute). The tile width D is DH
+/// rounded up to 16.
+void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                         int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
+
+} // namespace tilejit::test

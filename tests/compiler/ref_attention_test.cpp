@@ -1,0 +1,37 @@
+// attention's forward kernel on the reference interpreter (tests/common/attention_checks.cpp):
+// GQA groups, causal and not, sequence lengths that are not multiples of the blocks (one query
+// included), head dims that are not multiples of 16, 16-bit and f32 inputs (TF32 and exact).
+#include "attention_checks.h"
+
+#include <gtest/gtest.h>
+
+namespace tilejit::test {
+namespace {
+
+const KernelRunner& cpu() {
+  static const KernelRunner runner = interpreter_runner();
+  return runner;
+}
+
+const Bindings kSmall = {{"BM", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "2"}};
+
+TEST(RefAttention, ForwardGqaAndOddSizes) {
+  check_attention_fwd(cpu(), DType::F16, 1, 4, 2, 77, 40, false, false, kSmall);
+  check_attention_fwd(cpu(), DType::BF16, 2, 3, 1, 33, 64, false, false,
+                      {{"BM", "16"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "1"}});
+  check_attention_fwd(cpu(), DType::F16, 1, 2, 2, 1, 8, false, false, kSmall); // one query
+}
+
+TEST(RefAttention, ForwardCausal) {
+  check_attention_fwd(cpu(), DType::F16, 1, 2, 1, 50, 64, true, false, kSmall);
+  check_attention_fwd(cpu(), DType::BF16, 1, 1, 1, 70, 24, true, false,
+                      {{"BM", "64"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "4"}});
+}
+
+TEST(RefAttention, ForwardF32Tf32AndExact) {
+  check_attention_fwd(cpu(), DType::F32, 1, 2, 1, 45, 32, true, false, kSmall);
+  check_attention_fwd(cpu(), DType::F32, 1, 2, 2, 40, 24, false, true, kSmall);
+}
+
+} // namespace
+} // namespace tilejit::test
