@@ -73,4 +73,108 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   EXPECT_LE(worst, lse_tol) << "lse element " << at << ": " << lse.get(at) << " vs " << ref_lse[at];
 }
 
+void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                         int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("attn_bwd ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv, " N=", n,
+                   " DH=", dh, causal ? " causal" : "", exact ? " exact " : " ",
+                   config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
+      dout(t, {b, hq, n, dh}), o(t, {b, hq, n, dh}), lse(DType::F32, {b, hq, n}),
+      delta(DType::F32, {b, hq, n}), dq_acc(DType::F32, {b, hq, n, dh}), dq(t, {b, hq, n, dh}),
+      dk(t, {b, hkv, n, dh}), dv(t, {b, hkv, n, dh});
+  fill_uniform(q, rng, -2, 2);
+  fill_uniform(k, rng, -2, 2);
+  fill_uniform(v, rng, -1, 1);
+  fill_uniform(dout, rng, -1, 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const int64_t group = hq / hkv;
+  auto at = [&](int64_t bi, int64_t h, int64_t heads, int64_t i) {
+    return ((bi * heads + h) * n + i) * dh;
+  };
+  // float64 forward (P kept) and gradients.
+  std::vector<double> rq(q.numel(), 0), rk(k.numel(), 0), rv(v.numel(), 0);
+  std::vector<double> p(static_cast<size_t>(n * n)), ds(static_cast<size_t>(n * n));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t keys = causal ? i + 1 : n;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          double s = -INFINITY;
+          if (j < keys) {
+            s = 0;
+            for (int64_t d = 0; d < dh; ++d)
+              s += q.get(at(bi, h, hq, i) + d) * k.get(at(bi, hk, hkv, j) + d);
+            s *= scale;
+          }
+          p[i * n + j] = s;
+          mx = std::max(mx, s);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < keys; ++j) sum += std::exp(p[i * n + j] - mx);
+        for (int64_t j = 0; j < n; ++j)
+          p[i * n + j] = j < keys ? std::exp(p[i * n + j] - mx) / sum : 0;
+        lse.set((bi * hq + h) * n + i, mx + std::log(sum));
+        double dl = 0;
+        for (int64_t d = 0; d < dh; ++d) {
+          double od = 0;
+          for (int64_t j = 0; j < keys; ++j) od += p[i * n + j] * v.get(at(bi, hk, hkv, j) + d);
+          o.set(at(bi, h, hq, i) + d, od);
+          dl += od * dout.get(at(bi, h, hq, i) + d);
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          double dp = 0;
+          for (int64_t d = 0; d < dh; ++d)
+            dp += dout.get(at(bi, h, hq, i) + d) * v.get(at(bi, hk, hkv, j) + d);
+          ds[i * n + j] = p[i * n + j] * (dp - dl);
+        }
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          if (p[i * n + j] == 0 && ds[i * n + j] == 0) continue;
+          for (int64_t d = 0; d < dh; ++d) {
+            rq[at(bi, h, hq, i) + d] += scale * ds[i * n + j] * k.get(at(bi, hk, hkv, j) + d);
+            rk[at(bi, hk, hkv, j) + d] += scale * ds[i * n + j] * q.get(at(bi, h, hq, i) + d);
+            rv[at(bi, hk, hkv, j) + d] += p[i * n + j] * dout.get(at(bi, h, hq, i) + d);
+          }
+        }
+    }
+  delta.poison();
+  dq_acc.poison();
+  dq.poison();
+  dk.poison();
+  dv.poison();
+  const std::string d = std::to_string((dh + 15) / 16 * 16);
+  const std::string src = "embedded:workloads/attention.tile#";
+  run(src + "attn_bwd_pre", {{"T", dtype_name(t)}, {"D", d}},
+      {TestArg::of(o), TestArg::of(dout), TestArg::of(delta), TestArg::of(dq_acc)});
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  given["D"] = d;
+  given["CAUSAL"] = causal ? "1" : "0";
+  given["EXACT"] = exact ? "1" : "0";
+  run(src + "attn_bwd", given,
+      {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+       TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
+       TestArg::f32(static_cast<float>(scale))});
+  run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
+      {TestArg::of(dq_acc), TestArg::of(dq)});
+  const double tol = t != DType::F32 ? 3e-2 : exact ? 1e-4 : 1e-2;
+  {
+    SCOPED_TRACE("dq");
+    expect_close(dq, rq, tol);
+  }
+  {
+    SCOPED_TRACE("dk");
+    expect_close(dk, rk, tol);
+  }
+  {
+    SCOPED_TRACE("dv");
+    expect_close(dv, rv, tol);
+  }
+}
+
 } // namespace tilejit::test

@@ -16,4 +16,11 @@ namespace tilejit::test {
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
 
+/// attn_bwd_pre, attn_bwd and attn_bwd_dq on fresh q, k, v and dout, with o and lse from a
+/// float64 forward (o rounded to the inputs' dtype): dq, dk and dv (dk and dv summed over each
+/// GQA group) against float64 gradients (relative error 3e-2 for 16-bit inputs, 1e-2 for
+/// TF32, 1e-4 exact). `config` is forced on attn_bwd (the other two take their defaults).
+void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                         int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
+
 } // namespace tilejit::test

@@ -33,5 +33,21 @@ TEST(RefAttention, ForwardF32Tf32AndExact) {
   check_attention_fwd(cpu(), DType::F32, 1, 2, 2, 40, 24, false, true, kSmall);
 }
 
+TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
+  check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
+                      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
+  check_attention_bwd(cpu(), DType::BF16, 2, 2, 1, 50, 32, true, false,
+                      {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
+  // Two queries: the first sees one key (its ds is zero), the second two.
+  check_attention_bwd(cpu(), DType::F16, 1, 1, 1, 2, 16, true, false, {});
+}
+
+TEST(RefAttention, BackwardF32Tf32AndExact) {
+  check_attention_bwd(cpu(), DType::F32, 1, 2, 1, 33, 24, true, false,
+                      {{"BN", "16"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "2"}});
+  check_attention_bwd(cpu(), DType::F32, 1, 2, 2, 20, 16, false, true,
+                      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
+}
+
 } // namespace
 } // namespace tilejit::test
