@@ -499,4 +499,63 @@ int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, con
       -1);
 }
 
+int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
+                         int exact, double scale, const char* config, void* stream,
+                         int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "attention_forward";
+        const auto& args = op_tensors(op, packed, packed_len, 5, "q, k, v, o, lse");
+        tilejit::ops::AttentionForwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.o = tensor_arg(op, args[3], "o");
+        a.lse = tensor_arg(op, args[4], "lse");
+        a.causal = causal != 0;
+        a.exact = exact != 0;
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_attention_forward(a);
+        else
+          tilejit::ops::attention_forward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
+                          int exact, double scale, const char* config, void* stream,
+                          int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "attention_backward";
+        const auto& args =
+            op_tensors(op, packed, packed_len, 9, "q, k, v, o, lse, dout, dq, dk, dv");
+        tilejit::ops::AttentionBackwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.o = tensor_arg(op, args[3], "o");
+        a.lse = tensor_arg(op, args[4], "lse");
+        a.dout = tensor_arg(op, args[5], "dout");
+        a.dq = tensor_arg(op, args[6], "dq");
+        a.dk = tensor_arg(op, args[7], "dk");
+        a.dv = tensor_arg(op, args[8], "dv");
+        a.causal = causal != 0;
+        a.exact = exact != 0;
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_attention_backward(a);
+        else
+          tilejit::ops::attention_backward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
 } // extern "C"

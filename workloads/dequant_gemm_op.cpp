@@ -4,6 +4,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "support/error.h"
+#include "workloads/op_buffers.h"
 #include "workloads/op_checks.h"
 
 #include <tilejit/ops.h>
@@ -48,20 +49,6 @@ void upload(const Tensor& t, const void* host, size_t bytes) {
   d.check(d.cuMemcpyHtoD(reinterpret_cast<cu::CUdeviceptr>(t.data), host, bytes), "cuMemcpyHtoD");
 }
 
-/// Device memory for outputs the caller did not give, owned by the result.
-struct Owned {
-  std::vector<DeviceBuffer> buffers;
-  Tensor allocate(DType dtype, std::vector<int64_t> shape, int device) {
-    Tensor t = Tensor::contiguous(nullptr, dtype, std::move(shape));
-    t.device_index = device;
-    if (size_t bytes = static_cast<size_t>(t.numel()) * dtype_size(dtype)) {
-      buffers.emplace_back(bytes, device);
-      t.data = buffers.back().data();
-    }
-    return t;
-  }
-};
-
 /// The permutation that makes act-order groups contiguous: rows sorted by group (stable).
 /// Every g_idx entry must name a group and every group hold G rows (the last the rest), as
 /// GPTQ's act-order writes them: the packed kernel reads G consecutive rows per group.
@@ -95,7 +82,7 @@ LinearResult output_for(const std::optional<Tensor>& y, const Tensor& x, int64_t
   if (y) {
     out.y = *y;
   } else {
-    auto owned = std::make_shared<Owned>();
+    auto owned = std::make_shared<OwnedBuffers>();
     out.y = owned->allocate(x.dtype, {x.shape[0], n}, x.device_index);
     out.storage = owned;
   }
@@ -170,7 +157,7 @@ Int4Weights repack_int4(Runtime& rt, const RepackInt4Args& a) {
     w.qzeros = *a.qzeros_out;
     w.perm = *a.perm;
   } else {
-    auto owned = std::make_shared<Owned>();
+    auto owned = std::make_shared<OwnedBuffers>();
     w.qweight_t = owned->allocate(DType::I32, {n, k / 8}, device);
     w.scales = owned->allocate(a.scales.dtype, {groups, n}, device);
     w.qzeros = owned->allocate(DType::I32, {groups, cdiv(n, 8)}, device);

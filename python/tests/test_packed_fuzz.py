@@ -52,3 +52,37 @@ def test_a_null_array_and_a_negative_length_are_named(cpu_runtime):
     assert lib.tj_load(None, b"embedded:examples/softmax.tile", None) == -1
     assert "null handle" in lib.tj_last_error().decode()
     assert lib.tj_load(cpu_runtime._handle, None, None) == -1
+
+
+def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
+    """tj_attention_forward / tj_attention_backward's checks under mutated records (an input
+    path of their own): each call returns 0 or an error, never crashes."""
+    q = numpy.zeros((1, 4, 9, 16), numpy.float16)
+    kv = numpy.zeros((1, 2, 9, 16), numpy.float16)
+    lse = numpy.zeros((1, 4, 9), numpy.float32)
+    fwd, bwd = [], []
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse")):
+        pack_tensor(fwd, t, name)
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"), (q, "dout"),
+                    (q, "dq"), (kv, "dk"), (kv, "dv")):
+        pack_tensor(bwd, t, name)
+    rng = random.Random(2)
+    interesting = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
+    for round in range(2000):
+        backward = round % 2 == 1
+        values = list(bwd if backward else fwd)
+        for _ in range(1 + rng.randrange(3)):
+            at = rng.randrange(len(values)) if values else 0
+            op = rng.randrange(3)
+            if op == 0 and values:
+                values[at] = rng.choice(interesting)
+            elif op == 1:
+                del values[at:]
+            else:
+                values.insert(at, rng.choice(interesting))
+        a = array("q", values)
+        address = a.buffer_info()[0] if values else None
+        fn = lib.tj_attention_backward if backward else lib.tj_attention_forward
+        rc = fn(cpu_runtime._handle, address, len(values), round % 3 == 0, 0, float("nan"), None,
+                None, 1)
+        assert rc == 0 or lib.tj_last_error().decode(), (round, values)

@@ -77,6 +77,8 @@ for name, restype, argtypes in [
     ("tj_repack_int4", _i, [_p, _packed, _i64, _i64, _p, _i]),
     ("tj_dequant_linear", _i, [_p, _packed, _i64, _i64, _i, _c, _p, _i]),
     ("tj_int8_linear", _i, [_p, _packed, _i64, _c, _p, _i]),
+    ("tj_attention_forward", _i, [_p, _packed, _i64, _i, _i, _d, _c, _p, _i]),
+    ("tj_attention_backward", _i, [_p, _packed, _i64, _i, _i, _d, _c, _p, _i]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

@@ -184,3 +184,82 @@ def int8_linear(x, w, scales, *, out=None, config=None, stream=None, runtime=Non
                           1 if check_only else 0):
         raise_last_error()
     return out
+
+
+def _scale_arg(op, scale):
+    if scale is None:
+        return math.nan
+    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale)):
+        raise TilejitError(f"{op}: scale = {scale!r} is not a finite number")
+    return float(scale)
+
+
+def _flag(op, name, value):
+    if not isinstance(value, bool):
+        raise TilejitError(f"{op}: {name} = {value!r} must be True or False")
+    return 1 if value else 0
+
+
+def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, out=None, lse=None,
+                      config=None, stream=None, runtime=None, check_only=False):
+    """FlashAttention forward (WORKLOADS.md section 3): q [B, Hq, N, D], k and v [B, Hkv, N, D]
+    (Hq a multiple of Hkv), f16/bf16/f32 (f32 on TF32 tensor cores, or 3xTF32 with exact=True),
+    D a multiple of 8 up to 256, last dimension contiguous. Returns (o like q, lse [B, Hq, N]
+    float32, natural log). scale defaults to 1/sqrt(D). Errors name the tensor."""
+    op = "attention_forward"
+    qs = _shape(q)
+    if out is None:
+        out = _empty(q, qs) if qs is not None and len(qs) == 4 else q
+    if lse is None:
+        lse = _empty(q, qs[:3], dtype_of_like=False) if qs is not None and len(qs) == 4 else q
+    flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
+    packed, device = pack_tensors((q, k, v, out, lse), ("q", "k", "v", "o", "lse"))
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    if lib.tj_attention_forward((runtime or default_runtime())._handle, buf.buffer_info()[0],
+                                len(packed), flags[0], flags[1], _scale_arg(op, scale),
+                                config_text(config) if config else None, stream,
+                                1 if check_only else 0):
+        raise_last_error()
+    return out, lse
+
+
+def attention_backward(q, k, v, o, lse, dout, *, causal=False, scale=None, exact=False, dq=None,
+                       dk=None, dv=None, config=None, stream=None, runtime=None,
+                       check_only=False):
+    """The gradients (dq, dk, dv) of sum(dout * o) for (o, lse) = attention_forward(q, k, v)
+    with the same causal, scale and exact; dk and dv are summed over each GQA group."""
+    op = "attention_backward"
+    qs, ks = _shape(q), _shape(k)
+    if dq is None:
+        dq = _empty(q, qs) if qs is not None and len(qs) == 4 else q
+    if dk is None:
+        dk = _empty(k, ks) if ks is not None and len(ks) == 4 else k
+    if dv is None:
+        dv = _empty(k, ks) if ks is not None and len(ks) == 4 else k
+    flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
+    packed, device = pack_tensors((q, k, v, o, lse, dout, dq, dk, dv),
+                                  ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"))
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    if lib.tj_attention_backward((runtime or default_runtime())._handle, buf.buffer_info()[0],
+                                 len(packed), flags[0], flags[1], _scale_arg(op, scale),
+                                 config_text(config) if config else None, stream,
+                                 1 if check_only else 0):
+        raise_last_error()
+    return dq, dk, dv
+
+
+def attention(q, k, v, *, causal=False, scale=None, exact=False, runtime=None):
+    """o = softmax(q k^T * scale [causal]) v, differentiable: torch tensors that require grad go
+    through a torch.autograd.Function over attention_forward and attention_backward (the
+    backward recomputes P from lse: no N x N tensor). Shapes, dtypes and errors are
+    attention_forward's."""
+    needs_grad = any(getattr(t, "requires_grad", False) for t in (q, k, v))
+    if needs_grad:
+        from ._attention_autograd import AttentionFunction
+        return AttentionFunction.apply(q, k, v, causal, scale, exact, runtime)
+    return attention_forward(q, k, v, causal=causal, scale=scale, exact=exact,
+                             runtime=runtime)[0]

@@ -104,4 +104,51 @@ void check_dequant_linear(const DequantLinearArgs& args);
 LinearResult int8_linear(Runtime& rt, const Int8LinearArgs& args);
 void check_int8_linear(const Int8LinearArgs& args);
 
+/// FlashAttention (WORKLOADS.md section 3), dense, causal or not, GQA.
+///   q [B, Hq, N, D], k and v [B, Hkv, N, D] (Hq a multiple of Hkv), all f16, bf16 or f32 (f32
+///   through TF32 tensor cores, or 3xTF32 with `exact`: fp32's accuracy), D a multiple of 8 up
+///   to 256, each tensor's last dimension contiguous (other strides free: q.transpose(1, 2) of
+///   a [B, N, H, D] tensor works). Writes o [B, Hq, N, D] (q's dtype) and lse [B, Hq, N] f32
+///   (natural log). scale defaults to 1 / sqrt(D).
+struct AttentionForwardArgs {
+  Tensor q, k, v;
+  std::optional<Tensor> o, lse; ///< written when given; allocated on the device otherwise
+  bool causal = false;
+  bool exact = false;
+  std::optional<double> scale;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of attn_fwd (BM, BN, STAGES, WARPS)
+};
+
+struct AttentionForwardResult {
+  Tensor o, lse;
+  std::shared_ptr<void> storage; ///< owns o and lse when the op allocated them
+};
+
+AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs& args);
+void check_attention_forward(const AttentionForwardArgs& args);
+
+/// The gradients of sum(dout * o) for o = attention_forward(q, k, v): q, k, v, o, lse as the
+/// forward took and gave them, dout like o. dq like q; dk and dv like k (summed over each GQA
+/// group). Three kernels: a pre-pass (rowsum(o * dout), dq's f32 accumulator zeroed), dk/dv per
+/// key block with dq by atomics, dq converted; the two f32 work buffers ([B, Hq, N] and
+/// [B, Hq, N, D]) are allocated per call.
+struct AttentionBackwardArgs {
+  Tensor q, k, v, o, lse, dout;
+  std::optional<Tensor> dq, dk, dv; ///< written when given; allocated otherwise
+  bool causal = false;
+  bool exact = false;
+  std::optional<double> scale;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of attn_bwd (BN, BM, STAGES, WARPS)
+};
+
+struct AttentionBackwardResult {
+  Tensor dq, dk, dv;
+  std::shared_ptr<void> storage;
+};
+
+AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardArgs& args);
+void check_attention_backward(const AttentionBackwardArgs& args);
+
 } // namespace tilejit::ops

@@ -1,0 +1,85 @@
+"""tilejit.ops.attention on the GPU (pytest -m gpu, on the device): the forward against a
+float64 reference (o and lse), and the gradients of tilejit.ops.attention through autograd
+against PyTorch autograd of the float64 math reference, for GQA, causal and not, odd N and head
+dims, bf16/f16/f32 (TF32 and exact); outputs given poisoned (NaN) first, every element checked."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import tilejit  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def reference(q, k, v, causal, scale):
+    """float64 o and lse (and the graph for autograd)."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        n = q.shape[2]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    return torch.softmax(s, dim=-1) @ v, lse
+
+
+def rel(a, b):
+    return ((a.double() - b).norm() / b.norm()).item()
+
+
+CASES = [  # dtype, B, HQ, HKV, N, D, causal, exact
+    (torch.bfloat16, 2, 8, 2, 1000, 128, False, False),
+    (torch.float16, 1, 6, 3, 333, 64, True, False),
+    (torch.float16, 1, 2, 1, 129, 40, True, False),
+    (torch.float32, 1, 4, 4, 257, 64, False, False),
+    (torch.float32, 1, 4, 2, 200, 64, True, True),
+]
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, exact", CASES)
+def test_forward_against_float64(dtype, b, hq, hkv, n, d, causal, exact):
+    torch.manual_seed(n * d + hq)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
+    k = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype)
+    v = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((b, hq, n), float("nan"), device="cuda")
+    o, l = tilejit.ops.attention_forward(q, k, v, causal=causal, exact=exact, out=out, lse=lse)
+    ro, rl = reference(q.double(), k.double(), v.double(), causal, 1 / math.sqrt(d))
+    tol = 1e-2 if dtype != torch.float32 else (1e-5 if exact else 5e-3)
+    assert not torch.isnan(o).any() and not torch.isnan(l).any()
+    assert rel(o, ro) <= tol
+    assert (l.double() - rl).abs().max().item() <= (2e-3 if dtype != torch.float32 else 1e-3)
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, exact", CASES)
+def test_gradients_against_autograd_of_the_math(dtype, b, hq, hkv, n, d, causal, exact):
+    torch.manual_seed(n + d)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    k = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    v = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    dout = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
+    o = tilejit.ops.attention(q, k, v, causal=causal, exact=exact)
+    o.backward(dout)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
+    ro.backward(dout.double())
+    tol = 3e-2 if dtype != torch.float32 else (1e-4 if exact else 1e-2)
+    for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
+        assert not torch.isnan(got).any()
+        assert rel(got, want) <= tol
+
+
+def test_strided_heads_view_and_empty_batch():
+    """q.transpose(1, 2) of [B, N, H, D] (rows dense, other strides free) and B = 0."""
+    x = torch.randn(2, 77, 4, 64, device="cuda", dtype=torch.float16)
+    q = x.transpose(1, 2)
+    o, _ = tilejit.ops.attention_forward(q, q[:, :2], q[:, :2])
+    ro, _ = reference(q.double(), q[:, :2].double(), q[:, :2].double(), False, 1 / 8)
+    assert rel(o, ro) <= 1e-2
+    e = torch.empty(0, 4, 16, 64, device="cuda", dtype=torch.float16)
+    o, lse = tilejit.ops.attention_forward(e, e[:, :2], e[:, :2])
+    assert o.shape == e.shape and lse.shape == (0, 4, 16)

@@ -1,0 +1,168 @@
+// tilejit::ops::attention_forward and attention_backward (<tilejit/ops.h>): the attention
+// kernels (kernels_src/workloads/attention.tile) on an application's tensors. The checks come
+// first and name the tensor; the launches are the Runtime's (tuned configurations).
+#include "support/error.h"
+#include "workloads/op_buffers.h"
+#include "workloads/op_checks.h"
+
+#include <tilejit/ops.h>
+
+#include <cmath>
+
+namespace tilejit::ops {
+namespace {
+
+const char* const kSource = "embedded:workloads/attention.tile";
+const OpChecks forward_checks("attention_forward");
+const OpChecks backward_checks("attention_backward");
+
+/// The kernels' tile width: the head dim rounded up to 16.
+std::string tile_width(int64_t head_dim) {
+  return std::to_string((head_dim + 15) / 16 * 16);
+}
+
+/// q, k, v: ranks, dtypes, GQA, head dims, rows dense, one GPU.
+void check_qkv(const OpChecks& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+  c.rank_and_dtype("q", q, 4, {DType::F16, DType::BF16, DType::F32}, "[B, Hq, N, D]");
+  c.rank_and_dtype("k", k, 4, {q.dtype}, "[B, Hkv, N, D], q's dtype");
+  c.rank_and_dtype("v", v, 4, {q.dtype}, "[B, Hkv, N, D], q's dtype");
+  const int64_t d = q.shape[3];
+  if (d % 8 != 0 || d < 8 || d > 256)
+    throw Error(
+        str(c.named("q", q), ": head dim D = ", d, " is not a multiple of 8 from 8 to 256"));
+  c.size("k", k, 0, q.shape[0], "q's batch B");
+  c.size("k", k, 2, q.shape[2], "q's sequence length N");
+  c.size("k", k, 3, d, "q's head dim D");
+  if (k.shape[1] < 1 || q.shape[1] % k.shape[1] != 0)
+    throw Error(str(c.named("k", k), " has ", k.shape[1], " heads, which do not divide q's ",
+                    q.shape[1], " (GQA: Hq must be a multiple of Hkv)"));
+  for (int dim = 0; dim < 4; ++dim) c.size("v", v, dim, k.shape[dim], "k's");
+  for (const auto& [name, t] :
+       {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
+    c.rows_dense(name, *t);
+}
+
+void check_like(const OpChecks& c, const char* name, const Tensor& t, const Tensor& like,
+                const char* like_name) {
+  c.rank_and_dtype(name, t, 4, {like.dtype}, like_name);
+  for (int dim = 0; dim < 4; ++dim) c.size(name, t, dim, like.shape[dim], like_name);
+  c.rows_dense(name, t);
+}
+
+void check_lse(const OpChecks& c, const Tensor& lse, const Tensor& q) {
+  c.rank_and_dtype("lse", lse, 3, {DType::F32}, "[B, Hq, N] f32");
+  for (int dim = 0; dim < 3; ++dim) c.size("lse", lse, dim, q.shape[dim], "q's");
+  c.contiguous("lse", lse);
+}
+
+double scale_of(const OpChecks& c, const std::optional<double>& scale, const Tensor& q) {
+  if (!scale) return 1.0 / std::sqrt(static_cast<double>(q.shape[3]));
+  if (!std::isfinite(*scale))
+    throw Error(str(c.named("q", q), ": scale = ", *scale, " is not a finite number"));
+  return *scale;
+}
+
+Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact) {
+  Config cfg = user;
+  cfg["D"] = tile_width(q.shape[3]);
+  cfg["CAUSAL"] = causal ? "1" : "0";
+  cfg["EXACT"] = exact ? "1" : "0";
+  return cfg;
+}
+
+} // namespace
+
+void check_attention_forward(const AttentionForwardArgs& a) {
+  const OpChecks& c = forward_checks;
+  check_qkv(c, a.q, a.k, a.v);
+  if (a.o) check_like(c, "o", *a.o, a.q, "q's shape and dtype");
+  if (a.lse) check_lse(c, *a.lse, a.q);
+  scale_of(c, a.scale, a.q);
+  c.on_one_gpu({{"q", &a.q},
+                {"k", &a.k},
+                {"v", &a.v},
+                {"o", a.o ? &*a.o : nullptr},
+                {"lse", a.lse ? &*a.lse : nullptr}});
+}
+
+AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs& a) {
+  check_attention_forward(a);
+  AttentionForwardResult out;
+  const Tensor& q = a.q;
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.o = a.o ? *a.o : owned->allocate(q.dtype, q.shape, q.device_index);
+  out.lse = a.lse
+                ? *a.lse
+                : owned->allocate(DType::F32, {q.shape[0], q.shape[1], q.shape[2]}, q.device_index);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (q.numel() == 0) return out; // no query: nothing to compute
+  static const std::string source = kSource;
+  KernelRef kernel = rt.load(source, "attn_fwd");
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = kernel_config(a.config, q, a.causal, a.exact);
+  rt.launch(kernel,
+            {Arg::of(q), Arg::of(a.k), Arg::of(a.v), Arg::of(out.o), Arg::of(out.lse),
+             Arg::f32(static_cast<float>(scale_of(forward_checks, a.scale, q)))},
+            lo);
+  return out;
+}
+
+void check_attention_backward(const AttentionBackwardArgs& a) {
+  const OpChecks& c = backward_checks;
+  check_qkv(c, a.q, a.k, a.v);
+  check_like(c, "o", a.o, a.q, "q's shape and dtype");
+  check_lse(c, a.lse, a.q);
+  check_like(c, "dout", a.dout, a.q, "o's shape and dtype");
+  if (a.dq) check_like(c, "dq", *a.dq, a.q, "q's shape and dtype");
+  if (a.dk) check_like(c, "dk", *a.dk, a.k, "k's shape and dtype");
+  if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
+  scale_of(c, a.scale, a.q);
+  c.on_one_gpu({{"q", &a.q},
+                {"k", &a.k},
+                {"v", &a.v},
+                {"o", &a.o},
+                {"lse", &a.lse},
+                {"dout", &a.dout},
+                {"dq", a.dq ? &*a.dq : nullptr},
+                {"dk", a.dk ? &*a.dk : nullptr},
+                {"dv", a.dv ? &*a.dv : nullptr}});
+}
+
+AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardArgs& a) {
+  check_attention_backward(a);
+  AttentionBackwardResult out;
+  const Tensor &q = a.q, &k = a.k;
+  const int device = q.device_index;
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.dq = a.dq ? *a.dq : owned->allocate(q.dtype, q.shape, device);
+  out.dk = a.dk ? *a.dk : owned->allocate(k.dtype, k.shape, device);
+  out.dv = a.dv ? *a.dv : owned->allocate(k.dtype, k.shape, device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (q.numel() == 0) return out;
+  // Work buffers for this call: delta = rowsum(o * dout), and dq's f32 accumulator.
+  OwnedBuffers work;
+  Tensor delta = work.allocate(DType::F32, {q.shape[0], q.shape[1], q.shape[2]}, device);
+  Tensor dq_acc = work.allocate(DType::F32, q.shape, device);
+  static const std::string source = kSource;
+  KernelRef pre = rt.load(source, "attn_bwd_pre");
+  KernelRef main = rt.load(source, "attn_bwd");
+  KernelRef finish = rt.load(source, "attn_bwd_dq");
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = {{"D", tile_width(q.shape[3])}};
+  rt.launch(pre, {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
+  LaunchOptions main_lo = lo;
+  main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
+  rt.launch(main,
+            {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse), Arg::of(delta),
+             Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc),
+             Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)))},
+            main_lo);
+  rt.launch(finish, {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
+  // The work buffers are freed here, after the launches are queued: cuMemFree waits for the
+  // device to finish with them.
+  return out;
+}
+
+} // namespace tilejit::ops
