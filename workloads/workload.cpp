@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
 #include "workloads/paged_sparse_workload.h"
 
@@ -46,7 +47,8 @@ struct Registry {
   std::map<std::string, std::shared_ptr<const Workload>> by_name;
   Registry() {
     // The built-in workloads.
-    for (auto w : {make_paged_sparse_workload(), make_dequant_gemm_workload()})
+    for (auto w :
+         {make_paged_sparse_workload(), make_dequant_gemm_workload(), make_attention_workload()})
       by_name[w->name()] = std::move(w);
   }
 };
@@ -75,7 +77,6 @@ std::vector<std::shared_ptr<const Workload>> registered_workloads() {
 
 std::vector<std::pair<std::string, std::string>> planned_workloads() {
   std::vector<std::pair<std::string, std::string>> all = {
-      {"attention", "FlashAttention forward/backward, dense and block-sparse"},
       {"gated_delta", "chunked linear attention and the gated delta rule"},
       {"hbv", "differentiable HBV-96 hydrological model (a nonlinear scan)"},
   };

@@ -8,6 +8,7 @@
 #include "nvrtc_test_support.h"
 #include "support/error.h"
 #include "test_util.h"
+#include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
 #include "workloads/paged_sparse_workload.h"
 #include "workloads/problem_on_gpu.h"
@@ -49,7 +50,7 @@ TEST(WorkloadRegistry, FindsRegisteredWorkloadsAndNamesTheOthers) {
   EXPECT_NE(unknown.find("unknown workload 'nope'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("paged_sparse"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("toy_chain"), std::string::npos) << unknown;
-  std::string planned = error_of([] { workloads::find_workload("attention"); });
+  std::string planned = error_of([] { workloads::find_workload("gated_delta"); });
   EXPECT_NE(planned.find("not implemented yet"), std::string::npos) << planned;
   for (const auto& [name, summary] : workloads::planned_workloads())
     EXPECT_NE(name, "paged_sparse") << "an implemented workload is not planned";
@@ -240,6 +241,60 @@ TEST(WorkloadInterface, DequantShapesOnTheInterpreter) {
 TEST(WorkloadInterface, DequantEmptyBatch) {
   check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}}, DType::F16);
   check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}, {"BITS", "8"}}, DType::F16);
+}
+
+/// attention on the interpreter for a user's shape: forward and the three backward kernels,
+/// o, lse, dq, dk and dv against float64.
+void check_attention_shape(const std::map<std::string, std::string>& items, DType t,
+                           const Config& user = {}) {
+  auto w = workloads::find_workload("attention");
+  auto p = w->parse_shape(items, t);
+  SCOPED_TRACE(p->describe());
+  auto data = p->make_data(fresh_seed());
+  workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user);
+  EXPECT_TRUE(c.ok) << c.summary();
+}
+
+TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
+  const Config small = {{"BM", "16"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+  check_attention_shape({{"H", "4"}, {"HKV", "2"}, {"N", "37"}, {"D", "40"}}, DType::F16, small);
+  check_attention_shape({{"B", "2"}, {"H", "2"}, {"N", "33"}, {"D", "16"}, {"CAUSAL", "1"}},
+                        DType::BF16, small);
+  check_attention_shape(
+      {{"H", "2"}, {"HKV", "1"}, {"N", "20"}, {"D", "24"}, {"CAUSAL", "1"}, {"EXACT", "1"}},
+      DType::F32, small);
+}
+
+TEST(AttentionShape, ParsesAndRefusesShapes) {
+  using workloads::parse_attention_shape;
+  auto s = parse_attention_shape(
+      {{"h", "16"}, {"hkv", "4"}, {"n", "1000"}, {"d", "128"}, {"causal", "1"}}, DType::BF16);
+  EXPECT_EQ(s.batch, 1);
+  EXPECT_EQ(s.heads_q / s.heads_kv, 4);
+  EXPECT_TRUE(s.causal);
+  EXPECT_EQ(s.tile_width(), 128);
+  auto err = [](std::map<std::string, std::string> items, DType t = DType::F16) {
+    return error_of([&] { workloads::parse_attention_shape(items, t); });
+  };
+  EXPECT_NE(err({{"H", "6"}, {"HKV", "4"}, {"N", "8"}, {"D", "64"}})
+                .find("H=6 is not a multiple of HKV=4"),
+            std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}, {"D", "60"}}).find("D=60 is not a multiple of 8"),
+            std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}}).find("needs D"), std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}, {"D", "64"}, {"EXACT", "1"}}).find("EXACT=1 is for f32"),
+            std::string::npos);
+  EXPECT_NE(
+      err({{"H", "6"}, {"N", "8"}, {"D", "64"}, {"CAUSAL", "2"}}).find("CAUSAL=2: expected 0 or 1"),
+      std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "-8"}, {"D", "64"}}).find("N=-8: expected a non-negative"),
+            std::string::npos);
+  EXPECT_NE(err({{"Q", "6"}}).find("attention has no size 'Q'"), std::string::npos);
+  // The grid: f32 seed shapes, 16-bit long shapes.
+  auto w = workloads::find_workload("attention");
+  EXPECT_EQ(w->cases(DType::F32).size(), 8u);
+  EXPECT_EQ(w->cases(DType::BF16).size(), 12u);
+  EXPECT_EQ(w->cases(DType::BF16).front()->name(), "B4/H16/N2048/D64");
 }
 
 TEST(DequantShape, ParsesTheUsersShapes) {
@@ -440,6 +495,10 @@ void check_mutated_shapes(const std::string& workload, const std::string& seeds_
 TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
   check_mutated_shapes("paged_sparse", "paged_sparse_shapes.txt",
                        "0123456789:=,-.eEHQKVDPSBGCTXRNAMF \x01");
+}
+
+TEST(AttentionShape, MutatedShapesGiveAProblemOrAnError) {
+  check_mutated_shapes("attention", "attention_shapes.txt", "0123456789=,-.eEBHKVNDCAUSLXT \x01");
 }
 
 TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {

@@ -1,0 +1,232 @@
+#include "workloads/attention.h"
+
+#include "support/error.h"
+#include "support/text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+namespace tilejit::workloads {
+
+using ref::HostBuffer;
+
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Runs body(lo, hi) over [0, n) split across the machine's cores.
+void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t threads =
+      std::max<int64_t>(1, std::min<int64_t>({16, std::thread::hardware_concurrency(), n}));
+  if (threads <= 1) {
+    body(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
+  for (auto& th : pool) th.join();
+}
+
+void fill_uniform(HostBuffer& b, uint64_t seed, double lo, double hi) {
+  parallel_ranges(b.numel(), [&](int64_t a, int64_t e) {
+    for (int64_t i = a; i < e; ++i) {
+      const double u =
+          static_cast<double>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 11) *
+          (1.0 / 9007199254740992.0);
+      b.set(i, lo + (hi - lo) * u);
+    }
+  });
+}
+
+/// Rows [first, first + count) of a [.., N, D] buffer (row = (b * heads + h) * N + i) as doubles.
+std::vector<double> rows_of(const HostBuffer& b, int64_t first, int64_t count, int64_t d) {
+  std::vector<double> out(static_cast<size_t>(count * d));
+  for (int64_t r = 0; r < count * d; ++r) out[r] = b.get(first * d + r);
+  return out;
+}
+
+double dot(const double* a, const double* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// Relative L2 error of `got` rows against `want` (accumulated into diff, norm).
+void accumulate(const HostBuffer& got, int64_t first, const std::vector<double>& want, double& diff,
+                double& norm) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = got.get(first + static_cast<int64_t>(i));
+    diff += (g - want[i]) * (g - want[i]);
+    norm += want[i] * want[i];
+  }
+}
+
+} // namespace
+
+std::string AttentionShape::describe() const {
+  return fmt::format("{} B={} Hq={} Hkv={} N={} D={}{}{}", dtype_name(dtype), batch, heads_q,
+                     heads_kv, seq, head_dim, causal ? " causal" : "",
+                     exact && dtype == DType::F32 ? " exact" : "");
+}
+
+std::unique_ptr<AttentionData> make_attention_data(const AttentionShape& s, uint64_t seed) {
+  auto d = std::make_unique<AttentionData>();
+  d->shape = s;
+  const int64_t B = s.batch, HQ = s.heads_q, HKV = s.heads_kv, N = s.seq, D = s.head_dim;
+  d->q = HostBuffer(s.dtype, {B, HQ, N, D});
+  d->k = HostBuffer(s.dtype, {B, HKV, N, D});
+  d->v = HostBuffer(s.dtype, {B, HKV, N, D});
+  d->dout = HostBuffer(s.dtype, {B, HQ, N, D});
+  d->o = HostBuffer(s.dtype, {B, HQ, N, D});
+  d->dq = HostBuffer(s.dtype, {B, HQ, N, D});
+  d->dk = HostBuffer(s.dtype, {B, HKV, N, D});
+  d->dv = HostBuffer(s.dtype, {B, HKV, N, D});
+  d->lse = HostBuffer(DType::F32, {B, HQ, N});
+  d->delta = HostBuffer(DType::F32, {B, HQ, N});
+  d->dq_acc = HostBuffer(DType::F32, {B, HQ, N, D});
+  const uint64_t base = splitmix(seed);
+  fill_uniform(d->q, splitmix(base + 1), -2, 2);
+  fill_uniform(d->k, splitmix(base + 2), -2, 2);
+  fill_uniform(d->v, splitmix(base + 3), -1, 1);
+  fill_uniform(d->dout, splitmix(base + 4), -1, 1);
+  return d;
+}
+
+std::vector<std::pair<int64_t, int64_t>> attention_reference_groups(const AttentionShape& s) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (s.batch == 0 || s.heads_kv == 0) return out;
+  out.push_back({0, 0});
+  if (s.batch > 1 || s.heads_kv > 1) out.push_back({s.batch - 1, s.heads_kv - 1});
+  return out;
+}
+
+AttentionErrors compare_attention(const AttentionData& d) {
+  const AttentionShape& s = d.shape;
+  const int64_t HQ = s.heads_q, HKV = s.heads_kv, N = s.seq, D = s.head_dim;
+  const int64_t G = HQ / HKV;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  AttentionErrors e;
+  if (s.dtype != DType::F32)
+    e.tol_o = 1e-2, e.tol_lse = 2e-3, e.tol_grad = 3e-2;
+  else if (!s.exact)
+    e.tol_o = 5e-3, e.tol_lse = 1e-3, e.tol_grad = 1e-2;
+  else
+    e.tol_o = 1e-5, e.tol_lse = 1e-5, e.tol_grad = 1e-4;
+  for (const HostBuffer* b : {&d.o, &d.lse, &d.dq, &d.dk, &d.dv})
+    for (int64_t i = 0; i < b->numel(); ++i) {
+      const double x = b->get(i);
+      // lse = -inf is a row with nothing to attend to: none in dense attention (N >= 1).
+      if (!std::isfinite(x)) ++e.nan;
+    }
+  double od = 0, on = 0, qd = 0, qn = 0, kd = 0, kn = 0, vd = 0, vn = 0;
+  for (const auto& [b, hk] : attention_reference_groups(s)) {
+    const std::vector<double> k = rows_of(d.k, (b * HKV + hk) * N, N, D);
+    const std::vector<double> v = rows_of(d.v, (b * HKV + hk) * N, N, D);
+    std::vector<double> dk(static_cast<size_t>(N * D), 0.0), dv(dk.size(), 0.0);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t row0 = (b * HQ + hk * G + g) * N;
+      const std::vector<double> q = rows_of(d.q, row0, N, D);
+      const std::vector<double> dout = rows_of(d.dout, row0, N, D);
+      std::vector<double> o(static_cast<size_t>(N * D)), dq(o.size()), lse(N), delta(N);
+      // Pass 1, per query: lse, o, delta = o . dout, dq.
+      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
+        std::vector<double> p(static_cast<size_t>(N)), ds(static_cast<size_t>(N));
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t keys = s.causal ? i + 1 : N;
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < keys; ++j) {
+            p[j] = scale * dot(&q[i * D], &k[j * D], D);
+            mx = std::max(mx, p[j]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
+          lse[i] = mx + std::log(sum);
+          for (int64_t c = 0; c < D; ++c) o[i * D + c] = 0;
+          for (int64_t j = 0; j < keys; ++j) {
+            p[j] /= sum;
+            for (int64_t c = 0; c < D; ++c) o[i * D + c] += p[j] * v[j * D + c];
+          }
+          delta[i] = dot(&o[i * D], &dout[i * D], D);
+          for (int64_t c = 0; c < D; ++c) dq[i * D + c] = 0;
+          for (int64_t j = 0; j < keys; ++j) {
+            ds[j] = p[j] * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
+            for (int64_t c = 0; c < D; ++c) dq[i * D + c] += scale * ds[j] * k[j * D + c];
+          }
+        }
+      });
+      // Pass 2, per key: dk and dv from every query that sees it (p recomputed from lse).
+      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j)
+          for (int64_t i = s.causal ? j : 0; i < N; ++i) {
+            const double p = std::exp(scale * dot(&q[i * D], &k[j * D], D) - lse[i]);
+            const double ds = p * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
+            for (int64_t c = 0; c < D; ++c) {
+              dk[j * D + c] += scale * ds * q[i * D + c];
+              dv[j * D + c] += p * dout[i * D + c];
+            }
+          }
+      });
+      accumulate(d.o, row0 * D, o, od, on);
+      accumulate(d.dq, row0 * D, dq, qd, qn);
+      for (int64_t i = 0; i < N; ++i)
+        e.lse = std::max(e.lse, std::abs(d.lse.get(row0 + i) - lse[i]));
+    }
+    accumulate(d.dk, (b * HKV + hk) * N * D, dk, kd, kn);
+    accumulate(d.dv, (b * HKV + hk) * N * D, dv, vd, vn);
+  }
+  auto rel = [](double diff, double norm) { return norm > 0 ? std::sqrt(diff / norm) : 0.0; };
+  e.o = rel(od, on);
+  e.dq = rel(qd, qn);
+  e.dk = rel(kd, kn);
+  e.dv = rel(vd, vn);
+  return e;
+}
+
+std::string AttentionCase::name() const {
+  return fmt::format("B{}/H{}/N{}/D{}{}", batch, heads, seq, head_dim, causal ? "/causal" : "");
+}
+
+AttentionShape AttentionCase::shape(DType dtype) const {
+  AttentionShape s;
+  s.batch = batch;
+  s.heads_q = s.heads_kv = heads;
+  s.seq = seq;
+  s.head_dim = head_dim;
+  s.causal = causal;
+  s.dtype = dtype;
+  return s;
+}
+
+std::vector<AttentionCase> attention_cases(DType dtype) {
+  std::vector<AttentionCase> out;
+  if (dtype == DType::F32) {
+    for (int64_t b : {1, 2})
+      for (int64_t n : {512, 1024})
+        for (int64_t h : {8, 16}) out.push_back({b, h, n, 64, false});
+    return out;
+  }
+  for (int64_t n : {2048, 8192, 16384})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) out.push_back({4, 16, n, d, causal});
+  return out;
+}
+
+double attention_flops(const AttentionShape& s) {
+  double f = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads_q) *
+             static_cast<double>(s.seq) * static_cast<double>(s.seq) *
+             static_cast<double>(s.head_dim);
+  if (s.causal) f /= 2;
+  return 3.5 * f;
+}
+
+} // namespace tilejit::workloads

@@ -1,0 +1,245 @@
+#include "workloads/attention_workload.h"
+
+#include "support/error.h"
+#include "support/text.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <optional>
+#include <set>
+
+namespace tilejit::workloads {
+namespace {
+
+class AttentionHostData final : public ProblemData {
+public:
+  explicit AttentionHostData(std::unique_ptr<AttentionData> d) : d_(std::move(d)) {}
+
+  ref::HostBuffer& buffer(const std::string& name) override {
+    AttentionData& d = *d_;
+    std::map<std::string, ref::HostBuffer*> by_name = {
+        {"q", &d.q},   {"k", &d.k},         {"v", &d.v},          {"dout", &d.dout},
+        {"o", &d.o},   {"lse", &d.lse},     {"dq", &d.dq},        {"dk", &d.dk},
+        {"dv", &d.dv}, {"delta", &d.delta}, {"dq_acc", &d.dq_acc}};
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw Error(fmt::format("attention has no buffer '{}'", name));
+    return *it->second;
+  }
+
+  Comparison compare() override {
+    AttentionErrors e = compare_attention(*d_);
+    Comparison c;
+    c.ok = e.ok();
+    c.errors = {{"o", e.o}, {"lse", e.lse}, {"dq", e.dq}, {"dk", e.dk}, {"dv", e.dv}};
+    if (e.nan) c.problems = fmt::format("{} NaN or inf in the outputs", e.nan);
+    return c;
+  }
+
+private:
+  std::unique_ptr<AttentionData> d_;
+};
+
+class AttentionProblem final : public Problem {
+public:
+  AttentionProblem(AttentionShape shape, std::optional<AttentionCase> grid_case)
+      : s_(std::move(shape)), case_(std::move(grid_case)) {}
+
+  std::string name() const override {
+    if (case_) return case_->name();
+    return fmt::format("B{}/HQ{}/HKV{}/N{}/D{}{}{}", s_.batch, s_.heads_q, s_.heads_kv, s_.seq,
+                       s_.head_dim, s_.causal ? "/causal" : "",
+                       s_.exact && s_.dtype == DType::F32 ? "/exact" : "");
+  }
+  std::string describe() const override { return s_.describe(); }
+  DType dtype() const override { return s_.dtype; }
+  std::string variant() const override { return "fwd_bwd"; }
+
+  std::vector<BufferSpec> buffers() const override {
+    using R = BufferRole;
+    const int64_t B = s_.batch, HQ = s_.heads_q, HKV = s_.heads_kv, N = s_.seq, D = s_.head_dim;
+    const DType t = s_.dtype;
+    return {{"q", t, {B, HQ, N, D}, R::input},
+            {"k", t, {B, HKV, N, D}, R::input},
+            {"v", t, {B, HKV, N, D}, R::input},
+            {"dout", t, {B, HQ, N, D}, R::input},
+            {"o", t, {B, HQ, N, D}, R::output},
+            {"lse", DType::F32, {B, HQ, N}, R::output},
+            {"delta", DType::F32, {B, HQ, N}, R::intermediate},
+            {"dq_acc", DType::F32, {B, HQ, N, D}, R::intermediate},
+            {"dq", t, {B, HQ, N, D}, R::output},
+            {"dk", t, {B, HKV, N, D}, R::output},
+            {"dv", t, {B, HKV, N, D}, R::output}};
+  }
+
+  std::vector<Step> steps() const override {
+    const Arg scale = Arg::f32(static_cast<float>(1.0 / std::sqrt(double(s_.head_dim))));
+    const std::string d = std::to_string(s_.tile_width());
+    const std::string causal = s_.causal ? "1" : "0", exact = s_.exact ? "1" : "0";
+    auto step = [](const char* label, const char* kernel, std::vector<StepArg> args,
+                   Config generics, std::vector<std::string> writes) {
+      Step s;
+      s.label = label;
+      s.kernel = kernel;
+      s.args = std::move(args);
+      s.generics = std::move(generics);
+      s.writes = std::move(writes);
+      return s;
+    };
+    using A = StepArg;
+    return {step("forward", "attn_fwd",
+                 {A::of("q"), A::of("k"), A::of("v"), A::of("o"), A::of("lse"), A::value(scale)},
+                 {{"D", d}, {"CAUSAL", causal}, {"EXACT", exact}}, {"o", "lse"}),
+            step("bwd_pre", "attn_bwd_pre",
+                 {A::of("o"), A::of("dout"), A::of("delta"), A::of("dq_acc")}, {{"D", d}},
+                 {"delta", "dq_acc"}),
+            step("backward", "attn_bwd",
+                 {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta"),
+                  A::of("dk"), A::of("dv"), A::of("dq_acc"), A::value(scale)},
+                 {{"D", d}, {"CAUSAL", causal}, {"EXACT", exact}}, {"dk", "dv", "dq_acc"}),
+            step("bwd_dq", "attn_bwd_dq", {A::of("dq_acc"), A::of("dq")}, {{"D", d}}, {"dq"})};
+  }
+
+  std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
+    return std::make_unique<AttentionHostData>(make_attention_data(s_, seed));
+  }
+
+  FloorWork floor() const override {
+    const double elem = static_cast<double>(dtype_size(s_.dtype));
+    const double qo = static_cast<double>(s_.batch * s_.heads_q * s_.seq * s_.head_dim);
+    const double kv = static_cast<double>(s_.batch * s_.heads_kv * s_.seq * s_.head_dim);
+    // Each tensor read or written once: q, o, dout, dq and k, v, dk, dv.
+    return {(4 * qo + 4 * kv) * elem, attention_flops(s_)};
+  }
+
+  nlohmann::json shape_json() const override {
+    // The shared yardstick's keys (../shared/peers/attention.py).
+    nlohmann::json j = {{"B", s_.batch},
+                        {"H", s_.heads_q},
+                        {"N", s_.seq},
+                        {"D", s_.head_dim},
+                        {"causal", s_.causal}};
+    if (s_.heads_kv != s_.heads_q) j["Hkv"] = s_.heads_kv;
+    return j;
+  }
+
+private:
+  AttentionShape s_;
+  std::optional<AttentionCase> case_;
+};
+
+class AttentionWorkload final : public Workload {
+public:
+  std::string name() const override { return "attention"; }
+  std::string summary() const override {
+    return "FlashAttention forward + backward, dense, causal, GQA (block-sparse: not yet)";
+  }
+  std::vector<KernelSource> kernels() const override {
+    return {{"attn_fwd", kAttentionSource},
+            {"attn_bwd_pre", kAttentionSource},
+            {"attn_bwd", kAttentionSource},
+            {"attn_bwd_dq", kAttentionSource}};
+  }
+  std::vector<std::string> peers() const override {
+    return {"../shared/peers/attention.py: SDPA (flash, cuDNN, efficient, math), "
+            "flex_attention (the shared yardstick; the project's own peer script is still to "
+            "come)"};
+  }
+  std::vector<DType> dtypes() const override { return {DType::BF16, DType::F16, DType::F32}; }
+  std::vector<std::unique_ptr<Problem>> cases(DType dtype) const override {
+    std::vector<std::unique_ptr<Problem>> out;
+    for (const AttentionCase& c : attention_cases(dtype))
+      out.push_back(make_attention_problem(c.shape(dtype), &c));
+    return out;
+  }
+  std::unique_ptr<Problem> parse_shape(const std::map<std::string, std::string>& items,
+                                       DType dtype) const override {
+    return make_attention_problem(parse_attention_shape(items, dtype));
+  }
+  std::string shape_help() const override {
+    return "B         batch (default 1)\n"
+           "H or HQ   query heads; HKV kv heads (default HQ; HQ a multiple of HKV: GQA)\n"
+           "N         sequence length (queries and keys)\n"
+           "D         head dim (a multiple of 8 up to 256)\n"
+           "CAUSAL    1: key j attends query i only when j <= i (default 0)\n"
+           "EXACT     f32 only, 1: 3xTF32 (fp32's accuracy) instead of TF32 (default 0)";
+  }
+};
+
+int64_t parse_count(const std::string& key, const std::string& text) {
+  std::string_view t = trim(text);
+  bool ok = !t.empty() && t.size() <= 12;
+  for (char c : t) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+  if (!ok) throw Error(fmt::format("--shape {}={}: expected a non-negative integer", key, text));
+  return std::stoll(std::string(t));
+}
+
+} // namespace
+
+std::unique_ptr<Problem> make_attention_problem(const AttentionShape& shape,
+                                                const AttentionCase* grid_case) {
+  return std::make_unique<AttentionProblem>(
+      shape, grid_case ? std::optional<AttentionCase>(*grid_case) : std::nullopt);
+}
+
+std::shared_ptr<const Workload> make_attention_workload() {
+  return std::make_shared<AttentionWorkload>();
+}
+
+AttentionShape parse_attention_shape(const std::map<std::string, std::string>& given, DType dtype) {
+  static const std::set<std::string> known = {"B", "H", "HQ", "HKV", "N", "D", "CAUSAL", "EXACT"};
+  std::map<std::string, std::string> items;
+  for (const auto& [k, v] : given) {
+    std::string key = k;
+    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (key == "H") key = "HQ";
+    if (!known.count(key))
+      throw Error(fmt::format("--shape: attention has no size '{}'; it takes B, H (or HQ), HKV, "
+                              "N, D, CAUSAL and EXACT",
+                              k));
+    if (items.count(key)) throw Error(fmt::format("--shape: '{}' is given twice", key));
+    items[key] = v;
+  }
+  auto has = [&](const char* k) { return items.count(k) > 0; };
+  auto count = [&](const char* k) { return parse_count(k, items.at(k)); };
+  AttentionShape s;
+  s.dtype = dtype;
+  for (const char* k : {"HQ", "N", "D"})
+    if (!has(k))
+      throw Error(fmt::format("--shape for attention needs {} (it takes B, H, HKV, N, D, CAUSAL, "
+                              "EXACT)",
+                              std::string(k) == "HQ" ? "H (the query heads)" : k));
+  s.batch = has("B") ? count("B") : 1;
+  s.heads_q = count("HQ");
+  s.heads_kv = has("HKV") ? count("HKV") : s.heads_q;
+  s.seq = count("N");
+  s.head_dim = count("D");
+  if (s.heads_q < 1 || s.heads_kv < 1)
+    throw Error(fmt::format("--shape: H={} and HKV={} must be at least 1", s.heads_q, s.heads_kv));
+  if (s.heads_q % s.heads_kv != 0)
+    throw Error(fmt::format("--shape: H={} is not a multiple of HKV={} (GQA: each kv head serves "
+                            "H/HKV query heads)",
+                            s.heads_q, s.heads_kv));
+  if (s.head_dim % 8 != 0 || s.head_dim < 8 || s.head_dim > 256)
+    throw Error(fmt::format("--shape: D={} is not a multiple of 8 from 8 to 256", s.head_dim));
+  if (s.batch > 65535 || s.heads_q > 65535)
+    throw Error(fmt::format("--shape: B={} and H={} must be at most 65535 (grid dimensions)",
+                            s.batch, s.heads_q));
+  if (s.seq > (int64_t(1) << 20)) throw Error(fmt::format("--shape: N={} is over 2^20", s.seq));
+  for (const char* k : {"CAUSAL", "EXACT"})
+    if (has(k) && count(k) > 1)
+      throw Error(fmt::format("--shape {}={}: expected 0 or 1", k, items.at(k)));
+  s.causal = has("CAUSAL") && count("CAUSAL") == 1;
+  s.exact = has("EXACT") && count("EXACT") == 1;
+  if (s.exact && dtype != DType::F32)
+    throw Error("--shape: EXACT=1 is for f32 inputs (--dtype f32): 16-bit products are exact "
+                "in f32 already");
+  // The elements of one tensor must fit the host and the kernels' indexing.
+  const double elems = double(s.batch) * double(s.heads_q) * double(s.seq) * double(s.head_dim);
+  if (elems > double(int64_t(1) << 32))
+    throw Error(fmt::format("--shape: q would hold {:.3g} elements, over 2^32", elems));
+  return s;
+}
+
+} // namespace tilejit::workloads
