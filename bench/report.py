@@ -17,6 +17,8 @@ of tilejit over each peer, the smallest one, how many shapes tilejit wins, the s
 floor on shapes whose floor is over 20 us, and the device/date/commit of the rows. --readme
 replaces the text between `<!-- bench:WORKLOAD:start -->` and `<!-- bench:WORKLOAD:end -->` in a
 file with that workload's tables (a file without the markers is left as it is, with a note).
+attention's rows go to report_attention.py's tables (tilejit's forward and forward + backward
+beside SDPA's backends from the shared yardstick, issue 16's dense targets checked);
 dequant_gemm's rows go to report_dequant.py's tables (tilejit's int4 and int8 beside fp16 cuBLAS,
 Marlin, tinygemm, Triton GPTQ and int8pack_mm, with issue 15's targets checked). Only the
 standard library is used.
@@ -173,8 +175,9 @@ def build_tables(tilejit_rows, peer_rows):
     for rows in (tilejit_rows, peer_rows):
         for row in rows:
             r = role(row)
-            # dequant_gemm has its own table (report_dequant.py): variants, not a sparse/dense pair
-            if r is None or row.get("workload") in (None, "ceiling", "dequant_gemm"):
+            # dequant_gemm and attention have their own tables (report_dequant.py,
+            # report_attention.py): variants and backends, not a sparse/dense pair
+            if r is None or row.get("workload") in (None, "ceiling", "dequant_gemm", "attention"):
                 continue
             key = (row["workload"], norm_dtype(row.get("dtype")))
             if key not in tables:
@@ -438,15 +441,18 @@ def main(argv=None):
     # rows keep their role wherever they were given (a tilejit file may carry no peer rows, and
     # a peers file no tilejit rows, but nothing breaks if they do)
     tables = build_tables(tj, peers)
-    import report_dequant  # noqa: E402 (it imports this module)
+    import report_attention  # noqa: E402 (these import this module)
+    import report_dequant  # noqa: E402
     dequant = report_dequant.render(tj, peers)
-    if not tables and not dequant:
+    attention = report_attention.render(tj, peers)
+    if not tables and not dequant and not attention:
         print("report: no tilejit or triton_peer rows to report", file=sys.stderr)
         return 1
     md, _ = render(tables)
-    for dtype, (text, _) in dequant.items():
-        w = report_dequant.WORKLOAD
-        md[w] = md.get(w, "") + ("\n" if w in md else "") + text
+    for module, rendered in ((report_dequant, dequant), (report_attention, attention)):
+        for dtype, (text, _) in rendered.items():
+            w = module.WORKLOAD
+            md[w] = md.get(w, "") + ("\n" if w in md else "") + text
     text = "\n".join(md.values())
     sys.stdout.write(text)
     if args.markdown:

@@ -341,6 +341,35 @@ def test_report_dequant_pairs_variants_and_checks_targets():
     assert "paged_sparse" not in out                     # a stray row of another workload is no table
 
 
+def test_report_attention_pairs_forward_and_backward_with_sdpa():
+    """A tilejit attention row (the forward step 2.0 ms, the whole sequence 6.0 ms) beside the
+    yardstick's SDPA rows: FA2 2.4 / 7.2 ms, cuDNN 1.6 / 5.0 ms, efficient 3.0 / 9.0 ms."""
+    shape = {"B": 4, "H": 16, "N": 8192, "D": 128, "causal": False}
+    tj = [{"workload": "attention", "impl": "tilejit", "variant": "fwd_bwd", "dtype": "bf16",
+           "shape": shape, "problem": "B4/H16/N8192/D128", "ms": 6.0, "correct": True,
+           "config": "forward:BM=128", "steps": [{"step": "forward", "ms": 2.0},
+                                                 {"step": "backward", "ms": 3.5}]}]
+    peers = []
+    for peer, f, fb in (("sdpa_flash", 2.4, 7.2), ("sdpa_cudnn", 1.6, 5.0), ("sdpa_efficient", 3.0, 9.0)):
+        for variant, ms in (("dense_fwd", f), ("dense_fwd_bwd", fb)):
+            peers.append({"workload": "attention", "variant": variant, "peer": peer,
+                          "shape": dict(shape, dtype="bfloat16"), "ms": ms, "err": 1e-3})
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "tj.jsonl"), os.path.join(d, "peers.jsonl")
+        for path, rows in ((a, tj), (b, peers)):
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+        rc, out, err = run_report("--tilejit", a, "--peers", b)
+    assert rc == 0, err
+    assert "### attention (bf16)" in out, out
+    line = [x for x in out.splitlines() if x.startswith("| B=4 H=16 N=8192 D=128")]
+    assert len(line) == 1, out
+    cells = [c.strip() for c in line[0].strip().strip("|").split("|")]
+    assert cells[1:13] == ["2.000", "2.400", "1.20x", "1.600", "0.80x", "6.000", "7.200", "1.20x",
+                           "5.000", "0.83x", "5.000 (sdpa_cudnn)", "0.83x"], cells
+    assert "forward vs FlashAttention-2: min 1.20x" in out and "target 1.00x met" in out, out
+
+
 def test_report_missing_file():
     rc, _, err = run_report("--tilejit", os.path.join(tempfile.gettempdir(), "no_such_file.jsonl"))
     assert rc == 2 and "no such file" in err, (rc, err)
