@@ -2,51 +2,18 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/host_parallel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <thread>
 
 namespace tilejit::workloads {
 
 using ref::HostBuffer;
 
 namespace {
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// Runs body(lo, hi) over [0, n) split across the machine's cores.
-void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-  const int64_t threads =
-      std::max<int64_t>(1, std::min<int64_t>({16, std::thread::hardware_concurrency(), n}));
-  if (threads <= 1) {
-    body(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
-  for (auto& th : pool) th.join();
-}
-
-void fill_uniform(HostBuffer& b, uint64_t seed, double lo, double hi) {
-  parallel_ranges(b.numel(), [&](int64_t a, int64_t e) {
-    for (int64_t i = a; i < e; ++i) {
-      const double u =
-          static_cast<double>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 11) *
-          (1.0 / 9007199254740992.0);
-      b.set(i, lo + (hi - lo) * u);
-    }
-  });
-}
 
 /// Rows [first, first + count) of a [.., N, D] buffer (row = (b * heads + h) * N + i) as doubles.
 std::vector<double> rows_of(const HostBuffer& b, int64_t first, int64_t count, int64_t d) {

@@ -3,16 +3,15 @@
 #include "compiler/ref/float_formats.h"
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/host_parallel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <random>
-#include <thread>
 
 namespace tilejit::workloads {
 
@@ -22,58 +21,6 @@ namespace {
 
 int64_t cdiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// Runs body(lo, hi) over [0, n) split across the machine's cores.
-void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-  const int64_t threads =
-      std::max<int64_t>(1, std::min<int64_t>({16, std::thread::hardware_concurrency(), n}));
-  if (threads <= 1) {
-    body(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
-  for (auto& th : pool) th.join();
-}
-
-/// A value in [0, 1) from element i of the stream `seed`.
-double unit(uint64_t seed, int64_t i) {
-  return static_cast<double>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 11) *
-         (1.0 / 9007199254740992.0);
-}
-
-/// Fills a 16-bit float buffer with uniform values in [lo, hi).
-void fill_uniform16(HostBuffer& b, uint64_t seed, double lo, double hi) {
-  auto* bits = static_cast<uint16_t*>(b.data());
-  const bool bf = b.dtype() == DType::BF16;
-  parallel_ranges(b.numel(), [&](int64_t a, int64_t e) {
-    for (int64_t i = a; i < e; ++i) {
-      const double v = lo + (hi - lo) * unit(seed, i);
-      bits[i] = bf ? ref::f64_to_bf16_bits(v) : ref::f64_to_f16_bits(v);
-    }
-  });
-}
-
-/// Fills a buffer with random bytes (int32 words: eight uniform nibbles each; int8: uniform).
-void fill_bits(HostBuffer& b, uint64_t seed) {
-  auto* bytes = static_cast<unsigned char*>(b.data());
-  const int64_t n = b.numel() * static_cast<int64_t>(dtype_size(b.dtype()));
-  parallel_ranges(cdiv(n, 8), [&](int64_t a, int64_t e) {
-    for (int64_t i = a; i < e; ++i) {
-      const uint64_t v = splitmix(seed ^ (uint64_t(i) * 0x9e3779b97f4a7c15ull));
-      const int64_t at = i * 8, len = std::min<int64_t>(8, n - at);
-      std::memcpy(bytes + at, &v, static_cast<size_t>(len));
-    }
-  });
 }
 
 /// A 16-bit float buffer's values as doubles.
@@ -116,12 +63,12 @@ std::unique_ptr<DequantData> make_dequant_data(const DequantShape& s, uint64_t s
   auto stream = [&](uint64_t id) { return splitmix(base + id); };
   d->x = HostBuffer(s.dtype, {s.m, s.k});
   d->y = HostBuffer(s.dtype, {s.m, s.n});
-  fill_uniform16(d->x, stream(1), -1, 1);
+  fill_uniform(d->x, stream(1), -1, 1);
   if (s.bits == 8) {
     d->w = HostBuffer(DType::I8, {s.n, s.k});
     d->w_scales = HostBuffer(s.dtype, {s.n});
-    fill_bits(d->w, stream(2));
-    fill_uniform16(d->w_scales, stream(3), 0.001, 0.02);
+    fill_random_bytes(d->w, stream(2));
+    fill_uniform(d->w_scales, stream(3), 0.001, 0.02);
     return d;
   }
   TJ_ICHECK(s.k % 8 == 0, "dequant_gemm int4: K must be a multiple of 8");
@@ -130,9 +77,9 @@ std::unique_ptr<DequantData> make_dequant_data(const DequantShape& s, uint64_t s
   d->qweight = HostBuffer(DType::I32, {s.k / 8, s.n});
   d->gptq_scales = HostBuffer(s.dtype, {groups, s.n});
   d->gptq_zeros = HostBuffer(DType::I32, {groups, words_n});
-  fill_bits(d->qweight, stream(2));
-  fill_uniform16(d->gptq_scales, stream(3), 0.002, 0.03);
-  fill_bits(d->gptq_zeros, stream(4));
+  fill_random_bytes(d->qweight, stream(2));
+  fill_uniform(d->gptq_scales, stream(3), 0.002, 0.03);
+  fill_random_bytes(d->gptq_zeros, stream(4));
   // g_idx: row k's group, k / G in order, or shuffled among the groups (act-order: each group
   // still holds G rows, as GPTQ writes them).
   std::vector<int64_t> group_of(static_cast<size_t>(s.k));

@@ -3,6 +3,7 @@
 #include "compiler/ref/float_formats.h"
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/host_parallel.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 
 namespace tilejit::workloads {
 
@@ -24,36 +24,6 @@ std::string PagedSparseShape::describe() const {
   return str(dtype_name(dtype), " B=", batch, " Hq=", heads_q, " Hkv=", heads_kv, " D=", head_dim,
              " page=", page_size, " ctx<=", ctx, " kept=", mn, "..", mx);
 }
-
-namespace {
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// Fills a 16-bit float buffer with uniform values in [-1, 1), in parallel.
-void fill_random_16(HostBuffer& b, uint64_t seed) {
-  auto* bits = static_cast<uint16_t*>(b.data());
-  const int64_t n = b.numel();
-  const bool bf = b.dtype() == DType::BF16;
-  unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([=] {
-      for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
-        float v = static_cast<float>(splitmix(seed ^ (uint64_t(i) * 0x2545f4914f6cdd1dull)) >> 40) *
-                      (2.0f / 16777216.0f) -
-                  1.0f;
-        bits[i] = bf ? ref::f32_to_bf16_bits(v) : ref::f32_to_f16_bits(v);
-      }
-    });
-  for (auto& th : pool) th.join();
-}
-
-} // namespace
 
 PagedSparseDims paged_sparse_dims(const PagedSparseShape& s) {
   PagedSparseDims d;
@@ -108,8 +78,8 @@ std::unique_ptr<PagedSparseData> make_paged_sparse_data(const PagedSparseShape& 
   }
   d->k_cache = HostBuffer(s.dtype, {d->num_pages, PS, HKV, D});
   d->v_cache = HostBuffer(s.dtype, {d->num_pages, PS, HKV, D});
-  fill_random_16(d->k_cache, seed * 3 + 1);
-  fill_random_16(d->v_cache, seed * 3 + 2);
+  fill_uniform(d->k_cache, seed * 3 + 1, -1, 1);
+  fill_uniform(d->v_cache, seed * 3 + 2, -1, 1);
   d->scale = 1.0 / std::sqrt(static_cast<double>(D));
   redraw_kept(*d, s.kept_lens, seed + 17);
   return d;
@@ -150,7 +120,7 @@ void redraw_kept(PagedSparseData& d, const std::vector<int64_t>& kept_lens, uint
         d.kept_idx.set_int((b * HKV + h) * d.max_kept + j, j < n ? pos[j] : -1);
     }
   d.q = HostBuffer(s.dtype, {B, HQ, D});
-  fill_random_16(d.q, seed * 7 + 5);
+  fill_uniform(d.q, seed * 7 + 5, -1, 1);
   d.o = HostBuffer(s.dtype, {B, HQ, D});
   d.lse = HostBuffer(DType::F32, {B, HQ});
 }
@@ -197,13 +167,9 @@ PagedSparseReference paged_sparse_reference(const PagedSparseData& d) {
       ref.lse[b * HQ + hq] = mx + std::log(sum);
     }
   };
-  std::vector<std::thread> pool;
-  unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t bh = t; bh < B * HKV; bh += threads) work(bh);
-    });
-  for (auto& th : pool) th.join();
+  parallel_ranges(B * HKV, [&](int64_t lo, int64_t hi) {
+    for (int64_t bh = lo; bh < hi; ++bh) work(bh);
+  });
   return ref;
 }
 
