@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 namespace tilejit::tune_schema {
@@ -246,7 +247,8 @@ FileState check_existing_file(const std::string& path, int busy_timeout_ms) {
   // it, which we must not do to a file that may not be ours. Reading the main file alone is
   // sound when it holds the whole database (no WAL with content) and did not change while we
   // read it; otherwise a concurrent tilejit is at work and the locked, ordinary way is used.
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  int refusals = 0;
+  for (int attempt = 0; attempt < 6; ++attempt) {
     FileStamp before = stamp(path);
     if (before.has_wal) break;
     std::exception_ptr failure;
@@ -257,8 +259,14 @@ FileState check_existing_file(const std::string& path, int busy_timeout_ms) {
       failure = std::current_exception();
     }
     if (stamp(path) == before) {
-      if (failure) std::rethrow_exception(failure);
-      return state;
+      if (!failure) return state;
+      // A refusal read from the main file alone stands only when it repeats: a process
+      // creating the file at this moment (its checkpoint copying pages in) can leave a torn
+      // first page that no stamp shows (seen under load: tables present, the application id
+      // not yet there). A moment later the file is whole. A file that is really not ours is
+      // refused three times in a row, about 60 ms.
+      if (++refusals == 3) std::rethrow_exception(failure);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * refusals));
     }
   }
   return validate(path, busy_timeout_ms, /*main_file_only=*/false);
