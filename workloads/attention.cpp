@@ -160,13 +160,16 @@ AttentionErrors compare_attention(const AttentionData& d) {
 }
 
 std::string AttentionCase::name() const {
-  return fmt::format("B{}/H{}/N{}/D{}{}", batch, heads, seq, head_dim, causal ? "/causal" : "");
+  return fmt::format("B{}/H{}{}/N{}/D{}{}", batch, heads,
+                     heads_kv && heads_kv != heads ? fmt::format("/HKV{}", heads_kv) : "", seq,
+                     head_dim, causal ? "/causal" : "");
 }
 
 AttentionShape AttentionCase::shape(DType dtype) const {
   AttentionShape s;
   s.batch = batch;
-  s.heads_q = s.heads_kv = heads;
+  s.heads_q = heads;
+  s.heads_kv = heads_kv ? heads_kv : heads;
   s.seq = seq;
   s.head_dim = head_dim;
   s.causal = causal;
@@ -180,6 +183,13 @@ std::vector<AttentionCase> attention_cases(DType dtype) {
     for (int64_t b : {1, 2})
       for (int64_t n : {512, 1024})
         for (int64_t h : {8, 16}) out.push_back({b, h, n, 64, false});
+    // The same shapes with grouped kv heads (the log's "GQA variants").
+    const size_t mha = out.size();
+    for (size_t i = 0; i < mha; ++i) {
+      AttentionCase c = out[i];
+      c.heads_kv = c.heads / 4;
+      out.push_back(c);
+    }
     return out;
   }
   for (int64_t n : {2048, 8192, 16384})

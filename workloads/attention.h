@@ -57,11 +57,13 @@ AttentionErrors compare_attention(const AttentionData& d);
 struct AttentionCase {
   int64_t batch, heads, seq, head_dim;
   bool causal;
-  std::string name() const; ///< "B4/H16/N8192/D128/causal"
+  int64_t heads_kv = 0;     ///< 0: heads (multi-head); fewer: GQA
+  std::string name() const; ///< "B4/H16/N8192/D128/causal", "B1/H8/HKV2/N512/D64"
   AttentionShape shape(DType dtype) const;
 };
-/// f32: the seed shapes (B in {1, 2}, N in {512, 1024}, H in {8, 16}, D = 64); f16/bf16: the
-/// long shapes (B = 4, H = 16, N in {2048, 8192, 16384}, D in {64, 128}, causal and not).
+/// f32: the 16 seed shapes (B in {1, 2}, N in {512, 1024}, H in {8, 16}, D = 64, each with
+/// H kv heads and, GQA, H/4 of them); f16/bf16: the long shapes (B = 4, H = 16, N in {2048,
+/// 8192, 16384}, D in {64, 128}, causal and not).
 std::vector<AttentionCase> attention_cases(DType dtype);
 
 /// FLOPs of the forward and backward: 4*B*H*N^2*D (halved when causal) times 3.5.

@@ -292,7 +292,10 @@ TEST(AttentionShape, ParsesAndRefusesShapes) {
   EXPECT_NE(err({{"Q", "6"}}).find("attention has no size 'Q'"), std::string::npos);
   // The grid: f32 seed shapes, 16-bit long shapes.
   auto w = workloads::find_workload("attention");
-  EXPECT_EQ(w->cases(DType::F32).size(), 8u);
+  EXPECT_EQ(w->cases(DType::F32).size(), 16u);
+  EXPECT_EQ(w->cases(DType::F32).back()->name(), "B2/H16/HKV4/N1024/D64");
+  EXPECT_EQ(w->cases(DType::F32).back()->shape_json().dump(),
+            R"({"B":2,"D":64,"H":16,"Hkv":4,"N":1024,"causal":false})");
   EXPECT_EQ(w->cases(DType::BF16).size(), 12u);
   EXPECT_EQ(w->cases(DType::BF16).front()->name(), "B4/H16/N2048/D64");
 }
