@@ -167,14 +167,6 @@ public:
   }
 };
 
-int64_t parse_count(const std::string& key, const std::string& text) {
-  std::string_view t = trim(text);
-  bool ok = !t.empty() && t.size() <= 12;
-  for (char c : t) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-  if (!ok) throw Error(fmt::format("--shape {}={}: expected a non-negative integer", key, text));
-  return std::stoll(std::string(t));
-}
-
 } // namespace
 
 std::unique_ptr<Problem> make_attention_problem(const AttentionShape& shape,
@@ -188,21 +180,11 @@ std::shared_ptr<const Workload> make_attention_workload() {
 }
 
 AttentionShape parse_attention_shape(const std::map<std::string, std::string>& given, DType dtype) {
-  static const std::set<std::string> known = {"B", "H", "HQ", "HKV", "N", "D", "CAUSAL", "EXACT"};
-  std::map<std::string, std::string> items;
-  for (const auto& [k, v] : given) {
-    std::string key = k;
-    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (key == "H") key = "HQ";
-    if (!known.count(key))
-      throw Error(fmt::format("--shape: attention has no size '{}'; it takes B, H (or HQ), HKV, "
-                              "N, D, CAUSAL and EXACT",
-                              k));
-    if (items.count(key)) throw Error(fmt::format("--shape: '{}' is given twice", key));
-    items[key] = v;
-  }
+  static const std::set<std::string> known = {"B", "HQ", "HKV", "N", "D", "CAUSAL", "EXACT"};
+  const std::map<std::string, std::string> items = normalize_shape_items(
+      given, known, "attention", "B, H (or HQ), HKV, N, D, CAUSAL and EXACT", {{"H", "HQ"}});
   auto has = [&](const char* k) { return items.count(k) > 0; };
-  auto count = [&](const char* k) { return parse_count(k, items.at(k)); };
+  auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   AttentionShape s;
   s.dtype = dtype;
   for (const char* k : {"HQ", "N", "D"})

@@ -165,17 +165,6 @@ public:
   }
 };
 
-/// An integer (a leading '-' allowed), or an error naming the size.
-int64_t parse_integer(const std::string& key, const std::string& text) {
-  std::string_view t = trim(text);
-  bool ok = !t.empty() && t.size() <= 12;
-  for (size_t i = 0; i < t.size(); ++i)
-    ok = ok && (std::isdigit(static_cast<unsigned char>(t[i])) || (i == 0 && t[i] == '-'));
-  ok = ok && t != "-";
-  if (!ok) throw Error(fmt::format("--shape {}={}: expected an integer", key, text));
-  return std::stoll(std::string(t));
-}
-
 } // namespace
 
 std::unique_ptr<Problem> make_dequant_problem(const DequantShape& shape,
@@ -190,19 +179,12 @@ std::shared_ptr<const Workload> make_dequant_gemm_workload() {
 
 DequantShape parse_dequant_shape(const std::map<std::string, std::string>& given, DType dtype) {
   static const std::set<std::string> known = {"M", "N", "K", "LAYER", "BITS", "G", "ACT"};
-  std::map<std::string, std::string> items;
-  for (const auto& [k, v] : given) {
-    std::string key = k;
-    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!known.count(key))
-      throw Error(fmt::format("--shape: dequant_gemm has no size '{}'; it takes M, N and K (or "
-                              "LAYER), BITS, G and ACT",
-                              k));
-    if (items.count(key)) throw Error(fmt::format("--shape: '{}' is given twice", key));
-    items[key] = v;
-  }
+  const std::map<std::string, std::string> items =
+      normalize_shape_items(given, known, "dequant_gemm", "M, N and K (or LAYER), BITS, G and ACT");
   auto has = [&](const char* k) { return items.count(k) > 0; };
-  auto integer = [&](const char* k) { return parse_integer(k, items.at(k)); };
+  auto integer = [&](const char* k) {
+    return parse_shape_integer(k, items.at(k), /*allow_negative=*/true);
+  };
   DequantShape s;
   s.dtype = dtype;
   s.bits = has("BITS") ? static_cast<int>(integer("BITS")) : 4;

@@ -203,20 +203,9 @@ public:
   }
 };
 
-/// A non-negative integer, or an error naming the size.
-int64_t parse_count(const std::string& key, const std::string& text) {
-  std::string_view t = trim(text);
-  int64_t v = 0;
-  bool ok = !t.empty() && t.size() <= 12;
-  for (char c : t) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-  if (ok) v = std::stoll(std::string(t));
-  if (!ok) throw Error(fmt::format("--shape {}={}: expected a non-negative integer", key, text));
-  return v;
-}
-
 std::vector<int64_t> parse_list(const std::string& key, const std::string& text) {
   std::vector<int64_t> out;
-  for (const std::string& part : split(text, ':')) out.push_back(parse_count(key, part));
+  for (const std::string& part : split(text, ':')) out.push_back(parse_shape_integer(key, part));
   return out;
 }
 
@@ -236,19 +225,10 @@ PagedSparseShape parse_paged_sparse_shape(const std::map<std::string, std::strin
                                           DType dtype) {
   static const std::set<std::string> known = {"B",  "HQ",  "HKV", "G", "D",
                                               "PS", "CTX", "SEQ", "R", "KEPT"};
-  std::map<std::string, std::string> items;
-  for (const auto& [k, v] : given) {
-    std::string key = k;
-    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!known.count(key))
-      throw Error(fmt::format("--shape: paged_sparse has no size '{}'; it takes B, HQ, HKV, G, D, "
-                              "PS, CTX or SEQ, and R or KEPT",
-                              k));
-    if (items.count(key)) throw Error(fmt::format("--shape: '{}' is given twice", key));
-    items[key] = v;
-  }
+  const std::map<std::string, std::string> items = normalize_shape_items(
+      given, known, "paged_sparse", "B, HQ, HKV, G, D, PS, CTX or SEQ, and R or KEPT");
   auto has = [&](const char* k) { return items.count(k) > 0; };
-  auto count = [&](const char* k) { return parse_count(k, items.at(k)); };
+  auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   PagedSparseShape s;
   s.dtype = dtype;
   // Heads: two of HQ, HKV and G.

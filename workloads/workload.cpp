@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 
 namespace tilejit::workloads {
@@ -101,6 +102,35 @@ std::shared_ptr<const Workload> find_workload(const std::string& name) {
   throw Error(fmt::format("unknown workload '{}'; workloads: {} (or pass a .tile file with "
                           "--shape)",
                           name, join(names, ", ")));
+}
+
+std::map<std::string, std::string>
+normalize_shape_items(const std::map<std::string, std::string>& given,
+                      const std::set<std::string>& known, const std::string& workload,
+                      const std::string& takes, const std::map<std::string, std::string>& aliases) {
+  std::map<std::string, std::string> items;
+  for (const auto& [k, v] : given) {
+    std::string key = k;
+    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (auto alias = aliases.find(key); alias != aliases.end()) key = alias->second;
+    if (!known.count(key))
+      throw Error(fmt::format("--shape: {} has no size '{}'; it takes {}", workload, k, takes));
+    if (items.count(key)) throw Error(fmt::format("--shape: '{}' is given twice", key));
+    items[key] = v;
+  }
+  return items;
+}
+
+int64_t parse_shape_integer(const std::string& key, const std::string& text, bool allow_negative) {
+  std::string_view t = trim(text);
+  bool ok = !t.empty() && t.size() <= 12;
+  for (size_t i = 0; i < t.size(); ++i)
+    ok = ok && (std::isdigit(static_cast<unsigned char>(t[i])) ||
+                (allow_negative && i == 0 && t[i] == '-' && t.size() > 1));
+  if (!ok)
+    throw Error(fmt::format("--shape {}={}: expected {}", key, text,
+                            allow_negative ? "an integer" : "a non-negative integer"));
+  return std::stoll(std::string(t));
 }
 
 std::vector<DType> parse_workload_dtypes(const Workload& w, const std::string& text) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,19 @@ std::vector<std::shared_ptr<const Workload>> registered_workloads();
 std::shared_ptr<const Workload> find_workload(const std::string& name);
 /// WORKLOADS.md workloads not implemented yet: (name, summary).
 std::vector<std::pair<std::string, std::string>> planned_workloads();
+
+/// --shape items with their names upper-cased (and `aliases` renamed: H -> HQ), each one of
+/// `known`; an unknown or repeated name is an error naming it and what `workload` takes
+/// (`takes`: "B, HQ, HKV, ...").
+std::map<std::string, std::string>
+normalize_shape_items(const std::map<std::string, std::string>& given,
+                      const std::set<std::string>& known, const std::string& workload,
+                      const std::string& takes,
+                      const std::map<std::string, std::string>& aliases = {});
+/// A --shape value: an integer of at most 12 characters, negative only when `allow_negative`;
+/// otherwise an error naming the size ("--shape N=x: expected a non-negative integer").
+int64_t parse_shape_integer(const std::string& key, const std::string& text,
+                            bool allow_negative = false);
 
 /// Reads "f16", "bf16", "both" (every dtype of the workload) into a list; errors name the
 /// accepted values.
