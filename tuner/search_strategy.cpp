@@ -157,6 +157,16 @@ std::optional<int64_t> SearchStrategy::trials_left() const {
   return std::max<int64_t>(0, *options_.budget.trials - issued_);
 }
 
+bool SearchStrategy::time_budget_spent() const {
+  return options_.budget.seconds && elapsed_seconds() >= *options_.budget.seconds;
+}
+
+void SearchStrategy::stop_on_time_budget() {
+  outstanding_.clear();
+  if (stop_reason_.empty())
+    stop_reason_ = str("time budget (", seconds_text(*options_.budget.seconds), " s) spent");
+}
+
 double SearchStrategy::elapsed_seconds() const {
   return start_ ? options_.clock() - *start_ : 0;
 }

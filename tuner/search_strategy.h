@@ -95,6 +95,13 @@ public:
   bool failed(size_t config_index) const { return failed_.count(config_index) != 0; }
   /// Seconds since the first next_batch() on the injected clock (0 before).
   double elapsed_seconds() const;
+  /// Whether a time budget is set and spent (the tuner asks between trials of a batch: one
+  /// batch of slow trials must not run far past --budget 60s).
+  bool time_budget_spent() const;
+  /// Ends the search before the batch's remaining proposals are reported: they are dropped
+  /// (never measured, never failed) and next_batch() returns nullopt with the time budget as
+  /// the stop reason.
+  void stop_on_time_budget();
   /// Why next_batch() returned nullopt ("search complete", "trial budget (200) spent", ...);
   /// empty while the search runs.
   const std::string& stop_reason() const { return stop_reason_; }

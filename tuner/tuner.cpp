@@ -177,6 +177,14 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
     }
     // 3. Check, then time, each compiled candidate (one at a time: timing needs the GPU alone).
     for (size_t i = 0; i < todo.size(); ++i) {
+      // A spent time budget ends the search between trials (once something ran correctly),
+      // not only between batches: a batch of 16 slow trials can take minutes.
+      if (strategy->time_budget_spent() && strategy->best()) {
+        log(str(kernel.name, ": time budget spent with ", todo.size() - i,
+                " proposal(s) of the batch not measured"));
+        strategy->stop_on_time_budget();
+        break;
+      }
       const Proposal& p = todo[i];
       Config cfg = as_config(space.config(p.config_index));
       TrialResult result;

@@ -77,11 +77,77 @@ std::vector<std::pair<int64_t, int64_t>> attention_reference_groups(const Attent
   return out;
 }
 
-AttentionErrors compare_attention(const AttentionData& d) {
+AttentionReference attention_reference(const AttentionData& d) {
   const AttentionShape& s = d.shape;
   const int64_t HQ = s.heads_q, HKV = s.heads_kv, N = s.seq, D = s.head_dim;
   const int64_t G = HQ / HKV;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  AttentionReference out;
+  for (const auto& [b, hk] : attention_reference_groups(s)) {
+    AttentionReference::Group r;
+    r.batch = b;
+    r.kv_head = hk;
+    const std::vector<double> k = rows_of(d.k, (b * HKV + hk) * N, N, D);
+    const std::vector<double> v = rows_of(d.v, (b * HKV + hk) * N, N, D);
+    r.o.assign(static_cast<size_t>(G * N * D), 0.0);
+    r.dq.assign(r.o.size(), 0.0);
+    r.lse.assign(static_cast<size_t>(G * N), 0.0);
+    r.dk.assign(static_cast<size_t>(N * D), 0.0);
+    r.dv.assign(r.dk.size(), 0.0);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t row0 = (b * HQ + hk * G + g) * N;
+      const std::vector<double> q = rows_of(d.q, row0, N, D);
+      const std::vector<double> dout = rows_of(d.dout, row0, N, D);
+      double* o = &r.o[g * N * D];
+      double* dq = &r.dq[g * N * D];
+      double* lse = &r.lse[g * N];
+      std::vector<double> delta(N);
+      // Pass 1, per query: lse, o, delta = o . dout, dq.
+      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
+        std::vector<double> p(static_cast<size_t>(N)), ds(static_cast<size_t>(N));
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t keys = s.causal ? i + 1 : N;
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < keys; ++j) {
+            p[j] = scale * dot(&q[i * D], &k[j * D], D);
+            mx = std::max(mx, p[j]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
+          lse[i] = mx + std::log(sum);
+          for (int64_t j = 0; j < keys; ++j) {
+            p[j] /= sum;
+            for (int64_t c = 0; c < D; ++c) o[i * D + c] += p[j] * v[j * D + c];
+          }
+          delta[i] = dot(&o[i * D], &dout[i * D], D);
+          for (int64_t j = 0; j < keys; ++j) {
+            ds[j] = p[j] * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
+            for (int64_t c = 0; c < D; ++c) dq[i * D + c] += scale * ds[j] * k[j * D + c];
+          }
+        }
+      });
+      // Pass 2, per key: dk and dv from every query that sees it (p recomputed from lse).
+      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j)
+          for (int64_t i = s.causal ? j : 0; i < N; ++i) {
+            const double p = std::exp(scale * dot(&q[i * D], &k[j * D], D) - lse[i]);
+            const double ds = p * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
+            for (int64_t c = 0; c < D; ++c) {
+              r.dk[j * D + c] += scale * ds * q[i * D + c];
+              r.dv[j * D + c] += p * dout[i * D + c];
+            }
+          }
+      });
+    }
+    out.groups.push_back(std::move(r));
+  }
+  return out;
+}
+
+AttentionErrors compare_attention(const AttentionData& d, const AttentionReference& ref) {
+  const AttentionShape& s = d.shape;
+  const int64_t HQ = s.heads_q, HKV = s.heads_kv, N = s.seq, D = s.head_dim;
+  const int64_t G = HQ / HKV;
   AttentionErrors e;
   if (s.dtype != DType::F32)
     e.tol_o = 1e-2, e.tol_lse = 2e-3, e.tol_grad = 3e-2;
@@ -96,60 +162,15 @@ AttentionErrors compare_attention(const AttentionData& d) {
       if (!std::isfinite(x)) ++e.nan;
     }
   double od = 0, on = 0, qd = 0, qn = 0, kd = 0, kn = 0, vd = 0, vn = 0;
-  for (const auto& [b, hk] : attention_reference_groups(s)) {
-    const std::vector<double> k = rows_of(d.k, (b * HKV + hk) * N, N, D);
-    const std::vector<double> v = rows_of(d.v, (b * HKV + hk) * N, N, D);
-    std::vector<double> dk(static_cast<size_t>(N * D), 0.0), dv(dk.size(), 0.0);
-    for (int64_t g = 0; g < G; ++g) {
-      const int64_t row0 = (b * HQ + hk * G + g) * N;
-      const std::vector<double> q = rows_of(d.q, row0, N, D);
-      const std::vector<double> dout = rows_of(d.dout, row0, N, D);
-      std::vector<double> o(static_cast<size_t>(N * D)), dq(o.size()), lse(N), delta(N);
-      // Pass 1, per query: lse, o, delta = o . dout, dq.
-      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
-        std::vector<double> p(static_cast<size_t>(N)), ds(static_cast<size_t>(N));
-        for (int64_t i = lo; i < hi; ++i) {
-          const int64_t keys = s.causal ? i + 1 : N;
-          double mx = -INFINITY;
-          for (int64_t j = 0; j < keys; ++j) {
-            p[j] = scale * dot(&q[i * D], &k[j * D], D);
-            mx = std::max(mx, p[j]);
-          }
-          double sum = 0;
-          for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
-          lse[i] = mx + std::log(sum);
-          for (int64_t c = 0; c < D; ++c) o[i * D + c] = 0;
-          for (int64_t j = 0; j < keys; ++j) {
-            p[j] /= sum;
-            for (int64_t c = 0; c < D; ++c) o[i * D + c] += p[j] * v[j * D + c];
-          }
-          delta[i] = dot(&o[i * D], &dout[i * D], D);
-          for (int64_t c = 0; c < D; ++c) dq[i * D + c] = 0;
-          for (int64_t j = 0; j < keys; ++j) {
-            ds[j] = p[j] * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
-            for (int64_t c = 0; c < D; ++c) dq[i * D + c] += scale * ds[j] * k[j * D + c];
-          }
-        }
-      });
-      // Pass 2, per key: dk and dv from every query that sees it (p recomputed from lse).
-      parallel_ranges(N, [&](int64_t lo, int64_t hi) {
-        for (int64_t j = lo; j < hi; ++j)
-          for (int64_t i = s.causal ? j : 0; i < N; ++i) {
-            const double p = std::exp(scale * dot(&q[i * D], &k[j * D], D) - lse[i]);
-            const double ds = p * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
-            for (int64_t c = 0; c < D; ++c) {
-              dk[j * D + c] += scale * ds * q[i * D + c];
-              dv[j * D + c] += p * dout[i * D + c];
-            }
-          }
-      });
-      accumulate(d.o, row0 * D, o, od, on);
-      accumulate(d.dq, row0 * D, dq, qd, qn);
-      for (int64_t i = 0; i < N; ++i)
-        e.lse = std::max(e.lse, std::abs(d.lse.get(row0 + i) - lse[i]));
-    }
-    accumulate(d.dk, (b * HKV + hk) * N * D, dk, kd, kn);
-    accumulate(d.dv, (b * HKV + hk) * N * D, dv, vd, vn);
+  for (const AttentionReference::Group& r : ref.groups) {
+    // The group's G query heads are consecutive rows of o, dq and lse.
+    const int64_t row0 = (r.batch * HQ + r.kv_head * G) * N;
+    accumulate(d.o, row0 * D, r.o, od, on);
+    accumulate(d.dq, row0 * D, r.dq, qd, qn);
+    for (int64_t i = 0; i < G * N; ++i)
+      e.lse = std::max(e.lse, std::abs(d.lse.get(row0 + i) - r.lse[i]));
+    accumulate(d.dk, (r.batch * HKV + r.kv_head) * N * D, r.dk, kd, kn);
+    accumulate(d.dv, (r.batch * HKV + r.kv_head) * N * D, r.dv, vd, vn);
   }
   auto rel = [](double diff, double norm) { return norm > 0 ? std::sqrt(diff / norm) : 0.0; };
   e.o = rel(od, on);

@@ -50,8 +50,22 @@ struct AttentionErrors {
   }
 };
 
-/// Compares the outputs in `d` with a float64 reference on the sampled groups.
-AttentionErrors compare_attention(const AttentionData& d);
+/// The float64 forward and gradients of the sampled groups (attention_reference_groups): the
+/// expensive part of a check, computed once per inputs and reused for every configuration the
+/// tuner tries (it only reads q, k, v and dout).
+struct AttentionReference {
+  struct Group {
+    int64_t batch = 0, kv_head = 0;
+    std::vector<double> o, dq;  ///< the group's G query heads, [G, N, D]
+    std::vector<double> lse;    ///< [G, N]
+    std::vector<double> dk, dv; ///< the kv head's, [N, D]
+  };
+  std::vector<Group> groups;
+};
+AttentionReference attention_reference(const AttentionData& d);
+
+/// Compares the outputs in `d` with the reference on its groups (and every element for NaN).
+AttentionErrors compare_attention(const AttentionData& d, const AttentionReference& ref);
 
 /// One WORKLOADS.md shape.
 struct AttentionCase {

@@ -2,6 +2,7 @@
 
 #include "support/text.h"
 #include "test_util.h"
+#include "workloads/host_parallel.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,15 @@
 #include <random>
 
 namespace tilejit::test {
+namespace {
+
+std::vector<double> as_doubles(const HostBuffer& b) {
+  std::vector<double> out(static_cast<size_t>(b.numel()));
+  for (int64_t i = 0; i < b.numel(); ++i) out[i] = b.get(i);
+  return out;
+}
+
+} // namespace
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config) {
@@ -33,34 +43,35 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   run("embedded:workloads/attention.tile#attn_fwd", given,
       {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(o), TestArg::of(lse),
        TestArg::f32(static_cast<float>(scale))});
-  // float64 reference: softmax over the keys each query may see.
+  // float64 reference: softmax over the keys each query may see, one (batch, head) per task.
+  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v);
   std::vector<double> ref_o(static_cast<size_t>(b * hq * n * dh)), ref_lse(b * hq * n);
-  std::vector<double> s(static_cast<size_t>(n));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t h = 0; h < hq; ++h) {
-      const int64_t hk = h / (hq / hkv);
+  workloads::parallel_ranges(b * hq, [&](int64_t lo, int64_t hi) {
+    std::vector<double> s(static_cast<size_t>(n));
+    for (int64_t bh = lo; bh < hi; ++bh) {
+      const int64_t bi = bh / hq, h = bh % hq, hk = h / (hq / hkv);
+      const double* kh = &kd[(bi * hkv + hk) * n * dh];
+      const double* vh = &vd[(bi * hkv + hk) * n * dh];
       for (int64_t i = 0; i < n; ++i) {
+        const double* qi = &qd[(bh * n + i) * dh];
         const int64_t keys = causal ? i + 1 : n;
         double mx = -INFINITY;
         for (int64_t j = 0; j < keys; ++j) {
           double dotv = 0;
-          for (int64_t d = 0; d < dh; ++d)
-            dotv +=
-                q.get(((bi * hq + h) * n + i) * dh + d) * k.get(((bi * hkv + hk) * n + j) * dh + d);
+          for (int64_t d = 0; d < dh; ++d) dotv += qi[d] * kh[j * dh + d];
           s[j] = dotv * scale;
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int64_t j = 0; j < keys; ++j) sum += std::exp(s[j] - mx);
-        for (int64_t d = 0; d < dh; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < keys; ++j)
-            acc += std::exp(s[j] - mx) * v.get(((bi * hkv + hk) * n + j) * dh + d);
-          ref_o[((bi * hq + h) * n + i) * dh + d] = acc / sum;
-        }
-        ref_lse[(bi * hq + h) * n + i] = mx + std::log(sum);
+        for (int64_t j = 0; j < keys; ++j) sum += s[j] = std::exp(s[j] - mx);
+        double* oi = &ref_o[(bh * n + i) * dh];
+        for (int64_t j = 0; j < keys; ++j)
+          for (int64_t d = 0; d < dh; ++d) oi[d] += s[j] * vh[j * dh + d];
+        for (int64_t d = 0; d < dh; ++d) oi[d] /= sum;
+        ref_lse[bh * n + i] = mx + std::log(sum);
       }
     }
+  });
   const bool wide = t != DType::F32;
   expect_close(o, ref_o, wide ? 1e-2 : exact ? 1e-5 : 5e-3);
   const double lse_tol = wide ? 2e-3 : exact ? 1e-5 : 1e-3;
@@ -93,55 +104,67 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   auto at = [&](int64_t bi, int64_t h, int64_t heads, int64_t i) {
     return ((bi * heads + h) * n + i) * dh;
   };
-  // float64 forward (P kept) and gradients.
+  // float64 forward (P kept) and gradients, one kv head (its whole query group) per task so
+  // that dk and dv are summed without sharing.
+  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v),
+                            dod = as_doubles(dout);
   std::vector<double> rq(q.numel(), 0), rk(k.numel(), 0), rv(v.numel(), 0);
-  std::vector<double> p(static_cast<size_t>(n * n)), ds(static_cast<size_t>(n * n));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t h = 0; h < hq; ++h) {
-      const int64_t hk = h / group;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t keys = causal ? i + 1 : n;
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          double s = -INFINITY;
-          if (j < keys) {
-            s = 0;
-            for (int64_t d = 0; d < dh; ++d)
-              s += q.get(at(bi, h, hq, i) + d) * k.get(at(bi, hk, hkv, j) + d);
-            s *= scale;
+  std::vector<double> o_ref(o.numel()), lse_ref(lse.numel());
+  workloads::parallel_ranges(b * hkv, [&](int64_t lo, int64_t hi) {
+    std::vector<double> p(static_cast<size_t>(n * n)), ds(static_cast<size_t>(n * n));
+    for (int64_t bk = lo; bk < hi; ++bk) {
+      const int64_t bi = bk / hkv, hk = bk % hkv;
+      const double* kh = &kd[at(bi, hk, hkv, 0)];
+      const double* vh = &vd[at(bi, hk, hkv, 0)];
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        const double* qh = &qd[at(bi, h, hq, 0)];
+        const double* doh = &dod[at(bi, h, hq, 0)];
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t keys = causal ? i + 1 : n;
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < n; ++j) {
+            double s = -INFINITY;
+            if (j < keys) {
+              s = 0;
+              for (int64_t d = 0; d < dh; ++d) s += qh[i * dh + d] * kh[j * dh + d];
+              s *= scale;
+            }
+            p[i * n + j] = s;
+            mx = std::max(mx, s);
           }
-          p[i * n + j] = s;
-          mx = std::max(mx, s);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < keys; ++j) sum += std::exp(p[i * n + j] - mx);
-        for (int64_t j = 0; j < n; ++j)
-          p[i * n + j] = j < keys ? std::exp(p[i * n + j] - mx) / sum : 0;
-        lse.set((bi * hq + h) * n + i, mx + std::log(sum));
-        double dl = 0;
-        for (int64_t d = 0; d < dh; ++d) {
-          double od = 0;
-          for (int64_t j = 0; j < keys; ++j) od += p[i * n + j] * v.get(at(bi, hk, hkv, j) + d);
-          o.set(at(bi, h, hq, i) + d, od);
-          dl += od * dout.get(at(bi, h, hq, i) + d);
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          double dp = 0;
-          for (int64_t d = 0; d < dh; ++d)
-            dp += dout.get(at(bi, h, hq, i) + d) * v.get(at(bi, hk, hkv, j) + d);
-          ds[i * n + j] = p[i * n + j] * (dp - dl);
-        }
-      }
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          if (p[i * n + j] == 0 && ds[i * n + j] == 0) continue;
+          double sum = 0;
+          for (int64_t j = 0; j < keys; ++j) sum += std::exp(p[i * n + j] - mx);
+          for (int64_t j = 0; j < n; ++j)
+            p[i * n + j] = j < keys ? std::exp(p[i * n + j] - mx) / sum : 0;
+          lse_ref[(bi * hq + h) * n + i] = mx + std::log(sum);
+          double dl = 0;
           for (int64_t d = 0; d < dh; ++d) {
-            rq[at(bi, h, hq, i) + d] += scale * ds[i * n + j] * k.get(at(bi, hk, hkv, j) + d);
-            rk[at(bi, hk, hkv, j) + d] += scale * ds[i * n + j] * q.get(at(bi, h, hq, i) + d);
-            rv[at(bi, hk, hkv, j) + d] += p[i * n + j] * dout.get(at(bi, h, hq, i) + d);
+            double od = 0;
+            for (int64_t j = 0; j < keys; ++j) od += p[i * n + j] * vh[j * dh + d];
+            o_ref[at(bi, h, hq, i) + d] = od;
+            dl += od * doh[i * dh + d];
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            double dp = 0;
+            for (int64_t d = 0; d < dh; ++d) dp += doh[i * dh + d] * vh[j * dh + d];
+            ds[i * n + j] = p[i * n + j] * (dp - dl);
           }
         }
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            if (p[i * n + j] == 0 && ds[i * n + j] == 0) continue;
+            for (int64_t d = 0; d < dh; ++d) {
+              rq[at(bi, h, hq, i) + d] += scale * ds[i * n + j] * kh[j * dh + d];
+              rk[at(bi, hk, hkv, j) + d] += scale * ds[i * n + j] * qh[i * dh + d];
+              rv[at(bi, hk, hkv, j) + d] += p[i * n + j] * doh[i * dh + d];
+            }
+          }
+      }
     }
+  });
+  // The kernels read o and lse in their own dtypes, as the forward would have written them.
+  for (int64_t i = 0; i < o.numel(); ++i) o.set(i, o_ref[i]);
+  for (int64_t i = 0; i < lse.numel(); ++i) lse.set(i, lse_ref[i]);
   delta.poison();
   dq_acc.poison();
   dq.poison();

@@ -77,8 +77,8 @@ TEST(GpuAttention, Backward) {
   KernelRunner run = gpu().runner();
   const std::vector<Bindings> configs = {
       {},
-      {{"BN", "128"}, {"BM", "64"}, {"STAGES", "2"}, {"WARPS", "8"}},
-      {{"BN", "32"}, {"BM", "32"}, {"STAGES", "3"}, {"WARPS", "2"}},
+      {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
+      {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}},
       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
   for (const auto& cfg : configs)
     for (bool causal : {false, true}) {

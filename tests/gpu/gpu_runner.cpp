@@ -3,7 +3,36 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+
 namespace tilejit::test {
+namespace {
+
+// The GPU tests run on a remote machine without a debugger: a crash prints the test that was
+// running and the raw call stack (binary+offset, for addr2line against the unstripped build)
+// before the process dies, instead of a bare "Segmentation fault".
+void print_stack_and_die(int sig) {
+  const char* what = sig == SIGSEGV ? "\n*** SIGSEGV; stack:\n" : "\n*** fatal signal; stack:\n";
+  (void)!write(2, what, strlen(what));
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+[[maybe_unused]] const bool stack_on_crash = [] {
+  signal(SIGSEGV, print_stack_and_die);
+  signal(SIGBUS, print_stack_and_die);
+  signal(SIGFPE, print_stack_and_die);
+  return true;
+}();
+
+} // namespace
 
 GpuRunner::GpuRunner(RuntimeOptions options)
     : runtime_(std::make_unique<Runtime>(std::move(options))) {}

@@ -114,7 +114,10 @@ TEST(GpuWorkloads, DequantGemmGridAndOddShapes) {
   std::vector<std::unique_ptr<workloads::Problem>> problems;
   for (auto& p : w->cases(DType::F16))
     for (const char* name : {"int4/M1/qkv", "int4/M16/qkv", "int8/M16/o", "int4/M4/lm_head"})
-      if (p->name() == name) problems.push_back(std::move(p));
+      if (p->name() == name) {
+        problems.push_back(std::move(p));
+        break; // p is empty now
+      }
   ASSERT_EQ(problems.size(), 4u);
   using Items = std::map<std::string, std::string>;
   for (const auto& [items, t] : std::vector<std::pair<Items, DType>>{
@@ -128,6 +131,7 @@ TEST(GpuWorkloads, DequantGemmGridAndOddShapes) {
     problems.push_back(w->parse_shape(items, t));
   for (const auto& p : problems) {
     SCOPED_TRACE(p->describe());
+    std::fprintf(stderr, "  %s\n", p->describe().c_str()); // which one, should it crash
     auto data = p->make_data(fresh_seed());
     workloads::ProblemOnGpu gpu(kernels, *p, *data);
     check_problem(gpu, {});

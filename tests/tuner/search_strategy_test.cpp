@@ -255,6 +255,42 @@ TEST(RandomHalving, RespectsATimeBudgetOnTheInjectedClock) {
   EXPECT_GT(log.proposals(), 100u);
 }
 
+// The tuner asks between the trials of a batch: a batch of slow trials stops mid-way, the rest
+// dropped unmeasured (neither failed nor best), and the search ends with the time budget.
+TEST(RandomHalving, StopsMidBatchWhenTheTimeBudgetIsSpent) {
+  LoadedModule m = grid_kernel(40);
+  SearchSpace space(m.kernel(), {}, 48 * 1024);
+  Bowl bowl{space, 30, 2};
+  double now = 0;
+  StrategyOptions o = options_with(9, Budget{std::nullopt, 5.0});
+  o.clock = [&] { return now; };
+  o.batch_size = 16;
+  RandomHalving search(space, o);
+  auto batch = search.next_batch();
+  ASSERT_TRUE(batch && batch->size() == 16u);
+  EXPECT_FALSE(search.time_budget_spent());
+  size_t measured = 0;
+  for (const Proposal& p : *batch) {
+    if (search.time_budget_spent()) {
+      search.stop_on_time_budget();
+      break;
+    }
+    search.report(p.config_index, bowl.cost(p.config_index));
+    ++measured;
+    now += 2; // 2 s a trial: the budget is spent after the third
+  }
+  EXPECT_EQ(measured, 3u);
+  EXPECT_EQ(search.trials(), 3);
+  EXPECT_EQ(search.failed_count(), 0u);
+  EXPECT_FALSE(search.next_batch());
+  EXPECT_EQ(search.stop_reason(), "time budget (5 s) spent");
+  ASSERT_TRUE(search.best());
+  bool among_measured = false;
+  for (size_t i = 0; i < measured; ++i)
+    among_measured |= (*batch)[i].config_index == search.best()->config_index;
+  EXPECT_TRUE(among_measured);
+}
+
 TEST(RandomHalving, RunsBracketsUntilTheSpaceIsCoveredWhenTimeAllows) {
   LoadedModule m = grid_kernel(15);
   SearchSpace space(m.kernel(), {}, 48 * 1024);
