@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace tilejit::workloads {
@@ -152,15 +153,19 @@ AttentionErrors compare_attention(const AttentionData& d, const AttentionReferen
   if (s.dtype != DType::F32)
     e.tol_o = 1e-2, e.tol_lse = 2e-3, e.tol_grad = 3e-2;
   else if (!s.exact)
-    e.tol_o = 5e-3, e.tol_lse = 1e-3, e.tol_grad = 1e-2;
+    e.tol_o = 5e-3, e.tol_lse = 3e-3, e.tol_grad = 1e-2;
   else
     e.tol_o = 1e-5, e.tol_lse = 1e-5, e.tol_grad = 1e-4;
-  for (const HostBuffer* b : {&d.o, &d.lse, &d.dq, &d.dk, &d.dv})
-    for (int64_t i = 0; i < b->numel(); ++i) {
-      const double x = b->get(i);
-      // lse = -inf is a row with nothing to attend to: none in dense attention (N >= 1).
-      if (!std::isfinite(x)) ++e.nan;
-    }
+  // lse = -inf is a row with nothing to attend to: none in dense attention (N >= 1).
+  for (const HostBuffer* b : {&d.o, &d.lse, &d.dq, &d.dk, &d.dv}) {
+    std::atomic<int64_t> bad{0};
+    parallel_ranges(b->numel(), [&](int64_t lo, int64_t hi) {
+      int64_t n = 0;
+      for (int64_t i = lo; i < hi; ++i) n += !std::isfinite(b->get(i));
+      bad += n;
+    });
+    e.nan += bad;
+  }
   double od = 0, on = 0, qd = 0, qn = 0, kd = 0, kn = 0, vd = 0, vn = 0;
   for (const AttentionReference::Group& r : ref.groups) {
     // The group's G query heads are consecutive rows of o, dq and lse.

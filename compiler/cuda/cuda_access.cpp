@@ -270,19 +270,22 @@ static void emit_bounds_checks(Emitter& em, const ir::Access& a, const AccessPla
 }
 
 /// 16-byte-friendly access: a Blocked layout whose vectors run along the tensor's last,
-/// unit-stride dimension, starting at a multiple of the vector width.
+/// unit-stride dimension, starting at a multiple of the vector width. A tensor-core accumulator
+/// (MmaAcc) holds its elements in pairs of adjacent columns: 2.
 static int vector_width(Emitter& em, const ir::Access& a, const AccessPlan& p, const ir::Layout* l,
                         const ir::Expr& node) {
-  if (!l || l->kind != LayoutKind::Blocked || l->vec <= 1) return 1;
+  if (!l) return 1;
+  const int lvec = l->kind == LayoutKind::Blocked ? l->vec : l->kind == LayoutKind::MmaAcc ? 2 : 1;
+  if (lvec <= 1) return 1;
   if (!p.param->vector_aligned) return 1;
   int last = static_cast<int>(a.indices.size()) - 1;
   if (p.last_range_dim != last || a.indices[last].kind != AccessIndex::Kind::Range) return 1;
   if (p.tile_axis[last] != node.type.rank() - 1) return 1;
-  if (node.type.shape.back() % l->vec != 0) return 1;
-  if (em.divisibility(*a.indices[last].index) % l->vec != 0) return 1;
-  int bytes = l->vec * dtype_size(p.param->dtype);
+  if (node.type.shape.back() % lvec != 0) return 1;
+  if (em.divisibility(*a.indices[last].index) % lvec != 0) return 1;
+  int bytes = lvec * dtype_size(p.param->dtype);
   if (bytes > 16 || bytes < 2) return 1;
-  return l->vec;
+  return lvec;
 }
 
 void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
@@ -527,6 +530,26 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   std::string L = layout_name(l);
   std::string T = storage_type(p.param->dtype);
   emit_bounds_checks(*this, a, p, e, l, e.b.get());
+  // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
+  // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
+  if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(*this, a, p, l, e) == 2) {
+    open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / 2; ++tj_q)"));
+    line("const int tj_e = tj_q * 2;");
+    std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
+    line(str("if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix, 2),
+             ") tj::atomic_add2(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<float>(",
+             elem(*e.a, l, "tj_e"), "), static_cast<float>(", elem(*e.a, l, "(tj_e + 1)"), "));"));
+    line(str("else if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e))"));
+    // The pair straddles the tensor's edge: each element that exists on its own.
+    open("TJ_UNROLL for (int tj_w = 0; tj_w < 2; ++tj_w)");
+    line("const int tj_e1 = tj_e + tj_w;");
+    std::vector<std::string> ix1 = element_indices(*this, a, p, e, l, "tj_e1");
+    line(str("if (", in_bounds(p, ix1), ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix1),
+             "], static_cast<float>(", elem(*e.a, l, "tj_e1"), "));"));
+    close();
+    close();
+    return;
+  }
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
   std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
   std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));

@@ -52,7 +52,7 @@ def test_forward_against_float64(dtype, b, hq, hkv, n, d, causal, exact):
     tol = 1e-2 if dtype != torch.float32 else (1e-5 if exact else 5e-3)
     assert not torch.isnan(o).any() and not torch.isnan(l).any()
     assert rel(o, ro) <= tol
-    assert (l.double() - rl).abs().max().item() <= (2e-3 if dtype != torch.float32 else 1e-3)
+    assert (l.double() - rl).abs().max().item() <= (2e-3 if dtype != torch.float32 else 3e-3)
 
 
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, exact", CASES)

@@ -74,7 +74,8 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   });
   const bool wide = t != DType::F32;
   expect_close(o, ref_o, wide ? 1e-2 : exact ? 1e-5 : 5e-3);
-  const double lse_tol = wide ? 2e-3 : exact ? 1e-5 : 1e-3;
+  // TF32: a causal first row's lse is one score, a D-term dot of operands rounded to 10 bits.
+  const double lse_tol = wide ? 2e-3 : exact ? 1e-5 : 3e-3;
   double worst = 0;
   int64_t at = -1;
   for (int64_t i = 0; i < lse.numel(); ++i) {

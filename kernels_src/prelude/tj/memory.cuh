@@ -31,6 +31,17 @@ template <class T, int VEC> TJ_DEVICE void store_vec(T* dst, const T* src) {
   *reinterpret_cast<V*>(dst) = v;
 }
 
+/// p[0] += a, p[1] += b (p 8-byte aligned): one vector reduction on sm_90
+/// (red.global.add.v2.f32), two scalar ones before it.
+TJ_DEVICE void atomic_add2(float* p, float a, float b) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(p), make_float2(a, b));
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+#endif
+}
+
 TJ_DEVICE unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
