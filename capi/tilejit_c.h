@@ -85,7 +85,7 @@ int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, con
                    void* stream, int check_only);
 
 /* ops::attention_forward on five tensors: q, k, v, o, lse (all given); scale NaN for
- * 1/sqrt(D); causal and exact 0 or 1. */
+ * 1/sqrt(D), else >= 0; causal and exact 0 or 1. */
 int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
                          int exact, double scale, const char* config, void* stream, int check_only);
 /* ops::attention_backward on nine tensors: q, k, v, o, lse, dout, then dq, dk, dv (given). */

@@ -59,6 +59,11 @@ double scale_of(const OpChecks& c, const std::optional<double>& scale, const Ten
   if (!scale) return 1.0 / std::sqrt(static_cast<double>(q.shape[3]));
   if (!std::isfinite(*scale))
     throw Error(str(c.named("q", q), ": scale = ", *scale, " is not a finite number"));
+  // The forward folds the scale into exp2 after taking each row's max of the raw scores,
+  // which is the max of the scaled ones only for a scale >= 0.
+  if (*scale < 0)
+    throw Error(str(c.named("q", q), ": scale = ", *scale,
+                    " is negative (the kernels take a scale >= 0; negate q instead)"));
   return *scale;
 }
 

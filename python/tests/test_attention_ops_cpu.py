@@ -61,6 +61,7 @@ def test_good_tensors_pass_every_check_but_the_device(cpu_runtime, dtype):
     (lambda a: {"out": numpy.zeros((B, HQ, N, D), numpy.float32)}, r"tensor 'o' .* must be f16"),
     (lambda a: {"lse": numpy.zeros((B, HQ, N + 1), numpy.float32)}, r"tensor 'lse' .* has 38 in dimension 2 but q's = 37"),
     (lambda a: {"scale": float("inf")}, r"scale = inf is not a finite number"),
+    (lambda a: {"scale": -0.5}, r"scale = -0.5 is negative \(the kernels take a scale >= 0"),
     (lambda a: {"causal": 1}, r"causal = 1 must be True or False"),
     (lambda a: {"k": [1, 2]}, r"argument 'k' is a list, not a tensor"),
 ])

@@ -205,7 +205,7 @@ def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, out=Non
     """FlashAttention forward (WORKLOADS.md section 3): q [B, Hq, N, D], k and v [B, Hkv, N, D]
     (Hq a multiple of Hkv), f16/bf16/f32 (f32 on TF32 tensor cores, or 3xTF32 with exact=True),
     D a multiple of 8 up to 256, last dimension contiguous. Returns (o like q, lse [B, Hq, N]
-    float32, natural log). scale defaults to 1/sqrt(D). Errors name the tensor."""
+    float32, natural log). scale defaults to 1/sqrt(D) (a given one >= 0). Errors name the tensor."""
     op = "attention_forward"
     qs = _shape(q)
     if out is None:

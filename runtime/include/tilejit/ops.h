@@ -109,7 +109,7 @@ void check_int8_linear(const Int8LinearArgs& args);
 ///   through TF32 tensor cores, or 3xTF32 with `exact`: fp32's accuracy), D a multiple of 8 up
 ///   to 256, each tensor's last dimension contiguous (other strides free: q.transpose(1, 2) of
 ///   a [B, N, H, D] tensor works). Writes o [B, Hq, N, D] (q's dtype) and lse [B, Hq, N] f32
-///   (natural log). scale defaults to 1 / sqrt(D).
+///   (natural log). scale defaults to 1 / sqrt(D); a given one must be >= 0.
 struct AttentionForwardArgs {
   Tensor q, k, v;
   std::optional<Tensor> o, lse; ///< written when given; allocated on the device otherwise
