@@ -11,10 +11,20 @@ namespace tilejit::test {
 
 /// attn_fwd: q [B, HQ, N, DH], k and v [B, HKV, N, DH] (GQA: HQ a multiple of HKV), scale
 /// 1/sqrt(DH); o and lse against float64 (relative error of o: 1e-2 for 16-bit inputs, 5e-3
-/// for f32 through TF32, 1e-5 exact; lse: 2e-3, 1e-3, 1e-5 absolute). The tile width D is DH
+/// for f32 through TF32, 1e-5 exact; lse: 2e-3, 3e-3, 1e-5 absolute). The tile width D is DH
 /// rounded up to 16.
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
+
+/// attn_fwd_sparse: attn_fwd's check over a random block mask of BLK x BLK blocks (each kept
+/// with probability `density`; mask_b / mask_h: one mask per batch / head, or 1 broadcast),
+/// given to the kernel as shuffled per-row lists, with one query block per mask row dropping
+/// every key block: its rows (and, causal, any row whose kept blocks all follow it) must come
+/// out exactly o = 0, lse = -inf.
+void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,
+                                int64_t hkv, int64_t n, int64_t dh, int64_t blk, int64_t mask_b,
+                                int64_t mask_h, double density, bool causal,
+                                const Bindings& config);
 
 /// attn_bwd_pre, attn_bwd and attn_bwd_dq on fresh q, k, v and dout, with o and lse from a
 /// float64 forward (o rounded to the inputs' dtype): dq, dk and dv (dk and dv summed over each

@@ -33,6 +33,17 @@ TEST(RefAttention, ForwardF32Tf32AndExact) {
   check_attention_fwd(cpu(), DType::F32, 1, 2, 2, 40, 24, false, true, kSmall);
 }
 
+// Block-sparse forward: GQA, a mask per head or broadcast over batch and heads, N not a multiple
+// of the block, causal, BN smaller than the block (several key tiles per kept block), empty rows.
+TEST(RefAttention, SparseForwardMasksListsAndEmptyRows) {
+  check_attention_sparse_fwd(cpu(), DType::F16, 2, 4, 2, 70, 40, 16, 2, 4, 0.5, false,
+                             {{"BM", "16"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
+  check_attention_sparse_fwd(cpu(), DType::BF16, 1, 2, 1, 100, 32, 32, 1, 1, 0.4, true,
+                             {{"BM", "16"}, {"BN", "16"}, {"STAGES", "3"}, {"WARPS", "2"}});
+  check_attention_sparse_fwd(cpu(), DType::F32, 1, 2, 2, 65, 16, 32, 1, 2, 0.6, true,
+                             {{"BM", "32"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}});
+}
+
 TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
   check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
                       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});

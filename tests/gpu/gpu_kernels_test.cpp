@@ -70,6 +70,26 @@ TEST(GpuAttention, Forward) {
                       {{"BM", "64"}, {"BN", "32"}, {"STAGES", "2"}, {"WARPS", "8"}});
 }
 
+// Block-sparse forward: masks per head or broadcast, GQA, causal, N not a multiple of the
+// block, BN below the block, empty rows (o = 0, lse = -inf exactly), 16-bit and f32.
+TEST(GpuAttention, SparseForward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {},
+      {{"BM", "128"}, {"BN", "32"}, {"STAGES", "2"}, {"WARPS", "4"}},
+      {{"BM", "32"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "2"}}};
+  for (const auto& cfg : configs)
+    for (bool causal : {false, true}) {
+      check_attention_sparse_fwd(run, DType::BF16, 2, 8, 2, 1000, 128, 128, 1, 8, 0.3, causal,
+                                 cfg);
+      check_attention_sparse_fwd(run, DType::F16, 2, 4, 4, 777, 64, 128, 2, 1, 0.5, causal, cfg);
+    }
+  check_attention_sparse_fwd(run, DType::F16, 1, 2, 1, 700, 64, 64, 1, 1, 0.5, true, {});
+  check_attention_sparse_fwd(run, DType::F32, 1, 4, 2, 300, 64, 64, 1, 4, 0.5, true,
+                             {{"BM", "64"}, {"BN", "32"}, {"STAGES", "2"}, {"WARPS", "4"}});
+}
+
 // attention's backward (pre-pass, dk/dv with dq atomics, dq conversion): GQA, causal and not,
 // odd N and head dims, 16-bit and f32 (TF32 and exact), several block shapes.
 TEST(GpuAttention, Backward) {
