@@ -19,6 +19,42 @@ std::vector<double> as_doubles(const HostBuffer& b) {
   return out;
 }
 
+/// A random block mask [mask_b, mask_h, nb, nb] (keep[(mbh * nb + qb) * nb + kb]), each block kept
+/// with probability `density`, one query block per (mask batch, mask head) with none kept, as
+/// shuffled lists per query block (kv_cnt, kv_idx) and per key block (q_cnt, q_idx); unused list
+/// slots hold out-of-range garbage the kernels must not read.
+std::vector<char> random_block_mask(std::mt19937& rng, int64_t mask_b, int64_t mask_h, int64_t nb,
+                                    double density, HostBuffer* kv_cnt, HostBuffer* kv_idx,
+                                    HostBuffer* q_cnt, HostBuffer* q_idx) {
+  std::vector<char> keep(static_cast<size_t>(mask_b * mask_h * nb * nb));
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t mbh = 0; mbh < mask_b * mask_h; ++mbh) {
+    const int64_t empty = nb > 1 ? 1 + static_cast<int64_t>(rng() % (nb - 1)) : -1;
+    for (int64_t qb = 0; qb < nb; ++qb)
+      for (int64_t kb = 0; kb < nb; ++kb)
+        keep[(mbh * nb + qb) * nb + kb] = qb != empty && u(rng) < density;
+  }
+  auto write_lists = [&](HostBuffer* cnt, HostBuffer* idx, bool by_query) {
+    if (!cnt) return;
+    for (int64_t mbh = 0; mbh < mask_b * mask_h; ++mbh)
+      for (int64_t a = 0; a < nb; ++a) {
+        std::vector<int32_t> kept;
+        for (int64_t other = 0; other < nb; ++other)
+          if (keep[by_query ? (mbh * nb + a) * nb + other : (mbh * nb + other) * nb + a])
+            kept.push_back(static_cast<int32_t>(other));
+        std::shuffle(kept.begin(), kept.end(), rng); // the kernels take blocks in any order
+        cnt->set_int(mbh * nb + a, static_cast<int64_t>(kept.size()));
+        for (int64_t i = 0; i < nb; ++i)
+          idx->set_int((mbh * nb + a) * nb + i, i < static_cast<int64_t>(kept.size())
+                                                    ? kept[static_cast<size_t>(i)]
+                                                    : 1000 + static_cast<int64_t>(rng() % 1000));
+      }
+  };
+  write_lists(kv_cnt, kv_idx, true);
+  write_lists(q_cnt, q_idx, false);
+  return keep;
+}
+
 } // namespace
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
@@ -102,26 +138,8 @@ void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int
   fill_uniform(q, rng, -2, 2);
   fill_uniform(k, rng, -2, 2);
   fill_uniform(v, rng, -1, 1);
-  // The mask: kept at random, one query block per (mask batch, mask head) with none kept.
-  std::vector<char> keep(static_cast<size_t>(mask_b * mask_h * nb * nb));
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int64_t mbh = 0; mbh < mask_b * mask_h; ++mbh) {
-    const int64_t empty = nb > 1 ? 1 + static_cast<int64_t>(rng() % (nb - 1)) : -1;
-    for (int64_t qb = 0; qb < nb; ++qb) {
-      std::vector<int32_t> kept;
-      for (int64_t kb = 0; kb < nb; ++kb) {
-        const bool on = qb != empty && u(rng) < density;
-        keep[(mbh * nb + qb) * nb + kb] = on;
-        if (on) kept.push_back(static_cast<int32_t>(kb));
-      }
-      std::shuffle(kept.begin(), kept.end(), rng); // the kernel takes the blocks in any order
-      kv_cnt.set_int(mbh * nb + qb, static_cast<int64_t>(kept.size()));
-      for (int64_t i = 0; i < nb; ++i) // unused slots hold garbage the kernel must not read
-        kv_idx.set_int((mbh * nb + qb) * nb + i, i < static_cast<int64_t>(kept.size())
-                                                     ? kept[static_cast<size_t>(i)]
-                                                     : 1000 + static_cast<int64_t>(rng() % 1000));
-    }
-  }
+  const std::vector<char> keep =
+      random_block_mask(rng, mask_b, mask_h, nb, density, &kv_cnt, &kv_idx, nullptr, nullptr);
   o.poison();
   lse.poison();
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
@@ -189,12 +207,26 @@ void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int
   EXPECT_LE(worst, wide ? 2e-3 : 3e-3);
 }
 
-void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
-                         int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config) {
+namespace {
+
+/// A block mask for the backward check: BLK x BLK blocks kept with probability `density`, one
+/// mask per batch / head (mask_b, mask_h) or 1 broadcast.
+struct SparseSpec {
+  int64_t blk, mask_b, mask_h;
+  double density;
+};
+
+void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t n,
+                    int64_t dh, bool causal, bool exact, const Bindings& config,
+                    const SparseSpec* sparse) {
   uint32_t seed = fresh_seed();
-  SCOPED_TRACE(str("attn_bwd ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv, " N=", n,
-                   " DH=", dh, causal ? " causal" : "", exact ? " exact " : " ",
-                   config_text(config), " seed=", seed));
+  SCOPED_TRACE(str(sparse ? "attn_bwd_sparse " : "attn_bwd ", dtype_name(t), " B=", b, " HQ=", hq,
+                   " HKV=", hkv, " N=", n, " DH=", dh,
+                   sparse ? str(" BLK=", sparse->blk, " mask ", sparse->mask_b, "x", sparse->mask_h,
+                                " density ", sparse->density)
+                          : std::string(),
+                   causal ? " causal" : "", exact ? " exact " : " ", config_text(config),
+                   " seed=", seed));
   std::mt19937 rng(seed);
   HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
       dout(t, {b, hq, n, dh}), o(t, {b, hq, n, dh}), lse(DType::F32, {b, hq, n}),
@@ -208,6 +240,20 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   const int64_t group = hq / hkv;
   auto at = [&](int64_t bi, int64_t h, int64_t heads, int64_t i) {
     return ((bi * heads + h) * n + i) * dh;
+  };
+  const int64_t blk = sparse ? sparse->blk : 1, nb = sparse ? (n + blk - 1) / blk : 0;
+  const int64_t mask_b = sparse ? sparse->mask_b : 1, mask_h = sparse ? sparse->mask_h : 1;
+  HostBuffer q_cnt(DType::I32, {mask_b, mask_h, nb}), q_idx(DType::I32, {mask_b, mask_h, nb, nb});
+  const std::vector<char> keep = sparse
+                                     ? random_block_mask(rng, mask_b, mask_h, nb, sparse->density,
+                                                         nullptr, nullptr, &q_cnt, &q_idx)
+                                     : std::vector<char>();
+  // Whether query i of head h (batch bi) sees key j.
+  auto sees = [&](int64_t bi, int64_t h, int64_t i, int64_t j) {
+    if (causal && j > i) return false;
+    if (!sparse) return true;
+    const int64_t mbh = std::min(bi, mask_b - 1) * mask_h + std::min(h, mask_h - 1);
+    return keep[(mbh * nb + i / blk) * nb + j / blk] != 0;
   };
   // float64 forward (P kept) and gradients, one kv head (its whole query group) per task so
   // that dk and dv are summed without sharing.
@@ -225,11 +271,10 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
         const double* qh = &qd[at(bi, h, hq, 0)];
         const double* doh = &dod[at(bi, h, hq, 0)];
         for (int64_t i = 0; i < n; ++i) {
-          const int64_t keys = causal ? i + 1 : n;
           double mx = -INFINITY;
           for (int64_t j = 0; j < n; ++j) {
             double s = -INFINITY;
-            if (j < keys) {
+            if (sees(bi, h, i, j)) {
               s = 0;
               for (int64_t d = 0; d < dh; ++d) s += qh[i * dh + d] * kh[j * dh + d];
               s *= scale;
@@ -237,15 +282,17 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
             p[i * n + j] = s;
             mx = std::max(mx, s);
           }
+          // A row that sees no key: o = 0, lse = -inf, and no gradient through it.
           double sum = 0;
-          for (int64_t j = 0; j < keys; ++j) sum += std::exp(p[i * n + j] - mx);
           for (int64_t j = 0; j < n; ++j)
-            p[i * n + j] = j < keys ? std::exp(p[i * n + j] - mx) / sum : 0;
-          lse_ref[(bi * hq + h) * n + i] = mx + std::log(sum);
+            if (p[i * n + j] > -INFINITY) sum += std::exp(p[i * n + j] - mx);
+          for (int64_t j = 0; j < n; ++j)
+            p[i * n + j] = p[i * n + j] > -INFINITY ? std::exp(p[i * n + j] - mx) / sum : 0;
+          lse_ref[(bi * hq + h) * n + i] = sum > 0 ? mx + std::log(sum) : -INFINITY;
           double dl = 0;
           for (int64_t d = 0; d < dh; ++d) {
             double od = 0;
-            for (int64_t j = 0; j < keys; ++j) od += p[i * n + j] * vh[j * dh + d];
+            for (int64_t j = 0; j < n; ++j) od += p[i * n + j] * vh[j * dh + d];
             o_ref[at(bi, h, hq, i) + d] = od;
             dl += od * doh[i * dh + d];
           }
@@ -284,10 +331,18 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   given["D"] = d;
   given["CAUSAL"] = causal ? "1" : "0";
   given["EXACT"] = exact ? "1" : "0";
-  run(src + "attn_bwd", given,
-      {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
-       TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
-       TestArg::f32(static_cast<float>(scale))});
+  if (sparse) {
+    given["BLK"] = std::to_string(blk);
+    run(src + "attn_bwd_sparse", given,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+         TestArg::of(delta), TestArg::of(q_cnt), TestArg::of(q_idx), TestArg::of(dk),
+         TestArg::of(dv), TestArg::of(dq_acc), TestArg::f32(static_cast<float>(scale))});
+  } else {
+    run(src + "attn_bwd", given,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+         TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
+         TestArg::f32(static_cast<float>(scale))});
+  }
   run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
       {TestArg::of(dq_acc), TestArg::of(dq)});
   const double tol = t != DType::F32 ? 3e-2 : exact ? 1e-4 : 1e-2;
@@ -303,6 +358,32 @@ void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
     SCOPED_TRACE("dv");
     expect_close(dv, rv, tol);
   }
+  if (sparse) {
+    // Rows that see nothing get exactly zero dq; the test must have some.
+    int64_t empty = 0, wrong = 0;
+    for (int64_t r = 0; r < lse.numel(); ++r) {
+      if (!std::isinf(lse_ref[r])) continue;
+      ++empty;
+      for (int64_t x = 0; x < dh; ++x) wrong += dq.get(r * dh + x) != 0.0;
+    }
+    EXPECT_GT(empty, 0) << "the mask left no row empty: the case is not tested";
+    EXPECT_EQ(wrong, 0) << "rows that see no key must get dq = 0";
+  }
+}
+
+} // namespace
+
+void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                         int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config) {
+  check_backward(run, t, b, hq, hkv, n, dh, causal, exact, config, nullptr);
+}
+
+void check_attention_sparse_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,
+                                int64_t hkv, int64_t n, int64_t dh, int64_t blk, int64_t mask_b,
+                                int64_t mask_h, double density, bool causal,
+                                const Bindings& config) {
+  const SparseSpec spec{blk, mask_b, mask_h, density};
+  check_backward(run, t, b, hq, hkv, n, dh, causal, false, config, &spec);
 }
 
 } // namespace tilejit::test

@@ -44,6 +44,17 @@ TEST(RefAttention, SparseForwardMasksListsAndEmptyRows) {
                              {{"BM", "32"}, {"BN", "32"}, {"STAGES", "1"}, {"WARPS", "2"}});
 }
 
+// Block-sparse backward: GQA with a mask per query head (the kv head's program walks each
+// head's own list), broadcast masks, causal, odd N, BM below the block, empty rows.
+TEST(RefAttention, SparseBackwardMasksListsAndEmptyRows) {
+  check_attention_sparse_bwd(cpu(), DType::F16, 1, 4, 2, 70, 40, 32, 1, 4, 0.5, false,
+                             {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
+  check_attention_sparse_bwd(cpu(), DType::BF16, 2, 2, 1, 77, 32, 16, 2, 1, 0.5, true,
+                             {{"BN", "16"}, {"BM", "16"}, {"STAGES", "3"}, {"WARPS", "2"}});
+  check_attention_sparse_bwd(cpu(), DType::F32, 1, 2, 2, 50, 16, 32, 1, 1, 0.6, true,
+                             {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
+}
+
 TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
   check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
                       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});

@@ -81,13 +81,30 @@ TEST(GpuAttention, SparseForward) {
       {{"BM", "32"}, {"BN", "64"}, {"STAGES", "3"}, {"WARPS", "2"}}};
   for (const auto& cfg : configs)
     for (bool causal : {false, true}) {
-      check_attention_sparse_fwd(run, DType::BF16, 2, 8, 2, 1000, 128, 128, 1, 8, 0.3, causal,
-                                 cfg);
+      check_attention_sparse_fwd(run, DType::BF16, 2, 8, 2, 1000, 128, 128, 1, 8, 0.3, causal, cfg);
       check_attention_sparse_fwd(run, DType::F16, 2, 4, 4, 777, 64, 128, 2, 1, 0.5, causal, cfg);
     }
   check_attention_sparse_fwd(run, DType::F16, 1, 2, 1, 700, 64, 64, 1, 1, 0.5, true, {});
   check_attention_sparse_fwd(run, DType::F32, 1, 4, 2, 300, 64, 64, 1, 4, 0.5, true,
                              {{"BM", "64"}, {"BN", "32"}, {"STAGES", "2"}, {"WARPS", "4"}});
+}
+
+// Block-sparse backward: per-head masks under GQA, broadcast masks, causal, odd N, BM and BN
+// below the block, empty rows (dq exactly 0), 16-bit and f32.
+TEST(GpuAttention, SparseBackward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {},
+      {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
+      {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}}};
+  for (const auto& cfg : configs)
+    for (bool causal : {false, true}) {
+      check_attention_sparse_bwd(run, DType::BF16, 1, 8, 2, 600, 128, 128, 1, 8, 0.4, causal, cfg);
+      check_attention_sparse_bwd(run, DType::F16, 2, 3, 3, 333, 64, 128, 2, 1, 0.5, causal, cfg);
+    }
+  check_attention_sparse_bwd(run, DType::F32, 1, 4, 2, 300, 64, 64, 1, 1, 0.5, true,
+                             {{"BN", "64"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "4"}});
 }
 
 // attention's backward (pre-pass, dk/dv with dq atomics, dq conversion): GQA, causal and not,
