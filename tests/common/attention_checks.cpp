@@ -19,10 +19,11 @@ std::vector<double> as_doubles(const HostBuffer& b) {
   return out;
 }
 
-/// A random block mask [mask_b, mask_h, nb, nb] (keep[(mbh * nb + qb) * nb + kb]), each block kept
-/// with probability `density`, one query block per (mask batch, mask head) with none kept, as
-/// shuffled lists per query block (kv_cnt, kv_idx) and per key block (q_cnt, q_idx); unused list
-/// slots hold out-of-range garbage the kernels must not read.
+/// A random block mask [mask_b, mask_h, nb, nb] (keep[(mbh * nb + qb) * nb + kb]): the diagonal
+/// and each other block with probability `density`, but one query block per (mask batch, mask
+/// head) with none kept, as
+/// shuffled lists per query block (kv_cnt, kv_idx) and per key block (q_cnt, q_idx), some with
+/// an out-of-range index among the kept ones; unused list slots hold garbage past the count.
 std::vector<char> random_block_mask(std::mt19937& rng, int64_t mask_b, int64_t mask_h, int64_t nb,
                                     double density, HostBuffer* kv_cnt, HostBuffer* kv_idx,
                                     HostBuffer* q_cnt, HostBuffer* q_idx) {
@@ -32,7 +33,7 @@ std::vector<char> random_block_mask(std::mt19937& rng, int64_t mask_b, int64_t m
     const int64_t empty = nb > 1 ? 1 + static_cast<int64_t>(rng() % (nb - 1)) : -1;
     for (int64_t qb = 0; qb < nb; ++qb)
       for (int64_t kb = 0; kb < nb; ++kb)
-        keep[(mbh * nb + qb) * nb + kb] = qb != empty && u(rng) < density;
+        keep[(mbh * nb + qb) * nb + kb] = qb != empty && (kb == qb || u(rng) < density);
   }
   auto write_lists = [&](HostBuffer* cnt, HostBuffer* idx, bool by_query) {
     if (!cnt) return;
@@ -42,6 +43,11 @@ std::vector<char> random_block_mask(std::mt19937& rng, int64_t mask_b, int64_t m
         for (int64_t other = 0; other < nb; ++other)
           if (keep[by_query ? (mbh * nb + a) * nb + other : (mbh * nb + other) * nb + a])
             kept.push_back(static_cast<int32_t>(other));
+        // An index outside [0, nb) among the kept ones now and then: the kernels mask its
+        // keys (or queries), so it changes nothing.
+        if (static_cast<int64_t>(kept.size()) < nb && rng() % 2)
+          kept.push_back(rng() % 2 ? -1 - static_cast<int32_t>(rng() % 3)
+                                   : static_cast<int32_t>(nb + rng() % 3));
         std::shuffle(kept.begin(), kept.end(), rng); // the kernels take blocks in any order
         cnt->set_int(mbh * nb + a, static_cast<int64_t>(kept.size()));
         for (int64_t i = 0; i < nb; ++i)

@@ -16,11 +16,11 @@ namespace tilejit::test {
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
 
-/// attn_fwd_sparse: attn_fwd's check over a random block mask of BLK x BLK blocks (each kept
-/// with probability `density`; mask_b / mask_h: one mask per batch / head, or 1 broadcast),
-/// given to the kernel as shuffled per-row lists, with one query block per mask row dropping
-/// every key block: its rows (and, causal, any row whose kept blocks all follow it) must come
-/// out exactly o = 0, lse = -inf.
+/// attn_fwd_sparse: attn_fwd's check over a random block mask of BLK x BLK blocks (the diagonal
+/// and each other block with probability `density`; mask_b / mask_h: one mask per batch / head, or
+/// 1 broadcast), given to the kernel as shuffled per-row lists, with one query block per mask row
+/// dropping every key block: its rows (and, causal, any row whose kept blocks all follow it) must
+/// come out exactly o = 0, lse = -inf.
 void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,
                                 int64_t hkv, int64_t n, int64_t dh, int64_t blk, int64_t mask_b,
                                 int64_t mask_h, double density, bool causal,
