@@ -499,19 +499,28 @@ int tj_int8_linear(void* runtime, const int64_t* packed, int64_t packed_len, con
       -1);
 }
 
-int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
-                         int exact, double scale, const char* config, void* stream,
-                         int check_only) {
+namespace {
+
+/// ops::attention_forward from the packed tensors: q, k, v, o, lse, and for block-sparse
+/// (`sparse`) block_counts and block_indices.
+int attention_forward_call(void* runtime, const int64_t* packed, int64_t packed_len, bool sparse,
+                           int64_t block, int causal, int exact, double scale, const char* config,
+                           void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "attention_forward";
-        const auto& args = op_tensors(op, packed, packed_len, 5, "q, k, v, o, lse");
+        const auto& args =
+            op_tensors(op, packed, packed_len, sparse ? 7 : 5,
+                       sparse ? "q, k, v, o, lse, block_counts, block_indices" : "q, k, v, o, lse");
         tilejit::ops::AttentionForwardArgs a;
         a.q = tensor_arg(op, args[0], "q");
         a.k = tensor_arg(op, args[1], "k");
         a.v = tensor_arg(op, args[2], "v");
         a.o = tensor_arg(op, args[3], "o");
         a.lse = tensor_arg(op, args[4], "lse");
+        if (sparse)
+          a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[5], "block_counts"),
+                                                   tensor_arg(op, args[6], "block_indices")};
         a.causal = causal != 0;
         a.exact = exact != 0;
         if (!std::isnan(scale)) a.scale = scale;
@@ -526,14 +535,18 @@ int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_le
       -1);
 }
 
-int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
-                          int exact, double scale, const char* config, void* stream,
-                          int check_only) {
+/// ops::attention_backward from the packed tensors: q, k, v, o, lse, dout, dq, dk, dv, and for
+/// block-sparse (`sparse`) block_counts and block_indices (per key block).
+int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed_len,
+                            bool sparse, int64_t block, int causal, int exact, double scale,
+                            const char* config, void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "attention_backward";
-        const auto& args =
-            op_tensors(op, packed, packed_len, 9, "q, k, v, o, lse, dout, dq, dk, dv");
+        const auto& args = op_tensors(
+            op, packed, packed_len, sparse ? 11 : 9,
+            sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices"
+                   : "q, k, v, o, lse, dout, dq, dk, dv");
         tilejit::ops::AttentionBackwardArgs a;
         a.q = tensor_arg(op, args[0], "q");
         a.k = tensor_arg(op, args[1], "k");
@@ -544,6 +557,9 @@ int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_l
         a.dq = tensor_arg(op, args[6], "dq");
         a.dk = tensor_arg(op, args[7], "dk");
         a.dv = tensor_arg(op, args[8], "dv");
+        if (sparse)
+          a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[9], "block_counts"),
+                                                   tensor_arg(op, args[10], "block_indices")};
         a.causal = causal != 0;
         a.exact = exact != 0;
         if (!std::isnan(scale)) a.scale = scale;
@@ -556,6 +572,36 @@ int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_l
         return 0;
       },
       -1);
+}
+
+} // namespace
+
+int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
+                         int exact, double scale, const char* config, void* stream,
+                         int check_only) {
+  return attention_forward_call(runtime, packed, packed_len, false, 0, causal, exact, scale,
+                                config, stream, check_only);
+}
+
+int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
+                          int exact, double scale, const char* config, void* stream,
+                          int check_only) {
+  return attention_backward_call(runtime, packed, packed_len, false, 0, causal, exact, scale,
+                                 config, stream, check_only);
+}
+
+int tj_attention_forward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
+                                int64_t block, int causal, int exact, double scale,
+                                const char* config, void* stream, int check_only) {
+  return attention_forward_call(runtime, packed, packed_len, true, block, causal, exact, scale,
+                                config, stream, check_only);
+}
+
+int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
+                                 int64_t block, int causal, int exact, double scale,
+                                 const char* config, void* stream, int check_only) {
+  return attention_backward_call(runtime, packed, packed_len, true, block, causal, exact, scale,
+                                 config, stream, check_only);
 }
 
 } // extern "C"

@@ -92,6 +92,15 @@ int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_le
 int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
                           int exact, double scale, const char* config, void* stream,
                           int check_only);
+/* Block-sparse (ops::AttentionBlocks): tj_attention_forward's five tensors then block_counts and
+ * block_indices (per query block), blocks of `block` positions (16, 32, 64 or 128). */
+int tj_attention_forward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
+                                int64_t block, int causal, int exact, double scale,
+                                const char* config, void* stream, int check_only);
+/* tj_attention_backward's nine tensors then block_counts and block_indices (per key block). */
+int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
+                                 int64_t block, int causal, int exact, double scale,
+                                 const char* config, void* stream, int check_only);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,32 @@ double scale_of(const OpChecks& c, const std::optional<double>& scale, const Ten
   return *scale;
 }
 
+/// Block lists: dtypes, ranks, a mask per batch / head or broadcast, NB = cdiv(N, block).
+void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) {
+  const int64_t block = b.block;
+  if (block != 16 && block != 32 && block != 64 && block != 128)
+    throw Error(str(c.named("block_counts", b.counts), ": block = ", block,
+                    " is not 16, 32, 64 or 128"));
+  const int64_t nb = (q.shape[2] + block - 1) / block;
+  c.rank_and_dtype("block_counts", b.counts, 3, {DType::I32}, "[MB, MH, NB] i32");
+  c.rank_and_dtype("block_indices", b.indices, 4, {DType::I32}, "[MB, MH, NB, NB] i32");
+  const char* names[2] = {"block_counts", "block_indices"};
+  const Tensor* ts[2] = {&b.counts, &b.indices};
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& t = *ts[i];
+    if (t.shape[0] != 1 && t.shape[0] != q.shape[0])
+      throw Error(str(c.named(names[i], t), " has ", t.shape[0],
+                      " in dimension 0 but must have 1 or q's batch B = ", q.shape[0]));
+    if (t.shape[1] != 1 && t.shape[1] != q.shape[1])
+      throw Error(str(c.named(names[i], t), " has ", t.shape[1],
+                      " in dimension 1 but must have 1 or q's heads Hq = ", q.shape[1]));
+    c.size(names[i], t, 2, nb, str("cdiv(N, block) = cdiv(", q.shape[2], ", ", block, ")").c_str());
+  }
+  c.size("block_indices", b.indices, 0, b.counts.shape[0], "block_counts'");
+  c.size("block_indices", b.indices, 1, b.counts.shape[1], "block_counts'");
+  c.size("block_indices", b.indices, 3, nb, "cdiv(N, block)");
+}
+
 Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact) {
   Config cfg = user;
   cfg["D"] = tile_width(q.shape[3]);
@@ -82,12 +108,15 @@ void check_attention_forward(const AttentionForwardArgs& a) {
   check_qkv(c, a.q, a.k, a.v);
   if (a.o) check_like(c, "o", *a.o, a.q, "q's shape and dtype");
   if (a.lse) check_lse(c, *a.lse, a.q);
+  if (a.blocks) check_blocks(c, *a.blocks, a.q);
   scale_of(c, a.scale, a.q);
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
                 {"v", &a.v},
                 {"o", a.o ? &*a.o : nullptr},
-                {"lse", a.lse ? &*a.lse : nullptr}});
+                {"lse", a.lse ? &*a.lse : nullptr},
+                {"block_counts", a.blocks ? &a.blocks->counts : nullptr},
+                {"block_indices", a.blocks ? &a.blocks->indices : nullptr}});
 }
 
 AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs& a) {
@@ -102,14 +131,20 @@ AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs
   if (!owned->buffers.empty()) out.storage = owned;
   if (q.numel() == 0) return out; // no query: nothing to compute
   static const std::string source = kSource;
-  KernelRef kernel = rt.load(source, "attn_fwd");
   LaunchOptions lo;
   lo.stream = a.stream;
   lo.config = kernel_config(a.config, q, a.causal, a.exact);
-  rt.launch(kernel,
-            {Arg::of(q), Arg::of(a.k), Arg::of(a.v), Arg::of(out.o), Arg::of(out.lse),
-             Arg::f32(static_cast<float>(scale_of(forward_checks, a.scale, q)))},
-            lo);
+  const Arg scale = Arg::f32(static_cast<float>(scale_of(forward_checks, a.scale, q)));
+  if (a.blocks) {
+    lo.config["BLK"] = std::to_string(a.blocks->block);
+    rt.launch(rt.load(source, "attn_fwd_sparse"),
+              {Arg::of(q), Arg::of(a.k), Arg::of(a.v), Arg::of(a.blocks->counts),
+               Arg::of(a.blocks->indices), Arg::of(out.o), Arg::of(out.lse), scale},
+              lo);
+    return out;
+  }
+  rt.launch(rt.load(source, "attn_fwd"),
+            {Arg::of(q), Arg::of(a.k), Arg::of(a.v), Arg::of(out.o), Arg::of(out.lse), scale}, lo);
   return out;
 }
 
@@ -122,6 +157,7 @@ void check_attention_backward(const AttentionBackwardArgs& a) {
   if (a.dq) check_like(c, "dq", *a.dq, a.q, "q's shape and dtype");
   if (a.dk) check_like(c, "dk", *a.dk, a.k, "k's shape and dtype");
   if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
+  if (a.blocks) check_blocks(c, *a.blocks, a.q);
   scale_of(c, a.scale, a.q);
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
@@ -131,7 +167,9 @@ void check_attention_backward(const AttentionBackwardArgs& a) {
                 {"dout", &a.dout},
                 {"dq", a.dq ? &*a.dq : nullptr},
                 {"dk", a.dk ? &*a.dk : nullptr},
-                {"dv", a.dv ? &*a.dv : nullptr}});
+                {"dv", a.dv ? &*a.dv : nullptr},
+                {"block_counts", a.blocks ? &a.blocks->counts : nullptr},
+                {"block_indices", a.blocks ? &a.blocks->indices : nullptr}});
 }
 
 AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardArgs& a) {
@@ -151,7 +189,6 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   Tensor dq_acc = work.allocate(DType::F32, q.shape, device);
   static const std::string source = kSource;
   KernelRef pre = rt.load(source, "attn_bwd_pre");
-  KernelRef main = rt.load(source, "attn_bwd");
   KernelRef finish = rt.load(source, "attn_bwd_dq");
   LaunchOptions lo;
   lo.stream = a.stream;
@@ -159,11 +196,20 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   rt.launch(pre, {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
   LaunchOptions main_lo = lo;
   main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
-  rt.launch(main,
-            {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse), Arg::of(delta),
-             Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc),
-             Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)))},
-            main_lo);
+  const Arg scale = Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)));
+  if (a.blocks) {
+    main_lo.config["BLK"] = std::to_string(a.blocks->block);
+    rt.launch(rt.load(source, "attn_bwd_sparse"),
+              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+               Arg::of(delta), Arg::of(a.blocks->counts), Arg::of(a.blocks->indices),
+               Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
+              main_lo);
+  } else {
+    rt.launch(rt.load(source, "attn_bwd"),
+              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+               Arg::of(delta), Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
+              main_lo);
+  }
   rt.launch(finish, {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
   // The work buffers are freed here, after the launches are queued: cuMemFree waits for the
   // device to finish with them.

@@ -135,7 +135,7 @@ class AttentionWorkload final : public Workload {
 public:
   std::string name() const override { return "attention"; }
   std::string summary() const override {
-    return "FlashAttention forward + backward, dense, causal, GQA (block-sparse: not yet)";
+    return "FlashAttention forward + backward, dense, causal, GQA (block-sparse: ops only, not yet a shape here)";
   }
   std::vector<KernelSource> kernels() const override {
     return {{"attn_fwd", kAttentionSource},

@@ -83,3 +83,60 @@ def test_strided_heads_view_and_empty_batch():
     e = torch.empty(0, 4, 16, 64, device="cuda", dtype=torch.float16)
     o, lse = tilejit.ops.attention_forward(e, e[:, :2], e[:, :2])
     assert o.shape == e.shape and lse.shape == (0, 4, 16)
+
+
+def masked_reference(q, k, v, causal, scale, block_mask, blk):
+    """float64 o, lse and graph of attention under a block mask: rows that keep no key give
+    o = 0 and lse = -inf (and no gradient)."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    n = q.shape[2]
+    s = (q @ k.transpose(-1, -2)) * scale
+    keep = block_mask.bool().repeat_interleave(blk, -1).repeat_interleave(blk, -2)[..., :n, :n]
+    if causal:
+        keep = keep & ~torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+    s = s.masked_fill(~keep, -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s.masked_fill(~keep.any(-1, keepdim=True), 0), dim=-1) * keep.any(-1, keepdim=True)
+    return p @ v, lse
+
+
+SPARSE_CASES = [  # dtype, B, HQ, HKV, N, D, causal, mask batch, mask heads, block, density
+    (torch.bfloat16, 2, 8, 2, 1000, 128, False, 1, 8, 128, 0.3),
+    (torch.float16, 1, 4, 4, 777, 64, True, 1, 1, 64, 0.4),
+    (torch.float32, 2, 2, 1, 300, 64, True, 2, 1, 128, 0.5),
+]
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, mb, mh, blk, density", SPARSE_CASES)
+def test_block_mask_forward_and_gradients(dtype, b, hq, hkv, n, d, causal, mb, mh, blk, density):
+    """block_mask: masked blocks skipped, one row of blocks with nothing kept (o = 0, lse = -inf,
+    zero gradients), the rest against float64 math and its autograd."""
+    torch.manual_seed(n + d + blk)
+    nb = (n + blk - 1) // blk
+    block_mask = torch.rand(mb, mh, nb, nb, device="cuda") < density
+    block_mask |= torch.eye(nb, dtype=torch.bool, device="cuda")
+    block_mask[:, :, 1] = False  # query block 1 keeps nothing
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    k = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    v = torch.randn(b, hkv, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    dout = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
+    o, lse = tilejit.ops.attention_forward(q.detach(), k.detach(), v.detach(), causal=causal,
+                                           block_mask=block_mask)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ro, rl = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), block_mask, blk)
+    empty = slice(blk, min(2 * blk, n))
+    assert (o[:, :, empty] == 0).all() and (lse[:, :, empty] == -math.inf).all()
+    assert rel(o, ro.detach()) <= (1e-2 if dtype != torch.float32 else 5e-3)
+    finite = torch.isfinite(rl)
+    assert torch.equal(torch.isfinite(lse), finite)
+    assert (lse.double()[finite] - rl.detach()[finite]).abs().max().item() <= 3e-3
+    out = tilejit.ops.attention(q, k, v, causal=causal, block_mask=block_mask)
+    out.backward(dout)
+    ro.backward(dout.double())
+    assert (q.grad[:, :, empty] == 0).all()
+    tol = 3e-2 if dtype != torch.float32 else 1e-2
+    for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
+        assert not torch.isnan(got).any()
+        assert rel(got, want) <= tol

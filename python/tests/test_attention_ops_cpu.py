@@ -19,8 +19,8 @@ def qkv(dtype=numpy.float16, hq=HQ, hkv=HKV, n=N, d=D):
 
 def forward(cpu_runtime, **changes):
     a = qkv()
-    options = {key: changes.pop(key) for key in ("causal", "scale", "exact", "out", "lse")
-               if key in changes}
+    options = {key: changes.pop(key) for key in ("causal", "scale", "exact", "out", "lse",
+                                                 "block_mask") if key in changes}
     a.update(changes)
     return tilejit.ops.attention_forward(a["q"], a["k"], a["v"], runtime=cpu_runtime,
                                          check_only=True, **options)
@@ -31,8 +31,8 @@ def backward(cpu_runtime, **changes):
     o = a["q"].copy()
     lse = numpy.zeros((B, HQ, N), numpy.float32)
     t = dict(q=a["q"], k=a["k"], v=a["v"], o=o, lse=lse, dout=o.copy())
-    options = {key: changes.pop(key) for key in ("causal", "scale", "exact", "dq", "dk", "dv")
-               if key in changes}
+    options = {key: changes.pop(key) for key in ("causal", "scale", "exact", "dq", "dk", "dv",
+                                                 "block_mask") if key in changes}
     t.update(changes)
     return tilejit.ops.attention_backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["dout"],
                                           runtime=cpu_runtime, check_only=True, **options)
@@ -83,3 +83,48 @@ def test_each_bad_backward_argument_is_named(cpu_runtime, change, message):
     t = dict(o=o, lse=numpy.zeros((B, HQ, N), numpy.float32), dout=o.copy())
     with pytest.raises(tilejit.TilejitError, match=message):
         backward(cpu_runtime, **change(t))
+
+
+def mask(shape, dtype=bool):
+    return (numpy.random.default_rng().random(shape) < 0.5).astype(dtype)
+
+
+@pytest.mark.parametrize("mask_shape", [(1, 1, 1, 1), (B, HQ, 1, 1), (1, HQ, 1, 1)])
+def test_good_block_masks_pass_every_check_but_the_device(cpu_runtime, mask_shape):
+    a = qkv()
+    with pytest.raises(tilejit.TilejitError, match="tensor 'q' .* is in host memory"):
+        tilejit.ops.attention_forward(a["q"], a["k"], a["v"], block_mask=mask(mask_shape),
+                                      runtime=cpu_runtime, check_only=True)
+    with pytest.raises(tilejit.TilejitError, match="tensor 'q' .* is in host memory"):
+        backward(cpu_runtime, block_mask=mask(mask_shape, numpy.int32))
+
+
+@pytest.mark.parametrize("block_mask, message", [
+    ([[True]], r"block_mask is a list, not a tensor"),
+    (mask((1, 1, 1)), r"tensor 'block_mask' \[1, 1, 1\] must have 4 dimensions"),
+    (mask((1, 1, 1, 2)), r"must have 4 dimensions \[B or 1, Hq or 1, NB, NB\]"),
+    (mask((1, 1, 1, 1), numpy.float32), r"tensor 'block_mask' \[1, 1, 1, 1\] is float32: a block mask is bool"),
+    (mask((1, 1, 2, 2)), r"has NB = 2 blocks a side, but N = 37 makes 1 blocks of 128 or 1 of 64"),
+    (mask((3, 1, 1, 1)), r"has 3 in dimension 0 but must have 1 or q's batch B = 2"),
+    (mask((1, 3, 1, 1)), r"has 3 in dimension 1 but must have 1 or q's heads Hq = 8"),
+])
+def test_each_bad_block_mask_is_named(cpu_runtime, block_mask, message):
+    with pytest.raises(tilejit.TilejitError, match=message):
+        forward(cpu_runtime, block_mask=block_mask)
+    with pytest.raises(tilejit.TilejitError, match=message):
+        backward(cpu_runtime, block_mask=block_mask)
+
+
+def test_block_lists_keep_the_kept_blocks_first_and_transpose_for_the_backward():
+    from tilejit.ops import _block_lists
+    m = numpy.array([[[[1, 0, 1], [0, 0, 0], [1, 1, 0]]]], dtype=bool)
+    q = numpy.zeros((1, 1, 300, 8), numpy.float16)  # 3 blocks of 128
+    block, counts, indices = _block_lists("op", m, q, transpose=False)
+    assert block == 128
+    assert counts.tolist() == [[[2, 0, 2]]]
+    assert indices[0, 0, 0, :2].tolist() == [0, 2] and indices[0, 0, 2, :2].tolist() == [0, 1]
+    block, counts, indices = _block_lists("op", m, q, transpose=True)
+    assert counts.tolist() == [[[2, 1, 1]]]
+    assert indices[0, 0, 0, :2].tolist() == [0, 2] and indices[0, 0, 1, :1].tolist() == [2]
+    q = numpy.zeros((1, 1, 300, 8), numpy.float16)
+    assert _block_lists("op", numpy.ones((1, 1, 5, 5), bool), q, transpose=False)[0] == 64

@@ -79,6 +79,8 @@ for name, restype, argtypes in [
     ("tj_int8_linear", _i, [_p, _packed, _i64, _c, _p, _i]),
     ("tj_attention_forward", _i, [_p, _packed, _i64, _i, _i, _d, _c, _p, _i]),
     ("tj_attention_backward", _i, [_p, _packed, _i64, _i, _i, _d, _c, _p, _i]),
+    ("tj_attention_forward_sparse", _i, [_p, _packed, _i64, _i64, _i, _i, _d, _c, _p, _i]),
+    ("tj_attention_backward_sparse", _i, [_p, _packed, _i64, _i64, _i, _i, _d, _c, _p, _i]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

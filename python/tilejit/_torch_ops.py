@@ -29,44 +29,47 @@ def _(q, k_cache, v_cache, block_table, seq_lens, kept_idx, kept_len, scale=None
 
 @torch.library.custom_op("tilejit::attention_forward", mutates_args=(), device_types="cuda")
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                      scale: Optional[float] = None,
-                      exact: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    return ops.attention_forward(q, k, v, causal=causal, scale=scale, exact=exact)
+                      scale: Optional[float] = None, exact: bool = False,
+                      block_mask: Optional[torch.Tensor] = None
+                      ) -> Tuple[torch.Tensor, torch.Tensor]:
+    return ops.attention_forward(q, k, v, causal=causal, scale=scale, exact=exact,
+                                 block_mask=block_mask)
 
 
 @attention_forward.register_fake
-def _(q, k, v, causal=False, scale=None, exact=False):
+def _(q, k, v, causal=False, scale=None, exact=False, block_mask=None):
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("tilejit::attention_backward", mutates_args=(), device_types="cuda")
 def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                        lse: torch.Tensor, dout: torch.Tensor, causal: bool = False,
-                       scale: Optional[float] = None,
-                       exact: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       scale: Optional[float] = None, exact: bool = False,
+                       block_mask: Optional[torch.Tensor] = None
+                       ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return ops.attention_backward(q, k, v, o, lse, dout.contiguous(), causal=causal, scale=scale,
-                                  exact=exact)
+                                  exact=exact, block_mask=block_mask)
 
 
 @attention_backward.register_fake
-def _(q, k, v, o, lse, dout, causal=False, scale=None, exact=False):
+def _(q, k, v, o, lse, dout, causal=False, scale=None, exact=False, block_mask=None):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, scale, exact = inputs
+    q, k, v, causal, scale, exact, block_mask = inputs
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
-    ctx.options = (causal, scale, exact)
+    ctx.options = (causal, scale, exact, block_mask)
 
 
 def _attention_backward(ctx, do, dlse):
     # lse's gradient is not propagated (it is an output for the backward, as in
     # FlashAttention); o's is.
     q, k, v, o, lse = ctx.saved_tensors
-    causal, scale, exact = ctx.options
-    dq, dk, dv = attention_backward(q, k, v, o, lse, do, causal, scale, exact)
-    return dq, dk, dv, None, None, None
+    causal, scale, exact, block_mask = ctx.options
+    dq, dk, dv = attention_backward(q, k, v, o, lse, do, causal, scale, exact, block_mask)
+    return dq, dk, dv, None, None, None, None
 
 
 # torch.ops.tilejit.attention_forward is differentiable in q, k and v (through o), also under

@@ -200,12 +200,63 @@ def _flag(op, name, value):
     return 1 if value else 0
 
 
-def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, out=None, lse=None,
-                      config=None, stream=None, runtime=None, check_only=False):
+def _block_lists(op, block_mask, q, transpose):
+    """(block, counts, indices) of a boolean block mask [B or 1, Hq or 1, NB, NB] over q's
+    sequence in blocks of 128 or 64 positions (NB = cdiv(N, 128) or cdiv(N, 64)): per row of
+    blocks (a query block; a key block when `transpose`), how many blocks it keeps and which,
+    kept ones first (the kernels' lists). torch tensors stay on their device (no sync); numpy
+    arrays are for the host-side checks."""
+    shape = _shape(block_mask)
+    if shape is None:
+        raise TilejitError(f"{op}: block_mask is a {type(block_mask).__name__}, not a tensor")
+    name = f"tensor 'block_mask' {list(shape)}"
+    if len(shape) != 4 or shape[2] != shape[3]:
+        raise TilejitError(f"{op}: {name} must have 4 dimensions [B or 1, Hq or 1, NB, NB]")
+    dtype = getattr(block_mask, "dtype", None)
+    if getattr(dtype, "is_floating_point", False) or getattr(dtype, "kind", None) in ("f", "c"):
+        raise TilejitError(f"{op}: {name} is {dtype}: a block mask is bool (or integer, "
+                           f"nonzero = kept)")
+    qs = _shape(q)
+    if qs is None or len(qs) != 4:
+        raise TilejitError(f"{op}: q must have 4 dimensions [B, Hq, N, D] to take a block_mask")
+    for dim, what, size in ((0, "batch B", qs[0]), (1, "heads Hq", qs[1])):
+        if shape[dim] not in (1, size):
+            raise TilejitError(f"{op}: {name} has {shape[dim]} in dimension {dim} but must "
+                               f"have 1 or q's {what} = {size}")
+    n, nb = qs[2], shape[3]
+    block = next((b for b in (128, 64) if (n + b - 1) // b == nb), None)
+    if block is None:
+        raise TilejitError(f"{op}: {name} has NB = {nb} blocks a side, but N = {n} makes "
+                           f"{(n + 127) // 128} blocks of 128 or {(n + 63) // 64} of 64")
+    device = getattr(block_mask, "device", None)
+    if device is not None and getattr(q, "device", device) != device:
+        raise TilejitError(f"{op}: {name} is on {device} but q is on {q.device}")
+    if hasattr(block_mask, "dim"):  # torch
+        import torch
+        m = block_mask.to(torch.bool)
+        if transpose:
+            m = m.transpose(-1, -2)
+        counts = m.sum(-1, dtype=torch.int32).contiguous()
+        indices = torch.argsort((~m).to(torch.int8), dim=-1, stable=True).to(torch.int32)
+        return block, counts, indices.contiguous()
+    import numpy
+    m = numpy.asarray(block_mask).astype(bool)
+    if transpose:
+        m = numpy.swapaxes(m, -1, -2)
+    counts = numpy.ascontiguousarray(m.sum(-1).astype(numpy.int32))
+    indices = numpy.argsort(~m, axis=-1, kind="stable").astype(numpy.int32)
+    return block, counts, numpy.ascontiguousarray(indices)
+
+
+def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, block_mask=None,
+                      out=None, lse=None, config=None, stream=None, runtime=None,
+                      check_only=False):
     """FlashAttention forward (WORKLOADS.md section 3): q [B, Hq, N, D], k and v [B, Hkv, N, D]
     (Hq a multiple of Hkv), f16/bf16/f32 (f32 on TF32 tensor cores, or 3xTF32 with exact=True),
     D a multiple of 8 up to 256, last dimension contiguous. Returns (o like q, lse [B, Hq, N]
-    float32, natural log). scale defaults to 1/sqrt(D) (a given one >= 0). Errors name the tensor."""
+    float32, natural log). scale defaults to 1/sqrt(D) (a given one >= 0). block_mask: a boolean
+    [B or 1, Hq or 1, NB, NB] over blocks of 128 (or 64) positions; masked blocks are skipped,
+    and a row that keeps no key gets o = 0, lse = -inf. Errors name the tensor."""
     op = "attention_forward"
     qs = _shape(q)
     if out is None:
@@ -213,23 +264,34 @@ def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, out=Non
     if lse is None:
         lse = _empty(q, qs[:3], dtype_of_like=False) if qs is not None and len(qs) == 4 else q
     flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
-    packed, device = pack_tensors((q, k, v, out, lse), ("q", "k", "v", "o", "lse"))
+    blocks = None if block_mask is None else _block_lists(op, block_mask, q, transpose=False)
+    tensors, names = (q, k, v, out, lse), ("q", "k", "v", "o", "lse")
+    if blocks is not None:
+        tensors += blocks[1:]
+        names += ("block_counts", "block_indices")
+    packed, device = pack_tensors(tensors, names)
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    if lib.tj_attention_forward((runtime or default_runtime())._handle, buf.buffer_info()[0],
-                                len(packed), flags[0], flags[1], _scale_arg(op, scale),
-                                config_text(config) if config else None, stream,
-                                1 if check_only else 0):
+    rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
+            stream, 1 if check_only else 0)
+    handle = (runtime or default_runtime())._handle
+    if blocks is not None:
+        failed = lib.tj_attention_forward_sparse(handle, buf.buffer_info()[0], len(packed),
+                                                 blocks[0], *rest)
+    else:
+        failed = lib.tj_attention_forward(handle, buf.buffer_info()[0], len(packed), *rest)
+    if failed:
         raise_last_error()
     return out, lse
 
 
-def attention_backward(q, k, v, o, lse, dout, *, causal=False, scale=None, exact=False, dq=None,
-                       dk=None, dv=None, config=None, stream=None, runtime=None,
-                       check_only=False):
+def attention_backward(q, k, v, o, lse, dout, *, causal=False, scale=None, exact=False,
+                       block_mask=None, dq=None, dk=None, dv=None, config=None, stream=None,
+                       runtime=None, check_only=False):
     """The gradients (dq, dk, dv) of sum(dout * o) for (o, lse) = attention_forward(q, k, v)
-    with the same causal, scale and exact; dk and dv are summed over each GQA group."""
+    with the same causal, scale, exact and block_mask; dk and dv are summed over each GQA
+    group."""
     op = "attention_backward"
     qs, ks = _shape(q), _shape(k)
     if dq is None:
@@ -239,27 +301,38 @@ def attention_backward(q, k, v, o, lse, dout, *, causal=False, scale=None, exact
     if dv is None:
         dv = _empty(k, ks) if ks is not None and len(ks) == 4 else k
     flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
-    packed, device = pack_tensors((q, k, v, o, lse, dout, dq, dk, dv),
-                                  ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"))
+    blocks = None if block_mask is None else _block_lists(op, block_mask, q, transpose=True)
+    tensors = (q, k, v, o, lse, dout, dq, dk, dv)
+    names = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
+    if blocks is not None:
+        tensors += blocks[1:]
+        names += ("block_counts", "block_indices")
+    packed, device = pack_tensors(tensors, names)
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    if lib.tj_attention_backward((runtime or default_runtime())._handle, buf.buffer_info()[0],
-                                 len(packed), flags[0], flags[1], _scale_arg(op, scale),
-                                 config_text(config) if config else None, stream,
-                                 1 if check_only else 0):
+    rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
+            stream, 1 if check_only else 0)
+    handle = (runtime or default_runtime())._handle
+    if blocks is not None:
+        failed = lib.tj_attention_backward_sparse(handle, buf.buffer_info()[0], len(packed),
+                                                  blocks[0], *rest)
+    else:
+        failed = lib.tj_attention_backward(handle, buf.buffer_info()[0], len(packed), *rest)
+    if failed:
         raise_last_error()
     return dq, dk, dv
 
 
-def attention(q, k, v, *, causal=False, scale=None, exact=False, runtime=None):
-    """o = softmax(q k^T * scale [causal]) v, differentiable: torch tensors that require grad go
-    through a torch.autograd.Function over attention_forward and attention_backward (the
-    backward recomputes P from lse: no N x N tensor). Shapes, dtypes and errors are
-    attention_forward's."""
+def attention(q, k, v, *, causal=False, scale=None, exact=False, block_mask=None,
+              runtime=None):
+    """o = softmax(q k^T * scale [causal] [block_mask]) v, differentiable: torch tensors that
+    require grad go through a torch.autograd.Function over attention_forward and
+    attention_backward (the backward recomputes P from lse: no N x N tensor). Shapes, dtypes,
+    block_mask and errors are attention_forward's."""
     needs_grad = any(getattr(t, "requires_grad", False) for t in (q, k, v))
     if needs_grad:
         from ._attention_autograd import AttentionFunction
-        return AttentionFunction.apply(q, k, v, causal, scale, exact, runtime)
+        return AttentionFunction.apply(q, k, v, causal, scale, exact, block_mask, runtime)
     return attention_forward(q, k, v, causal=causal, scale=scale, exact=exact,
-                             runtime=runtime)[0]
+                             block_mask=block_mask, runtime=runtime)[0]

@@ -110,8 +110,24 @@ void check_int8_linear(const Int8LinearArgs& args);
 ///   to 256, each tensor's last dimension contiguous (other strides free: q.transpose(1, 2) of
 ///   a [B, N, H, D] tensor works). Writes o [B, Hq, N, D] (q's dtype) and lse [B, Hq, N] f32
 ///   (natural log). scale defaults to 1 / sqrt(D); a given one must be >= 0.
+/// Block-sparse attention's kept blocks, as lists (flex_attention's BlockMask layout): the
+/// sequence in blocks of `block` (16, 32, 64 or 128) positions, NB = cdiv(N, block) of them.
+/// Row r of (mask batch mb, mask head mh) keeps counts[mb, mh, r] blocks, whose indices are
+/// indices[mb, mh, r, 0 : count] (any order, each once; an index outside [0, NB) keeps nothing).
+/// counts i32 [MB, MH, NB], indices i32 [MB, MH, NB, NB], MB = 1 or B, MH = 1 or Hq (1: the
+/// same mask for every batch / head). For the forward a row is a query block and the indices
+/// are key blocks; the backward takes the transposed lists (row = key block). Python's
+/// tilejit.ops.attention(..., block_mask=) builds both from a boolean mask.
+struct AttentionBlocks {
+  int64_t block = 128;
+  Tensor counts, indices;
+};
+
 struct AttentionForwardArgs {
   Tensor q, k, v;
+  /// Block-sparse: per query block, its kept key blocks (masked blocks are never loaded; a
+  /// row that keeps no key gets o = 0 and lse = -inf). Dense when absent.
+  std::optional<AttentionBlocks> blocks;
   std::optional<Tensor> o, lse; ///< written when given; allocated on the device otherwise
   bool causal = false;
   bool exact = false;
@@ -135,6 +151,9 @@ void check_attention_forward(const AttentionForwardArgs& args);
 /// [B, Hq, N, D]) are allocated per call.
 struct AttentionBackwardArgs {
   Tensor q, k, v, o, lse, dout;
+  /// Block-sparse: per key block, the query blocks that keep it (the forward's mask
+  /// transposed). Dense when absent.
+  std::optional<AttentionBlocks> blocks;
   std::optional<Tensor> dq, dk, dv; ///< written when given; allocated otherwise
   bool causal = false;
   bool exact = false;

@@ -1,0 +1,102 @@
+// tilejit::ops::attention_forward / attention_backward's checks of block-sparse lists
+// (AttentionBlocks), from C++ (Python builds consistent lists from a block_mask, so these errors
+// are what a C++ caller meets): host tensors, so a good call stops at the device check.
+#include <tilejit/ops.h>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+namespace tilejit {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Host storage behind a tensor of `shape`.
+struct HostTensor {
+  std::vector<char> bytes;
+  Tensor t;
+  HostTensor(DType d, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    bytes.resize(static_cast<size_t>(n * dtype_size(d)) + 16);
+    t = Tensor::contiguous(bytes.data(), d, shape, DeviceKind::CPU);
+  }
+};
+
+constexpr int64_t B = 2, HQ = 4, HKV = 2, N = 300, D = 64; // 3 blocks of 128, 5 of 64
+
+struct Forward {
+  HostTensor q{DType::BF16, {B, HQ, N, D}}, k{DType::BF16, {B, HKV, N, D}},
+      v{DType::BF16, {B, HKV, N, D}};
+  ops::AttentionForwardArgs args(const Tensor& counts, const Tensor& indices, int64_t block) {
+    ops::AttentionForwardArgs a;
+    a.q = q.t;
+    a.k = k.t;
+    a.v = v.t;
+    a.blocks = ops::AttentionBlocks{block, counts, indices};
+    return a;
+  }
+};
+
+TEST(AttentionOps, BlockListsAreCheckedByName) {
+  Forward f;
+  auto forward_error = [&](std::vector<int64_t> cs, std::vector<int64_t> is, int64_t block,
+                           DType d = DType::I32) {
+    HostTensor c(d, cs), i(DType::I32, is);
+    return error_of([&] { ops::check_attention_forward(f.args(c.t, i.t, block)); });
+  };
+  // Good lists (a mask per batch and head, or broadcast) reach the device check.
+  EXPECT_NE(forward_error({B, HQ, 3}, {B, HQ, 3, 3}, 128).find("host memory"), std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 5}, {1, 1, 5, 5}, 64).find("host memory"), std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 3}, 100).find("block = 100 is not 16, 32, 64 or 128"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 3}, 64)
+                .find("tensor 'block_counts' (i32[1, 1, 3] cpu) has 3 in dimension 2 but "
+                      "cdiv(N, block) = cdiv(300, 64) = 5"),
+            std::string::npos);
+  EXPECT_NE(forward_error({3, 1, 3}, {3, 1, 3, 3}, 128)
+                .find("has 3 in dimension 0 but must have 1 or q's batch B = 2"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 2, 3}, {1, 2, 3, 3}, 128)
+                .find("has 2 in dimension 1 but must have 1 or q's heads Hq = 4"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 3}, 128, DType::I64).find("block_counts"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 2}, 128).find("tensor 'block_indices'"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 1, 3}, {B, 1, 3, 3}, 128).find("tensor 'block_indices'"),
+            std::string::npos);
+  EXPECT_NE(forward_error({1, 1}, {1, 1, 3, 3}, 128).find("tensor 'block_counts'"),
+            std::string::npos);
+}
+
+TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
+  Forward f;
+  HostTensor o(DType::BF16, {B, HQ, N, D}), dout(DType::BF16, {B, HQ, N, D}),
+      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 4}),
+      indices(DType::I32, {1, 1, 4, 4});
+  ops::AttentionBackwardArgs a;
+  a.q = f.q.t;
+  a.k = f.k.t;
+  a.v = f.v.t;
+  a.o = o.t;
+  a.lse = lse.t;
+  a.dout = dout.t;
+  a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
+  EXPECT_NE(error_of([&] { ops::check_attention_backward(a); })
+                .find("attention_backward: tensor 'block_counts'"),
+            std::string::npos)
+      << error_of([&] { ops::check_attention_backward(a); });
+}
+
+} // namespace
+} // namespace tilejit
