@@ -537,16 +537,16 @@ int attention_forward_call(void* runtime, const int64_t* packed, int64_t packed_
 
 /// ops::attention_backward from the packed tensors: q, k, v, o, lse, dout, dq, dk, dv, and for
 /// block-sparse (`sparse`) block_counts and block_indices (per key block).
-int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed_len,
-                            bool sparse, int64_t block, int causal, int exact, double scale,
-                            const char* config, void* stream, int check_only) {
+int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed_len, bool sparse,
+                            int64_t block, int causal, int exact, double scale, const char* config,
+                            void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "attention_backward";
-        const auto& args = op_tensors(
-            op, packed, packed_len, sparse ? 11 : 9,
-            sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices"
-                   : "q, k, v, o, lse, dout, dq, dk, dv");
+        const auto& args =
+            op_tensors(op, packed, packed_len, sparse ? 11 : 9,
+                       sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices"
+                              : "q, k, v, o, lse, dout, dq, dk, dv");
         tilejit::ops::AttentionBackwardArgs a;
         a.q = tensor_arg(op, args[0], "q");
         a.k = tensor_arg(op, args[1], "k");
@@ -579,8 +579,8 @@ int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed
 int tj_attention_forward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,
                          int exact, double scale, const char* config, void* stream,
                          int check_only) {
-  return attention_forward_call(runtime, packed, packed_len, false, 0, causal, exact, scale,
-                                config, stream, check_only);
+  return attention_forward_call(runtime, packed, packed_len, false, 0, causal, exact, scale, config,
+                                stream, check_only);
 }
 
 int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_len, int causal,

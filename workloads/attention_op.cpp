@@ -71,8 +71,8 @@ double scale_of(const OpChecks& c, const std::optional<double>& scale, const Ten
 void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) {
   const int64_t block = b.block;
   if (block != 16 && block != 32 && block != 64 && block != 128)
-    throw Error(str(c.named("block_counts", b.counts), ": block = ", block,
-                    " is not 16, 32, 64 or 128"));
+    throw Error(
+        str(c.named("block_counts", b.counts), ": block = ", block, " is not 16, 32, 64 or 128"));
   const int64_t nb = (q.shape[2] + block - 1) / block;
   c.rank_and_dtype("block_counts", b.counts, 3, {DType::I32}, "[MB, MH, NB] i32");
   c.rank_and_dtype("block_indices", b.indices, 4, {DType::I32}, "[MB, MH, NB, NB] i32");

@@ -86,3 +86,48 @@ def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
         rc = fn(cpu_runtime._handle, address, len(values), round % 3 == 0, 0, float("nan"), None,
                 None, 1)
         assert rc == 0 or lib.tj_last_error().decode(), (round, values)
+
+
+def test_mutated_sparse_attention_records_are_errors_not_crashes(cpu_runtime):
+    """tj_attention_forward_sparse / tj_attention_backward_sparse (block lists and a block size:
+    their own input path) under mutated records and block sizes: 0 or an error, never a crash."""
+    q = numpy.zeros((1, 4, 200, 16), numpy.float16)
+    kv = numpy.zeros((1, 2, 200, 16), numpy.float16)
+    lse = numpy.zeros((1, 4, 200), numpy.float32)
+    counts = numpy.ones((1, 4, 2), numpy.int32)
+    indices = numpy.zeros((1, 4, 2, 2), numpy.int32)
+    fwd, bwd = [], []
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"),
+                    (counts, "block_counts"), (indices, "block_indices")):
+        pack_tensor(fwd, t, name)
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"), (q, "dout"),
+                    (q, "dq"), (kv, "dk"), (kv, "dv"), (counts, "block_counts"),
+                    (indices, "block_indices")):
+        pack_tensor(bwd, t, name)
+    # The seeds themselves pass every check but the device's.
+    for fn, seed in ((lib.tj_attention_forward_sparse, fwd), (lib.tj_attention_backward_sparse, bwd)):
+        a = array("q", seed)
+        assert fn(cpu_runtime._handle, a.buffer_info()[0], len(seed), 128, 0, 0, float("nan"),
+                  None, None, 1) != 0
+        assert "host memory" in lib.tj_last_error().decode()
+    rng = random.Random(3)
+    interesting = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
+    blocks = [128, 64, 32, 16, 0, -1, 100, 1 << 40]
+    for round in range(2000):
+        backward = round % 2 == 1
+        values = list(bwd if backward else fwd)
+        for _ in range(1 + rng.randrange(3)):
+            at = rng.randrange(len(values)) if values else 0
+            op = rng.randrange(3)
+            if op == 0 and values:
+                values[at] = rng.choice(interesting)
+            elif op == 1:
+                del values[at:]
+            else:
+                values.insert(at, rng.choice(interesting))
+        a = array("q", values)
+        address = a.buffer_info()[0] if values else None
+        fn = lib.tj_attention_backward_sparse if backward else lib.tj_attention_forward_sparse
+        rc = fn(cpu_runtime._handle, address, len(values), rng.choice(blocks), round % 3 == 0, 0,
+                float("nan"), None, None, 1)
+        assert rc == 0 or lib.tj_last_error().decode(), (round, values)

@@ -57,8 +57,9 @@ TEST(AttentionOps, BlockListsAreCheckedByName) {
   // Good lists (a mask per batch and head, or broadcast) reach the device check.
   EXPECT_NE(forward_error({B, HQ, 3}, {B, HQ, 3, 3}, 128).find("host memory"), std::string::npos);
   EXPECT_NE(forward_error({1, 1, 5}, {1, 1, 5, 5}, 64).find("host memory"), std::string::npos);
-  EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 3}, 100).find("block = 100 is not 16, 32, 64 or 128"),
-            std::string::npos);
+  EXPECT_NE(
+      forward_error({1, 1, 3}, {1, 1, 3, 3}, 100).find("block = 100 is not 16, 32, 64 or 128"),
+      std::string::npos);
   EXPECT_NE(forward_error({1, 1, 3}, {1, 1, 3, 3}, 64)
                 .find("tensor 'block_counts' (i32[1, 1, 3] cpu) has 3 in dimension 2 but "
                       "cdiv(N, block) = cdiv(300, 64) = 5"),
@@ -82,8 +83,7 @@ TEST(AttentionOps, BlockListsAreCheckedByName) {
 TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
   Forward f;
   HostTensor o(DType::BF16, {B, HQ, N, D}), dout(DType::BF16, {B, HQ, N, D}),
-      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 4}),
-      indices(DType::I32, {1, 1, 4, 4});
+      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 4}), indices(DType::I32, {1, 1, 4, 4});
   ops::AttentionBackwardArgs a;
   a.q = f.q.t;
   a.k = f.k.t;
@@ -92,8 +92,9 @@ TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
   a.lse = lse.t;
   a.dout = dout.t;
   a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
-  EXPECT_NE(error_of([&] { ops::check_attention_backward(a); })
-                .find("attention_backward: tensor 'block_counts'"),
+  EXPECT_NE(error_of([&] {
+              ops::check_attention_backward(a);
+            }).find("attention_backward: tensor 'block_counts'"),
             std::string::npos)
       << error_of([&] { ops::check_attention_backward(a); });
 }
