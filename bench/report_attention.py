@@ -2,9 +2,12 @@
 the backward's kernels as one per-call sequence; the forward's own time is its step's) beside
 the shared yardstick's SDPA rows (../shared/peers/attention.py: variants dense_fwd and
 dense_fwd_bwd, peers sdpa_flash = FlashAttention-2, sdpa_cudnn, sdpa_efficient, sdpa_math,
-sdpa_auto), paired by (dtype, B, H, N, D, causal). Speed-ups are peer time / tilejit time; the
-summary checks issue 16's dense targets (16-bit: >= 1.0x FlashAttention-2 forward and forward +
-backward; f32: >= 1.5x the best SDPA backend). Only the standard library is used.
+sdpa_auto), paired by (dtype, B, H, N, D, causal); block-sparse rows (shapes with a `density`)
+beside the yardstick's compiled flex_attention (variants blocksparse_fwd and
+blocksparse_fwd_bwd), paired by (dtype, B, H, N, D, density to 3 decimals). Speed-ups are peer
+time / tilejit time; the summaries check issue 16's targets (16-bit: >= 1.0x FlashAttention-2
+forward and forward + backward; f32: >= 1.5x the best SDPA backend; block-sparse: >= 1.5x flex
+at 10% density, 1.2x at 25% and 50%). Only the standard library is used.
 """
 import report
 
@@ -13,11 +16,18 @@ BACKENDS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "sdpa_math", "sdpa_aut
 FA2 = "sdpa_flash"
 
 
+FLEX = "flex_compiled"
+
+
 def key_of(row):
+    """(B, H, N, D, causal, Hkv, density): density None for dense attention."""
     s = row.get("shape") or {}
     try:
+        density = round(float(s["density"]), 3) if "density" in s else None
+        if density is not None and density >= 1:
+            density = None  # flex's 100% rows are dense attention
         return (int(s["B"]), int(s["H"]), int(s["N"]), int(s["D"]), bool(s.get("causal", False)),
-                int(s.get("Hkv", s["H"])))
+                int(s.get("Hkv", s["H"])), density)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -48,6 +58,9 @@ def collect(tilejit_rows, peer_rows):
                 entry.setdefault("tilejit", []).append(row)
             elif row.get("peer") in BACKENDS and row.get("variant") in ("dense_fwd", "dense_fwd_bwd"):
                 entry.setdefault((row["variant"][len("dense_"):], row["peer"]), []).append(row)
+            elif row.get("peer") == FLEX and key[6] is not None and row.get("variant") in (
+                    "blocksparse_fwd", "blocksparse_fwd_bwd"):
+                entry.setdefault((row["variant"][len("blocksparse_"):], FLEX), []).append(row)
     return out
 
 
@@ -75,7 +88,7 @@ def render_dtype(dtype, entries):
     s = {"fwd_vs_fa2": [], "fb_vs_fa2": [], "fb_vs_best": [], "fwd_vs_best": []}
     for key in sorted(entries, key=lambda k: (k[2], k[3], k[4], k[0], k[1])):
         e = entries[key]
-        B, H, N, D, causal, hkv = key
+        B, H, N, D, causal, hkv, _ = key
         label = f"B={B} H={H}" + (f" Hkv={hkv}" if hkv != H else "") + f" N={N} D={D}" + (" causal" if causal else "")
         tj = best_tilejit(e)
         t_fwd, t_fb = tilejit_times(tj) if tj else (None, None)
@@ -127,10 +140,53 @@ def summary_lines(dtype, s):
     return out
 
 
+def render_sparse(dtype, entries):
+    """Block-sparse rows beside compiled flex_attention, with the issue's targets."""
+    head = ["shape", "density", "tilejit fwd ms", "flex fwd ms", "vs flex", "tilejit fwd+bwd ms",
+            "flex fwd+bwd ms", "vs flex", "tilejit config"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|"]
+    s = {"fwd": [], "fb": []}
+    for key in sorted(entries, key=lambda k: (k[2], k[3], k[6], k[0], k[1])):
+        e = entries[key]
+        B, H, N, D, causal, hkv, density = key
+        label = f"B={B} H={H}" + (f" Hkv={hkv}" if hkv != H else "") + f" N={N} D={D}" + (" causal" if causal else "")
+        tj = best_tilejit(e)
+        t_fwd, t_fb = tilejit_times(tj) if tj else (None, None)
+        fx_f, fx_fb = peer_ms(e, "fwd", FLEX), peer_ms(e, "fwd_bwd", FLEX)
+        xf = report.number(fx_f and t_fwd and fx_f / t_fwd)
+        xfb = report.number(fx_fb and t_fb and fx_fb / t_fb)
+        target = 1.5 if density <= 0.15 else 1.2
+        for name, x in (("fwd", xf), ("fb", xfb)):
+            if x is not None:
+                s[name].append((x, f"{label} at {density:.3f}", target))
+        lines.append("| " + " | ".join([
+            label, f"{density:.3f}", report.fmt_ms(t_fwd), report.fmt_ms(fx_f), report.fmt_x(xf),
+            report.fmt_ms(t_fb), report.fmt_ms(fx_fb), report.fmt_x(xfb),
+            str(tj.get("config", "-")).replace("|", "\\|") if tj else "-"]) + " |")
+    out = [f"### {WORKLOAD} block-sparse ({dtype})", "",
+           "Medians with the L2 flushed before every call; speed-ups are flex_attention's time / "
+           "tilejit's.", "", *lines, "", "Targets (issue 16, block-sparse: 1.5x flex at 10%, 1.2x at "
+           "25% and 50%):", ""]
+    for what, pairs in (("forward", s["fwd"]), ("forward + backward", s["fb"])):
+        if not pairs:
+            out.append(f"- {what}: no paired shapes")
+            continue
+        missed = [p for p in pairs if p[0] < p[2]]
+        lo = min(pairs)
+        out.append(f"- {what}: min {lo[0]:.2f}x ({lo[1]}) over {len(pairs)} shape(s); "
+                   + ("every target met" if not missed else f"{len(missed)} target(s) NOT met"))
+    return "\n".join(out) + "\n", s
+
+
 def render(tilejit_rows, peer_rows):
-    """{dtype: (markdown, summary)} for the attention rows (empty when tilejit has none)."""
+    """{dtype: (markdown, summary)} for the attention rows (empty when tilejit has none); a
+    dtype's block-sparse rows get their own table (key "<dtype> block-sparse")."""
     out = {}
     for dtype, entries in collect(tilejit_rows, peer_rows).items():
-        if any("tilejit" in e for e in entries.values()):
-            out[dtype] = render_dtype(dtype, entries)
+        dense = {k: e for k, e in entries.items() if k[6] is None}
+        sparse = {k: e for k, e in entries.items() if k[6] is not None}
+        if any("tilejit" in e for e in dense.values()):
+            out[dtype] = render_dtype(dtype, dense)
+        if any("tilejit" in e for e in sparse.values()):
+            out[f"{dtype} block-sparse"] = render_sparse(dtype, sparse)
     return out

@@ -29,6 +29,41 @@ double dot(const double* a, const double* b, int64_t n) {
   return s;
 }
 
+/// Block-sparse inputs: per head, each query block keeps its diagonal block and
+/// kept_blocks() - 1 others drawn at random (the yardstick's flex_attention masks are built the
+/// same way), and the kernels' lists of that mask, per query block and per key block.
+void make_block_mask(AttentionData& d, uint64_t seed) {
+  const AttentionShape& s = d.shape;
+  const int64_t H = s.heads_q, nb = s.blocks(), kept = s.kept_blocks();
+  d.keep.assign(static_cast<size_t>(H * nb * nb), 0);
+  int64_t draw = 0;
+  std::vector<int64_t> order(static_cast<size_t>(nb));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t r = 0; r < nb; ++r) {
+      for (int64_t c = 0; c < nb; ++c) order[c] = c;
+      std::swap(order[0], order[r]);       // the diagonal first
+      for (int64_t i = 1; i < kept; ++i) { // a partial Fisher-Yates shuffle of the rest
+        const int64_t j = i + static_cast<int64_t>(random_unit(seed, draw++) * (nb - i));
+        std::swap(order[i], order[std::min(j, nb - 1)]);
+      }
+      for (int64_t i = 0; i < kept; ++i) d.keep[(h * nb + r) * nb + order[i]] = 1;
+    }
+  d.kv_cnt = HostBuffer(DType::I32, {1, H, nb});
+  d.kv_idx = HostBuffer(DType::I32, {1, H, nb, nb});
+  d.q_cnt = HostBuffer(DType::I32, {1, H, nb});
+  d.q_idx = HostBuffer(DType::I32, {1, H, nb, nb});
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t a = 0; a < nb; ++a) {
+      int64_t nkv = 0, nq = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        if (d.keep[(h * nb + a) * nb + b]) d.kv_idx.set_int((h * nb + a) * nb + nkv++, b);
+        if (d.keep[(h * nb + b) * nb + a]) d.q_idx.set_int((h * nb + a) * nb + nq++, b);
+      }
+      d.kv_cnt.set_int(h * nb + a, nkv);
+      d.q_cnt.set_int(h * nb + a, nq);
+    }
+}
+
 /// Relative L2 error of `got` rows against `want` (accumulated into diff, norm).
 void accumulate(const HostBuffer& got, int64_t first, const std::vector<double>& want, double& diff,
                 double& norm) {
@@ -41,10 +76,20 @@ void accumulate(const HostBuffer& got, int64_t first, const std::vector<double>&
 
 } // namespace
 
+int64_t AttentionShape::kept_blocks() const {
+  const int64_t nb = blocks();
+  if (!sparse()) return nb;
+  const int64_t k = (density_percent * nb + 50) / 100; // rounded
+  return std::min(nb, std::max<int64_t>(1, k));
+}
+
 std::string AttentionShape::describe() const {
-  return fmt::format("{} B={} Hq={} Hkv={} N={} D={}{}{}", dtype_name(dtype), batch, heads_q,
+  return fmt::format("{} B={} Hq={} Hkv={} N={} D={}{}{}{}", dtype_name(dtype), batch, heads_q,
                      heads_kv, seq, head_dim, causal ? " causal" : "",
-                     exact && dtype == DType::F32 ? " exact" : "");
+                     exact && dtype == DType::F32 ? " exact" : "",
+                     sparse() ? fmt::format(" block-sparse {}% of blocks of {} ({} of {} kept)",
+                                            density_percent, block, kept_blocks(), blocks())
+                              : "");
 }
 
 std::unique_ptr<AttentionData> make_attention_data(const AttentionShape& s, uint64_t seed) {
@@ -67,6 +112,7 @@ std::unique_ptr<AttentionData> make_attention_data(const AttentionShape& s, uint
   fill_uniform(d->k, splitmix(base + 2), -2, 2);
   fill_uniform(d->v, splitmix(base + 3), -1, 1);
   fill_uniform(d->dout, splitmix(base + 4), -1, 1);
+  if (s.sparse()) make_block_mask(*d, splitmix(base + 5));
   return d;
 }
 
@@ -103,14 +149,20 @@ AttentionReference attention_reference(const AttentionData& d) {
       double* dq = &r.dq[g * N * D];
       double* lse = &r.lse[g * N];
       std::vector<double> delta(N);
-      // Pass 1, per query: lse, o, delta = o . dout, dq.
+      // Whether query i sees key j: causal, and the head's block mask when block-sparse.
+      const int64_t h = hk * G + g, nb = s.blocks();
+      auto sees = [&](int64_t i, int64_t j) {
+        if (s.causal && j > i) return false;
+        return !s.sparse() || d.keep[(h * nb + i / s.block) * nb + j / s.block] != 0;
+      };
+      // Pass 1, per query: lse, o, delta = o . dout, dq (every row sees its diagonal block).
       parallel_ranges(N, [&](int64_t lo, int64_t hi) {
         std::vector<double> p(static_cast<size_t>(N)), ds(static_cast<size_t>(N));
         for (int64_t i = lo; i < hi; ++i) {
           const int64_t keys = s.causal ? i + 1 : N;
           double mx = -INFINITY;
           for (int64_t j = 0; j < keys; ++j) {
-            p[j] = scale * dot(&q[i * D], &k[j * D], D);
+            p[j] = sees(i, j) ? scale * dot(&q[i * D], &k[j * D], D) : -INFINITY;
             mx = std::max(mx, p[j]);
           }
           double sum = 0;
@@ -118,10 +170,12 @@ AttentionReference attention_reference(const AttentionData& d) {
           lse[i] = mx + std::log(sum);
           for (int64_t j = 0; j < keys; ++j) {
             p[j] /= sum;
+            if (p[j] == 0) continue;
             for (int64_t c = 0; c < D; ++c) o[i * D + c] += p[j] * v[j * D + c];
           }
           delta[i] = dot(&o[i * D], &dout[i * D], D);
           for (int64_t j = 0; j < keys; ++j) {
+            if (p[j] == 0) continue;
             ds[j] = p[j] * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
             for (int64_t c = 0; c < D; ++c) dq[i * D + c] += scale * ds[j] * k[j * D + c];
           }
@@ -131,6 +185,7 @@ AttentionReference attention_reference(const AttentionData& d) {
       parallel_ranges(N, [&](int64_t lo, int64_t hi) {
         for (int64_t j = lo; j < hi; ++j)
           for (int64_t i = s.causal ? j : 0; i < N; ++i) {
+            if (!sees(i, j)) continue;
             const double p = std::exp(scale * dot(&q[i * D], &k[j * D], D) - lse[i]);
             const double ds = p * (dot(&dout[i * D], &v[j * D], D) - delta[i]);
             for (int64_t c = 0; c < D; ++c) {
@@ -186,9 +241,10 @@ AttentionErrors compare_attention(const AttentionData& d, const AttentionReferen
 }
 
 std::string AttentionCase::name() const {
-  return fmt::format("B{}/H{}{}/N{}/D{}{}", batch, heads,
+  return fmt::format("B{}/H{}{}/N{}/D{}{}{}", batch, heads,
                      heads_kv && heads_kv != heads ? fmt::format("/HKV{}", heads_kv) : "", seq,
-                     head_dim, causal ? "/causal" : "");
+                     head_dim, causal ? "/causal" : "",
+                     density_percent < 100 ? fmt::format("/sparse{}", density_percent) : "");
 }
 
 AttentionShape AttentionCase::shape(DType dtype) const {
@@ -200,6 +256,7 @@ AttentionShape AttentionCase::shape(DType dtype) const {
   s.head_dim = head_dim;
   s.causal = causal;
   s.dtype = dtype;
+  s.density_percent = density_percent;
   return s;
 }
 
@@ -221,6 +278,13 @@ std::vector<AttentionCase> attention_cases(DType dtype) {
   for (int64_t n : {2048, 8192, 16384})
     for (int64_t d : {64, 128})
       for (bool causal : {false, true}) out.push_back({4, 16, n, d, causal});
+  // Block-sparse (blocks of 128), the yardstick's flex_attention shapes.
+  for (int64_t n : {8192, 16384})
+    for (int64_t density : {10, 25, 50}) {
+      AttentionCase c{4, 16, n, 128, false};
+      c.density_percent = density;
+      out.push_back(c);
+    }
   return out;
 }
 
@@ -229,6 +293,7 @@ double attention_flops(const AttentionShape& s) {
              static_cast<double>(s.seq) * static_cast<double>(s.seq) *
              static_cast<double>(s.head_dim);
   if (s.causal) f /= 2;
+  if (s.sparse()) f *= static_cast<double>(s.kept_blocks()) / static_cast<double>(s.blocks());
   return 3.5 * f;
 }
 

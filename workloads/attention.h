@@ -19,6 +19,14 @@ struct AttentionShape {
   bool causal = false;
   bool exact = false; ///< f32 inputs: 3xTF32 instead of TF32
   DType dtype = DType::BF16;
+  /// Block-sparse when under 100: each query block of `block` rows keeps this percent of the
+  /// key blocks (rounded, at least 1: its diagonal block, then others at random), per head.
+  int64_t density_percent = 100;
+  int64_t block = 128;
+  bool sparse() const { return density_percent < 100; }
+  int64_t blocks() const { return (seq + block - 1) / block; }
+  /// Key blocks each query block keeps.
+  int64_t kept_blocks() const;
   std::string describe() const; ///< "bf16 B=4 Hq=16 Hkv=16 N=8192 D=128 causal"
   /// The kernels' tile width: the head dim rounded up to 16.
   int64_t tile_width() const { return (head_dim + 15) / 16 * 16; }
@@ -29,6 +37,11 @@ struct AttentionShape {
 struct AttentionData {
   AttentionShape shape;
   ref::HostBuffer q, k, v, dout, o, lse, dq, dk, dv, delta, dq_acc;
+  /// Block-sparse: keep[(h * NB + query block) * NB + key block], and the kernels' lists of it
+  /// ([1, Hq, NB] counts and [1, Hq, NB, NB] indices): per query block (forward) and per key
+  /// block (backward).
+  std::vector<char> keep;
+  ref::HostBuffer kv_cnt, kv_idx, q_cnt, q_idx;
 };
 
 std::unique_ptr<AttentionData> make_attention_data(const AttentionShape& shape, uint64_t seed);
@@ -71,8 +84,9 @@ AttentionErrors compare_attention(const AttentionData& d, const AttentionReferen
 struct AttentionCase {
   int64_t batch, heads, seq, head_dim;
   bool causal;
-  int64_t heads_kv = 0;     ///< 0: heads (multi-head); fewer: GQA
-  std::string name() const; ///< "B4/H16/N8192/D128/causal", "B1/H8/HKV2/N512/D64"
+  int64_t heads_kv = 0;          ///< 0: heads (multi-head); fewer: GQA
+  int64_t density_percent = 100; ///< under 100: block-sparse, blocks of 128
+  std::string name() const;      ///< "B4/H16/N8192/D128/causal", "B1/H8/HKV2/N512/D64"
   AttentionShape shape(DType dtype) const;
 };
 /// f32: the 16 seed shapes (B in {1, 2}, N in {512, 1024}, H in {8, 16}, D = 64, each with
@@ -80,7 +94,8 @@ struct AttentionCase {
 /// 8192, 16384}, D in {64, 128}, causal and not).
 std::vector<AttentionCase> attention_cases(DType dtype);
 
-/// FLOPs of the forward and backward: 4*B*H*N^2*D (halved when causal) times 3.5.
+/// FLOPs of the forward and backward: 4*B*H*N^2*D (halved when causal; times the kept share
+/// of the blocks when block-sparse) times 3.5.
 double attention_flops(const AttentionShape& s);
 
 inline constexpr const char* kAttentionSource = "embedded:workloads/attention.tile";

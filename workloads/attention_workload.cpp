@@ -20,9 +20,10 @@ public:
   ref::HostBuffer& buffer(const std::string& name) override {
     AttentionData& d = *d_;
     std::map<std::string, ref::HostBuffer*> by_name = {
-        {"q", &d.q},   {"k", &d.k},         {"v", &d.v},          {"dout", &d.dout},
-        {"o", &d.o},   {"lse", &d.lse},     {"dq", &d.dq},        {"dk", &d.dk},
-        {"dv", &d.dv}, {"delta", &d.delta}, {"dq_acc", &d.dq_acc}};
+        {"q", &d.q},           {"k", &d.k},         {"v", &d.v},           {"dout", &d.dout},
+        {"o", &d.o},           {"lse", &d.lse},     {"dq", &d.dq},         {"dk", &d.dk},
+        {"dv", &d.dv},         {"delta", &d.delta}, {"dq_acc", &d.dq_acc}, {"kv_cnt", &d.kv_cnt},
+        {"kv_idx", &d.kv_idx}, {"q_cnt", &d.q_cnt}, {"q_idx", &d.q_idx}};
     auto it = by_name.find(name);
     if (it == by_name.end()) throw Error(fmt::format("attention has no buffer '{}'", name));
     return *it->second;
@@ -50,9 +51,10 @@ public:
 
   std::string name() const override {
     if (case_) return case_->name();
-    return fmt::format("B{}/HQ{}/HKV{}/N{}/D{}{}{}", s_.batch, s_.heads_q, s_.heads_kv, s_.seq,
-                       s_.head_dim, s_.causal ? "/causal" : "",
-                       s_.exact && s_.dtype == DType::F32 ? "/exact" : "");
+    return fmt::format(
+        "B{}/HQ{}/HKV{}/N{}/D{}{}{}{}", s_.batch, s_.heads_q, s_.heads_kv, s_.seq, s_.head_dim,
+        s_.causal ? "/causal" : "", s_.exact && s_.dtype == DType::F32 ? "/exact" : "",
+        s_.sparse() ? fmt::format("/sparse{}/block{}", s_.density_percent, s_.block) : "");
   }
   std::string describe() const override { return s_.describe(); }
   DType dtype() const override { return s_.dtype; }
@@ -62,17 +64,25 @@ public:
     using R = BufferRole;
     const int64_t B = s_.batch, HQ = s_.heads_q, HKV = s_.heads_kv, N = s_.seq, D = s_.head_dim;
     const DType t = s_.dtype;
-    return {{"q", t, {B, HQ, N, D}, R::input},
-            {"k", t, {B, HKV, N, D}, R::input},
-            {"v", t, {B, HKV, N, D}, R::input},
-            {"dout", t, {B, HQ, N, D}, R::input},
-            {"o", t, {B, HQ, N, D}, R::output},
-            {"lse", DType::F32, {B, HQ, N}, R::output},
-            {"delta", DType::F32, {B, HQ, N}, R::intermediate},
-            {"dq_acc", DType::F32, {B, HQ, N, D}, R::intermediate},
-            {"dq", t, {B, HQ, N, D}, R::output},
-            {"dk", t, {B, HKV, N, D}, R::output},
-            {"dv", t, {B, HKV, N, D}, R::output}};
+    std::vector<BufferSpec> out = {{"q", t, {B, HQ, N, D}, R::input},
+                                   {"k", t, {B, HKV, N, D}, R::input},
+                                   {"v", t, {B, HKV, N, D}, R::input},
+                                   {"dout", t, {B, HQ, N, D}, R::input},
+                                   {"o", t, {B, HQ, N, D}, R::output},
+                                   {"lse", DType::F32, {B, HQ, N}, R::output},
+                                   {"delta", DType::F32, {B, HQ, N}, R::intermediate},
+                                   {"dq_acc", DType::F32, {B, HQ, N, D}, R::intermediate},
+                                   {"dq", t, {B, HQ, N, D}, R::output},
+                                   {"dk", t, {B, HKV, N, D}, R::output},
+                                   {"dv", t, {B, HKV, N, D}, R::output}};
+    if (s_.sparse()) {
+      const int64_t nb = s_.blocks();
+      for (const char* name : {"kv_cnt", "q_cnt"})
+        out.push_back({name, DType::I32, {1, HQ, nb}, R::input});
+      for (const char* name : {"kv_idx", "q_idx"})
+        out.push_back({name, DType::I32, {1, HQ, nb, nb}, R::input});
+    }
+    return out;
   }
 
   std::vector<Step> steps() const override {
@@ -90,16 +100,34 @@ public:
       return s;
     };
     using A = StepArg;
-    return {step("forward", "attn_fwd",
-                 {A::of("q"), A::of("k"), A::of("v"), A::of("o"), A::of("lse"), A::value(scale)},
-                 {{"D", d}, {"CAUSAL", causal}, {"EXACT", exact}}, {"o", "lse"}),
+    const Config generics = {{"D", d}, {"CAUSAL", causal}, {"EXACT", exact}};
+    Config sparse_generics = generics;
+    sparse_generics["BLK"] = std::to_string(s_.block);
+    Step forward =
+        s_.sparse()
+            ? step("forward", "attn_fwd_sparse",
+                   {A::of("q"), A::of("k"), A::of("v"), A::of("kv_cnt"), A::of("kv_idx"),
+                    A::of("o"), A::of("lse"), A::value(scale)},
+                   sparse_generics, {"o", "lse"})
+            : step("forward", "attn_fwd",
+                   {A::of("q"), A::of("k"), A::of("v"), A::of("o"), A::of("lse"), A::value(scale)},
+                   generics, {"o", "lse"});
+    Step backward =
+        s_.sparse()
+            ? step("backward", "attn_bwd_sparse",
+                   {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta"),
+                    A::of("q_cnt"), A::of("q_idx"), A::of("dk"), A::of("dv"), A::of("dq_acc"),
+                    A::value(scale)},
+                   sparse_generics, {"dk", "dv", "dq_acc"})
+            : step("backward", "attn_bwd",
+                   {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta"),
+                    A::of("dk"), A::of("dv"), A::of("dq_acc"), A::value(scale)},
+                   generics, {"dk", "dv", "dq_acc"});
+    return {forward,
             step("bwd_pre", "attn_bwd_pre",
                  {A::of("o"), A::of("dout"), A::of("delta"), A::of("dq_acc")}, {{"D", d}},
                  {"delta", "dq_acc"}),
-            step("backward", "attn_bwd",
-                 {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta"),
-                  A::of("dk"), A::of("dv"), A::of("dq_acc"), A::value(scale)},
-                 {{"D", d}, {"CAUSAL", causal}, {"EXACT", exact}}, {"dk", "dv", "dq_acc"}),
+            backward,
             step("bwd_dq", "attn_bwd_dq", {A::of("dq_acc"), A::of("dq")}, {{"D", d}}, {"dq"})};
   }
 
@@ -123,6 +151,11 @@ public:
                         {"D", s_.head_dim},
                         {"causal", s_.causal}};
     if (s_.heads_kv != s_.heads_q) j["Hkv"] = s_.heads_kv;
+    if (s_.sparse()) { // the yardstick's flex_attention rows: block and the kept share
+      j.erase("causal");
+      j["block"] = s_.block;
+      j["density"] = static_cast<double>(s_.kept_blocks()) / static_cast<double>(s_.blocks());
+    }
     return j;
   }
 
@@ -135,13 +168,12 @@ class AttentionWorkload final : public Workload {
 public:
   std::string name() const override { return "attention"; }
   std::string summary() const override {
-    return "FlashAttention forward + backward, dense, causal, GQA (block-sparse: ops only, not yet a shape here)";
+    return "FlashAttention forward + backward, dense, causal, GQA, block-sparse";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"attn_fwd", kAttentionSource},
-            {"attn_bwd_pre", kAttentionSource},
-            {"attn_bwd", kAttentionSource},
-            {"attn_bwd_dq", kAttentionSource}};
+    return {{"attn_fwd", kAttentionSource},        {"attn_bwd_pre", kAttentionSource},
+            {"attn_bwd", kAttentionSource},        {"attn_bwd_dq", kAttentionSource},
+            {"attn_fwd_sparse", kAttentionSource}, {"attn_bwd_sparse", kAttentionSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/attention.py: SDPA (flash, cuDNN, efficient, math), "
@@ -165,7 +197,10 @@ public:
            "N         sequence length (queries and keys)\n"
            "D         head dim (a multiple of 8 up to 256)\n"
            "CAUSAL    1: key j attends query i only when j <= i (default 0)\n"
-           "EXACT     f32 only, 1: 3xTF32 (fp32's accuracy) instead of TF32 (default 0)";
+           "EXACT     f32 only, 1: 3xTF32 (fp32's accuracy) instead of TF32 (default 0)\n"
+           "DENSITY   block-sparse: the percent of key blocks each query block keeps (1..99; "
+           "its diagonal block, then others at random, per head; default 100: dense)\n"
+           "BLOCK     block-sparse: the blocks' size, 64 or 128 (default 128)";
   }
 };
 
@@ -182,9 +217,11 @@ std::shared_ptr<const Workload> make_attention_workload() {
 }
 
 AttentionShape parse_attention_shape(const std::map<std::string, std::string>& given, DType dtype) {
-  static const std::set<std::string> known = {"B", "HQ", "HKV", "N", "D", "CAUSAL", "EXACT"};
+  static const std::set<std::string> known = {"B",      "HQ",    "HKV",     "N",    "D",
+                                              "CAUSAL", "EXACT", "DENSITY", "BLOCK"};
   const std::map<std::string, std::string> items = normalize_shape_items(
-      given, known, "attention", "B, H (or HQ), HKV, N, D, CAUSAL and EXACT", {{"H", "HQ"}});
+      given, known, "attention", "B, H (or HQ), HKV, N, D, CAUSAL, EXACT, DENSITY and BLOCK",
+      {{"H", "HQ"}});
   auto has = [&](const char* k) { return items.count(k) > 0; };
   auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   AttentionShape s;
@@ -219,6 +256,22 @@ AttentionShape parse_attention_shape(const std::map<std::string, std::string>& g
   if (s.exact && dtype != DType::F32)
     throw Error("--shape: EXACT=1 is for f32 inputs (--dtype f32): 16-bit products are exact "
                 "in f32 already");
+  if (has("DENSITY")) {
+    s.density_percent = count("DENSITY");
+    if (s.density_percent < 1 || s.density_percent > 100)
+      throw Error(fmt::format("--shape DENSITY={}: expected a percent of the key blocks from 1 "
+                              "to 100",
+                              items.at("DENSITY")));
+  }
+  if (has("BLOCK")) {
+    s.block = count("BLOCK");
+    if (s.block != 64 && s.block != 128)
+      throw Error(fmt::format("--shape BLOCK={}: the block-sparse kernels take blocks of 64 or "
+                              "128",
+                              items.at("BLOCK")));
+    if (!s.sparse())
+      throw Error("--shape BLOCK is for block-sparse shapes: give DENSITY too (under 100)");
+  }
   // The elements of one tensor must fit the host and the kernels' indexing.
   const double elems = double(s.batch) * double(s.heads_q) * double(s.seq) * double(s.head_dim);
   if (elems > double(int64_t(1) << 32))

@@ -370,6 +370,40 @@ def test_report_attention_pairs_forward_and_backward_with_sdpa():
     assert "forward vs FlashAttention-2: min 1.20x" in out and "target 1.00x met" in out, out
 
 
+def test_report_attention_pairs_block_sparse_rows_with_flex():
+    """tilejit block-sparse rows (density 0.09375 and 0.25) beside the yardstick's compiled
+    flex_attention rows (density rounded to 4 decimals, a dtype in the shape), in their own
+    table: 10% misses its 1.5x target, 25% meets its 1.2x."""
+    base = {"B": 4, "H": 16, "N": 8192, "D": 128}
+    tj, peers = [], []
+    for density, t_f, t_fb, fx_f, fx_fb in ((0.09375, 1.0, 3.0, 0.6, 2.2), (0.25, 1.0, 4.0, 1.4, 5.0)):
+        tj.append({"workload": "attention", "impl": "tilejit", "variant": "fwd_bwd", "dtype": "bf16",
+                   "shape": dict(base, block=128, density=density), "ms": t_fb, "correct": True,
+                   "config": "forward:BM=128", "steps": [{"step": "forward", "ms": t_f}]})
+        for variant, ms in (("blocksparse_fwd", fx_f), ("blocksparse_fwd_bwd", fx_fb)):
+            peers.append({"workload": "attention", "variant": variant, "peer": "flex_compiled",
+                          "shape": dict(base, dtype="bfloat16", block=128, density=round(density, 4)),
+                          "ms": ms, "err": 2e-3})
+    # flex's 100% row is dense attention: no sparse table row of its own
+    peers.append({"workload": "attention", "variant": "blocksparse_fwd", "peer": "flex_compiled",
+                  "shape": dict(base, dtype="bfloat16", block=128, density=1.0), "ms": 5.0})
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "tj.jsonl"), os.path.join(d, "peers.jsonl")
+        for path, rows in ((a, tj), (b, peers)):
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+        rc, out, err = run_report("--tilejit", a, "--peers", b)
+    assert rc == 0, err
+    assert "### attention block-sparse (bf16)" in out, out
+    rows = [x for x in out.splitlines() if x.startswith("| B=4 H=16 N=8192 D=128")]
+    assert len(rows) == 2, out
+    cells = [c.strip() for c in rows[0].strip().strip("|").split("|")]
+    assert cells[1:8] == ["0.094", "1.000", "0.600", "0.60x", "3.000", "2.200", "0.73x"], cells
+    cells = [c.strip() for c in rows[1].strip().strip("|").split("|")]
+    assert cells[1:8] == ["0.250", "1.000", "1.400", "1.40x", "4.000", "5.000", "1.25x"], cells
+    assert "- forward: min 0.60x (B=4 H=16 N=8192 D=128 at 0.094) over 2 shape(s); 1 target(s) NOT met" in out, out
+
+
 def test_report_missing_file():
     rc, _, err = run_report("--tilejit", os.path.join(tempfile.gettempdir(), "no_such_file.jsonl"))
     assert rc == 2 and "no such file" in err, (rc, err)

@@ -263,6 +263,13 @@ TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
   check_attention_shape(
       {{"H", "2"}, {"HKV", "1"}, {"N", "20"}, {"D", "24"}, {"CAUSAL", "1"}, {"EXACT", "1"}},
       DType::F32, small);
+  // Block-sparse: the sparse kernels over the workload's lists, N not a multiple of the block.
+  check_attention_shape(
+      {{"H", "2"}, {"HKV", "1"}, {"N", "150"}, {"D", "16"}, {"DENSITY", "50"}, {"BLOCK", "64"}},
+      DType::F16, small);
+  check_attention_shape(
+      {{"H", "2"}, {"N", "130"}, {"D", "16"}, {"CAUSAL", "1"}, {"DENSITY", "40"}, {"BLOCK", "64"}},
+      DType::BF16, small);
 }
 
 TEST(AttentionShape, ParsesAndRefusesShapes) {
@@ -290,13 +297,28 @@ TEST(AttentionShape, ParsesAndRefusesShapes) {
   EXPECT_NE(err({{"H", "6"}, {"N", "-8"}, {"D", "64"}}).find("N=-8: expected a non-negative"),
             std::string::npos);
   EXPECT_NE(err({{"Q", "6"}}).find("attention has no size 'Q'"), std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}, {"D", "64"}, {"DENSITY", "0"}})
+                .find("DENSITY=0: expected a percent of the key blocks from 1 to 100"),
+            std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}, {"D", "64"}, {"DENSITY", "10"}, {"BLOCK", "96"}})
+                .find("BLOCK=96: the block-sparse kernels take blocks of 64 or 128"),
+            std::string::npos);
+  EXPECT_NE(err({{"H", "6"}, {"N", "8"}, {"D", "64"}, {"BLOCK", "64"}})
+                .find("BLOCK is for block-sparse shapes: give DENSITY too"),
+            std::string::npos);
+  auto sp = parse_attention_shape({{"H", "16"}, {"N", "8192"}, {"D", "128"}, {"DENSITY", "10"}},
+                                  DType::BF16);
+  EXPECT_TRUE(sp.sparse());
+  EXPECT_EQ(sp.blocks(), 64);
+  EXPECT_EQ(sp.kept_blocks(), 6); // round(6.4): the yardstick's 9.4%
   // The grid: f32 seed shapes, 16-bit long shapes.
   auto w = workloads::find_workload("attention");
   EXPECT_EQ(w->cases(DType::F32).size(), 16u);
   EXPECT_EQ(w->cases(DType::F32).back()->name(), "B2/H16/HKV4/N1024/D64");
   EXPECT_EQ(w->cases(DType::F32).back()->shape_json().dump(),
             R"({"B":2,"D":64,"H":16,"Hkv":4,"N":1024,"causal":false})");
-  EXPECT_EQ(w->cases(DType::BF16).size(), 12u);
+  EXPECT_EQ(w->cases(DType::BF16).size(), 18u); // 12 dense, 6 block-sparse
+  EXPECT_EQ(w->cases(DType::BF16).back()->name(), "B4/H16/N16384/D128/sparse50");
   EXPECT_EQ(w->cases(DType::BF16).front()->name(), "B4/H16/N2048/D64");
 }
 
@@ -501,7 +523,8 @@ TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
 }
 
 TEST(AttentionShape, MutatedShapesGiveAProblemOrAnError) {
-  check_mutated_shapes("attention", "attention_shapes.txt", "0123456789=,-.eEBHKVNDCAUSLXT \x01");
+  check_mutated_shapes("attention", "attention_shapes.txt",
+                       "0123456789=,-.eEBHKVNDCAUSLXTIYO \x01");
 }
 
 TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {
