@@ -54,6 +54,23 @@ def test_a_null_array_and_a_negative_length_are_named(cpu_runtime):
     assert lib.tj_load(cpu_runtime._handle, None, None) == -1
 
 
+INTERESTING = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
+
+
+def mutate(values, rng):
+    """One to three edits of a packed record in place: a value replaced by an interesting one,
+    the tail cut, or an interesting value inserted."""
+    for _ in range(1 + rng.randrange(3)):
+        at = rng.randrange(len(values)) if values else 0
+        op = rng.randrange(3)
+        if op == 0 and values:
+            values[at] = rng.choice(INTERESTING)
+        elif op == 1:
+            del values[at:]
+        else:
+            values.insert(at, rng.choice(INTERESTING))
+
+
 def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
     """tj_attention_forward / tj_attention_backward's checks under mutated records (an input
     path of their own): each call returns 0 or an error, never crashes."""
@@ -67,19 +84,10 @@ def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
                     (q, "dq"), (kv, "dk"), (kv, "dv")):
         pack_tensor(bwd, t, name)
     rng = random.Random(2)
-    interesting = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
     for round in range(2000):
         backward = round % 2 == 1
         values = list(bwd if backward else fwd)
-        for _ in range(1 + rng.randrange(3)):
-            at = rng.randrange(len(values)) if values else 0
-            op = rng.randrange(3)
-            if op == 0 and values:
-                values[at] = rng.choice(interesting)
-            elif op == 1:
-                del values[at:]
-            else:
-                values.insert(at, rng.choice(interesting))
+        mutate(values, rng)
         a = array("q", values)
         address = a.buffer_info()[0] if values else None
         fn = lib.tj_attention_backward if backward else lib.tj_attention_forward
@@ -111,20 +119,11 @@ def test_mutated_sparse_attention_records_are_errors_not_crashes(cpu_runtime):
                   None, None, 1) != 0
         assert "host memory" in lib.tj_last_error().decode()
     rng = random.Random(3)
-    interesting = [0, 1, 2, 3, 4, 9, 16, 17, -1, 1 << 40, -(1 << 62), 2**63 - 1]
     blocks = [128, 64, 32, 16, 0, -1, 100, 1 << 40]
     for round in range(2000):
         backward = round % 2 == 1
         values = list(bwd if backward else fwd)
-        for _ in range(1 + rng.randrange(3)):
-            at = rng.randrange(len(values)) if values else 0
-            op = rng.randrange(3)
-            if op == 0 and values:
-                values[at] = rng.choice(interesting)
-            elif op == 1:
-                del values[at:]
-            else:
-                values.insert(at, rng.choice(interesting))
+        mutate(values, rng)
         a = array("q", values)
         address = a.buffer_info()[0] if values else None
         fn = lib.tj_attention_backward_sparse if backward else lib.tj_attention_forward_sparse

@@ -248,6 +248,30 @@ def _block_lists(op, block_mask, q, transpose):
     return block, counts, numpy.ascontiguousarray(indices)
 
 
+def _attention_call(op, dense_fn, sparse_fn, tensors, names, causal, exact, scale, block_mask,
+                    transpose, config, stream, runtime, check_only):
+    """The C ABI call shared by attention_forward and attention_backward: the tensors packed
+    (and, with a block_mask, its lists: per query block, or per key block when `transpose`)."""
+    flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
+    blocks = None if block_mask is None else _block_lists(op, block_mask, tensors[0], transpose)
+    if blocks is not None:
+        tensors += blocks[1:]
+        names += ("block_counts", "block_indices")
+    packed, device = pack_tensors(tensors, names)
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
+            stream, 1 if check_only else 0)
+    handle = (runtime or default_runtime())._handle
+    if blocks is not None:
+        failed = sparse_fn(handle, buf.buffer_info()[0], len(packed), blocks[0], *rest)
+    else:
+        failed = dense_fn(handle, buf.buffer_info()[0], len(packed), *rest)
+    if failed:
+        raise_last_error()
+
+
 def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, block_mask=None,
                       out=None, lse=None, config=None, stream=None, runtime=None,
                       check_only=False):
@@ -263,26 +287,9 @@ def attention_forward(q, k, v, *, causal=False, scale=None, exact=False, block_m
         out = _empty(q, qs) if qs is not None and len(qs) == 4 else q
     if lse is None:
         lse = _empty(q, qs[:3], dtype_of_like=False) if qs is not None and len(qs) == 4 else q
-    flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
-    blocks = None if block_mask is None else _block_lists(op, block_mask, q, transpose=False)
-    tensors, names = (q, k, v, out, lse), ("q", "k", "v", "o", "lse")
-    if blocks is not None:
-        tensors += blocks[1:]
-        names += ("block_counts", "block_indices")
-    packed, device = pack_tensors(tensors, names)
-    if stream is None:
-        stream = current_stream(device) if device >= 0 else 0
-    buf = array("q", packed)
-    rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
-            stream, 1 if check_only else 0)
-    handle = (runtime or default_runtime())._handle
-    if blocks is not None:
-        failed = lib.tj_attention_forward_sparse(handle, buf.buffer_info()[0], len(packed),
-                                                 blocks[0], *rest)
-    else:
-        failed = lib.tj_attention_forward(handle, buf.buffer_info()[0], len(packed), *rest)
-    if failed:
-        raise_last_error()
+    _attention_call(op, lib.tj_attention_forward, lib.tj_attention_forward_sparse,
+                    (q, k, v, out, lse), ("q", "k", "v", "o", "lse"), causal, exact, scale,
+                    block_mask, False, config, stream, runtime, check_only)
     return out, lse
 
 
@@ -300,27 +307,10 @@ def attention_backward(q, k, v, o, lse, dout, *, causal=False, scale=None, exact
         dk = _empty(k, ks) if ks is not None and len(ks) == 4 else k
     if dv is None:
         dv = _empty(k, ks) if ks is not None and len(ks) == 4 else k
-    flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
-    blocks = None if block_mask is None else _block_lists(op, block_mask, q, transpose=True)
-    tensors = (q, k, v, o, lse, dout, dq, dk, dv)
-    names = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
-    if blocks is not None:
-        tensors += blocks[1:]
-        names += ("block_counts", "block_indices")
-    packed, device = pack_tensors(tensors, names)
-    if stream is None:
-        stream = current_stream(device) if device >= 0 else 0
-    buf = array("q", packed)
-    rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
-            stream, 1 if check_only else 0)
-    handle = (runtime or default_runtime())._handle
-    if blocks is not None:
-        failed = lib.tj_attention_backward_sparse(handle, buf.buffer_info()[0], len(packed),
-                                                  blocks[0], *rest)
-    else:
-        failed = lib.tj_attention_backward(handle, buf.buffer_info()[0], len(packed), *rest)
-    if failed:
-        raise_last_error()
+    _attention_call(op, lib.tj_attention_backward, lib.tj_attention_backward_sparse,
+                    (q, k, v, o, lse, dout, dq, dk, dv),
+                    ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), causal, exact, scale,
+                    block_mask, True, config, stream, runtime, check_only)
     return dq, dk, dv
 
 

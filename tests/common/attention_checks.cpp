@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 namespace tilejit::test {
@@ -61,6 +62,50 @@ std::vector<char> random_block_mask(std::mt19937& rng, int64_t mask_b, int64_t m
   return keep;
 }
 
+/// float64 attention forward of q [B, HQ, N, D], k and v [B, HKV, N, D] over the keys
+/// sees(batch, head, i, j) allows, one (batch, head) per task: o, and lse (natural log); a row
+/// that sees no key gets o = 0 and lse = -inf.
+std::pair<std::vector<double>, std::vector<double>>
+reference_forward(const HostBuffer& q, const HostBuffer& k, const HostBuffer& v, double scale,
+                  const std::function<bool(int64_t, int64_t, int64_t, int64_t)>& sees) {
+  const int64_t b = q.shape()[0], hq = q.shape()[1], n = q.shape()[2], dh = q.shape()[3];
+  const int64_t hkv = k.shape()[1];
+  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v);
+  std::vector<double> ref_o(static_cast<size_t>(b * hq * n * dh), 0.0),
+      ref_lse(static_cast<size_t>(b * hq * n), -INFINITY);
+  workloads::parallel_ranges(b * hq, [&](int64_t lo, int64_t hi) {
+    std::vector<double> s(static_cast<size_t>(n));
+    std::vector<int64_t> keys;
+    for (int64_t bh = lo; bh < hi; ++bh) {
+      const int64_t bi = bh / hq, h = bh % hq, hk = h / (hq / hkv);
+      const double* kh = &kd[(bi * hkv + hk) * n * dh];
+      const double* vh = &vd[(bi * hkv + hk) * n * dh];
+      for (int64_t i = 0; i < n; ++i) {
+        const double* qi = &qd[(bh * n + i) * dh];
+        keys.clear();
+        for (int64_t j = 0; j < n; ++j)
+          if (sees(bi, h, i, j)) keys.push_back(j);
+        if (keys.empty()) continue; // o = 0, lse = -inf
+        double mx = -INFINITY;
+        for (size_t x = 0; x < keys.size(); ++x) {
+          double dotv = 0;
+          for (int64_t d = 0; d < dh; ++d) dotv += qi[d] * kh[keys[x] * dh + d];
+          s[x] = dotv * scale;
+          mx = std::max(mx, s[x]);
+        }
+        double sum = 0;
+        for (size_t x = 0; x < keys.size(); ++x) sum += s[x] = std::exp(s[x] - mx);
+        double* oi = &ref_o[(bh * n + i) * dh];
+        for (size_t x = 0; x < keys.size(); ++x)
+          for (int64_t d = 0; d < dh; ++d) oi[d] += s[x] * vh[keys[x] * dh + d];
+        for (int64_t d = 0; d < dh; ++d) oi[d] /= sum;
+        ref_lse[bh * n + i] = mx + std::log(sum);
+      }
+    }
+  });
+  return {std::move(ref_o), std::move(ref_lse)};
+}
+
 } // namespace
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
@@ -86,35 +131,8 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   run("embedded:workloads/attention.tile#attn_fwd", given,
       {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(o), TestArg::of(lse),
        TestArg::f32(static_cast<float>(scale))});
-  // float64 reference: softmax over the keys each query may see, one (batch, head) per task.
-  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v);
-  std::vector<double> ref_o(static_cast<size_t>(b * hq * n * dh)), ref_lse(b * hq * n);
-  workloads::parallel_ranges(b * hq, [&](int64_t lo, int64_t hi) {
-    std::vector<double> s(static_cast<size_t>(n));
-    for (int64_t bh = lo; bh < hi; ++bh) {
-      const int64_t bi = bh / hq, h = bh % hq, hk = h / (hq / hkv);
-      const double* kh = &kd[(bi * hkv + hk) * n * dh];
-      const double* vh = &vd[(bi * hkv + hk) * n * dh];
-      for (int64_t i = 0; i < n; ++i) {
-        const double* qi = &qd[(bh * n + i) * dh];
-        const int64_t keys = causal ? i + 1 : n;
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < keys; ++j) {
-          double dotv = 0;
-          for (int64_t d = 0; d < dh; ++d) dotv += qi[d] * kh[j * dh + d];
-          s[j] = dotv * scale;
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < keys; ++j) sum += s[j] = std::exp(s[j] - mx);
-        double* oi = &ref_o[(bh * n + i) * dh];
-        for (int64_t j = 0; j < keys; ++j)
-          for (int64_t d = 0; d < dh; ++d) oi[d] += s[j] * vh[j * dh + d];
-        for (int64_t d = 0; d < dh; ++d) oi[d] /= sum;
-        ref_lse[bh * n + i] = mx + std::log(sum);
-      }
-    }
-  });
+  const auto [ref_o, ref_lse] = reference_forward(
+      q, k, v, scale, [&](int64_t, int64_t, int64_t i, int64_t j) { return !causal || j <= i; });
   const bool wide = t != DType::F32;
   expect_close(o, ref_o, wide ? 1e-2 : exact ? 1e-5 : 5e-3);
   // TF32: a causal first row's lse is one score, a D-term dot of operands rounded to 10 bits.
@@ -158,39 +176,11 @@ void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int
   run("embedded:workloads/attention.tile#attn_fwd_sparse", given,
       {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(kv_cnt), TestArg::of(kv_idx),
        TestArg::of(o), TestArg::of(lse), TestArg::f32(static_cast<float>(scale))});
-  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v);
-  std::vector<double> ref_o(static_cast<size_t>(b * hq * n * dh), 0.0),
-      ref_lse(static_cast<size_t>(b * hq * n), -INFINITY);
-  workloads::parallel_ranges(b * hq, [&](int64_t lo, int64_t hi) {
-    std::vector<double> s(static_cast<size_t>(n));
-    for (int64_t bh = lo; bh < hi; ++bh) {
-      const int64_t bi = bh / hq, h = bh % hq, hk = h / (hq / hkv);
-      const int64_t mbh = std::min(bi, mask_b - 1) * mask_h + std::min(h, mask_h - 1);
-      const double* kh = &kd[(bi * hkv + hk) * n * dh];
-      const double* vh = &vd[(bi * hkv + hk) * n * dh];
-      for (int64_t i = 0; i < n; ++i) {
-        const double* qi = &qd[(bh * n + i) * dh];
-        std::vector<int64_t> keys;
-        for (int64_t j = 0; j < n; ++j)
-          if (keep[(mbh * nb + i / blk) * nb + j / blk] && (!causal || j <= i)) keys.push_back(j);
-        if (keys.empty()) continue; // o = 0, lse = -inf
-        double mx = -INFINITY;
-        for (size_t x = 0; x < keys.size(); ++x) {
-          double dotv = 0;
-          for (int64_t d = 0; d < dh; ++d) dotv += qi[d] * kh[keys[x] * dh + d];
-          s[x] = dotv * scale;
-          mx = std::max(mx, s[x]);
-        }
-        double sum = 0;
-        for (size_t x = 0; x < keys.size(); ++x) sum += s[x] = std::exp(s[x] - mx);
-        double* oi = &ref_o[(bh * n + i) * dh];
-        for (size_t x = 0; x < keys.size(); ++x)
-          for (int64_t d = 0; d < dh; ++d) oi[d] += s[x] * vh[keys[x] * dh + d];
-        for (int64_t d = 0; d < dh; ++d) oi[d] /= sum;
-        ref_lse[bh * n + i] = mx + std::log(sum);
-      }
-    }
-  });
+  const auto [ref_o, ref_lse] =
+      reference_forward(q, k, v, scale, [&](int64_t bi, int64_t h, int64_t i, int64_t j) {
+        const int64_t mbh = std::min(bi, mask_b - 1) * mask_h + std::min(h, mask_h - 1);
+        return keep[(mbh * nb + i / blk) * nb + j / blk] && (!causal || j <= i);
+      });
   const bool wide = t != DType::F32;
   expect_close(o, ref_o, wide ? 1e-2 : 5e-3);
   // Rows with nothing to attend to: exactly o = 0 and lse = -inf (a relative error over the
