@@ -364,8 +364,8 @@ private:
         st->stages = 2;
         for (const auto& kw : s.range_kwargs)
           if (kw.name == "stages") st->stages = static_cast<int>(const_int(*kw.value, "stages"));
-        if (st->stages < 1 || st->stages > 8)
-          fail_at(s.range_loc, str("stages must be between 1 and 8, got ", st->stages));
+        if (st->stages < 1 || st->stages > 16)
+          fail_at(s.range_loc, str("stages must be between 1 and 16, got ", st->stages));
         if (st->stages == 1) st->loop_kind = ir::LoopKind::Serial;
       }
       scopes_.emplace_back();

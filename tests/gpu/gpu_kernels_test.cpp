@@ -324,8 +324,15 @@ TEST(GpuDequant, W4A16Packed) {
                    {"STEPS", "2"},
                    {"STAGES", "3"},
                    {"WARPS", "8"}},
-          Bindings{{"BN", "64"}, {"BM", "32"}, {"BK", "128"}, {"STEPS", "1"}, {"STAGES", "4"}},
-          Bindings{{"BN", "256"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "16"}, {"WARPS", "8"}}})
+          Bindings{{"BN", "64"}, {"BM", "32"}, {"BK", "128"}, {"STEPS", "3"}, {"STAGES", "4"}},
+          Bindings{{"BN", "256"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "16"}, {"WARPS", "8"}},
+          // one warp, all of K in one slice, 8 stages
+          Bindings{{"BN", "32"},
+                   {"BM", "8"},
+                   {"BK", "128"},
+                   {"STEPS", "80"},
+                   {"STAGES", "8"},
+                   {"WARPS", "1"}}})
       check_w4a16_packed(run, DType::BF16, 5, 300, 1000 + 24, 128, again == 1, cfg);
 }
 
