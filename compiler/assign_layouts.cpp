@@ -264,6 +264,7 @@ private:
       if (e.axis < 0 || e.a->type.rank() != 2) return nullptr;
       return table_.slice(natural_or_default(*e.a), e.axis);
     case ExprKind::Scan:
+    case ExprKind::ClusterSum: // element by element, in the operand's own layout
       return natural_or_default(*e.a);
     case ExprKind::Unpack:
       return unpack_layout(e);
@@ -471,6 +472,7 @@ private:
     }
     case ExprKind::Reduce:
     case ExprKind::Scan:
+    case ExprKind::ClusterSum:
       place(e.a, natural_or_default(*e.a));
       return;
     case ExprKind::Unpack: {

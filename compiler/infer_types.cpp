@@ -540,6 +540,17 @@ private:
       e->type = Type{rt, t.shape, Space::Frag};
       return;
     }
+    case ExprKind::ClusterSum: {
+      expr(e->a);
+      const Type& t = e->a->type;
+      if (t.space == Space::Shared)
+        error(e->loc, "cluster_sum of a shared tile; load it into a frag first");
+      if (t.dtype != DType::F32 && t.dtype != DType::I32)
+        error(e->loc, str("cluster_sum adds f32 or i32 values, got ", dtype_name(t.dtype),
+                          " (cast it: cluster_sum(cast<f32>(x)))"));
+      e->type = t;
+      return;
+    }
     case ExprKind::AtomicAdd: {
       std::vector<int64_t> shape = access(*e->access);
       const ir::Param& p = k_.params[e->access->param];

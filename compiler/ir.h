@@ -13,6 +13,7 @@
 
 #include <tilejit/dtype.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -115,6 +116,7 @@ enum class ExprKind {
   Fence,       ///< memory fence across the device (before a flag/counter update)
   Prefetch,    ///< hint: bring the accessed elements into L2 (no value, no effect on results)
   Convert,     ///< a moved to another layout or space (inserted by assign_layouts)
+  ClusterSum,  ///< cluster_sum(a): a added element by element over the programs of a cluster
   Unpack,      ///< unpack4<T>(a[, b]): the 4-bit fields of each 32-bit word of a, along the last
                ///< axis (field i = bits 4i..4i+3 is element 8c + i), as type.dtype values 0..15,
                ///< minus b's low 4 bits (a zero point: a scalar or one per row, [R, 1])
@@ -272,6 +274,9 @@ struct Kernel {
   std::vector<Param> params;
   int threads = 128;
   int grid_rank = 1;
+  /// Programs per thread block cluster along each grid axis (1, 1, 1: no clusters).
+  std::array<int, 3> cluster{1, 1, 1};
+  int cluster_size() const { return cluster[0] * cluster[1] * cluster[2]; }
   std::vector<std::unique_ptr<Var>> vars;
   Block body;
   int64_t smem_bytes = 0;    ///< dynamic shared memory per block (plan_shared_memory)

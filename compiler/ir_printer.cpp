@@ -145,6 +145,7 @@ Type implied_type(const Expr& e) {
     return Type{};
   case ExprKind::Unary:
   case ExprKind::Scan:
+  case ExprKind::ClusterSum:
     return of(e.a->type.dtype, e.a->type.shape);
   case ExprKind::Binary:
   case ExprKind::Math: {
@@ -232,6 +233,7 @@ const Layout* implied_layout(const Expr& e) {
   case ExprKind::Unary:
   case ExprKind::Cast:
   case ExprKind::Scan:
+  case ExprKind::ClusterSum:
     return e.a->layout;
   case ExprKind::Binary:
   case ExprKind::Math:
@@ -385,6 +387,8 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Scan:
     return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
                scratch_arg(e), ")");
+  case ExprKind::ClusterSum:
+    return str("cluster_sum(", print_expr(*e.a), scratch_arg(e), ")");
   case ExprKind::Fence:
     return "fence()";
   case ExprKind::Prefetch:
@@ -552,9 +556,13 @@ std::string print_kernel(const Kernel& k) {
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
   fmt::format_to(to,
                  "\n  threads {}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
-                 "grid rank {}, target {}{}, source {}\n",
+                 "grid rank {}{}, target {}{}, source {}\n",
                  k.threads, k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
-                 k.smem_limit, k.grid_rank, k.target ? k.target->arch() : std::string("none"),
+                 k.smem_limit, k.grid_rank,
+                 k.cluster_size() > 1
+                     ? fmt::format(", cluster {} {} {}", k.cluster[0], k.cluster[1], k.cluster[2])
+                     : std::string(),
+                 k.target ? k.target->arch() : std::string("none"),
                  k.debug_bounds ? ", debug bounds" : "", quote(k.source_path));
   for (const auto& p : k.params) {
     fmt::format_to(to, "  param {}{}{}: {}", p.is_scratch ? "scratch " : "",

@@ -305,7 +305,7 @@ private:
     advance_line();
     next_line();
     // threads N, shared memory N bytes[, 32-bit indices], scratch N bytes, limit N bytes,
-    // grid rank N, target ARCH[, debug bounds], source "PATH"
+    // grid rank N[, cluster X Y Z], target ARCH[, debug bounds], source "PATH"
     expect("threads");
     k_->threads = small_int("the thread count", 1, 1 << 20);
     std::string arch;
@@ -329,6 +329,9 @@ private:
       } else if (accept("grid")) {
         expect("rank");
         k_->grid_rank = small_int("the grid rank", 1, 3);
+      } else if (accept("cluster")) {
+        for (int& c : k_->cluster) c = small_int("a cluster extent", 1, 8);
+        if (k_->cluster_size() > 8) fail("a cluster holds at most 8 programs");
       } else if (accept("target")) {
         const SourceLoc at = loc_here();
         arch = ident("the target's arch");
@@ -939,6 +942,14 @@ private:
       expect("(");
       expect(")");
       return typed(make(ExprKind::Fence));
+    }
+    if (name == "cluster_sum") {
+      auto e = make(ExprKind::ClusterSum);
+      expect("(");
+      e->a = expr();
+      if (accept(",")) scratch_arg(*e);
+      expect(")");
+      return typed(std::move(e));
     }
     if (name == "convert") {
       auto e = make(ExprKind::Convert);

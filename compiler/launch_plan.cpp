@@ -234,6 +234,15 @@ LaunchPlan plan_launch(const dsl::Kernel& k, const Bindings& bindings,
           str("kernel '", k.name, "': grid extent ", g, " = ", v, " is over the CUDA limit"));
     plan.grid[g] = v;
   }
+  // Clusters: each grid extent a multiple of the cluster's (else the driver refuses the launch
+  // with a bare "invalid cluster size").
+  for (size_t c = 0; c < k.cluster.size(); ++c) {
+    const int64_t extent = host_eval_int(*k.cluster[c], plan.env, "cluster");
+    if (extent >= 1 && plan.grid[c] % extent != 0)
+      throw Error(str("kernel '", k.name, "': grid extent ", c, " = ", plan.grid[c],
+                      " is not a multiple of the cluster's ", extent,
+                      " (the 'cluster' clause): round the grid up to it"));
+  }
   plan.scratch_shapes.resize(k.params.size());
   for (size_t i = 0; i < k.params.size(); ++i) {
     const dsl::Param& p = k.params[i];

@@ -19,6 +19,8 @@ bool uses_scratch(const ir::Kernel& k, const ir::Expr& e) {
     return e.a->layout && e.a->layout->warps_along(e.axis) > 1;
   case ExprKind::Scan:
     return true;
+  case ExprKind::ClusterSum:
+    return k.cluster_size() > 1; // a cluster of one program: its own value
   case ExprKind::Convert:
     return e.type.space == Space::Frag;
   case ExprKind::AtomicAdd:
@@ -192,6 +194,7 @@ private:
     const int half = (busy_ & 1) ? 1 : 0;
     if (apply_) e.scratch_region = half;
     busy_ = 1u << half;
+    if (e.kind == ExprKind::ClusterSum) busy_ = 0; // it ends with a barrier of the cluster
   }
 
   const ir::Kernel& k_;

@@ -32,6 +32,9 @@ int64_t scratch_need(const ir::Expr& e, int threads, int warp) {
   }
   case ExprKind::Scan:
     return e.type.numel() * elem;
+  case ExprKind::ClusterSum: // each thread's values, where the cluster's other programs read them
+    if (e.type.is_scalar()) return 16;
+    return e.layout ? e.layout->per_thread() * threads * 4 : 0;
   case ExprKind::Convert:
     if (e.type.space == Space::Frag) return e.type.numel() * std::max(4, dtype_size(e.type.dtype));
     return 0;
@@ -118,6 +121,7 @@ void plan_shared_memory(ir::Kernel& k) {
   ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& e) {
+        if (e.kind == ExprKind::ClusterSum && k.cluster_size() == 1) return; // its own value
         scratch = std::max(scratch, scratch_need(e, k.threads, k.layouts.warp_size()));
       });
     });

@@ -154,12 +154,29 @@ public:
                 str("threads must be a multiple of ", warp, " between ", warp, " and ", most,
                     " on ", k_->target->arch(), ", got ", k_->threads));
     }
+    lower_cluster();
     scopes_.emplace_back();
     k_->body = lower_block(ast_.body, 0);
     return kernel;
   }
 
 private:
+  void lower_cluster() {
+    for (size_t i = 0; i < ast_.cluster.size(); ++i) {
+      const int64_t c = host_eval_int(*ast_.cluster[i], env_, "cluster");
+      if (c < 1 || c > 8)
+        fail_at(ast_.cluster[i]->loc, str("a cluster extent must be between 1 and 8, got ", c));
+      k_->cluster[i] = static_cast<int>(c);
+    }
+    if (k_->cluster_size() > 8)
+      fail_at(ast_.cluster_loc, str("a cluster holds at most 8 programs (the portable limit), got ",
+                                    k_->cluster[0], " x ", k_->cluster[1], " x ", k_->cluster[2]));
+    if (k_->cluster_size() > 1 && !k_->target->clusters())
+      fail_at(ast_.cluster_loc, str("thread block clusters need sm_90 or newer; this variant "
+                                    "is compiled for ",
+                                    k_->target->arch(), " (a cluster of 1 runs anywhere)"));
+  }
+
   void bind_constants() {
     env_["SMEM"] = HostValue::of_int(options_.smem_limit);
     for (const auto& g : ast_.generics) {
@@ -284,6 +301,7 @@ private:
     current_loop_depth_ = loop_depth;
     switch (s.kind) {
     case dsl::StmtKind::Let: {
+      cluster_sum_allowed_ = is_cluster_sum(*s.value) && loop_depth == 0 && cond_depth_ == 0;
       ExprPtr value = lower_expr(*s.value);
       ir::Type t;
       t.space = s.let_kind == dsl::LetKind::Frag     ? ir::Space::Frag
@@ -309,6 +327,8 @@ private:
       ir::Var* v = lookup_local(s.name);
       TJ_ICHECK(v, "checker let an undeclared assignment through: ", s.name);
       if (var_loop_depth_[v] < loop_depth) v->assigned_in_loop = true;
+      cluster_sum_allowed_ =
+          is_cluster_sum(*s.value) && !s.compound && loop_depth == 0 && cond_depth_ == 0;
       ExprPtr value = lower_expr(*s.value);
       if (s.compound)
         value =
@@ -394,12 +414,15 @@ private:
       }
       auto st = std::make_unique<ir::Stmt>(ir::StmtKind::If, s.loc);
       st->value = std::move(cond);
+      ++cond_depth_;
       st->body = lower_block(s.body, loop_depth);
       st->else_body = lower_block(s.else_body, loop_depth);
+      --cond_depth_;
       out.push_back(std::move(st));
       return;
     }
     case dsl::StmtKind::Return:
+      saw_return_ = true;
       out.push_back(std::make_unique<ir::Stmt>(ir::StmtKind::Return, s.loc));
       return;
     case dsl::StmtKind::Block: {
@@ -729,6 +752,21 @@ private:
       x->a = lower_expr(*e.args[0]);
       return x;
     }
+    case BK::ClusterSum: {
+      // A barrier of the whole cluster: every program must reach it, once per launch, so it
+      // may only be the whole value of a top-level declaration or assignment.
+      if (!cluster_sum_allowed_)
+        fail_at(e.loc, "cluster_sum must be the whole value of a 'let'/'frag' declaration or "
+                       "an assignment at the kernel body's top level (not in a loop, a runtime "
+                       "'if' or another expression): every program of a cluster must reach it");
+      if (saw_return_)
+        fail_at(e.loc, "cluster_sum after a 'return': the programs that returned would never "
+                       "reach it (the others would wait for them forever)");
+      cluster_sum_allowed_ = false;
+      auto x = std::make_unique<ir::Expr>(ExprKind::ClusterSum, e.loc);
+      x->a = lower_expr(*e.args[0]);
+      return x;
+    }
     case BK::CumSum:
     case BK::CumProd: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Scan, e.loc);
@@ -829,6 +867,12 @@ private:
   std::set<std::string> used_names_;
   std::map<ir::Var*, int> var_loop_depth_;
   int current_loop_depth_ = 0;
+  int cond_depth_ = 0;               ///< runtime 'if's around the statement being lowered
+  bool cluster_sum_allowed_ = false; ///< the value being lowered is a top-level cluster_sum
+  bool saw_return_ = false;
+  static bool is_cluster_sum(const dsl::Expr& e) {
+    return e.kind == dsl::ExprKind::Call && e.name == "cluster_sum";
+  }
 };
 
 } // namespace

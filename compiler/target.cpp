@@ -41,6 +41,7 @@ public:
     return table.mma_acc(m, n, wm, wn, threads);
   }
   bool async_copy() const override { return cc_ >= 80; }
+  bool clusters() const override { return cc_ >= 90; }
   GeneratedKernel emit(const ir::Kernel& k) const override { return cuda::generate_cuda(k); }
 
 private:

@@ -74,6 +74,8 @@ public:
                                                int wn, int threads) const = 0;
   /// Whether copies into shared memory can run asynchronously (cp.async).
   virtual bool async_copy() const = 0;
+  /// Whether programs can form thread block clusters that read each other's shared memory.
+  virtual bool clusters() const { return false; }
   /// The backend: source text for a fully lowered kernel (every pass run).
   virtual GeneratedKernel emit(const ir::Kernel& k) const = 0;
 };

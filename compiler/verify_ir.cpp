@@ -242,6 +242,7 @@ private:
     case ExprKind::Trans:
     case ExprKind::Reduce:
     case ExprKind::Scan:
+    case ExprKind::ClusterSum:
     case ExprKind::Convert:
     case ExprKind::Unpack:
       need(e.a != nullptr, "the operand");
@@ -292,6 +293,7 @@ private:
     case ExprKind::Unary:
     case ExprKind::Cast:
     case ExprKind::Scan:
+    case ExprKind::ClusterSum:
       same_shape(e, e.a->type.shape);
       break;
     case ExprKind::Math: {

@@ -150,7 +150,10 @@ struct Kernel {
   std::vector<ExprPtr> require; ///< launch-time checks on runtime sizes and scalars
   std::vector<ExprPtr> grid;    ///< 1 to 3 host-evaluated extents
   ExprPtr threads;              ///< threads per block; default 128
-  SourceLoc grid_loc;
+  /// Thread block clusters (sm_90): programs per cluster along each grid axis, compile time;
+  /// empty = no clusters (each program alone).
+  std::vector<ExprPtr> cluster;
+  SourceLoc grid_loc, cluster_loc;
   std::vector<StmtPtr> body;
 };
 

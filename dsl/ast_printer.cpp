@@ -167,6 +167,11 @@ std::string print_ast(const Module& m) {
       fmt::format_to(to, "  grid ({})\n", join(g, ", "));
     }
     if (k.threads) fmt::format_to(to, "  threads {}\n", expr_to_string(*k.threads));
+    if (!k.cluster.empty()) {
+      std::vector<std::string> c;
+      for (const auto& e : k.cluster) c.push_back(expr_to_string(*e));
+      fmt::format_to(to, "  cluster ({})\n", join(c, ", "));
+    }
     out += "  body\n";
     print_stmts(out, k.body, 2);
   }

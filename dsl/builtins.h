@@ -25,6 +25,7 @@ enum class BuiltinKind {
   ReduceMin,
   CumSum,
   CumProd,
+  ClusterSum,
   Where,
   Min,
   Max,

@@ -38,7 +38,7 @@ const char* name_kind_text(NameKind k) {
 }
 
 /// Where an expression appears decides which names it may use.
-enum class Context { Where, Threads, HostExpr, Body, TensorDim };
+enum class Context { Where, Threads, Cluster, HostExpr, Body, TensorDim };
 
 class Checker {
 public:
@@ -139,6 +139,10 @@ public:
     }
     for (const auto& g : k.grid) check_expr(*g, Context::HostExpr);
     if (k.threads) check_expr(*k.threads, Context::Threads);
+    if (k.cluster.size() > k.grid.size() && !k.grid.empty())
+      sink_.error(k.cluster_loc, str("a cluster has at most as many extents as the grid (",
+                                     k.grid.size(), "), got ", k.cluster.size()));
+    for (const auto& c : k.cluster) check_expr(*c, Context::Cluster);
     push_scope();
     check_stmts(k.body);
     pop_scope();
@@ -333,6 +337,7 @@ private:
     case Context::Where:
       return k == NameKind::Generic || k == NameKind::Tunable || k == NameKind::Constant;
     case Context::Threads:
+    case Context::Cluster:
       return k == NameKind::Generic || k == NameKind::Tunable;
     case Context::HostExpr:
     case Context::TensorDim:
@@ -350,6 +355,8 @@ private:
       return "a 'where' constraint (compile time: generics and tunables only)";
     case Context::Threads:
       return "'threads' (compile time: generics and tunables only)";
+    case Context::Cluster:
+      return "'cluster' (compile time: generics and tunables only)";
     case Context::HostExpr:
       return "a host-side expression (sizes, scalars, generics, tunables only)";
     case Context::TensorDim:

@@ -282,6 +282,8 @@ private:
 
   /// clause ::= 'tune' tunable {',' tunable} | 'where' expr {',' expr}
   ///          | 'require' expr {',' expr} | 'grid' '(' expr {',' expr} ')' | 'threads' expr
+  ///          | 'cluster' '(' expr {',' expr} ')'
+  /// ('cluster' is not a keyword: only here, where an identifier cannot appear, is it one.)
   void parse_clauses(Kernel& k) {
     while (true) {
       if (accept(TokenKind::KwTune)) {
@@ -313,6 +315,14 @@ private:
         SourceLoc loc = advance().loc;
         if (k.threads) fail(loc, "a kernel has one 'threads' clause");
         k.threads = parse_expr();
+      } else if (at(TokenKind::Identifier) && peek().text == "cluster") {
+        k.cluster_loc = advance().loc;
+        if (!k.cluster.empty()) fail(k.cluster_loc, "a kernel has one 'cluster' clause");
+        expect(TokenKind::LParen, "after 'cluster'");
+        do {
+          k.cluster.push_back(parse_expr());
+        } while (accept(TokenKind::Comma));
+        expect(TokenKind::RParen, "to close the cluster");
       } else {
         return;
       }

@@ -345,6 +345,16 @@ void Emitter::prepare(const ir::Expr& e) {
     materialized_[&e] = Value{Value::Kind::Array, name, e.a->layout, e.type.dtype};
     return;
   }
+  case ExprKind::ClusterSum: {
+    prepare(*e.a);
+    std::string name = fresh("t");
+    emit_cluster_sum(e, name);
+    if (e.type.is_scalar())
+      scalar_temps_[&e] = name;
+    else
+      materialized_[&e] = Value{Value::Kind::Array, name, e.a->layout, e.type.dtype};
+    return;
+  }
   case ExprKind::Convert: {
     prepare(*e.a);
     if (e.type.space == Space::Shared) {

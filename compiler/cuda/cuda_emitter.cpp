@@ -162,7 +162,13 @@ GeneratedKernel Emitter::run() {
   for (const ir::Layout* l : layout_order_)
     fmt::format_to(to, "using {} = {};\n", layout_names_.at(l), l->cpp_type());
   src += "} // namespace\n\n";
-  fmt::format_to(to, "extern \"C\" __global__ void __launch_bounds__({}) {}(", k_.threads, k_.name);
+  // Clusters: compile-time dimensions, so that a plain cuLaunchKernel forms them.
+  const std::string cluster = k_.cluster_size() > 1
+                                  ? fmt::format("__cluster_dims__({}, {}, {}) ", k_.cluster[0],
+                                                k_.cluster[1], k_.cluster[2])
+                                  : "";
+  fmt::format_to(to, "extern \"C\" __global__ void __launch_bounds__({}) {}{}(", k_.threads,
+                 cluster, k_.name);
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const ir::Param& p = k_.params[i];
     if (i) src += ",\n    ";

@@ -176,6 +176,41 @@ void Emitter::emit_scan(const ir::Expr& e, const std::string& dst) {
            next_scratch(RT, e), ");"));
 }
 
+void Emitter::emit_cluster_sum(const ir::Expr& e, const std::string& dst) {
+  const std::string T = compute_type(e.type.dtype); // f32 or i32 (infer_types)
+  const int programs = k_.cluster_size();
+  if (programs == 1) { // a cluster of one program: its own value
+    line(str("// ", ir::print_expr(e), ": no clusters, the program's own value"));
+    if (e.type.is_scalar()) {
+      line(str(T, " ", dst, " = ", scalar(*e.a), ";"));
+      return;
+    }
+    const std::string L = layout_name(e.a->layout);
+    line(str(T, " ", dst, "[", L, "::N];"));
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
+             "[tj_e] = ", elem(*e.a, e.a->layout, "tj_e"), ";"));
+    return;
+  }
+  line(str("// ", ir::print_expr(e), ": the ", programs,
+           " programs of the cluster add their values, in rank order"));
+  if (e.type.is_scalar()) {
+    line(str(T, " ", dst, ";"));
+    line(str("tj::cluster_sum<", programs, ">(&", dst, ", ", scalar(*e.a), ", ", next_scratch(T, e),
+             ");"));
+    scratch_free(); // it ends with a barrier of the cluster
+    return;
+  }
+  const ir::Layout* l = e.a->layout;
+  TJ_ICHECK(l, "cluster_sum operand without a layout");
+  const std::string L = layout_name(l);
+  line(str(T, " ", dst, "[", L, "::N];"));
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
+           "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
+  line(str("tj::cluster_sum_tile<", programs, ", ", L, "::N>(", dst, ", ", next_scratch(T, e),
+           ");"));
+  scratch_free(); // it ends with a barrier of the cluster
+}
+
 void Emitter::emit_convert(const ir::Expr& e, const std::string& dst) {
   const ir::Layout* from = e.a->layout;
   TJ_ICHECK(from && e.layout, "conversion without layouts");

@@ -216,6 +216,10 @@ public:
       : k_(k), args_(args), grid_(grid), vars_(k.vars.size()), defined_(k.vars.size(), false) {}
 
   void run() {
+    if (k_.cluster_size() > 1) {
+      run_clusters();
+      return;
+    }
     for (int64_t z = 0; z < grid_[2]; ++z)
       for (int64_t y = 0; y < grid_[1]; ++y)
         for (int64_t x = 0; x < grid_[0]; ++x) {
@@ -229,6 +233,89 @@ public:
 
 private:
   enum class Flow { Next, Return };
+
+  /// One program's state, swapped in while it runs (clusters interleave their programs).
+  struct ProgramState {
+    std::array<int64_t, 3> pid = {0, 0, 0};
+    std::vector<Value> vars;
+    std::vector<bool> defined;
+    std::map<std::pair<int, int64_t>, Value> ring;
+    std::map<int, std::pair<dsl::SourceLoc, std::string>> pending_error;
+    bool returned = false;
+  };
+  void swap_state(ProgramState& s) {
+    std::swap(pid_, s.pid);
+    std::swap(vars_, s.vars);
+    std::swap(defined_, s.defined);
+    std::swap(ring_, s.ring);
+    std::swap(pending_error_, s.pending_error);
+  }
+
+  /// Clusters: the programs of one cluster run their top-level statements in lockstep, each
+  /// statement program by program in rank order (x fastest, as the GPU numbers them), so
+  /// that a cluster_sum (only ever the whole value of a top-level statement) sees every
+  /// program's value: the operand is evaluated in each program, added in rank order, and
+  /// the sum assigned in each. Clusters run one after another.
+  void run_clusters() {
+    const std::array<int, 3>& c = k_.cluster;
+    for (int d = 0; d < 3; ++d)
+      if (grid_[d] % c[d] != 0)
+        throw Error(str("kernel '", k_.name, "': grid extent ", d, " = ", grid_[d],
+                        " is not a multiple of the cluster's ", c[d],
+                        " (the 'cluster' clause): the launch would fail"));
+    const int programs = k_.cluster_size();
+    for (int64_t z0 = 0; z0 < grid_[2]; z0 += c[2])
+      for (int64_t y0 = 0; y0 < grid_[1]; y0 += c[1])
+        for (int64_t x0 = 0; x0 < grid_[0]; x0 += c[0]) {
+          std::vector<ProgramState> states(programs);
+          for (int r = 0; r < programs; ++r) {
+            states[r].pid = {x0 + r % c[0], y0 + r / c[0] % c[1], z0 + r / (c[0] * c[1])};
+            states[r].vars.resize(k_.vars.size());
+            states[r].defined.assign(k_.vars.size(), false);
+          }
+          for (const auto& s : k_.body) {
+            const bool sum = (s->kind == ir::StmtKind::Decl || s->kind == ir::StmtKind::Assign) &&
+                             !s->slot && s->value->kind == ExprKind::ClusterSum;
+            if (!sum) {
+              for (ProgramState& st : states) {
+                if (st.returned) continue;
+                swap_state(st);
+                const Flow f = exec(*s);
+                swap_state(st);
+                st.returned = f == Flow::Return;
+              }
+              continue;
+            }
+            Value total;
+            for (int r = 0; r < programs; ++r) {
+              swap_state(states[r]);
+              if (states[r].returned)
+                runtime_error(s->loc, "this program returned before the cluster_sum the "
+                                      "other programs of its cluster wait in");
+              Value v = eval(*s->value->a);
+              swap_state(states[r]);
+              total = r == 0 ? std::move(v) : add_values(total, v);
+            }
+            for (ProgramState& st : states) {
+              swap_state(st);
+              set_var(*s->var, total);
+              swap_state(st);
+            }
+          }
+        }
+  }
+
+  /// a + b element by element in their dtype (f32 rounded at each addition, as on the GPU;
+  /// integers wrapped).
+  static Value add_values(const Value& a, const Value& b) {
+    Value out = a;
+    if (out.is_float()) {
+      for (size_t k = 0; k < out.f.size(); ++k) out.f[k] = round_float(out.dtype, a.f[k] + b.f[k]);
+    } else {
+      for (size_t k = 0; k < out.i.size(); ++k) out.i[k] = wrap_int(out.dtype, a.i[k] + b.i[k]);
+    }
+    return out;
+  }
 
   /// Throws "file:line:col: runtime error in kernel K, program (x,y,z): msg" followed, like a
   /// compile diagnostic, by the source line and a caret under the column.
@@ -559,6 +646,10 @@ private:
       return atomic_add(e);
     case ExprKind::Fence:
       return Value::scalar_int(DType::I32, 0); // programs run one at a time
+    case ExprKind::ClusterSum:
+      // A cluster of one program: its own value. Larger clusters: run_clusters adds them.
+      TJ_ICHECK(k_.cluster_size() == 1, "cluster_sum below a top-level statement");
+      return eval(*e.a);
     case ExprKind::Prefetch:
       TJ_ICHECK(false, "prefetch is a statement (run skips it)");
     case ExprKind::Convert:

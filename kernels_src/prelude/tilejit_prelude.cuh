@@ -2,6 +2,7 @@
 // host headers. Each header holds one kind of operation; none loops over a sequence or a K
 // dimension, and none knows any workload.
 #pragma once
+#include "tj/cluster.cuh"
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
 #include "tj/mma.cuh"

@@ -546,5 +546,42 @@ TEST(RefSemantics, ConvertAndBarrierFromLaterPassesAreTransparent) {
   }
 }
 
+// ---- thread block clusters ------------------------------------------------------------------
+TEST(RefSemantics, ClusterSumAddsThePartsOfEveryProgramOfTheCluster) {
+  LoadedModule m = load_tile_file(TILEJIT_SOURCE_DIR "/tests/data/semantics.tile");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> d(-2, 2);
+  const int64_t R = 37;
+  for (int split : {1, 2, 4, 8})
+    for (int64_t C : {int64_t(1001), int64_t(5)}) {
+      SCOPED_TRACE(str("SPLIT=", split, " C=", C));
+      HostBuffer x(DType::F32, {R, C}), y(DType::F32, {R}), p(DType::I32, {R});
+      for (int64_t k = 0; k < R * C; ++k) x.set(k, d(rng));
+      y.poison();
+      p.poison();
+      run_tile(m.kernel("cluster_rowsum"), {{"SPLIT", std::to_string(split)}},
+               {x.arg(), y.arg(), p.arg()});
+      for (int64_t r = 0; r < R; ++r) {
+        double sum = 0;
+        for (int64_t c = 0; c < C; ++c) sum += x.get(r * C + c);
+        EXPECT_NEAR(y.get(r), sum, 1e-4) << "row " << r;
+        EXPECT_EQ(p.get(r), split * (split + 1) / 2) << "row " << r;
+      }
+    }
+}
+
+TEST(RefSemantics, ClusterGridThatIsNotAMultipleIsAnError) {
+  const char* text = R"(kernel k(x: f32[N], y: f32[N]) grid (3) cluster (2) {
+  frag s = cluster_sum(load(x[0 : 16]));
+  store(y[program_id(0) * 16 : program_id(0) * 16 + 16], s);
+}
+)";
+  HostBuffer x(DType::F32, {48}), y(DType::F32, {48});
+  x.fill(1);
+  const std::string e = error_of([&] { run_text("cl.tile", text, {x.arg(), y.arg()}); });
+  EXPECT_NE(e.find("grid extent 0 = 3 is not a multiple of the cluster's 2"), std::string::npos)
+      << e;
+}
+
 } // namespace
 } // namespace tilejit::ref

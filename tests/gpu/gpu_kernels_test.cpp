@@ -332,8 +332,17 @@ TEST(GpuDequant, W4A16Packed) {
                    {"BK", "128"},
                    {"STEPS", "80"},
                    {"STAGES", "8"},
-                   {"WARPS", "1"}}})
+                   {"WARPS", "1"}},
+          // clusters: 3 slices in one cluster of 4 (one slice empty); 4 slices in one cluster;
+          // 8 slices in 4 clusters of 2 (the clusters' sums meet in the scratch)
+          Bindings{{"BN", "64"}, {"BM", "8"}, {"STEPS", "3"}, {"CLUSTER", "4"}},
+          Bindings{{"BN", "32"}, {"BM", "16"}, {"STEPS", "2"}, {"WARPS", "2"}, {"CLUSTER", "4"}},
+          Bindings{{"BN", "64"}, {"BM", "8"}, {"STEPS", "1"}, {"STAGES", "1"}, {"CLUSTER", "2"}}})
       check_w4a16_packed(run, DType::BF16, 5, 300, 1000 + 24, 128, again == 1, cfg);
+  // Decode with the K slices in clusters (8 slices: clusters of 2 and 4).
+  for (const char* cluster : {"2", "4"})
+    check_w4a16_packed(run, DType::F16, 1, 2560, 4096, 128, false,
+                       {{"STEPS", "4"}, {"CLUSTER", cluster}});
 }
 
 TEST(GpuDequant, W4A16) {

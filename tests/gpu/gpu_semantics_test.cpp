@@ -227,6 +227,19 @@ TEST(GpuSemantics, BroadcastDimensionsGivenOneOrTheFullSize) {
   }
 }
 
+TEST(GpuSemantics, ClusterSumAddsThePartsOfEveryProgramOfTheCluster) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (const char* split : {"1", "2", "4", "8"})
+    for (const char* br : {"16", "32"})
+      for (int64_t C : {1001, 5}) // 5: some programs' slices are empty
+        check_against_interpreter("cluster_rowsum", {{"SPLIT", split}, {"BR", br}},
+                                  {random_buffer(DType::F32, {37, C}, rng, -2, 2),
+                                   ref::HostBuffer(DType::F32, {37}),
+                                   ref::HostBuffer(DType::I32, {37})},
+                                  {1, 2}, 1e-6);
+}
+
 TEST(GpuSemantics, PackedConversionsMatchTheInterpreterExactly) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());
