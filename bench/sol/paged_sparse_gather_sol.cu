@@ -17,7 +17,7 @@
 //   ./gather_sol [--quick] > sol.tsv
 //   ./gather_sol --profile 256,16,32768,0.04   # one chain launch (grid 4 x SMs, 1 row in flight
 //                                              # per thread) of one shape, for ncu
-#include <cuda_runtime.h>
+#include "sol_common.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -28,40 +28,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
 constexpr int B = 3, HKV = 8;
-
-// The cache's content is a hash of the 16-byte word's index, so the host can compute the
-// expected checksum of the kept rows without a copy of gigabytes of cache.
-__host__ __device__ inline uint32_t word_hash(uint64_t i) {
-  uint64_t x = i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 32;
-  return static_cast<uint32_t>(x);
-}
-
-__global__ void fill_cache(uint4* p, uint64_t words, uint64_t salt) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < words;
-       i += uint64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = word_hash(i ^ salt);
-    p[i] = make_uint4(h, h * 3u, h * 5u, h * 7u);
-  }
-}
-
-__device__ inline uint32_t fold(uint4 w) {
-  return w.x ^ w.y ^ w.z ^ w.w;
-}
-
-__global__ void empty_kernel() {}
 
 // Items are (pair, j) flattened: item / kept is the (b, kv head) pair, item % kept the kept
 // entry. A group of LPR lanes reads one row, 16 bytes per lane; each thread has U rows in
@@ -122,32 +89,6 @@ struct Timing {
   bool checksum_ok = true;
 };
 
-static void* g_flush = nullptr;
-constexpr size_t FLUSH_BYTES = 256u << 20;
-
-template <class Launch> double time_median_us(Launch launch, int reps = 30) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 10; ++i) launch();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaMemsetAsync(g_flush, i & 0xff, FLUSH_BYTES));
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3);
-  }
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 struct Device {
   uint4 *k = nullptr, *v = nullptr;
   int *block_table = nullptr, *kept_idx = nullptr, *rows = nullptr, *stream_rows = nullptr;
@@ -205,18 +146,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  CHECK(cudaMalloc(&g_flush, FLUSH_BYTES));
-
-  // The floor's bandwidth, measured as the bench measures it: a 1 GiB device-to-device copy.
-  const size_t copy_bytes = 1u << 30;
-  void *src, *dst;
-  CHECK(cudaMalloc(&src, copy_bytes));
-  CHECK(cudaMalloc(&dst, copy_bytes));
-  double copy_us = time_median_us(
-      [&] { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }, 10);
-  double copy_gbps = 2.0 * copy_bytes / copy_us / 1e3; // read + write
-  CHECK(cudaFree(src));
-  CHECK(cudaFree(dst));
+  init_flush();
+  const double copy_gbps = ::copy_gbps();
   double empty_us = time_median_us([&] { empty_kernel<<<sms, 128>>>(); });
   std::printf("# device\t%s\tSMs %d\tcopy %.0f GB/s (read+write)\tempty kernel %.2f us\n",
               prop.name, sms, copy_gbps, empty_us);
@@ -242,8 +173,8 @@ int main(int argc, char** argv) {
     Device d;
     CHECK(cudaMalloc(&d.k, cache_words * 16));
     CHECK(cudaMalloc(&d.v, cache_words * 16));
-    fill_cache<<<sms * 8, 256>>>(d.k, cache_words, 0x1111);
-    fill_cache<<<sms * 8, 256>>>(d.v, cache_words, 0x2222);
+    fill_words<<<sms * 8, 256>>>(d.k, cache_words, 0x1111);
+    fill_words<<<sms * 8, 256>>>(d.v, cache_words, 0x2222);
     std::vector<int> perm(num_pages);
     for (int i = 0; i < num_pages; ++i) perm[i] = i;
     std::shuffle(perm.begin(), perm.end(), rng);

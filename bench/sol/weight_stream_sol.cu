@@ -15,7 +15,7 @@
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o weight_sol weight_stream_sol.cu   (tools/build_sol.sh)
 //   ./weight_sol > weight_sol.tsv
-#include <cuda_runtime.h>
+#include "sol_common.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,32 +23,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-// A word's content is a hash of its index, so the host knows the expected checksum.
-__host__ __device__ inline uint32_t word_hash(uint64_t i) {
-  uint64_t x = i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 32;
-  return static_cast<uint32_t>(x);
-}
-__global__ void fill(uint4* p, uint64_t words) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < words;
-       i += uint64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = word_hash(i);
-    p[i] = make_uint4(h, h * 3u, h * 5u, h * 7u);
-  }
-}
-__global__ void empty_kernel() {}
 
 // Thread t of G reads words t, t + G, ..., U of them in flight at a time.
 template <int U> __global__ void stream(const uint4* __restrict__ p, int64_t words, unsigned* sum) {
@@ -63,36 +37,10 @@ template <int U> __global__ void stream(const uint4* __restrict__ p, int64_t wor
       w[u] = i < words ? __ldg(p + i) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= w[u].x ^ w[u].y ^ w[u].z ^ w[u].w;
+    for (int u = 0; u < U; ++u) acc ^= fold(w[u]);
   }
   for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
   if (threadIdx.x % 32 == 0) atomicXor(sum, acc);
-}
-
-static void* g_flush = nullptr;
-constexpr size_t FLUSH_BYTES = 256u << 20;
-
-template <class Launch> double time_median_us(Launch launch, int reps = 30) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 10; ++i) launch();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaMemsetAsync(g_flush, i & 0xff, FLUSH_BYTES));
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3);
-  }
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct Best {
@@ -135,17 +83,8 @@ int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  CHECK(cudaMalloc(&g_flush, FLUSH_BYTES));
-  // The floor's bandwidth, measured as the bench measures it: a 1 GiB device-to-device copy.
-  const size_t copy_bytes = 1u << 30;
-  void *src, *dst;
-  CHECK(cudaMalloc(&src, copy_bytes));
-  CHECK(cudaMalloc(&dst, copy_bytes));
-  const double copy_us = time_median_us(
-      [&] { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }, 10);
-  const double copy_gbps = 2.0 * copy_bytes / copy_us / 1e3; // read + write
-  CHECK(cudaFree(src));
-  CHECK(cudaFree(dst));
+  init_flush();
+  const double copy_gbps = ::copy_gbps();
   const double empty_us = time_median_us([&] { empty_kernel<<<sms, 128>>>(); });
   std::printf("# device\t%s\tSMs %d\tcopy %.0f GB/s (read+write)\tempty kernel %.2f us\n",
               prop.name, sms, copy_gbps, empty_us);
@@ -167,12 +106,9 @@ int main() {
       unsigned* sum = nullptr;
       CHECK(cudaMalloc(&p, words * 16));
       CHECK(cudaMalloc(&sum, 4));
-      fill<<<sms * 8, 256>>>(p, words);
+      fill_words<<<sms * 8, 256>>>(p, words, 0);
       uint32_t expect = 0;
-      for (int64_t i = 0; i < words; ++i) {
-        uint32_t h = word_hash(i);
-        expect ^= h ^ (h * 3u) ^ (h * 5u) ^ (h * 7u);
-      }
+      for (int64_t i = 0; i < words; ++i) expect ^= expected_fold(i, 0);
       Best best;
       try_u<1>(p, words, sum, expect, sms, best);
       try_u<2>(p, words, sum, expect, sms, best);
