@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "tuner/search_space.h"
 #include "tuner/tune_database.h"
 
 #include <fmt/format.h>
@@ -114,7 +115,7 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
   return out;
 }
 
-Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given) {
+Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit) {
   for (const auto& g : k.generics) {
     if (given.count(g.name)) continue;
     std::string v =
@@ -125,6 +126,15 @@ Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given) {
     std::cerr << "note: " << g.name << " not set; using " << v << " (--set " << g.name
               << "=... to choose)\n";
     given[g.name] = v;
+  }
+  bool any_tunable = false;
+  for (const auto& t : k.tunables) any_tunable = any_tunable || given.count(t.name) > 0;
+  if (!any_tunable && !k.tunables.empty()) {
+    const SearchSpace space(k, given, smem_limit);
+    if (!space.default_note().empty()) {
+      std::cerr << "note: " << space.default_note() << "\n";
+      return space.config(space.default_index());
+    }
   }
   return complete_bindings(k, given);
 }

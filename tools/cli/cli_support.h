@@ -45,8 +45,10 @@ std::map<std::string, std::string> parse_assignments(const std::vector<std::stri
 std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items);
 
 /// Fills generics missing from `given` with their declared default or first choice, telling
-/// stderr which (inspect only: a launch infers them from its tensors).
-Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given);
+/// stderr which (inspect only: a launch infers them from its tensors). When no tunable is
+/// given and the declared defaults break a `where` (w4a16_tc's BK=128 with G=32), takes the
+/// valid configuration nearest to them, as a launch does, and says so (`smem_limit`: SMEM).
+Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit);
 
 /// Random inputs for any .tile kernel: a host buffer per tensor parameter, shaped from the
 /// sizes given with --shape and the generic values given with --set (floats uniform in

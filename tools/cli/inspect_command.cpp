@@ -121,12 +121,13 @@ void inspect(const InspectOptions& o) {
     return;
   }
   const dsl::Kernel& k = m.kernel(kernel_name);
-  Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"));
   CompileOptions options;
   options.arch = o.arch;
   if (options.arch.empty())
     options.arch = CudaDriver::available() ? query_device().arch() : default_arch();
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
+  Bindings bindings =
+      complete_for_inspection(k, parse_assignments(o.set, "--set"), options.smem_limit);
   options.index32 = !o.index64;
   options.debug_bounds = o.debug;
   if (!o.unaligned)
