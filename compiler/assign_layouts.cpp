@@ -130,11 +130,11 @@ private:
     if (e.kind == ExprKind::Expand && l->rank() == 2 && e.a->type.rank() == 1 && e.axes.size() == 1)
       return want_layout(*e.a, table_.slice(l, e.axes[0]));
     if (e.kind == ExprKind::Dot && q4_candidate(e) && e.a->b && l->kind == LayoutKind::MmaAcc &&
-        l->shape == e.type.shape) {
+        l->wn == 1 && l->shape == e.type.shape) {
       // A dot_q4 in this accumulator layout reads its zero points one per row the thread owns:
       // the row slice of its A operand's layout (no conversion through shared memory).
-      return want_layout(*e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm,
-                                                 l->wn, k_.threads));
+      return want_layout(
+          *e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm, 1, k_.threads));
     }
     if (!is_elementwise(e.kind)) return false;
     bool changed = false;
@@ -199,11 +199,13 @@ private:
         });
     });
     for (const ir::Expr* d : register_a_) warps_m_only_.insert(d);
+    for (ir::Expr* d : dots)
+      if (q4_candidate(*d)) warps_m_only_.insert(d);
   }
 
   /// dot(unpack4<T>(words, zero), b) with the words and b in shared memory: each warp unpacks
   /// its rows' words straight into tensor-core A fragments (tj::dot_q4), with no staging of the
-  /// values through shared memory (warps that share rows each unpack them).
+  /// values through shared memory, when its warps split only the rows (M).
   static bool q4_candidate(const ir::Expr& d) {
     const ir::Expr& a = *d.a;
     if (a.kind != ExprKind::Unpack || a.type.rank() != 2 || a.type.shape[1] % 32 != 0) return false;
@@ -230,9 +232,7 @@ private:
     int m_tiles = static_cast<int>((m + im - 1) / im);
     if (warps_m_only_.count(&dot) && m_tiles >= warps_)
       return t.accumulator_layout(table_, m, n, warps_, 1, k_.threads);
-    // Balance operand traffic: per K step a warp loads MT A fragments and NTL/2 B pairs. A
-    // dot_q4's A fragment is unpacked from two words (about twice a B pair's instructions).
-    const double a_cost = q4_candidate(dot) ? 2 : 1;
+    // Balance operand traffic: per K step a warp loads MT A fragments and NTL/2 B pairs.
     int best_wm = 1;
     double best_cost = 1e30;
     for (int wm = 1; wm <= warps_; wm *= 2) {
@@ -241,7 +241,7 @@ private:
       int64_t pn = (n + in * wn - 1) / (in * wn) * (in * wn);
       double mt = double(pm) / (im * wm), ntl = double(pn) / (in * wn);
       double waste = double(pm * pn) / double(m * n); // padded work
-      double cost = (a_cost * mt + std::ceil(ntl / 2)) * waste;
+      double cost = (mt + std::ceil(ntl / 2)) * waste;
       if (cost < best_cost - 1e-9) best_cost = cost, best_wm = wm;
     }
     return t.accumulator_layout(table_, m, n, best_wm, warps_ / best_wm, k_.threads);
@@ -424,12 +424,12 @@ private:
       const Layout* lc = mma_layout(e);
       e.layout = lc;
       check_dot(e);
-      if (q4_candidate(e)) {
+      if (q4_candidate(e) && lc->wn == 1) {
         // A in registers, unpacked from shared words by each warp (tj::dot_q4): the values'
         // layout is the A operand's (an MmaAcc over [M, K] with the dot's warps), the zero
         // point one per row the thread owns.
         ir::Expr& a = *e.a;
-        a.layout = table_.mma_acc(a.type.shape[0], a.type.shape[1], lc->wm, lc->wn, k_.threads);
+        a.layout = table_.mma_acc(a.type.shape[0], a.type.shape[1], lc->wm, 1, k_.threads);
         if (a.b && a.b->type.is_scalar()) {
           place_scalar(*a.b);
         } else if (a.b) {

@@ -12,8 +12,7 @@ namespace tj {
 /// memory (row stride ldq words; word c of a row holds k = 8c..8c+7, field i at bits 4i); Z a
 /// zero point per row (ZERO 2: zero[s] for the rows this thread owns, a Slice of LC along axis
 /// 1; ZERO 1: zero[0] for every row; ZERO 0: none); B [K, N] in shared memory (B_NMAJOR: stored
-/// [N][K]); acc in LC = MmaAcc<M, N, WM, WN, NT>. K is a multiple of 32. Warps that share rows
-/// (WN > 1) each unpack them: a 2-D split trades that for fewer B reads per warp.
+/// [N][K]); acc in LC = MmaAcc<M, N, WM, 1, NT>. K is a multiple of 32.
 ///
 /// The tensor cores take k in any order as long as A and B agree: in each chunk of 32 k, lane
 /// (g, t) unpacks word t of rows g and g + 8 (its k = 8t..8t+7), whose pairs (q_i, q_{i+4}) are
@@ -23,13 +22,14 @@ template <class LC, int K, class T, bool B_NMAJOR, int ZERO>
 TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* zero, const T* sb,
                       int ldb) {
   static_assert(K % 32 == 0, "dot_q4: K must be a multiple of 32");
+  static_assert(LC::WN_ == 1, "dot_q4: warps must split M only");
   const int l = lane_id(), g = l / 4, t = l % 4;
-  const int m_base = LC::wm() * LC::WTM, n_base = LC::wn() * LC::WTN;
+  const int m_base = LC::wm() * LC::WTM;
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 32) {
     unsigned b[LC::NTL][2][2]; // [n tile][k16 step][register]
     TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) {
-      if (LC::PN != LC::C_ && n_base + nt * 8 >= LC::C_) continue;
-      const int n = n_base + nt * 8 + g;
+      if (LC::PN != LC::C_ && nt * 8 >= LC::C_) continue;
+      const int n = nt * 8 + g;
       if (B_NMAJOR) {
         // x[n][k0 + 8t .. + 7] in one 16-byte read: (x0 x1)(x2 x3)(x4 x5)(x6 x7).
         unsigned v[4];
@@ -63,7 +63,7 @@ TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* ze
       const unsigned a0[4] = {lo[0], hi[0], lo[1], hi[1]};
       const unsigned a1[4] = {lo[2], hi[2], lo[3], hi[3]};
       TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) {
-        if (LC::PN != LC::C_ && n_base + nt * 8 >= LC::C_) continue;
+        if (LC::PN != LC::C_ && nt * 8 >= LC::C_) continue;
         mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a0, b[nt][0]);
         mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a1, b[nt][1]);
       }
