@@ -1,0 +1,136 @@
+// The hbv float64 reference (workloads/hbv_reference.h): its hand-written adjoint against
+// central finite differences of the forward, away from kinks (a coordinate is checked only when
+// the forward takes the same branches at x - h, x and x + h), on random inputs from
+// WORKLOADS.md's ranges; the tie conventions at a range's edge (CFR = 0 makes max(rr, 0) a
+// tie every cold day: the gradient passes to rr, so it equals the one-sided difference from
+// above); and bad inputs.
+#include "support/error.h"
+#include "workloads/hbv_reference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+namespace tilejit::workloads {
+namespace {
+
+double loss(const HbvInputs& in, const std::vector<double>& dq, std::vector<uint8_t>* branches) {
+  const std::vector<double> q = hbv_forward(in, branches);
+  double l = 0;
+  for (size_t i = 0; i < q.size(); ++i) l += dq[i] * q[i];
+  return l;
+}
+
+struct FdResult {
+  int checked = 0, skipped = 0, nonzero = 0;
+};
+
+/// Checks d loss / d x against the adjoint's `grad` for the coordinate `x` points into (a
+/// parameter or a forcing of `in`), by a central difference when no branch changes.
+void check_coordinate(HbvInputs& in, const std::vector<double>& dq, double* x, double grad,
+                      const std::string& what, FdResult& r) {
+  const double x0 = *x, h = 1e-6 * std::max(1.0, std::abs(x0));
+  std::vector<uint8_t> b0, bm, bp;
+  loss(in, dq, &b0);
+  *x = x0 + h;
+  const double lp = loss(in, dq, &bp);
+  *x = x0 - h;
+  const double lm = loss(in, dq, &bm);
+  *x = x0;
+  if (bp != b0 || bm != b0) {
+    ++r.skipped; // a kink within h: the difference quotient measures the jump, not the slope
+    return;
+  }
+  ++r.checked;
+  const double fd = (lp - lm) / (2 * h);
+  if (std::abs(fd) > 1e-9) ++r.nonzero;
+  EXPECT_NEAR(grad, fd, 1e-5 * std::max(1.0, std::abs(fd))) << what;
+}
+
+TEST(HbvReference, AdjointMatchesFiniteDifferencesAwayFromKinks) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const int64_t B = 3, T = 60;
+    HbvInputs in = random_hbv_inputs(B, T, seed);
+    std::mt19937_64 rng(seed + 100);
+    std::normal_distribution<double> n(0, 1);
+    std::vector<double> dq(static_cast<size_t>(B * T));
+    for (double& v : dq) v = n(rng);
+    const HbvGradients g = hbv_backward(in, dq);
+    FdResult r;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int p = 0; p < kHbvParams; ++p) {
+        const size_t i = static_cast<size_t>(b * kHbvParams + p);
+        check_coordinate(in, dq, &in.params[i], g.params[i],
+                         std::string(hbv_param_name(p)) + " of basin " + std::to_string(b), r);
+      }
+      for (int64_t t = 0; t < T; t += 7) {
+        const size_t i = static_cast<size_t>(b * T + t);
+        const std::string at = " at (" + std::to_string(b) + ", " + std::to_string(t) + ")";
+        check_coordinate(in, dq, &in.p[i], g.p[i], "P" + at, r);
+        check_coordinate(in, dq, &in.temp[i], g.temp[i], "TEMP" + at, r);
+        check_coordinate(in, dq, &in.pet[i], g.pet[i], "PET" + at, r);
+      }
+    }
+    // Most coordinates are away from kinks, and most slopes are not 0: a test that skipped
+    // them all, or compared zeros, would prove nothing.
+    EXPECT_GT(r.checked, 4 * r.skipped) << r.checked << " checked, " << r.skipped << " skipped";
+    EXPECT_GT(2 * r.nonzero, r.checked) << r.nonzero << " of " << r.checked << " slopes not 0";
+  }
+}
+
+TEST(HbvReference, TieAtARangeEdgeGivesTheGradientToTheFirstArgument) {
+  // A cold dry day with CFR = 0 (its range's lower edge): rr = CFR * CFMAX * (TT - TEMP) is
+  // exactly 0, a tie in max(rr, 0). The whole gradient goes to rr (the first argument as
+  // written); with TEMP < TT, rr grows with CFR, so that is the slope from above: the one-sided
+  // difference (L(h) - L(0)) / h, no other branch changing between 0 and h (checked). The
+  // refrozen water leaves the meltwater that drains to the soil (CWH = 0), which reaches Q.
+  HbvInputs in = random_hbv_inputs(1, 1, 4);
+  in.temp[0] = -8.0;
+  in.p[0] = 0.0;
+  in.params[kTt] = 0.0;
+  in.params[kCwh] = 0.0;
+  in.params[kCfr] = 0.0;
+  in.params[kBeta] = 1.0;
+  in.params[kFc] = 50.0;
+  const std::vector<double> dq(1, 1.0);
+  const HbvGradients g = hbv_backward(in, dq);
+  std::vector<uint8_t> b0, bh;
+  const double l0 = loss(in, dq, &b0);
+  const double h = 1e-7;
+  in.params[kCfr] = h;
+  const double lh = loss(in, dq, &bh);
+  ASSERT_EQ(b0, bh) << "another branch changed between CFR = 0 and h";
+  const double one_sided = (lh - l0) / h;
+  EXPECT_GT(std::abs(one_sided), 1e-7) << "the test needs the refreezing to reach Q";
+  EXPECT_NEAR(g.params[kCfr], one_sided, 1e-4 * std::abs(one_sided));
+}
+
+TEST(HbvReference, BadInputsNameWhatIsWrong) {
+  HbvInputs in = random_hbv_inputs(2, 5, 1);
+  in.pet.pop_back();
+  try {
+    hbv_forward(in);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("P, TEMP and PET must hold B x T values"),
+              std::string::npos)
+        << e.what();
+  }
+  const HbvInputs ok = random_hbv_inputs(2, 5, 1);
+  try {
+    hbv_backward(ok, std::vector<double>(3, 1.0));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dQ must hold B x T values"), std::string::npos)
+        << e.what();
+  }
+  // No basins or no days: nothing to compute, no error.
+  EXPECT_TRUE(hbv_forward(random_hbv_inputs(0, 7, 1)).empty());
+  EXPECT_TRUE(hbv_backward(random_hbv_inputs(3, 0, 1), {}).p.empty());
+}
+
+} // namespace
+} // namespace tilejit::workloads

@@ -1,0 +1,298 @@
+#include "workloads/hbv_reference.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tilejit::workloads {
+namespace {
+
+struct State {
+  double sp, mw, sm, suz, slz; // SNOWPACK, MELTWATER, SM, SUZ, SLZ
+};
+
+/// One day of one basin with every intermediate kept (names follow WORKLOADS.md; a digit counts
+/// the updates of a state within the day).
+struct Step {
+  // forcings and parameters
+  double P, TEMP, PET;
+  double BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH;
+  // snow
+  bool warm;
+  double rain, snow, sp1, mr, mp, melt, mw1, sp2, rr, rp, refr, sp3, mw2, w, tosoil, mw3;
+  // soil
+  double ratio, pw, wet, recharge, sm1, excess, sm2, v, ef, pet_ef, et, d, sm3;
+  // response
+  double suz1, perc, suz2, u, q0, suz3, q1, suz4, slz1, q2, slz2, q;
+};
+
+/// WORKLOADS.md's min and max, recording the comparison that decided them.
+struct Branches {
+  std::vector<uint8_t>* out = nullptr;
+  bool note(bool c) {
+    if (out) out->push_back(c);
+    return c;
+  }
+};
+
+double clamp01(double x) {
+  return std::min(std::max(x, 0.0), 1.0);
+}
+
+Step step(const State& s, double P, double TEMP, double PET, const double* prm, Branches& br) {
+  Step k{};
+  k.P = P, k.TEMP = TEMP, k.PET = PET;
+  k.BETA = prm[kBeta], k.FC = prm[kFc], k.K0 = prm[kK0], k.K1 = prm[kK1], k.K2 = prm[kK2];
+  k.LP = prm[kLp], k.PERC = prm[kPerc], k.UZL = prm[kUzl], k.TT = prm[kTt];
+  k.CFMAX = prm[kCfmax], k.CFR = prm[kCfr], k.CWH = prm[kCwh];
+  k.warm = br.note(TEMP >= k.TT);
+  k.rain = k.warm ? P : 0.0;
+  k.snow = P - k.rain;
+  k.sp1 = s.sp + k.snow;
+  k.mr = k.CFMAX * (TEMP - k.TT);
+  k.mp = br.note(k.mr >= 0) ? k.mr : 0.0;
+  k.melt = br.note(k.mp <= k.sp1) ? k.mp : k.sp1;
+  k.mw1 = s.mw + k.melt;
+  k.sp2 = k.sp1 - k.melt;
+  k.rr = k.CFR * k.CFMAX * (k.TT - TEMP);
+  k.rp = br.note(k.rr >= 0) ? k.rr : 0.0;
+  k.refr = br.note(k.rp <= k.mw1) ? k.rp : k.mw1;
+  k.sp3 = k.sp2 + k.refr;
+  k.mw2 = k.mw1 - k.refr;
+  k.w = k.mw2 - k.CWH * k.sp3;
+  k.tosoil = br.note(k.w >= 0) ? k.w : 0.0;
+  k.mw3 = k.mw2 - k.tosoil;
+  k.ratio = s.sm / k.FC;
+  k.pw = std::pow(k.ratio, k.BETA);
+  br.note(k.pw >= 0 && k.pw <= 1);
+  k.wet = clamp01(k.pw);
+  k.recharge = (k.rain + k.tosoil) * k.wet;
+  k.sm1 = s.sm + k.rain + k.tosoil - k.recharge;
+  k.excess = br.note(k.sm1 - k.FC >= 0) ? k.sm1 - k.FC : 0.0;
+  k.sm2 = k.sm1 - k.excess;
+  k.v = k.sm2 / (k.LP * k.FC);
+  br.note(k.v >= 0 && k.v <= 1);
+  k.ef = clamp01(k.v);
+  k.pet_ef = PET * k.ef;
+  k.et = br.note(k.sm2 <= k.pet_ef) ? k.sm2 : k.pet_ef;
+  k.d = k.sm2 - k.et;
+  k.sm3 = br.note(k.d >= 1e-5) ? k.d : 1e-5;
+  k.suz1 = s.suz + k.recharge + k.excess;
+  k.perc = br.note(k.suz1 <= k.PERC) ? k.suz1 : k.PERC;
+  k.suz2 = k.suz1 - k.perc;
+  k.u = br.note(k.suz2 - k.UZL >= 0) ? k.suz2 - k.UZL : 0.0;
+  k.q0 = k.K0 * k.u;
+  k.suz3 = k.suz2 - k.q0;
+  k.q1 = k.K1 * k.suz3;
+  k.suz4 = k.suz3 - k.q1;
+  k.slz1 = s.slz + k.perc;
+  k.q2 = k.K2 * k.slz1;
+  k.slz2 = k.slz1 - k.q2;
+  k.q = k.q0 + k.q1 + k.q2;
+  return k;
+}
+
+State after(const Step& k) {
+  return {k.sp3, k.mw3, k.sm3, k.suz4, k.slz2};
+}
+
+void check_inputs(const HbvInputs& in) {
+  const size_t forcings = static_cast<size_t>(in.b * in.t);
+  if (in.b < 0 || in.t < 0 || in.p.size() != forcings || in.temp.size() != forcings ||
+      in.pet.size() != forcings || in.params.size() != static_cast<size_t>(in.b * kHbvParams))
+    throw Error("hbv reference: P, TEMP and PET must hold B x T values and the parameters "
+                "B x 12");
+}
+
+} // namespace
+
+const char* hbv_param_name(int p) {
+  static const char* const names[kHbvParams] = {"BETA", "FC",  "K0", "K1",    "K2",  "LP",
+                                                "PERC", "UZL", "TT", "CFMAX", "CFR", "CWH"};
+  return p >= 0 && p < kHbvParams ? names[p] : "?";
+}
+
+std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches) {
+  check_inputs(in);
+  std::vector<double> q(static_cast<size_t>(in.b * in.t));
+  Branches br{branches};
+  for (int64_t b = 0; b < in.b; ++b) {
+    State s{kHbvInitialState, kHbvInitialState, kHbvInitialState, kHbvInitialState,
+            kHbvInitialState};
+    const double* prm = &in.params[b * kHbvParams];
+    for (int64_t t = 0; t < in.t; ++t) {
+      const int64_t i = b * in.t + t;
+      const Step k = step(s, in.p[i], in.temp[i], in.pet[i], prm, br);
+      q[i] = k.q;
+      s = after(k);
+    }
+  }
+  return q;
+}
+
+HbvGradients hbv_backward(const HbvInputs& in, const std::vector<double>& dq) {
+  check_inputs(in);
+  if (dq.size() != static_cast<size_t>(in.b * in.t))
+    throw Error("hbv reference: dQ must hold B x T values");
+  HbvGradients g;
+  g.params.assign(in.params.size(), 0.0);
+  g.p.assign(in.p.size(), 0.0);
+  g.temp.assign(in.temp.size(), 0.0);
+  g.pet.assign(in.pet.size(), 0.0);
+  Branches none;
+  std::vector<State> states(static_cast<size_t>(in.t));
+  for (int64_t b = 0; b < in.b; ++b) {
+    const double* prm = &in.params[b * kHbvParams];
+    State s{kHbvInitialState, kHbvInitialState, kHbvInitialState, kHbvInitialState,
+            kHbvInitialState};
+    for (int64_t t = 0; t < in.t; ++t) { // the state each day starts from
+      const int64_t i = b * in.t + t;
+      states[t] = s;
+      s = after(step(s, in.p[i], in.temp[i], in.pet[i], prm, none));
+    }
+    double* gp = &g.params[b * kHbvParams];
+    // Adjoints of the state carried from day t to day t + 1 (nothing reads the last one).
+    double g_sp = 0, g_mw = 0, g_sm = 0, g_suz = 0, g_slz = 0;
+    for (int64_t t = in.t - 1; t >= 0; --t) {
+      const int64_t i = b * in.t + t;
+      const Step k = step(states[t], in.p[i], in.temp[i], in.pet[i], prm, none);
+      const State& s0 = states[t];
+      // Adjoints of this day's outputs: Q and the five states it hands on.
+      double g_sp3 = g_sp, g_mw3 = g_mw, g_sm3 = g_sm, g_suz4 = g_suz, g_slz2 = g_slz;
+      const double g_q = dq[i];
+      double g_q0 = g_q, g_q1 = g_q, g_q2 = g_q;
+      // slz2 = slz1 - q2; q2 = K2 * slz1; slz1 = slz + perc
+      double g_slz1 = g_slz2;
+      g_q2 -= g_slz2;
+      gp[kK2] += g_q2 * k.slz1;
+      g_slz1 += g_q2 * k.K2;
+      double g_perc = g_slz1;
+      const double g_slz0 = g_slz1;
+      // suz4 = suz3 - q1; q1 = K1 * suz3
+      double g_suz3 = g_suz4;
+      g_q1 -= g_suz4;
+      gp[kK1] += g_q1 * k.suz3;
+      g_suz3 += g_q1 * k.K1;
+      // suz3 = suz2 - q0; q0 = K0 * u; u = max(suz2 - UZL, 0)
+      double g_suz2 = g_suz3;
+      g_q0 -= g_suz3;
+      gp[kK0] += g_q0 * k.u;
+      const double g_u = g_q0 * k.K0;
+      if (k.suz2 - k.UZL >= 0) g_suz2 += g_u, gp[kUzl] -= g_u;
+      // suz2 = suz1 - perc; perc = min(suz1, PERC)
+      double g_suz1 = g_suz2;
+      g_perc -= g_suz2;
+      if (k.suz1 <= k.PERC)
+        g_suz1 += g_perc;
+      else
+        gp[kPerc] += g_perc;
+      // suz1 = suz + recharge + excess
+      const double g_suz0 = g_suz1;
+      double g_recharge = g_suz1, g_excess = g_suz1;
+      // sm3 = max(d, 1e-5); d = sm2 - et
+      const double g_d = k.d >= 1e-5 ? g_sm3 : 0.0;
+      double g_sm2 = g_d, g_et = -g_d;
+      // et = min(sm2, PET * ef)
+      double g_ef = 0;
+      if (k.sm2 <= k.pet_ef) {
+        g_sm2 += g_et;
+      } else {
+        g.pet[i] += g_et * k.ef;
+        g_ef = g_et * k.PET;
+      }
+      // ef = clamp(v, 0, 1); v = sm2 / (LP * FC)
+      const double g_v = (k.v >= 0 && k.v <= 1) ? g_ef : 0.0;
+      g_sm2 += g_v / (k.LP * k.FC);
+      gp[kLp] -= g_v * k.sm2 / (k.LP * k.LP * k.FC);
+      gp[kFc] -= g_v * k.sm2 / (k.LP * k.FC * k.FC);
+      // sm2 = sm1 - excess; excess = max(sm1 - FC, 0)
+      double g_sm1 = g_sm2;
+      g_excess -= g_sm2;
+      if (k.sm1 - k.FC >= 0) g_sm1 += g_excess, gp[kFc] -= g_excess;
+      // sm1 = sm + rain + tosoil - recharge
+      double g_sm0 = g_sm1, g_rain = g_sm1, g_tosoil = g_sm1;
+      g_recharge -= g_sm1;
+      // recharge = (rain + tosoil) * wet
+      g_rain += g_recharge * k.wet;
+      g_tosoil += g_recharge * k.wet;
+      const double g_wet = g_recharge * (k.rain + k.tosoil);
+      // wet = clamp(pw, 0, 1); pw = ratio^BETA (gradient 0 at ratio = 0); ratio = sm / FC
+      const double g_pw = (k.pw >= 0 && k.pw <= 1) ? g_wet : 0.0;
+      if (k.ratio > 0) {
+        const double g_ratio = g_pw * k.BETA * std::pow(k.ratio, k.BETA - 1);
+        gp[kBeta] += g_pw * k.pw * std::log(k.ratio);
+        g_sm0 += g_ratio / k.FC;
+        gp[kFc] -= g_ratio * s0.sm / (k.FC * k.FC);
+      }
+      // mw3 = mw2 - tosoil; tosoil = max(w, 0); w = mw2 - CWH * sp3
+      double g_mw2 = g_mw3;
+      g_tosoil -= g_mw3;
+      if (k.w >= 0) {
+        g_mw2 += g_tosoil;
+        gp[kCwh] -= g_tosoil * k.sp3;
+        g_sp3 -= g_tosoil * k.CWH;
+      }
+      // sp3 = sp2 + refr; mw2 = mw1 - refr
+      double g_sp2 = g_sp3, g_refr = g_sp3 - g_mw2, g_mw1 = g_mw2;
+      // refr = min(rp, mw1); rp = max(rr, 0); rr = CFR * CFMAX * (TT - TEMP)
+      double g_rp = 0;
+      if (k.rp <= k.mw1)
+        g_rp = g_refr;
+      else
+        g_mw1 += g_refr;
+      if (k.rr >= 0) {
+        gp[kCfr] += g_rp * k.CFMAX * (k.TT - k.TEMP);
+        gp[kCfmax] += g_rp * k.CFR * (k.TT - k.TEMP);
+        gp[kTt] += g_rp * k.CFR * k.CFMAX;
+        g.temp[i] -= g_rp * k.CFR * k.CFMAX;
+      }
+      // mw1 = mw + melt; sp2 = sp1 - melt
+      const double g_mw0 = g_mw1;
+      const double g_melt = g_mw1 - g_sp2;
+      double g_sp1 = g_sp2;
+      // melt = min(mp, sp1); mp = max(mr, 0); mr = CFMAX * (TEMP - TT)
+      double g_mp = 0;
+      if (k.mp <= k.sp1)
+        g_mp = g_melt;
+      else
+        g_sp1 += g_melt;
+      if (k.mr >= 0) {
+        gp[kCfmax] += g_mp * (k.TEMP - k.TT);
+        g.temp[i] += g_mp * k.CFMAX;
+        gp[kTt] -= g_mp * k.CFMAX;
+      }
+      // sp1 = sp + snow; snow = P - rain; rain = P if TEMP >= TT else 0
+      const double g_sp0 = g_sp1, g_snow = g_sp1;
+      g.p[i] += g_snow;
+      g_rain -= g_snow;
+      if (k.warm) g.p[i] += g_rain;
+      g_sp = g_sp0, g_mw = g_mw0, g_sm = g_sm0, g_suz = g_suz0, g_slz = g_slz0;
+    }
+  }
+  return g;
+}
+
+HbvInputs random_hbv_inputs(int64_t b, int64_t t, uint64_t seed) {
+  static const double lo[kHbvParams] = {1, 50, 0.05, 0.01, 0.001, 0.2, 0, 0, -2.5, 0.5, 0, 0};
+  static const double hi[kHbvParams] = {6, 1000, 0.9, 0.5, 0.2, 1, 10, 100, 2.5, 10, 0.1, 0.2};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  HbvInputs in;
+  in.b = b, in.t = t;
+  const size_t n = static_cast<size_t>(b * t);
+  in.p.resize(n), in.temp.resize(n), in.pet.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    in.p[i] = u(rng) < 0.5 ? 0.0 : 50 * u(rng); // about half the days dry
+    in.temp[i] = -20 + 50 * u(rng);
+    in.pet[i] = 10 * u(rng);
+  }
+  in.params.resize(static_cast<size_t>(b * kHbvParams));
+  for (int64_t i = 0; i < b; ++i)
+    for (int p = 0; p < kHbvParams; ++p)
+      in.params[i * kHbvParams + p] = lo[p] + (hi[p] - lo[p]) * u(rng);
+  return in;
+}
+
+} // namespace tilejit::workloads

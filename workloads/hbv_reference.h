@@ -1,0 +1,62 @@
+// hbv (WORKLOADS.md section 5, issue 17): the HBV-96 hydrological model in float64, forward and
+// a hand-written reverse-mode adjoint. This is the reference the DSL kernels and the
+// compiler-derived backward are checked against, so it is written out step by step here and
+// shares no code with the compiler's differentiation. The tie conventions are WORKLOADS.md's: at
+// a tie of min or max the whole gradient goes to the first argument as written; clamp passes
+// the gradient to x at its bounds (PyTorch's clamp); x^BETA at x = 0 has gradient 0.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace tilejit::workloads {
+
+/// The 12 parameters per basin, in WORKLOADS.md's order.
+enum HbvParam : int {
+  kBeta,
+  kFc,
+  kK0,
+  kK1,
+  kK2,
+  kLp,
+  kPerc,
+  kUzl,
+  kTt,
+  kCfmax,
+  kCfr,
+  kCwh,
+  kHbvParams
+};
+/// "BETA", "FC", ... (for messages).
+const char* hbv_param_name(int p);
+
+/// Inputs of B basins over T days: forcings [B, T] row-major, parameters [B, 12].
+struct HbvInputs {
+  int64_t b = 0, t = 0;
+  std::vector<double> p, temp, pet;
+  std::vector<double> params;
+  double param(int64_t basin, int which) const { return params[basin * kHbvParams + which]; }
+};
+
+/// The state every store starts in (SNOWPACK, MELTWATER, SM, SUZ, SLZ).
+inline constexpr double kHbvInitialState = 0.001;
+
+/// Q [B, T]. `branches`, when given, receives every comparison the steps made, in order (a
+/// finite-difference check compares them to stay away from kinks).
+std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches = nullptr);
+
+/// Gradients of the loss sum(dq * Q): [B, 12] for the parameters, [B, T] for each forcing.
+struct HbvGradients {
+  std::vector<double> params, p, temp, pet;
+};
+
+/// Reverse mode over the steps of hbv_forward (states saved per step, then one backward sweep
+/// per basin), `dq` [B, T].
+HbvGradients hbv_backward(const HbvInputs& in, const std::vector<double>& dq);
+
+/// Random inputs in WORKLOADS.md's ranges (P in [0, 50] with about half the days dry, TEMP in
+/// [-20, 30], PET in [0, 10]), deterministic for a seed.
+HbvInputs random_hbv_inputs(int64_t b, int64_t t, uint64_t seed);
+
+} // namespace tilejit::workloads
