@@ -6,6 +6,7 @@
 #include "dequant_checks.h"
 #include "example_checks.h"
 #include "gpu_runner.h"
+#include "hbv_checks.h"
 #include "paged_sparse_checks.h"
 #include "pipeline_checks.h"
 #include "test_util.h"
@@ -355,6 +356,15 @@ TEST(GpuDequant, W4A16) {
   for (const Bindings& cfg : {Bindings{{"BN", "256"}, {"BK", "32"}, {"WARPS", "8"}},
                               Bindings{{"BN", "64"}, {"BK", "256"}, {"WARPS", "2"}}})
     check_w4a16(run, DType::F16, 5, 300, 1000, 40, false, cfg);
+}
+
+TEST(GpuHbv, ForwardMatchesTheFloat64Reference) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  check_hbv_forward(run, 1000, 1461, {}); // a partial last program, four years of days
+  check_hbv_forward(run, 37, 365, {{"BB", "32"}, {"WARPS", "1"}});
+  check_hbv_forward(run, 300, 100, {{"BB", "256"}, {"WARPS", "8"}});
+  check_hbv_forward(run, 5, 1, {});
 }
 
 } // namespace
