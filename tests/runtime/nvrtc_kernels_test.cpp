@@ -71,6 +71,8 @@ std::vector<Variant> variants() {
         {"STAGES", "4"},
         {"WARPS", "2"}}},
       {"workloads/dequant_gemm.tile#w8a16_mma", {{"T", "f16"}}},
+      {"workloads/hbv.tile#hbv_forward", {}},
+      {"workloads/hbv.tile#hbv_forward", {{"BB", "256"}, {"WARPS", "8"}}},
       // (At the largest tiles, 128 weights per thread, the unaligned path's element-wise loads
       // need about 255 registers on sm_90a and ptxas spills some; aligned tensors do not.)
       {"workloads/dequant_gemm.tile#w8a16_mma",
