@@ -194,7 +194,9 @@ TEST(GpuSemantics, SixtyFourBitSubscriptsOutOfRangeStayOutOfBounds) {
   ref::HostBuffer untouched(DType::F32, {R});
   untouched.poison();
   const double got = y2.get(18), want = untouched.get(18);
-  if (!written) EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want))) << got;
+  if (!written) {
+    EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want))) << got;
+  }
 }
 
 TEST(GpuSemantics, ZippedGathers) {
