@@ -4,6 +4,11 @@
 
 namespace tilejit::test {
 
+const KernelRunner& cpu() {
+  static const KernelRunner runner = interpreter_runner();
+  return runner;
+}
+
 KernelRunner interpreter_runner(const std::string& after) {
   return [after](const std::string& source, const Bindings& config,
                  const std::vector<TestArg>& args) {

@@ -46,6 +46,8 @@ std::string test_data_path(const std::string& relative);
 
 /// The reference interpreter, running the IR after pass `after` (default: infer-types).
 KernelRunner interpreter_runner(const std::string& after = "infer-types");
+/// One interpreter_runner() for a test binary's checks (the ref_*_test files share it).
+const KernelRunner& cpu();
 
 /// "BM=16 BN=32 " for traces.
 std::string config_text(const Bindings& b);

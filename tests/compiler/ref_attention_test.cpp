@@ -8,11 +8,6 @@
 namespace tilejit::test {
 namespace {
 
-const KernelRunner& cpu() {
-  static const KernelRunner runner = interpreter_runner();
-  return runner;
-}
-
 const Bindings kSmall = {{"BM", "32"}, {"BN", "16"}, {"STAGES", "2"}, {"WARPS", "2"}};
 
 TEST(RefAttention, ForwardGqaAndOddSizes) {

@@ -8,11 +8,6 @@
 namespace tilejit::test {
 namespace {
 
-const KernelRunner& cpu() {
-  static const KernelRunner runner = interpreter_runner();
-  return runner;
-}
-
 TEST(RefDequant, W4A16GroupSizesAndActOrder) {
   for (int64_t group : {32, 64, 128, -1})
     for (bool act_order : {false, true})

@@ -8,11 +8,6 @@
 namespace tilejit::test {
 namespace {
 
-const KernelRunner& cpu() {
-  static const KernelRunner runner = interpreter_runner();
-  return runner;
-}
-
 TEST(RefHbv, ForwardMatchesTheFloat64Reference) {
   check_hbv_forward(cpu(), 37, 365, {{"BB", "32"}, {"WARPS", "1"}});
   check_hbv_forward(cpu(), 70, 100, {{"BB", "64"}, {"WARPS", "2"}});
