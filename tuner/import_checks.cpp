@@ -74,6 +74,19 @@ KernelConfigChecks embedded_kernel_checks() {
   };
   auto library = std::make_shared<Library>();
   return [library](const TuneKey& key) -> ConfigCheck {
+    // A workload's plan choice: one tunable, PLAN, a plan's index (which plans exist is the
+    // workload's business: an index past them is ignored when read back).
+    if (key.kernel.rfind(plan_key_prefix, 0) == 0)
+      return [](const TuneConfig& config, bool) -> std::string {
+        auto it = config.find(plan_tunable);
+        if (config.size() != 1 || it == config.end())
+          return str("a plan choice holds one tunable, ", plan_tunable, " (got '",
+                     config_to_string(config), "')");
+        if (it->second < 0 || it->second >= max_plans)
+          return str(plan_tunable, "=", it->second, " is not a plan's index (0..", max_plans - 1,
+                     ")");
+        return "";
+      };
     std::call_once(library->loaded, [&] {
       for (const std::string& path : embedded_tile_paths()) {
         try {

@@ -39,6 +39,13 @@ struct TuneKey {
   bool operator==(const TuneKey&) const = default;
 };
 
+/// Keys of a workload's plan choice (workloads/plan_choice.h) name kernel "plan:<workload>" and
+/// hold one tunable, PLAN, the index of the chosen plan.
+inline constexpr const char* plan_key_prefix = "plan:";
+inline constexpr const char* plan_tunable = "PLAN";
+/// The most plans a problem may offer (a stored PLAN at or past it is not a plan).
+inline constexpr int64_t max_plans = 64;
+
 /// One point of a kernel's tuning space: tunable name -> value (e.g. BN=32, S=16).
 using TuneConfig = std::map<std::string, int64_t>;
 

@@ -131,6 +131,31 @@ public:
             step("bwd_dq", "attn_bwd_dq", {A::of("dq_acc"), A::of("dq")}, {{"D", d}}, {"dq"})};
   }
 
+  /// Dense shapes have a second plan: dq in a kernel of its own (attn_dq: no atomics, no f32
+  /// accumulator, two more products per tile) instead of attn_bwd's atomics into dq_acc and
+  /// the conversion after. Which is faster depends on the shape (the atomics' traffic against
+  /// the recomputation): the tuner times both.
+  std::vector<Plan> plans() const override {
+    std::vector<Step> atomic = steps();
+    if (s_.sparse()) return {{"atomic_dq", "dq added into an f32 accumulator by atomics", atomic}};
+    std::vector<Step> own = atomic;
+    Step& pre = own[1];
+    Step& backward = own[2];
+    Step& dq = own[3];
+    pre.generics["ATOMIC_DQ"] = "0";
+    pre.writes = {"delta"};
+    backward.generics["ATOMIC_DQ"] = "0";
+    backward.writes = {"dk", "dv"};
+    using A = StepArg;
+    dq.kernel = "attn_dq";
+    dq.args = {A::of("q"),   A::of("k"),     A::of("v"),  A::of("dout"),
+               A::of("lse"), A::of("delta"), A::of("dq"), backward.args.back()};
+    dq.generics = backward.generics;
+    dq.generics.erase("ATOMIC_DQ");
+    return {{"atomic_dq", "dq added into an f32 accumulator by atomics", std::move(atomic)},
+            {"dq_kernel", "dq computed by a kernel of its own (attn_dq)", std::move(own)}};
+  }
+
   std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
     return std::make_unique<AttentionHostData>(make_attention_data(s_, seed));
   }
@@ -171,9 +196,10 @@ public:
     return "FlashAttention forward + backward, dense, causal, GQA, block-sparse";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"attn_fwd", kAttentionSource},        {"attn_bwd_pre", kAttentionSource},
-            {"attn_bwd", kAttentionSource},        {"attn_bwd_dq", kAttentionSource},
-            {"attn_fwd_sparse", kAttentionSource}, {"attn_bwd_sparse", kAttentionSource}};
+    return {{"attn_fwd", kAttentionSource},       {"attn_bwd_pre", kAttentionSource},
+            {"attn_bwd", kAttentionSource},       {"attn_bwd_dq", kAttentionSource},
+            {"attn_dq", kAttentionSource},        {"attn_fwd_sparse", kAttentionSource},
+            {"attn_bwd_sparse", kAttentionSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/attention.py: SDPA (flash, cuDNN, efficient, math), "

@@ -51,7 +51,11 @@ std::vector<Arg> shape_only_args(const Problem& p, const Step& step) {
 
 ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& problem,
                            ProblemData& data)
-    : kernels_(kernels), problem_(problem), data_(data), steps_(problem.steps()),
+    : ProblemOnGpu(kernels, problem, data, Plan{"default", "", problem.steps()}) {}
+
+ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& problem,
+                           ProblemData& data, const Plan& plan)
+    : kernels_(kernels), problem_(problem), data_(data), steps_(plan.steps),
       specs_(problem.buffers()) {
   std::map<std::string, Arg> views;
   for (const BufferSpec& b : specs_) {

@@ -22,6 +22,7 @@ public:
   WorkloadKernels(Runtime& rt, const Workload& w);
   KernelRef get(const std::string& kernel_name) const;
   Runtime& runtime() const { return *rt_; }
+  const std::string& workload_name() const { return workload_; }
 
 private:
   Runtime* rt_;
@@ -43,6 +44,9 @@ public:
   /// Uploads every buffer of `data` (outputs and intermediates too, so they are poisoned or
   /// overwritten before they are read).
   ProblemOnGpu(const WorkloadKernels& kernels, const Problem& problem, ProblemData& data);
+  /// The same, running `plan`'s steps (one of problem.plans()) instead of the default ones.
+  ProblemOnGpu(const WorkloadKernels& kernels, const Problem& problem, ProblemData& data,
+               const Plan& plan);
 
   const std::vector<Step>& steps() const { return steps_; }
   KernelRef kernel(size_t step) const;

@@ -45,6 +45,15 @@ struct Step {
   bool one_time = false;           ///< set-up (a weight repack): once per problem, timed apart
 };
 
+/// One way to compute a problem's outputs: a host sequence of steps. A problem may offer several
+/// (another kernel for the same job, another split into launches); the tuner tunes each one's
+/// steps, times each per-call sequence and keeps the fastest per shape (workloads/plan_choice.h).
+struct Plan {
+  std::string name;    ///< short, unique among the problem's plans ("atomic_dq", "dq_kernel")
+  std::string summary; ///< one line for tables and --plan's help
+  std::vector<Step> steps;
+};
+
 /// What a buffer is to the sequence: given by the caller, produced for the caller, or passed
 /// from one step to the next.
 enum class BufferRole { input, output, intermediate };
@@ -101,8 +110,12 @@ public:
   /// The benchmark rows' `variant` (paged_sparse: "sparse"), so they pair with the peers'.
   virtual std::string variant() const { return "default"; }
   virtual std::vector<BufferSpec> buffers() const = 0;
-  /// The host sequence, in order: one-time steps first.
+  /// The host sequence, in order: one-time steps first. This is the plan the problem runs when
+  /// nothing else was chosen (plans()'s first).
   virtual std::vector<Step> steps() const = 0;
+  /// Every way to compute the outputs, the default (steps()) first; each plan's buffers are among
+  /// buffers() (a plan may leave some unused). One plan, "default", unless a workload offers more.
+  virtual std::vector<Plan> plans() const { return {{"default", "", steps()}}; }
   virtual std::unique_ptr<ProblemData> make_data(uint64_t seed) const = 0;
   virtual FloorWork floor() const = 0;
   /// The shape as JSON for benchmark rows (the keys the peers' rows use, so they pair).

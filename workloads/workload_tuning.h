@@ -1,7 +1,9 @@
 // Tuning a workload's problem: every step's kernel in order, each on the inputs it really gets
 // (the earlier steps run first with their winners), each candidate checked end to end (the
 // later steps run after it and the workload's outputs are compared with the float64
-// reference), then the whole per-call sequence timed once with the winners.
+// reference), then the whole per-call sequence timed once with the winners. A problem with
+// several plans (Problem::plans) has each plan tuned so, and the fastest per-call sequence is
+// kept as the shape's plan choice (workloads/plan_choice.h).
 #pragma once
 
 #include "tuner/tuner.h"
@@ -31,8 +33,18 @@ struct StepTuning {
   TuneOutcome outcome;
 };
 
+/// One plan's per-call sequence, timed with its steps' winners.
+struct PlanTiming {
+  std::string name;
+  double end_to_end_ms = 0; ///< 0: not timed (the database answered)
+  std::string error;        ///< why the plan could not run (no configuration of a step did)
+};
+
 struct ProblemTuning {
-  std::vector<StepTuning> steps;
+  std::string plan;              ///< the chosen plan ("default" for a problem with one)
+  std::string plan_why;          ///< "fastest of 2 plans", "database", "the only plan"
+  std::vector<PlanTiming> plans; ///< every plan timed this time (empty: the database answered)
+  std::vector<StepTuning> steps; ///< the chosen plan's steps
   /// The per-call steps with their winners, timed as one sequence (L2 flushed before it);
   /// 0 when every step came from the database (nothing was run).
   double end_to_end_ms = 0;
@@ -40,8 +52,9 @@ struct ProblemTuning {
   bool from_database = true; ///< every step's winner was already in the database
 };
 
-/// Tunes every step of `problem`. Draws data (seeded) only when some step has no winner yet
-/// or a retune was asked for; a warm database answers without touching the GPU.
+/// Tunes every step of every plan of `problem` and chooses the fastest plan. Draws data (seeded)
+/// only when something has no winner yet or a retune was asked for; a warm database answers
+/// without touching the GPU. Throws when no plan runs correctly (naming each plan's error).
 ProblemTuning tune_problem(const WorkloadKernels& kernels, const Problem& problem, TuneDatabase& db,
                            const TuneIdentity& identity, const WorkloadTuneOptions& options);
 

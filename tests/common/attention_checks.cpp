@@ -214,7 +214,7 @@ struct SparseSpec {
 
 void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t n,
                     int64_t dh, bool causal, bool exact, const Bindings& config,
-                    const SparseSpec* sparse) {
+                    const SparseSpec* sparse, bool dq_kernel = false) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str(sparse ? "attn_bwd_sparse " : "attn_bwd ", dtype_name(t), " B=", b, " HQ=", hq,
                    " HKV=", hkv, " N=", n, " DH=", dh,
@@ -222,7 +222,7 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
                                 " density ", sparse->density)
                           : std::string(),
                    causal ? " causal" : "", exact ? " exact " : " ", config_text(config),
-                   " seed=", seed));
+                   dq_kernel ? " dq by attn_dq" : "", " seed=", seed));
   std::mt19937 rng(seed);
   HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
       dout(t, {b, hq, n, dh}), o(t, {b, hq, n, dh}), lse(DType::F32, {b, hq, n}),
@@ -320,7 +320,8 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   dv.poison();
   const std::string d = std::to_string((dh + 15) / 16 * 16);
   const std::string src = "embedded:workloads/attention.tile#";
-  run(src + "attn_bwd_pre", {{"T", dtype_name(t)}, {"D", d}},
+  const std::string atomic_dq = dq_kernel ? "0" : "1";
+  run(src + "attn_bwd_pre", {{"T", dtype_name(t)}, {"D", d}, {"ATOMIC_DQ", atomic_dq}},
       {TestArg::of(o), TestArg::of(dout), TestArg::of(delta), TestArg::of(dq_acc)});
   Bindings given = config;
   given["T"] = dtype_name(t);
@@ -334,13 +335,21 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
          TestArg::of(delta), TestArg::of(q_cnt), TestArg::of(q_idx), TestArg::of(dk),
          TestArg::of(dv), TestArg::of(dq_acc), TestArg::f32(static_cast<float>(scale))});
   } else {
-    run(src + "attn_bwd", given,
+    Bindings bwd = given;
+    bwd["ATOMIC_DQ"] = atomic_dq;
+    run(src + "attn_bwd", bwd,
         {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
          TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
          TestArg::f32(static_cast<float>(scale))});
   }
-  run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
-      {TestArg::of(dq_acc), TestArg::of(dq)});
+  if (dq_kernel) {
+    run(src + "attn_dq", given,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+         TestArg::of(delta), TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
+  } else {
+    run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
+        {TestArg::of(dq_acc), TestArg::of(dq)});
+  }
   const double tol = t != DType::F32 ? 3e-2 : exact ? 1e-4 : 1e-2;
   {
     SCOPED_TRACE("dq");
@@ -372,6 +381,12 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
 void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config) {
   check_backward(run, t, b, hq, hkv, n, dh, causal, exact, config, nullptr);
+}
+
+void check_attention_bwd_dq_kernel(const KernelRunner& run, DType t, int64_t b, int64_t hq,
+                                   int64_t hkv, int64_t n, int64_t dh, bool causal, bool exact,
+                                   const Bindings& config) {
+  check_backward(run, t, b, hq, hkv, n, dh, causal, exact, config, nullptr, /*dq_kernel=*/true);
 }
 
 void check_attention_sparse_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,

@@ -33,6 +33,13 @@ void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int
 void check_attention_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);
 
+/// The same gradients by the workload's "dq_kernel" plan: attn_bwd_pre and attn_bwd with
+/// ATOMIC_DQ = 0 (dq_acc is poisoned and must stay unread), then attn_dq; `config` is forced
+/// on attn_bwd and attn_dq.
+void check_attention_bwd_dq_kernel(const KernelRunner& run, DType t, int64_t b, int64_t hq,
+                                   int64_t hkv, int64_t n, int64_t dh, bool causal, bool exact,
+                                   const Bindings& config);
+
 /// attn_bwd_pre, attn_bwd_sparse and attn_bwd_dq over a random block mask as in
 /// check_attention_sparse_fwd (the kernel takes the per-key-block lists): dq, dk and dv against
 /// float64 gradients of the masked attention, and dq exactly 0 on rows that see no key.

@@ -2,16 +2,22 @@
 
 #include "kernel_runner.h"
 #include "support/error.h"
+#include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 
 namespace tilejit::test {
 
 workloads::Comparison run_problem_on_interpreter(const workloads::Workload& w,
                                                  const workloads::Problem& problem,
-                                                 workloads::ProblemData& data, const Config& user) {
+                                                 workloads::ProblemData& data, const Config& user,
+                                                 const std::string& plan) {
   std::map<std::string, std::string> source_of;
   for (const auto& k : w.kernels()) source_of[k.name] = k.source;
   std::vector<workloads::Step> steps = problem.steps();
+  if (!plan.empty()) {
+    const std::vector<workloads::Plan> plans = problem.plans();
+    steps = plans[workloads::find_plan(plans, plan, problem.name())].steps;
+  }
   for (const auto& s : steps)
     for (const std::string& b : s.writes) data.buffer(b).poison();
   for (const auto& s : steps) {

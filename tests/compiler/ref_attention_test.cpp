@@ -59,6 +59,17 @@ TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
   check_attention_bwd(cpu(), DType::F16, 1, 1, 1, 2, 16, true, false, {});
 }
 
+// The "dq_kernel" plan: dq by attn_dq (no atomics), GQA, causal, odd sizes, f32 exact.
+TEST(RefAttention, BackwardWithDqInItsOwnKernel) {
+  check_attention_bwd_dq_kernel(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
+                                {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
+  check_attention_bwd_dq_kernel(cpu(), DType::BF16, 2, 2, 1, 50, 32, true, false,
+                                {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
+  check_attention_bwd_dq_kernel(cpu(), DType::F16, 1, 1, 1, 2, 16, true, false, {});
+  check_attention_bwd_dq_kernel(cpu(), DType::F32, 1, 2, 2, 20, 16, true, true,
+                                {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
+}
+
 TEST(RefAttention, BackwardF32Tf32AndExact) {
   check_attention_bwd(cpu(), DType::F32, 1, 2, 1, 33, 24, true, false,
                       {{"BN", "16"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "2"}});

@@ -127,6 +127,24 @@ TEST(GpuAttention, Backward) {
     }
 }
 
+// The "dq_kernel" plan (attn_bwd without atomics, dq by attn_dq): the same shapes.
+TEST(GpuAttention, BackwardWithDqInItsOwnKernel) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {},
+      {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
+      {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}},
+      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
+  for (const auto& cfg : configs)
+    for (bool causal : {false, true}) {
+      check_attention_bwd_dq_kernel(run, DType::BF16, 1, 4, 2, 300, 128, causal, false, cfg);
+      check_attention_bwd_dq_kernel(run, DType::F16, 2, 3, 3, 129, 40, causal, false, cfg);
+      check_attention_bwd_dq_kernel(run, DType::F32, 1, 2, 1, 100, 64, causal, false, cfg);
+      check_attention_bwd_dq_kernel(run, DType::F32, 1, 2, 2, 77, 32, causal, true, cfg);
+    }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

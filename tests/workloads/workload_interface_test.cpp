@@ -69,29 +69,37 @@ TEST(WorkloadRegistry, DtypesAreParsedPerWorkload) {
 void check_consistent(const workloads::Workload& w, const workloads::Problem& p, Runtime& rt,
                       const workloads::WorkloadKernels& kernels) {
   SCOPED_TRACE(w.name() + " " + p.name());
-  std::set<std::string> buffers, written;
+  std::set<std::string> buffers, plan_names;
   for (const auto& b : p.buffers()) EXPECT_TRUE(buffers.insert(b.name).second) << b.name;
-  bool per_call_seen = false;
-  for (const auto& s : p.steps()) {
-    EXPECT_FALSE(s.one_time && per_call_seen) << s.label << ": one-time steps come first";
-    per_call_seen = per_call_seen || !s.one_time;
-    for (const auto& a : s.args) {
-      if (!a.buffer.empty()) {
-        EXPECT_TRUE(buffers.count(a.buffer)) << s.label << " " << a.buffer;
+  const std::vector<workloads::Plan> plans = p.plans();
+  ASSERT_FALSE(plans.empty());
+  EXPECT_EQ(plans.front().steps.size(), p.steps().size()) << "the first plan is steps()";
+  for (const workloads::Plan& plan : plans) {
+    SCOPED_TRACE("plan " + plan.name);
+    EXPECT_TRUE(plan_names.insert(plan.name).second) << "plan names are unique";
+    std::set<std::string> written;
+    bool per_call_seen = false;
+    for (const auto& s : plan.steps) {
+      EXPECT_FALSE(s.one_time && per_call_seen) << s.label << ": one-time steps come first";
+      per_call_seen = per_call_seen || !s.one_time;
+      for (const auto& a : s.args) {
+        if (!a.buffer.empty()) {
+          EXPECT_TRUE(buffers.count(a.buffer)) << s.label << " " << a.buffer;
+        }
       }
+      for (const auto& b : s.writes) {
+        EXPECT_TRUE(buffers.count(b)) << s.label << " writes " << b;
+        written.insert(b);
+      }
+      LaunchOptions lo;
+      lo.config = s.generics;
+      EXPECT_NO_THROW(rt.prepare(kernels.get(s.kernel), workloads::shape_only_args(p, s), lo))
+          << s.label;
     }
-    for (const auto& b : s.writes) {
-      EXPECT_TRUE(buffers.count(b)) << s.label << " writes " << b;
-      written.insert(b);
-    }
-    LaunchOptions lo;
-    lo.config = s.generics;
-    EXPECT_NO_THROW(rt.prepare(kernels.get(s.kernel), workloads::shape_only_args(p, s), lo))
-        << s.label;
-  }
-  for (const auto& b : p.buffers()) {
-    if (b.role != BufferRole::input) {
-      EXPECT_TRUE(written.count(b.name)) << b.name;
+    for (const auto& b : p.buffers()) {
+      if (b.role == BufferRole::output) {
+        EXPECT_TRUE(written.count(b.name)) << b.name;
+      }
     }
   }
 }
@@ -251,8 +259,11 @@ void check_attention_shape(const std::map<std::string, std::string>& items, DTyp
   auto p = w->parse_shape(items, t);
   SCOPED_TRACE(p->describe());
   auto data = p->make_data(fresh_seed());
-  workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user);
-  EXPECT_TRUE(c.ok) << c.summary();
+  // Every plan (dense shapes: dq by atomics, or by attn_dq), each on outputs poisoned anew.
+  for (const workloads::Plan& plan : p->plans()) {
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user, plan.name);
+    EXPECT_TRUE(c.ok) << plan.name << ": " << c.summary();
+  }
 }
 
 TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {

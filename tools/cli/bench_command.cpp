@@ -12,6 +12,7 @@
 #include "tuner/first_use_tuning.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
+#include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 #include "workloads/workload.h"
 
@@ -30,7 +31,7 @@ namespace tilejit::cli {
 namespace {
 
 struct BenchOptions {
-  std::string source, kernel, workload, dtype, case_filter, out, commit, sweep;
+  std::string source, kernel, workload, dtype, case_filter, out, commit, sweep, plan;
   std::vector<std::string> set, shape;
   int repeats = 30;
   bool graph = false; ///< `ms` from a CUDA-graph replay instead of direct launches
@@ -65,6 +66,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   auto w = workloads::find_workload(o.workload);
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                                     o.case_filter, o.shape);
+  if (o.plan != "all") check_plan_option(problems, o.plan);
   CudaDriver::require();
   DeviceInfo dev = query_device();
   workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};
@@ -72,7 +74,9 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
                            ceilings.bytes_per_s / 1e9);
   auto rt = make_runtime(global.verbose);
   // Tuned configurations come from the database (exact shape, else the nearest tuned one).
-  use_tuning_database(*rt, std::make_shared<TuneDatabase>(database_path(global.db_path)));
+  auto db = std::make_shared<TuneDatabase>(database_path(global.db_path));
+  use_tuning_database(*rt, db);
+  const TuneIdentity identity = current_identity();
   workloads::WorkloadKernels kernels(*rt, *w);
   KernelTimer timer;
   std::ofstream out;
@@ -86,114 +90,129 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   uint64_t seed = std::random_device{}();
   for (const auto& p : problems) {
     auto data = p->make_data(seed++);
-    workloads::ProblemOnGpu gpu(kernels, *p, *data);
-    const std::vector<workloads::Step>& steps = gpu.steps();
+    const std::vector<workloads::Plan> plans = p->plans();
+    // --plan all: every plan timed (the table keeps the fastest); otherwise the chosen one.
+    std::vector<workloads::ChosenPlan> chosen;
+    if (o.plan == "all")
+      for (size_t i = 0; i < plans.size(); ++i) chosen.push_back({i, "--plan all"});
+    else
+      chosen.push_back(workloads::choose_plan(kernels, *p, plans, db.get(), identity, o.plan));
     const double floor = workloads::floor_ms(p->floor(), ceilings);
     double best_ms = 1e30;
     std::string best_config, skipped;
     nlohmann::json best_steps;
-    for (const Bindings& extra : sweep) {
-      Config user = forced;
-      for (const auto& [n, v] : extra) user[n] = v;
-      // Resolve every step first: a sweep point some kernel's constraints rule out is skipped.
-      std::vector<workloads::ProblemOnGpu::ResolvedStep> configs;
-      try {
-        for (size_t i = 0; i < steps.size(); ++i) configs.push_back(gpu.resolve(i, user));
-      } catch (const ConstraintError& e) {
-        // A sweep point some kernel's constraints rule out: said, and skipped.
-        std::vector<std::string> values;
-        for (const auto& [n, v] : user) values.push_back(n + "=" + v);
-        std::cerr << fmt::format("{} {}: skipped: {}\n", p->name(), join(values, ","), e.what());
-        skipped = e.what();
-        continue;
+    size_t best_step_count = 0;
+    for (const workloads::ChosenPlan& plan : chosen) {
+      workloads::ProblemOnGpu gpu(kernels, *p, *data, plans[plan.index]);
+      const std::vector<workloads::Step>& steps = gpu.steps();
+      for (const Bindings& extra : sweep) {
+        Config user = forced;
+        for (const auto& [n, v] : extra) user[n] = v;
+        // Resolve every step first: a sweep point some kernel's constraints rule out is skipped.
+        std::vector<workloads::ProblemOnGpu::ResolvedStep> configs;
+        try {
+          for (size_t i = 0; i < steps.size(); ++i) configs.push_back(gpu.resolve(i, user));
+        } catch (const ConstraintError& e) {
+          // A sweep point some kernel's constraints rule out: said, and skipped.
+          std::vector<std::string> values;
+          for (const auto& [n, v] : user) values.push_back(n + "=" + v);
+          std::cerr << fmt::format("{} {}: skipped: {}\n", p->name(), join(values, ","), e.what());
+          skipped = e.what();
+          continue;
+        }
+        gpu.poison_from(0);
+        gpu.run(user, /*one_time=*/true);
+        workloads::Comparison c = gpu.check();
+        TimingOptions to;
+        to.repeats = o.repeats;
+        to.flush = o.flush;
+        to.tries = 3; // a disturbed timing is taken again, as the Triton peer's script does
+        // Each step alone (one-time steps are timed here, apart), then the per-call sequence.
+        nlohmann::json step_rows = nlohmann::json::array();
+        for (size_t i = 0; i < steps.size(); ++i) {
+          Timing t = timer.time([&](cu::CUstream s) { gpu.launch(i, user, s); }, to);
+          step_rows.push_back({{"step", steps[i].label},
+                               {"kernel", steps[i].kernel},
+                               {"one_time", steps[i].one_time},
+                               {"config", configs[i].tunables},
+                               {"config_source", configs[i].why},
+                               {"ms", t.median_ms},
+                               {"p10_ms", t.p10_ms},
+                               {"p90_ms", t.p90_ms}});
+        }
+        // Timed both ways, as the Triton peer is: launched directly (cuLaunchKernel per call)
+        // and replayed from a CUDA graph (what a serving engine does with a decode step). `ms`
+        // is the one --launch names. On an H100 a graph replay of paged_sparse's one kernel
+        // measured 0.1-0.9 us slower than direct launches; the peer's two launches gain ~1 us.
+        auto call = [&](cu::CUstream s) { gpu.run(user, /*one_time=*/false, s); };
+        Timing direct = timer.time(call, to);
+        to.graph = true;
+        Timing graphed = timer.time(call, to);
+        const Timing& tm = o.graph ? graphed : direct;
+        std::vector<std::string> cfg_parts, why_parts;
+        for (size_t i = 0; i < steps.size(); ++i) {
+          cfg_parts.push_back(steps.size() > 1 ? steps[i].label + ":" + configs[i].tunables
+                                               : configs[i].tunables);
+          why_parts.push_back(configs[i].why);
+        }
+        if (plans.size() > 1) cfg_parts.insert(cfg_parts.begin(), "plan=" + plans[plan.index].name);
+        std::string cfg_text = join(cfg_parts, " ");
+        nlohmann::json errors = nlohmann::json::object();
+        for (const auto& [name, e] : c.errors) errors[name] = e;
+        const double bytes = p->floor().bytes;
+        nlohmann::json j = {
+            {"workload", w->name()},
+            {"variant", p->variant()},
+            {"impl", "tilejit"},
+            {"scope", "end_to_end"},
+            {"shape", p->shape_json()},
+            {"problem", p->name()},
+            {"dtype", dtype_name(p->dtype())},
+            {"ms", tm.median_ms},
+            {"launch", o.graph ? "cuda_graph" : "direct"},
+            {"ms_direct", direct.median_ms},
+            {"p10_direct_ms", direct.p10_ms},
+            {"p90_direct_ms", direct.p90_ms},
+            {"ms_graph", graphed.median_ms},
+            {"p10_graph_ms", graphed.p10_ms},
+            {"p90_graph_ms", graphed.p90_ms},
+            {"p10_ms", tm.p10_ms},
+            {"p90_ms", tm.p90_ms},
+            {"repeats", tm.repeats},
+            {"warmup_ms", tm.warmup_ms},
+            {"steady", tm.steady},
+            {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
+            {"floor_ms", floor},
+            {"pct_floor", floor > 0 ? 100.0 * floor / tm.median_ms : 0.0},
+            {"errors", errors},
+            {"correct", c.ok},
+            {"config", cfg_text},
+            {"config_source", join(why_parts, "; ")},
+            {"plan", plans[plan.index].name},
+            {"plan_source", plan.why},
+            {"steps", step_rows},
+            {"device", dev.name},
+            {"date", today()},
+            {"commit", o.commit},
+            {"copy_bandwidth_gbps", ceilings.bytes_per_s / 1e9},
+            {"flush", o.flush == FlushKind::kernel ? "kernel" : "memset"},
+            {"method",
+             fmt::format("L2 flushed (256 MB {}) before each call, CUDA events, median",
+                         o.flush == FlushKind::kernel ? "written by a fill kernel" : "memset")}};
+        // The error names the report reads for paged_sparse (err_o, err_lse).
+        for (const auto& [name, e] : c.errors) j["err_" + name] = e;
+        out << j.dump() << "\n";
+        out.flush();
+        if (!c.ok)
+          std::cerr << "WRONG result for " << p->name() << " " << cfg_text << ": " << c.summary()
+                    << "\n";
+        if (c.ok && tm.median_ms < best_ms)
+          best_ms = tm.median_ms, best_config = cfg_text, best_steps = step_rows,
+          best_step_count = steps.size();
+        if (sweep.size() > 1 || chosen.size() > 1)
+          std::cerr << "  " << p->name() << " " << cfg_text << ": " << tm.median_ms * 1e3
+                    << " us\n";
       }
-      gpu.poison_from(0);
-      gpu.run(user, /*one_time=*/true);
-      workloads::Comparison c = gpu.check();
-      TimingOptions to;
-      to.repeats = o.repeats;
-      to.flush = o.flush;
-      to.tries = 3; // a disturbed timing is taken again, as the Triton peer's script does
-      // Each step alone (one-time steps are timed here, apart), then the per-call sequence.
-      nlohmann::json step_rows = nlohmann::json::array();
-      for (size_t i = 0; i < steps.size(); ++i) {
-        Timing t = timer.time([&](cu::CUstream s) { gpu.launch(i, user, s); }, to);
-        step_rows.push_back({{"step", steps[i].label},
-                             {"kernel", steps[i].kernel},
-                             {"one_time", steps[i].one_time},
-                             {"config", configs[i].tunables},
-                             {"config_source", configs[i].why},
-                             {"ms", t.median_ms},
-                             {"p10_ms", t.p10_ms},
-                             {"p90_ms", t.p90_ms}});
-      }
-      // Timed both ways, as the Triton peer is: launched directly (cuLaunchKernel per call)
-      // and replayed from a CUDA graph (what a serving engine does with a decode step). `ms`
-      // is the one --launch names. On an H100 a graph replay of paged_sparse's one kernel
-      // measured 0.1-0.9 us slower than direct launches; the peer's two launches gain ~1 us.
-      auto call = [&](cu::CUstream s) { gpu.run(user, /*one_time=*/false, s); };
-      Timing direct = timer.time(call, to);
-      to.graph = true;
-      Timing graphed = timer.time(call, to);
-      const Timing& tm = o.graph ? graphed : direct;
-      std::vector<std::string> cfg_parts, why_parts;
-      for (size_t i = 0; i < steps.size(); ++i) {
-        cfg_parts.push_back(steps.size() > 1 ? steps[i].label + ":" + configs[i].tunables
-                                             : configs[i].tunables);
-        why_parts.push_back(configs[i].why);
-      }
-      std::string cfg_text = join(cfg_parts, " ");
-      nlohmann::json errors = nlohmann::json::object();
-      for (const auto& [name, e] : c.errors) errors[name] = e;
-      const double bytes = p->floor().bytes;
-      nlohmann::json j = {
-          {"workload", w->name()},
-          {"variant", p->variant()},
-          {"impl", "tilejit"},
-          {"scope", "end_to_end"},
-          {"shape", p->shape_json()},
-          {"problem", p->name()},
-          {"dtype", dtype_name(p->dtype())},
-          {"ms", tm.median_ms},
-          {"launch", o.graph ? "cuda_graph" : "direct"},
-          {"ms_direct", direct.median_ms},
-          {"p10_direct_ms", direct.p10_ms},
-          {"p90_direct_ms", direct.p90_ms},
-          {"ms_graph", graphed.median_ms},
-          {"p10_graph_ms", graphed.p10_ms},
-          {"p90_graph_ms", graphed.p90_ms},
-          {"p10_ms", tm.p10_ms},
-          {"p90_ms", tm.p90_ms},
-          {"repeats", tm.repeats},
-          {"warmup_ms", tm.warmup_ms},
-          {"steady", tm.steady},
-          {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
-          {"floor_ms", floor},
-          {"pct_floor", floor > 0 ? 100.0 * floor / tm.median_ms : 0.0},
-          {"errors", errors},
-          {"correct", c.ok},
-          {"config", cfg_text},
-          {"config_source", join(why_parts, "; ")},
-          {"steps", step_rows},
-          {"device", dev.name},
-          {"date", today()},
-          {"commit", o.commit},
-          {"copy_bandwidth_gbps", ceilings.bytes_per_s / 1e9},
-          {"flush", o.flush == FlushKind::kernel ? "kernel" : "memset"},
-          {"method",
-           fmt::format("L2 flushed (256 MB {}) before each call, CUDA events, median",
-                       o.flush == FlushKind::kernel ? "written by a fill kernel" : "memset")}};
-      // The error names the report reads for paged_sparse (err_o, err_lse).
-      for (const auto& [name, e] : c.errors) j["err_" + name] = e;
-      out << j.dump() << "\n";
-      out.flush();
-      if (!c.ok)
-        std::cerr << "WRONG result for " << p->name() << " " << cfg_text << ": " << c.summary()
-                  << "\n";
-      if (c.ok && tm.median_ms < best_ms)
-        best_ms = tm.median_ms, best_config = cfg_text, best_steps = step_rows;
-      if (sweep.size() > 1)
-        std::cerr << "  " << p->name() << " " << cfg_text << ": " << tm.median_ms * 1e3 << " us\n";
     }
     if (best_ms == 1e30) {
       rows.push_back({dtype_name(p->dtype()), p->name(),
@@ -208,7 +227,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
                     floor > 0 ? fmt::format("{:.0f}%", 100.0 * floor / best_ms) : "-"});
     // A sequence of several kernels: each step's own time after the end-to-end row
     // (one-time steps marked; they are not part of the end-to-end time).
-    if (steps.size() > 1 && best_steps.is_array())
+    if (best_step_count > 1 && best_steps.is_array())
       for (const auto& st : best_steps)
         rows.push_back({"",
                         fmt::format("  {}{}", st["step"].get<std::string>(),
@@ -307,6 +326,9 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--out", o->out,
                   "JSON lines file (default bench/results/<date>-<workload>.jsonl)");
   cmd->add_option("--commit", o->commit, "Commit id to record with the results");
+  cmd->add_option("--plan", o->plan,
+                  "For shapes with several plans (`tilejit list`): time this one, or `all` "
+                  "(default: the database's choice per shape, else the first)");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 30)");
   cmd->add_option_function<std::string>(
       "--flush",

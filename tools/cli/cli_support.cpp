@@ -1,5 +1,7 @@
 #include "tools/cli/cli_support.h"
 
+#include "workloads/plan_choice.h"
+
 #include "support/error.h"
 #include "support/text.h"
 #include "tuner/search_space.h"
@@ -55,6 +57,12 @@ std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compil
 
 std::string database_path(const std::string& db_flag) {
   return db_flag.empty() ? TuneDatabase::default_path() : db_flag;
+}
+
+void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
+                       const std::string& plan) {
+  if (plan.empty()) return;
+  for (const auto& p : problems) workloads::find_plan(p->plans(), plan, p->name());
 }
 
 std::vector<std::unique_ptr<workloads::Problem>>

@@ -37,6 +37,11 @@ std::vector<std::unique_ptr<workloads::Problem>>
 workload_problems(const workloads::Workload& w, const std::string& dtype,
                   const std::string& case_filter, const std::vector<std::string>& shape);
 
+/// Checks --plan against every problem (said before a GPU is looked for): a name some problem
+/// does not offer is an error naming that problem's plans. Empty: nothing to check.
+void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
+                       const std::string& plan);
+
 /// "NAME=VALUE" items (from repeated --set, or comma-separated) into a map; errors name the item,
 /// and a name given twice (BM=32,BM=64).
 std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,

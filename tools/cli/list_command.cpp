@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 
 namespace tilejit::cli {
 
@@ -34,6 +35,19 @@ void register_list_command(CLI::App& app, GlobalOptions& global) {
       std::cout << w->name() << " --shape takes:\n";
       for (const std::string& line : split(w->shape_help(), '\n'))
         std::cout << "  " << line << "\n";
+      // Plans: the ways a shape can be computed, from every shape of the workload's grid (a
+      // plan some shapes lack, such as one only dense attention has, is listed once).
+      std::map<std::string, std::string> plans;
+      for (DType t : w->dtypes())
+        for (const auto& p : w->cases(t))
+          for (const workloads::Plan& plan : p->plans()) plans.emplace(plan.name, plan.summary);
+      if (plans.size() > 1) {
+        std::cout << w->name()
+                  << " plans (the tuner times each per shape and keeps the fastest; run and "
+                     "bench take --plan NAME):\n";
+        for (const auto& [name, summary] : plans)
+          std::cout << "  " << name << ": " << summary << "\n";
+      }
       std::cout << w->name() << " is measured against:\n";
       for (const std::string& p : w->peers()) std::cout << "  " << p << "\n";
       std::cout << "\n";

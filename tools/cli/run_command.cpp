@@ -12,6 +12,8 @@
 #include "runtime/gpu_timer.h"
 #include "support/text.h"
 #include "tuner/first_use_tuning.h"
+#include "tuner/tuner.h"
+#include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 #include "workloads/workload.h"
 
@@ -28,7 +30,7 @@ namespace tilejit::cli {
 namespace {
 
 struct RunOptions {
-  std::string source, workload, kernel, dtype, case_filter;
+  std::string source, workload, kernel, dtype, case_filter, plan;
   std::vector<std::string> set, shape;
   uint64_t seed = 0;
   bool tune = false;
@@ -42,6 +44,7 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                                     o.case_filter, o.shape);
   Config user = parse_assignments(o.set, "--set");
+  check_plan_option(problems, o.plan);
   CudaDriver::require();
   auto rt = make_runtime(g.verbose, o.compile_timeout_s);
   if (o.tune) {
@@ -51,14 +54,19 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
     if (g.verbose) ro.log = [](const std::string& m) { std::cerr << m << "\n"; };
     rt = std::make_unique<Runtime>(ro);
   }
-  use_tuning_database(*rt, std::make_shared<TuneDatabase>(database_path(g.db_path)));
+  auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
+  use_tuning_database(*rt, db);
+  const TuneIdentity identity = current_identity();
   workloads::WorkloadKernels kernels(*rt, *w);
   std::vector<std::vector<std::string>> rows;
   bool all_ok = true;
   uint64_t seed = o.seed ? o.seed : std::random_device{}();
   for (const auto& p : problems) {
     auto data = p->make_data(seed++);
-    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    const std::vector<workloads::Plan> plans = p->plans();
+    const workloads::ChosenPlan plan =
+        workloads::choose_plan(kernels, *p, plans, db.get(), identity, o.plan);
+    workloads::ProblemOnGpu gpu(kernels, *p, *data, plans[plan.index]);
     gpu.poison_from(0);
     gpu.run(user, /*one_time=*/true);
     workloads::Comparison c = gpu.check();
@@ -68,6 +76,8 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
     gpu.run(user, /*one_time=*/false);
     timer.stop();
     std::vector<std::string> configs;
+    if (plans.size() > 1)
+      configs.push_back(fmt::format("plan={} ({})", plans[plan.index].name, plan.why));
     for (size_t i = 0; i < gpu.steps().size(); ++i)
       configs.push_back((gpu.steps().size() > 1 ? gpu.steps()[i].label + ":" : "") +
                         gpu.resolve(i, user).tunables);
@@ -164,6 +174,9 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
                   "Workload dtype: f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter,
                   "Only workload shapes whose name contains this (e.g. ctx131072)");
+  cmd->add_option("--plan", o->plan,
+                  "For a workload whose shapes have several plans (`tilejit list`): run this one "
+                  "(default: the database's choice per shape, else the first)");
   cmd->add_option("--seed", o->seed, "Random seed (default: fresh)");
   cmd->add_flag("--tune", o->tune,
                 "Tune shapes the database has no winner for on first use (as TILEJIT_TUNE=1)");
@@ -178,6 +191,7 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
     }
     if (o->source.empty()) throw Error("give a .tile file or --workload NAME (see `tilejit list`)");
     if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
+    if (!o->plan.empty()) throw Error("--plan is for --workload shapes");
     // The arguments are checked before a GPU is looked for.
     std::string name = o->kernel;
     LoadedModule m = load_kernel_source(o->source, "", name);

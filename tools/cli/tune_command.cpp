@@ -101,15 +101,16 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
       for (const auto& p :
            workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                              o.case_filter, o.shape))
-        for (const workloads::Step& s : p->steps()) {
-          KernelRef k = kernels.get(s.kernel);
-          std::vector<Arg> views = workloads::shape_only_args(*p, s);
-          Config config = rt.resolve_config(k, views, s.generics);
-          std::string id = s.kernel + "|" + tunables_text(RuntimeAccess::kernel(rt, k), config);
-          for (const auto& [n, v] : rt.launch_shape(k, views, s.generics).generics)
-            id += "|" + n + "=" + v;
-          if (seen.insert(id).second) launches.push_back({k, views, s.generics});
-        }
+        for (const workloads::Plan& plan : p->plans())
+          for (const workloads::Step& s : plan.steps) {
+            KernelRef k = kernels.get(s.kernel);
+            std::vector<Arg> views = workloads::shape_only_args(*p, s);
+            Config config = rt.resolve_config(k, views, s.generics);
+            std::string id = s.kernel + "|" + tunables_text(RuntimeAccess::kernel(rt, k), config);
+            for (const auto& [n, v] : rt.launch_shape(k, views, s.generics).generics)
+              id += "|" + n + "=" + v;
+            if (seen.insert(id).second) launches.push_back({k, views, s.generics});
+          }
     } else {
       std::string name = o.kernel;
       KernelRef k = rt.load(runtime_source(o.source, "", name), o.kernel);
@@ -168,6 +169,15 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
     std::cerr << fmt::format("\r{:<80}\r", "");
     compiled += t.compiled;
     const double floor = workloads::floor_ms(p->floor(), ceilings);
+    // Several plans: each one's per-call time (when timed now), and which one was kept.
+    for (const workloads::PlanTiming& pt : t.plans)
+      rows.push_back({dtype_name(p->dtype()), p->name(),
+                      "plan " + pt.name + (pt.name == t.plan ? " (chosen)" : ""), "",
+                      pt.error.empty() ? fmt::format("{:.1f}", pt.end_to_end_ms * 1e3) : "failed",
+                      "", "", "", pt.error.empty() ? t.plan_why : pt.error.substr(0, 60)});
+    if (t.plans.empty() && t.plan_why != "the only plan")
+      rows.push_back(
+          {dtype_name(p->dtype()), p->name(), "plan " + t.plan, "", "", "", "", "", t.plan_why});
     double per_call_ms = 0;
     for (const auto& s : t.steps) {
       const TuneOutcome& out = s.outcome;

@@ -1,0 +1,137 @@
+// Plans (Problem::plans) and the plan choice kept in the tuning database, on the CPU: the key
+// names what the choice depends on, a stored choice is read back for its shape and the nearest
+// one, --plan overrides it, and bad names and stale choices are refused or ignored.
+#include "support/error.h"
+#include "tests/tuner/tune_test_util.h"
+#include "tuner/tune_database.h"
+#include "workloads/plan_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace tilejit::test {
+namespace {
+
+using tune_test::TempDir;
+using workloads::find_workload;
+
+TuneIdentity h100() {
+  return {"NVIDIA H100 80GB HBM3", "9.0", 132, "13000", "13.0", "0.1.0"};
+}
+
+struct AttentionPlans {
+  RuntimeOptions options = [] {
+    RuntimeOptions o;
+    o.arch = "sm_90a";
+    o.cache_dir = "";
+    o.tune_on_first_use = false;
+    return o;
+  }();
+  Runtime rt{options};
+  std::shared_ptr<const workloads::Workload> w = find_workload("attention");
+  workloads::WorkloadKernels kernels{rt, *w};
+
+  std::unique_ptr<workloads::Problem> problem(const std::string& n, const std::string& causal) {
+    return w->parse_shape({{"H", "4"}, {"N", n}, {"D", "64"}, {"CAUSAL", causal}}, DType::F16);
+  }
+};
+
+TEST(PlanChoice, DenseAttentionOffersTwoPlansAndSparseOne) {
+  AttentionPlans a;
+  auto dense = a.problem("1000", "0");
+  auto plans = dense->plans();
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].name, "atomic_dq");
+  EXPECT_EQ(plans[1].name, "dq_kernel");
+  EXPECT_EQ(plans[1].steps.back().kernel, "attn_dq");
+  auto sparse = a.w->parse_shape(
+      {{"H", "2"}, {"N", "256"}, {"D", "64"}, {"DENSITY", "50"}, {"BLOCK", "64"}}, DType::F16);
+  EXPECT_EQ(sparse->plans().size(), 1u);
+}
+
+TEST(PlanChoice, TheKeyNamesTheWorkloadShapeAndGenerics) {
+  AttentionPlans a;
+  auto p = a.problem("1000", "0");
+  const TuneKey key = workloads::plan_choice_key(a.kernels, *p, p->plans(), h100());
+  EXPECT_EQ(key.kernel, "plan:attention");
+  EXPECT_EQ(key.shape.at("N"), 1000);
+  EXPECT_EQ(key.shape.at("HQ"), 4);
+  EXPECT_EQ(key.generics.at("CAUSAL"), "0");
+  EXPECT_EQ(key.device_name, "NVIDIA H100 80GB HBM3");
+  // Same shape, same key; another shape or causal, another key.
+  EXPECT_EQ(workloads::plan_choice_key(a.kernels, *p, p->plans(), h100()).hash(), key.hash());
+  auto q = a.problem("2000", "0");
+  const TuneKey other = workloads::plan_choice_key(a.kernels, *q, q->plans(), h100());
+  EXPECT_NE(other.hash(), key.hash());
+  EXPECT_EQ(other.shapeless_hash(), key.shapeless_hash()) << "nearest-shape lookups share it";
+  auto c = a.problem("1000", "1");
+  EXPECT_NE(workloads::plan_choice_key(a.kernels, *c, c->plans(), h100()).shapeless_hash(),
+            key.shapeless_hash());
+  // Fewer plans (another build's list) is another choice.
+  std::vector<workloads::Plan> one = {p->plans()[0]};
+  EXPECT_NE(workloads::plan_choice_key(a.kernels, *p, one, h100()).source_hash, key.source_hash);
+}
+
+TEST(PlanChoice, TheDatabaseChoiceIsReadBackAndPlanOverridesIt) {
+  AttentionPlans a;
+  TempDir dir;
+  TuneDatabase db(dir.file("t.db"));
+  auto p = a.problem("1000", "0");
+  const auto plans = p->plans();
+  auto chosen = workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "");
+  EXPECT_EQ(chosen.index, 0u);
+  EXPECT_EQ(chosen.why, "default (not tuned)");
+  const TuneKey key = workloads::plan_choice_key(a.kernels, *p, plans, h100());
+  db.set_winner(key, {{plan_tunable, 1}}, 0.5);
+  chosen = workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "");
+  EXPECT_EQ(chosen.index, 1u);
+  EXPECT_EQ(chosen.why, "tuned");
+  // A shape never tuned takes the nearest tuned shape's choice, and says so.
+  auto q = a.problem("1500", "0");
+  chosen = workloads::choose_plan(a.kernels, *q, q->plans(), &db, h100(), "");
+  EXPECT_EQ(chosen.index, 1u);
+  EXPECT_NE(chosen.why.find("nearest tuned shape"), std::string::npos) << chosen.why;
+  EXPECT_NE(chosen.why.find("N=1000"), std::string::npos) << chosen.why;
+  // --plan wins over the database; another device does not see this one's choice.
+  chosen = workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "atomic_dq");
+  EXPECT_EQ(chosen.index, 0u);
+  EXPECT_EQ(chosen.why, "--plan");
+  TuneIdentity other = h100();
+  other.device_name = "NVIDIA H200";
+  EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, other, "").index, 0u);
+}
+
+TEST(PlanChoice, AStaleOrForeignChoiceIsIgnored) {
+  AttentionPlans a;
+  TempDir dir;
+  TuneDatabase db(dir.file("t.db"));
+  auto p = a.problem("1000", "0");
+  const auto plans = p->plans();
+  const TuneKey key = workloads::plan_choice_key(a.kernels, *p, plans, h100());
+  // A plan index past the list (a build with more plans) or a config of another kind.
+  db.set_winner(key, {{plan_tunable, 7}}, 0.5);
+  EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "").index, 0u);
+  db.set_winner(key, {{"BM", 64}}, 0.4);
+  EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "").index, 0u);
+}
+
+TEST(PlanChoice, AnUnknownPlanNamesTheProblemsPlans) {
+  AttentionPlans a;
+  auto p = a.problem("100", "1");
+  try {
+    workloads::choose_plan(a.kernels, *p, p->plans(), nullptr, h100(), "fastest");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--plan fastest"), std::string::npos) << m;
+    EXPECT_NE(m.find("has no plan 'fastest'"), std::string::npos) << m;
+    EXPECT_NE(m.find("atomic_dq, dq_kernel"), std::string::npos) << m;
+  }
+  // One plan: the only one, whatever the database says; dequant's problems have one.
+  auto d = find_workload("dequant_gemm")->parse_shape({{"N", "64"}, {"K", "128"}}, DType::F16);
+  auto one = workloads::choose_plan(a.kernels, *d, d->plans(), nullptr, h100(), "");
+  EXPECT_EQ(one.index, 0u);
+  EXPECT_EQ(one.why, "the only plan");
+}
+
+} // namespace
+} // namespace tilejit::test

@@ -1,0 +1,72 @@
+#include "workloads/plan_choice.h"
+
+#include "support/error.h"
+#include "support/sha256.h"
+#include "support/text.h"
+
+#include <fmt/format.h>
+
+namespace tilejit::workloads {
+
+TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
+                        const std::vector<Plan>& plans, const TuneIdentity& identity) {
+  Runtime& rt = kernels.runtime();
+  std::string identity_text;
+  std::map<std::string, std::string> generics;
+  std::map<std::string, int64_t> sizes;
+  for (const Plan& plan : plans) {
+    identity_text += "plan " + plan.name + "\n";
+    for (const Step& s : plan.steps) {
+      KernelRef k = kernels.get(s.kernel);
+      identity_text += fmt::format("  {} {} {}\n", s.label, s.kernel, rt.source_hash(k));
+      if (s.one_time) continue;
+      // Every per-call step's specialisation and sizes: the union is the shape of the choice
+      // (the steps of one problem agree on the names they share: D, M, N...).
+      Runtime::LaunchShape shape = rt.launch_shape(k, shape_only_args(problem, s), s.generics);
+      generics.insert(shape.generics.begin(), shape.generics.end());
+      sizes.insert(shape.sizes.begin(), shape.sizes.end());
+    }
+  }
+  TJ_ICHECK(plans.size() <= static_cast<size_t>(max_plans), problem.name() + " has too many plans");
+  return make_tune_key(plan_key_prefix + kernels.workload_name(), sha256_hex(identity_text),
+                       generics, sizes, identity);
+}
+
+size_t find_plan(const std::vector<Plan>& plans, const std::string& name,
+                 const std::string& problem_name) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i].name == name) return i;
+    names.push_back(plans[i].name);
+  }
+  throw Error(fmt::format("--plan {}: {} has no plan '{}' (its plans: {})", name, problem_name,
+                          name, join(names, ", ")));
+}
+
+std::optional<size_t> stored_plan_index(const Winner& w, size_t plan_count) {
+  auto it = w.config.find(plan_tunable);
+  if (it == w.config.end() || w.config.size() != 1 || it->second < 0 ||
+      static_cast<size_t>(it->second) >= plan_count)
+    return std::nullopt;
+  return static_cast<size_t>(it->second);
+}
+
+ChosenPlan choose_plan(const WorkloadKernels& kernels, const Problem& problem,
+                       const std::vector<Plan>& plans, TuneDatabase* db,
+                       const TuneIdentity& identity, const std::string& asked) {
+  TJ_ICHECK(!plans.empty(), problem.name() + " has no plan");
+  if (!asked.empty()) return {find_plan(plans, asked, problem.name()), "--plan"};
+  if (plans.size() == 1 || !db) return {0, "the only plan"};
+  const TuneKey key = plan_choice_key(kernels, problem, plans, identity);
+  for (const NearestWinner& n : db->nearest_winners(key)) {
+    std::optional<size_t> i = stored_plan_index(n.winner, plans.size());
+    if (!i) continue; // a choice stored by another build's plans: not ours to read
+    if (n.distance == 0) return {*i, "tuned"};
+    std::vector<std::string> shape;
+    for (const auto& [name, v] : n.key.shape) shape.push_back(fmt::format("{}={}", name, v));
+    return {*i, "nearest tuned shape " + join(shape, ",")};
+  }
+  return {0, "default (not tuned)"};
+}
+
+} // namespace tilejit::workloads
