@@ -27,6 +27,9 @@ public:
                  {"scales", &d.scales},
                  {"qzeros", &d.qzeros},
                  {"qweight_t", &d.qweight_t},
+                 {"g_idx", &d.g_idx},
+                 {"gptq_scales", &d.gptq_scales},
+                 {"gptq_zeros", &d.gptq_zeros},
                  {"y", &d.y}};
     else
       by_name = {{"x", &d.x}, {"w", &d.w}, {"scales", &d.w_scales}, {"y", &d.y}};
@@ -81,7 +84,30 @@ public:
             {"scales", s_.dtype, {groups, N}, R::input},
             {"qzeros", DType::I32, {groups, words_n}, R::input},
             {"qweight_t", DType::I32, {N, K / 8}, R::intermediate},
+            // GPTQ's tensors as stored, for the gptq_gemv plan (no repack).
+            {"g_idx", DType::I32, {K}, R::input},
+            {"gptq_scales", s_.dtype, {s_.groups(), N}, R::input},
+            {"gptq_zeros", DType::I32, {s_.groups(), words_n}, R::input},
             {"y", s_.dtype, {M, N}, R::output}};
+  }
+
+  /// int4 has a second plan: w4a16_gemv on GPTQ's tensors as stored (g_idx, no repack, CUDA
+  /// cores, one program per row of x), against the default repack + tensor-core split-K.
+  std::vector<Plan> plans() const override {
+    std::vector<Plan> out = {
+        {"repack_tc", "w4_repack once, then w4a16_tc (tensor cores, split-K)", steps()}};
+    if (s_.bits == 8) {
+      out[0] = {"int8_mma", "w8a16_mma (tensor cores, split-K)", steps()};
+      return out;
+    }
+    Step gemv;
+    gemv.label = "linear";
+    gemv.kernel = "w4a16_gemv";
+    for (const char* b : {"x", "qweight", "gptq_scales", "gptq_zeros", "g_idx", "y"})
+      gemv.args.push_back(StepArg::of(b));
+    gemv.writes = {"y"};
+    out.push_back({"gptq_gemv", "w4a16_gemv on GPTQ's tensors as stored (no repack)", {gemv}});
+    return out;
   }
 
   std::vector<Step> steps() const override {
@@ -136,8 +162,10 @@ public:
     return "weight-only int4 (GPTQ) / int8 linears for LLM decode (repack once, split-K mma)";
   }
   std::vector<KernelSource> kernels() const override {
-    return {
-        {"w4_repack", kDequantSource}, {"w4a16_tc", kDequantSource}, {"w8a16_mma", kDequantSource}};
+    return {{"w4_repack", kDequantSource},
+            {"w4a16_tc", kDequantSource},
+            {"w8a16_mma", kDequantSource},
+            {"w4a16_gemv", kDequantSource}};
   }
   std::vector<std::string> peers() const override {
     return {"bench/peers/dequant_gemm_peer.py: fp16 cuBLAS, Marlin, tinygemm "

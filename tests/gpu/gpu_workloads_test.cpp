@@ -12,6 +12,7 @@
 #include "support/version.h"
 #include "tuner/first_use_tuning.h"
 #include "tuner/tuner.h"
+#include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 #include "workloads/workload_tuning.h"
 
@@ -133,9 +134,13 @@ TEST(GpuWorkloads, DequantGemmGridAndOddShapes) {
     SCOPED_TRACE(p->describe());
     std::fprintf(stderr, "  %s\n", p->describe().c_str()); // which one, should it crash
     auto data = p->make_data(fresh_seed());
-    workloads::ProblemOnGpu gpu(kernels, *p, *data);
-    check_problem(gpu, {});
-    check_problem(gpu, {{"BN", "32"}, {"BM", "16"}, {"STEPS", "2"}, {"STAGES", "3"}});
+    // Every plan (int4: repack + w4a16_tc, and w4a16_gemv on GPTQ's tensors as stored).
+    for (const workloads::Plan& plan : p->plans()) {
+      SCOPED_TRACE(plan.name);
+      workloads::ProblemOnGpu gpu(kernels, *p, *data, plan);
+      check_problem(gpu, {});
+      check_problem(gpu, {{"BN", "32"}, {"BM", "16"}, {"STEPS", "2"}, {"STAGES", "3"}});
+    }
   }
 }
 
@@ -219,6 +224,64 @@ TEST(GpuWorkloads, AThreeKernelWorkloadIsTunedStepByStep) {
       EXPECT_NE(pl.why.find("tuned winner for the exact shape"), std::string::npos) << pl.why;
     }
   }
+}
+
+// A shape with two plans (dense attention: dq by atomics or by attn_dq): both are tuned and
+// timed, the faster kept in the database; a warm database answers with it; run follows it; a
+// pinned plan stays the choice.
+TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
+  REQUIRE_GPU();
+  auto w = workloads::find_workload("attention");
+  TempDb db_file;
+  auto db = std::make_shared<TuneDatabase>(db_file.path);
+  TuneIdentity id = current_identity();
+  auto rt = runtime();
+  workloads::WorkloadKernels kernels(*rt, *w);
+  workloads::WorkloadTuneOptions o;
+  o.budget = parse_budget("4");
+  o.repeats = 5;
+  auto p = w->parse_shape({{"H", "4"}, {"HKV", "2"}, {"N", "333"}, {"D", "64"}, {"CAUSAL", "1"}},
+                          DType::BF16);
+  const std::vector<workloads::Plan> plans = p->plans();
+  ASSERT_EQ(plans.size(), 2u);
+  workloads::ProblemTuning t = workloads::tune_problem(kernels, *p, *db, id, o);
+  ASSERT_EQ(t.plans.size(), 2u);
+  for (const auto& pt : t.plans) {
+    EXPECT_TRUE(pt.error.empty()) << pt.name << ": " << pt.error;
+    EXPECT_GT(pt.end_to_end_ms, 0) << pt.name;
+  }
+  const size_t faster = t.plans[1].end_to_end_ms < t.plans[0].end_to_end_ms ? 1 : 0;
+  EXPECT_EQ(t.plan, plans[faster].name);
+  EXPECT_EQ(t.plan_why, "fastest of 2 plans");
+  EXPECT_EQ(t.steps.size(), plans[faster].steps.size());
+  const TuneKey key = workloads::plan_choice_key(kernels, *p, plans, id);
+  ASSERT_TRUE(db->winner(key).has_value());
+  EXPECT_EQ(db->winner(key)->config.at(plan_tunable), static_cast<int64_t>(faster));
+  EXPECT_EQ(db->trials_for(key).size(), 2u) << "one trial per plan";
+  // Warm: the database answers, nothing runs.
+  workloads::ProblemTuning again = workloads::tune_problem(kernels, *p, *db, id, o);
+  EXPECT_EQ(again.plan, t.plan);
+  EXPECT_EQ(again.plan_why, "database");
+  EXPECT_EQ(again.end_to_end_ms, 0);
+  // Each plan runs right on fresh data with the tuned configurations.
+  auto rt2 = runtime();
+  use_tuning_database(*rt2, db);
+  workloads::WorkloadKernels kernels2(*rt2, *w);
+  auto data = p->make_data(fresh_seed());
+  workloads::ChosenPlan chosen = workloads::choose_plan(kernels2, *p, plans, db.get(), id, "");
+  EXPECT_EQ(chosen.index, faster);
+  EXPECT_EQ(chosen.why, "tuned");
+  for (const auto& plan : plans) {
+    SCOPED_TRACE(plan.name);
+    workloads::ProblemOnGpu gpu(kernels2, *p, *data, plan);
+    check_problem(gpu, {});
+  }
+  // A pinned plan stays the choice through a retune.
+  db->pin(key, {{plan_tunable, static_cast<int64_t>(1 - faster)}});
+  o.retune = true;
+  workloads::ProblemTuning pinned = workloads::tune_problem(kernels, *p, *db, id, o);
+  EXPECT_EQ(pinned.plan, plans[1 - faster].name);
+  EXPECT_EQ(pinned.plan_why, "pinned in the database");
 }
 
 // Tuning on first use: a launch of a shape the database does not know is tuned there, its

@@ -48,6 +48,18 @@ TEST(PlanChoice, DenseAttentionOffersTwoPlansAndSparseOne) {
   EXPECT_EQ(sparse->plans().size(), 1u);
 }
 
+TEST(PlanChoice, Int4DequantOffersTheGptqGemvPlan) {
+  auto w = find_workload("dequant_gemm");
+  auto p = w->parse_shape({{"N", "64"}, {"K", "128"}, {"ACT", "1"}}, DType::F16);
+  auto plans = p->plans();
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].name, "repack_tc");
+  EXPECT_EQ(plans[0].steps.size(), 2u);
+  EXPECT_EQ(plans[1].name, "gptq_gemv");
+  ASSERT_EQ(plans[1].steps.size(), 1u);
+  EXPECT_EQ(plans[1].steps[0].kernel, "w4a16_gemv");
+}
+
 TEST(PlanChoice, TheKeyNamesTheWorkloadShapeAndGenerics) {
   AttentionPlans a;
   auto p = a.problem("1000", "0");
@@ -126,8 +138,9 @@ TEST(PlanChoice, AnUnknownPlanNamesTheProblemsPlans) {
     EXPECT_NE(m.find("has no plan 'fastest'"), std::string::npos) << m;
     EXPECT_NE(m.find("atomic_dq, dq_kernel"), std::string::npos) << m;
   }
-  // One plan: the only one, whatever the database says; dequant's problems have one.
-  auto d = find_workload("dequant_gemm")->parse_shape({{"N", "64"}, {"K", "128"}}, DType::F16);
+  // One plan: the only one, whatever the database says; dequant's int8 problems have one.
+  auto d = find_workload("dequant_gemm")
+               ->parse_shape({{"N", "64"}, {"K", "128"}, {"BITS", "8"}}, DType::F16);
   auto one = workloads::choose_plan(a.kernels, *d, d->plans(), nullptr, h100(), "");
   EXPECT_EQ(one.index, 0u);
   EXPECT_EQ(one.why, "the only plan");

@@ -226,8 +226,11 @@ void check_dequant_shape(const std::map<std::string, std::string>& items, DType 
   auto p = w->parse_shape(items, t);
   SCOPED_TRACE(p->describe());
   auto data = p->make_data(fresh_seed());
-  workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user);
-  EXPECT_TRUE(c.ok) << c.summary();
+  // Every plan (int4: repack + w4a16_tc, and w4a16_gemv on GPTQ's tensors), outputs poisoned.
+  for (const workloads::Plan& plan : p->plans()) {
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user, plan.name);
+    EXPECT_TRUE(c.ok) << plan.name << ": " << c.summary();
+  }
 }
 
 // Odd sizes beyond the grid: N not a multiple of the tile or of 8 (qzeros' last word padded),
