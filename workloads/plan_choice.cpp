@@ -6,13 +6,15 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace tilejit::workloads {
 
 TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
                         const std::vector<Plan>& plans, const TuneIdentity& identity) {
   Runtime& rt = kernels.runtime();
   std::string identity_text;
-  std::map<std::string, std::string> generics;
+  std::map<std::string, std::set<std::string>> generic_values;
   std::map<std::string, int64_t> sizes;
   for (const Plan& plan : plans) {
     identity_text += "plan " + plan.name + "\n";
@@ -21,12 +23,17 @@ TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
       identity_text += fmt::format("  {} {} {}\n", s.label, s.kernel, rt.source_hash(k));
       if (s.one_time) continue;
       // Every per-call step's specialisation and sizes: the union is the shape of the choice
-      // (the steps of one problem agree on the names they share: D, M, N...).
+      // (the steps of one problem agree on the sizes they share: D, M, N...).
       Runtime::LaunchShape shape = rt.launch_shape(k, shape_only_args(problem, s), s.generics);
-      generics.insert(shape.generics.begin(), shape.generics.end());
+      for (const auto& [name, value] : shape.generics) generic_values[name].insert(value);
       sizes.insert(shape.sizes.begin(), shape.sizes.end());
     }
   }
+  // A generic the plans set differently (attention's ATOMIC_DQ) is how they differ, not what
+  // the problem is: only the values every step agrees on name the choice.
+  std::map<std::string, std::string> generics;
+  for (const auto& [name, values] : generic_values)
+    if (values.size() == 1) generics[name] = *values.begin();
   TJ_ICHECK(plans.size() <= static_cast<size_t>(max_plans), problem.name() + " has too many plans");
   return make_tune_key(plan_key_prefix + kernels.workload_name(), sha256_hex(identity_text),
                        generics, sizes, identity);

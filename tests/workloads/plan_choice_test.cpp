@@ -68,6 +68,7 @@ TEST(PlanChoice, TheKeyNamesTheWorkloadShapeAndGenerics) {
   EXPECT_EQ(key.shape.at("N"), 1000);
   EXPECT_EQ(key.shape.at("HQ"), 4);
   EXPECT_EQ(key.generics.at("CAUSAL"), "0");
+  EXPECT_EQ(key.generics.count("ATOMIC_DQ"), 0u) << "the plans differ in it";
   EXPECT_EQ(key.device_name, "NVIDIA H100 80GB HBM3");
   // Same shape, same key; another shape or causal, another key.
   EXPECT_EQ(workloads::plan_choice_key(a.kernels, *p, p->plans(), h100()).hash(), key.hash());
