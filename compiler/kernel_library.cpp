@@ -1,5 +1,7 @@
 #include "compiler/kernel_library.h"
 
+#include "compiler/autodiff/reverse_mode.h"
+
 #include "dsl/checker.h"
 #include "dsl/lexer.h"
 #include "dsl/parser.h"
@@ -8,6 +10,7 @@
 #include "support/sha256.h"
 #include "support/text.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace tilejit {
@@ -61,6 +64,28 @@ LoadedModule load_embedded_tile(const std::string& relative_path) {
   auto text = find_embedded_file(relative_path);
   if (!text) throw Error(str("no embedded kernel source '", relative_path, "'"));
   return load_tile_text("kernels_src/" + relative_path, std::string(*text));
+}
+
+LoadedModule load_gradient_module(const std::string& source, const std::string& name,
+                                  const std::vector<std::string>& wrt) {
+  LoadedModule forward = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
+                                                           : load_tile_file(source);
+  // The derived kernel's own name ("<name>_grad") finds its forward kernel too.
+  std::string forward_name = name;
+  if (ends_with(name, "_grad") &&
+      std::none_of(forward.module->kernels.begin(), forward.module->kernels.end(),
+                   [&](const auto& k) { return k->name == name; }))
+    forward_name = name.substr(0, name.size() - 5);
+  const dsl::Kernel& k = forward.kernel(forward_name);
+  autodiff::GradientOptions o;
+  o.wrt = wrt;
+  autodiff::GradientKernel g = autodiff::derive_gradient(k, o);
+  return load_tile_text(str("grad:", k.loc.path(), "#", k.name), g.source);
+}
+
+std::optional<std::string> gradient_source(const std::string& source) {
+  if (!starts_with(source, "grad:")) return std::nullopt;
+  return source.substr(5);
 }
 
 std::vector<std::string> embedded_tile_paths() {

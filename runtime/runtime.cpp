@@ -315,7 +315,8 @@ void Runtime::set_log(std::function<void(const std::string&)> log) {
 
 KernelRef Runtime::load(const std::string& source, const std::string& name) {
   // An embedded kernel cannot change: loading it again (a typed op per call) is a lookup.
-  const bool embedded = starts_with(source, "embedded:");
+  const bool embedded =
+      starts_with(source, "embedded:") || starts_with(source, "grad:embedded:");
   const std::string embedded_key = source + "|" + name;
   if (embedded) {
     std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -323,11 +324,15 @@ KernelRef Runtime::load(const std::string& source, const std::string& name) {
     if (it != impl_->embedded.end()) return it->second;
   }
   auto lk = std::make_shared<LoadedKernel>();
-  if (starts_with(source, "embedded:"))
-    lk->module = load_embedded_tile(source.substr(9));
-  else
-    lk->module = load_tile_file(source);
-  lk->kernel = &lk->module.kernel(name);
+  if (std::optional<std::string> forward = gradient_source(source)) {
+    // The gradient of kernel `name` of the forward source: the derived module's one kernel.
+    lk->module = load_gradient_module(*forward, name);
+    lk->kernel = &lk->module.kernel("");
+  } else {
+    lk->module = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
+                                                  : load_tile_file(source);
+    lk->kernel = &lk->module.kernel(name);
+  }
   const dsl::Kernel& k = *lk->kernel;
   std::vector<bool> by_param = scalars_read_by_plan(k);
   for (size_t i = 0; i < k.params.size(); ++i) {

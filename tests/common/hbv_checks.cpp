@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 namespace tilejit::test {
 
 void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config) {
@@ -29,6 +32,81 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
   run("embedded:workloads/hbv.tile#hbv_forward", config,
       {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q)});
   expect_close(q, workloads::hbv_forward(in), 1e-4);
+}
+
+void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
+                        double tol) {
+  using workloads::kHbvParams;
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("hbv_forward_grad B=", b, " T=", t, " ", config_text(config), " seed=", seed));
+  workloads::HbvInputs in = workloads::random_hbv_inputs(b, t, seed);
+  std::mt19937 rng(seed ^ 0x5bd1e995u);
+  HostBuffer p(DType::F32, {b, t}), temp(DType::F32, {b, t}), pet(DType::F32, {b, t});
+  HostBuffer params(DType::F32, {b, kHbvParams}), q(DType::F32, {b, t}), dq(DType::F32, {b, t});
+  auto to_f32 = [](std::vector<double>& v, HostBuffer& buf) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      buf.set(static_cast<int64_t>(i), v[i]);
+      v[i] = buf.get(static_cast<int64_t>(i));
+    }
+  };
+  to_f32(in.p, p);
+  to_f32(in.temp, temp);
+  to_f32(in.pet, pet);
+  to_f32(in.params, params);
+  fill_uniform(dq, rng, -1, 1);
+  std::vector<double> dq_ref(static_cast<size_t>(b * t));
+  for (int64_t i = 0; i < b * t; ++i) dq_ref[i] = dq.get(i);
+  q.poison(); // the derived kernel reads no output
+  // Gradients are added: start them at random values and take those away after.
+  HostBuffer d_p(DType::F32, {b, t}), d_temp(DType::F32, {b, t}), d_pet(DType::F32, {b, t});
+  HostBuffer d_params(DType::F32, {b, kHbvParams});
+  std::vector<HostBuffer*> grads = {&d_p, &d_temp, &d_pet, &d_params};
+  std::vector<std::vector<double>> start;
+  for (HostBuffer* g : grads) {
+    fill_uniform(*g, rng, -1, 1);
+    std::vector<double> s0(static_cast<size_t>(g->numel()));
+    for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
+    start.push_back(std::move(s0));
+  }
+  run("grad:embedded:workloads/hbv.tile#hbv_forward", config,
+      {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+       TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
+       TestArg::of(d_params)});
+  const workloads::HbvGradients ref = workloads::hbv_backward(in, dq_ref);
+  const std::vector<const std::vector<double>*> refs = {&ref.p, &ref.temp, &ref.pet, &ref.params};
+  const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
+  for (size_t g = 0; g < grads.size(); ++g) {
+    SCOPED_TRACE(names[g]);
+    HostBuffer added(DType::F64, grads[g]->shape());
+    for (int64_t i = 0; i < added.numel(); ++i) added.set(i, grads[g]->get(i) - start[g][i]);
+    double ref_norm = 0, max_diff = 0;
+    for (int64_t i = 0; i < added.numel(); ++i) {
+      ref_norm += (*refs[g])[i] * (*refs[g])[i];
+      max_diff = std::max(max_diff, std::abs(added.get(i) - (*refs[g])[i]));
+    }
+    // A gradient that is (next to) zero everywhere (a day or two from the 0.001 start states,
+    // or no snow at all) has no relative error to speak of: then it must be zero within f32's
+    // rounding of the random start values.
+    if (std::sqrt(ref_norm) < 1e-9) {
+      EXPECT_LE(max_diff, 1e-6) << "a gradient that should be (next to) zero";
+      continue;
+    }
+    expect_close(added, *refs[g], tol);
+    // Each basin's own gradient, so that one basin left out cannot hide in the norm.
+    const int64_t row = added.numel() / b;
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      double diff = 0, norm = 0;
+      for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
+        const double r = (*refs[g])[j];
+        diff += (added.get(j) - r) * (added.get(j) - r);
+        norm += r * r;
+      }
+      if (std::sqrt(diff) > 10 * tol * std::sqrt(norm) + 1e-6)
+        if (bad++ == 0) first_bad = bi;
+    }
+    EXPECT_EQ(bad, 0) << "basins off by more than " << 10 * tol << ", first " << first_bad;
+  }
 }
 
 } // namespace tilejit::test

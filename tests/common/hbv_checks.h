@@ -13,4 +13,13 @@ namespace tilejit::test {
 /// float64 reference run on the same f32-rounded inputs.
 void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config);
 
+/// hbv_forward_grad, the kernel the compiler's reverse mode derives from hbv_forward
+/// ("grad:embedded:workloads/hbv.tile"), on random inputs and loss weights dQ: the gradients of
+/// sum(dQ * Q) for the 12 parameters and the three forcings against the hand-written float64
+/// adjoint (workloads/hbv_reference.h). The gradient buffers start at random values (the kernel
+/// adds to them), so an element left alone or added twice fails; `tol` is norm-relative over
+/// each whole gradient and over each basin's parameters.
+void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
+                        double tol = 1e-3);
+
 } // namespace tilejit::test

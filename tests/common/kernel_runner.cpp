@@ -1,6 +1,7 @@
 #include "kernel_runner.h"
 
 #include <filesystem>
+#include <optional>
 
 namespace tilejit::test {
 
@@ -13,7 +14,10 @@ KernelRunner interpreter_runner(const std::string& after) {
   return [after](const std::string& source, const Bindings& config,
                  const std::vector<TestArg>& args) {
     auto [path, name] = split_source(source);
-    LoadedModule module = load_source(path);
+    // grad:<path>#<kernel>: the kernel reverse mode derives from <kernel> (its only kernel).
+    std::optional<std::string> forward = gradient_source(path);
+    LoadedModule module = forward ? load_gradient_module(*forward, name) : load_source(path);
+    if (forward) name = "";
     std::vector<ref::HostArg> host;
     for (const TestArg& a : args) {
       if (a.buffer)

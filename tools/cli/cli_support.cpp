@@ -42,6 +42,12 @@ std::string runtime_source(const std::string& source, const std::string& workloa
 LoadedModule load_kernel_source(const std::string& source, const std::string& workload,
                                 std::string& kernel) {
   std::string s = runtime_source(source, workload, kernel);
+  if (std::optional<std::string> forward = gradient_source(s)) {
+    // grad:<source>: the kernel reverse mode derives from --kernel (named <kernel>_grad).
+    LoadedModule m = load_gradient_module(*forward, kernel);
+    kernel = m.module->kernels.at(0)->name;
+    return m;
+  }
   LoadedModule m =
       starts_with(s, "embedded:") ? load_embedded_tile(s.substr(9)) : load_tile_file(s);
   for (const auto& w : m.warnings) std::cerr << w.render() << "\n";

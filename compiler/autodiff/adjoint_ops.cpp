@@ -1,0 +1,149 @@
+// Adjoint rules, one per operation, as DSL text. `g` is the adjoint of the result `r`.
+#include "compiler/autodiff/adjoint_ops.h"
+
+#include "compiler/autodiff/reverse_mode.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+namespace tilejit::autodiff {
+
+bool op_kind_of_call(const std::string& callee, OpKind* kind) {
+  static const std::map<std::string, OpKind> calls = {
+      {"where", OpKind::Where}, {"min", OpKind::Min},     {"max", OpKind::Max},
+      {"clamp", OpKind::Clamp}, {"pow", OpKind::Pow},     {"exp", OpKind::Exp},
+      {"exp2", OpKind::Exp2},   {"log", OpKind::Log},     {"log2", OpKind::Log2},
+      {"sqrt", OpKind::Sqrt},   {"rsqrt", OpKind::Rsqrt}, {"tanh", OpKind::Tanh},
+      {"sigmoid", OpKind::Sigmoid}, {"abs", OpKind::Abs}, {"cast", OpKind::Cast},
+      {"load", OpKind::Load},   {"gather", OpKind::Load}};
+  auto it = calls.find(callee);
+  if (it == calls.end()) return false;
+  *kind = it->second;
+  return true;
+}
+
+bool Adjoints::has(const std::string& value) const {
+  return outer_.count(value) || defined_.count(value);
+}
+
+std::string Adjoints::of(const std::string& value) const {
+  auto it = outer_.find(value);
+  return it != outer_.end() ? it->second : "d__" + value;
+}
+
+void Adjoints::add(std::vector<std::string>& out, const std::string& value, const std::string& c) {
+  const std::string a = of(value);
+  if (has(value)) {
+    out.push_back(fmt::format("{} = {} + {};", a, a, c));
+  } else {
+    out.push_back(fmt::format("frag {} = {};", a, c));
+    defined_.insert(value);
+  }
+}
+
+namespace {
+
+// ln 2, for exp2 and log2.
+constexpr const char* kLn2 = "0.6931471805599453";
+
+std::string masked(const Op& op) {
+  return op.mask.empty() ? "" : ", mask = " + op.mask;
+}
+
+} // namespace
+
+void emit_adjoint(const Op& op, Adjoints& adj, std::vector<std::string>& out) {
+  const std::vector<Operand>& a = op.args;
+  auto add = [&](size_t i, const std::string& c) {
+    if (i < a.size() && a[i].active) adj.add(out, a[i].text, "(" + c + ")");
+  };
+  if (op.kind == OpKind::Store) {
+    add(0, fmt::format("load({}[{}]{})", gradient_param_name(op.tensor), op.access, masked(op)));
+    return;
+  }
+  if (!adj.has(op.result)) return; // the value reaches no output
+  const std::string g = adj.of(op.result), r = op.result;
+  auto t = [&](size_t i) { return a[i].text; };
+  switch (op.kind) {
+  case OpKind::Copy:
+  case OpKind::Cast:
+    add(0, g);
+    break;
+  case OpKind::Add:
+    add(0, g);
+    add(1, g);
+    break;
+  case OpKind::Sub:
+    add(0, g);
+    add(1, "-" + g);
+    break;
+  case OpKind::Mul:
+    add(0, fmt::format("{} * {}", g, t(1)));
+    add(1, fmt::format("{} * {}", g, t(0)));
+    break;
+  case OpKind::Div: // d(a/b)/db = -(a/b)/b
+    add(0, fmt::format("{} / {}", g, t(1)));
+    add(1, fmt::format("-({} * {}) / {}", g, r, t(1)));
+    break;
+  case OpKind::Neg:
+    add(0, "-" + g);
+    break;
+  case OpKind::Where: // the branch taken gets it
+    add(1, fmt::format("where({}, {}, 0.0)", t(0), g));
+    add(2, fmt::format("where({}, 0.0, {})", t(0), g));
+    break;
+  case OpKind::Min: // a tie goes to the first argument
+    add(0, fmt::format("where({} <= {}, {}, 0.0)", t(0), t(1), g));
+    add(1, fmt::format("where({} <= {}, 0.0, {})", t(0), t(1), g));
+    break;
+  case OpKind::Max:
+    add(0, fmt::format("where({} >= {}, {}, 0.0)", t(0), t(1), g));
+    add(1, fmt::format("where({} >= {}, 0.0, {})", t(0), t(1), g));
+    break;
+  case OpKind::Clamp: // x keeps it at its bounds, as PyTorch's clamp
+    add(0, fmt::format("where({} >= {} && {} <= {}, {}, 0.0)", t(0), t(1), t(0), t(2), g));
+    add(1, fmt::format("where({} < {}, {}, 0.0)", t(0), t(1), g));
+    add(2, fmt::format("where({} > {} && {} >= {}, {}, 0.0)", t(0), t(2), t(0), t(1), g));
+    break;
+  case OpKind::Pow: // x^y at x = 0: gradient 0 in x and in y
+    add(0, fmt::format("where({} == 0.0, 0.0, {} * {} * pow({}, {} - 1.0))", t(0), g, t(1), t(0),
+                       t(1)));
+    add(1, fmt::format("where({} > 0.0, {} * {} * log({}), 0.0)", t(0), g, r, t(0)));
+    break;
+  case OpKind::Exp:
+    add(0, fmt::format("{} * {}", g, r));
+    break;
+  case OpKind::Exp2:
+    add(0, fmt::format("{} * {} * {}", g, r, kLn2));
+    break;
+  case OpKind::Log:
+    add(0, fmt::format("{} / {}", g, t(0)));
+    break;
+  case OpKind::Log2:
+    add(0, fmt::format("{} / ({} * {})", g, t(0), kLn2));
+    break;
+  case OpKind::Sqrt:
+    add(0, fmt::format("{} * 0.5 / {}", g, r));
+    break;
+  case OpKind::Rsqrt:
+    add(0, fmt::format("-0.5 * {} * {} * {} * {}", g, r, r, r));
+    break;
+  case OpKind::Tanh:
+    add(0, fmt::format("{} * (1.0 - {} * {})", g, r, r));
+    break;
+  case OpKind::Sigmoid:
+    add(0, fmt::format("{} * {} * (1.0 - {})", g, r, r));
+    break;
+  case OpKind::Abs:
+    add(0, fmt::format("where({} > 0.0, {}, where({} < 0.0, -{}, 0.0))", t(0), g, t(0), g));
+    break;
+  case OpKind::Load:
+    out.push_back(fmt::format("atomic_add({}[{}], {}{});", gradient_param_name(op.tensor),
+                              op.access, g, masked(op)));
+    break;
+  case OpKind::Store:
+    break;
+  }
+}
+
+} // namespace tilejit::autodiff

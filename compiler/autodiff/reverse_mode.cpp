@@ -1,0 +1,858 @@
+// Source-to-source reverse mode (reverse_mode.h). The kernel is read as
+//   PRE (declarations) ; for t in serial(LO, HI) { BODY } ; POST (declarations and stores)
+// or as one straight-line block with no loop. Each block is split into operations on named
+// values (adjoint_ops.h), in SSA form where a variable is assigned again, and the derived kernel
+// replays them forward and undoes them in reverse.
+#include "compiler/autodiff/reverse_mode.h"
+
+#include "compiler/autodiff/adjoint_ops.h"
+#include "dsl/ast_printer.h"
+#include "dsl/diagnostics.h"
+#include "support/text.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tilejit::autodiff {
+
+using namespace dsl;
+
+std::string gradient_param_name(const std::string& tensor) { return "d_" + tensor; }
+
+namespace {
+
+bool is_float_dtype(const std::string& d) {
+  return d == "f32" || d == "f16" || d == "bf16" || d == "f64";
+}
+
+// --- printing with renamed variables ---------------------------------------------------------
+
+using Renames = std::map<std::string, std::string>;
+
+std::string renamed(const std::string& name, const Renames& r) {
+  auto it = r.find(name);
+  return it == r.end() ? name : it->second;
+}
+
+std::string text(const Expr& e, const Renames& r);
+
+std::string index_text(const std::vector<IndexItem>& items, const Renames& r) {
+  std::vector<std::string> parts;
+  for (const IndexItem& it : items) {
+    switch (it.kind) {
+    case IndexItem::Kind::Expr:
+      parts.push_back(text(*it.expr, r));
+      break;
+    case IndexItem::Kind::Slice:
+      parts.push_back(text(*it.start, r) + " : " + text(*it.stop, r));
+      break;
+    case IndexItem::Kind::Full:
+      parts.push_back(":");
+      break;
+    case IndexItem::Kind::NewAxis:
+      parts.push_back("None");
+      break;
+    }
+  }
+  return join(parts, ", ");
+}
+
+std::string text(const Expr& e, const Renames& r) {
+  switch (e.kind) {
+  case ExprKind::Name:
+    return renamed(e.name, r);
+  case ExprKind::Unary:
+    return std::string(unary_op_spelling(e.unary_op)) + text(*e.lhs, r);
+  case ExprKind::Binary:
+    return "(" + text(*e.lhs, r) + " " + binary_op_spelling(e.binary_op) + " " + text(*e.rhs, r) +
+           ")";
+  case ExprKind::Call: {
+    std::vector<std::string> parts;
+    for (const auto& a : e.args) parts.push_back(text(*a, r));
+    for (const auto& k : e.kwargs) parts.push_back(k.name + " = " + text(*k.value, r));
+    return e.name + (e.type_arg ? "<" + type_to_string(*e.type_arg) + ">" : "") + "(" +
+           join(parts, ", ") + ")";
+  }
+  case ExprKind::Index:
+    return text(*e.lhs, r) + "[" + index_text(e.index, r) + "]";
+  default:
+    return expr_to_string(e); // literals
+  }
+}
+
+const Expr* kwarg(const Expr& call, const std::string& name) {
+  for (const auto& k : call.kwargs)
+    if (k.name == name) return k.value.get();
+  return nullptr;
+}
+
+/// Every name an expression reads.
+void names_in(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == ExprKind::Name) out.insert(e.name);
+  if (e.lhs) names_in(*e.lhs, out);
+  if (e.rhs) names_in(*e.rhs, out);
+  for (const auto& a : e.args) names_in(*a, out);
+  for (const auto& k : e.kwargs) names_in(*k.value, out);
+  for (const auto& it : e.index) {
+    if (it.expr) names_in(*it.expr, out);
+    if (it.start) names_in(*it.start, out);
+    if (it.stop) names_in(*it.stop, out);
+  }
+}
+
+// --- what is differentiated ------------------------------------------------------------------
+
+class Activity {
+public:
+  explicit Activity(std::set<std::string> wrt) : wrt_(std::move(wrt)) {}
+
+  /// Whether `e`'s value depends on a differentiated input (through the active variables).
+  bool active(const Expr& e) const {
+    switch (e.kind) {
+    case ExprKind::Name:
+      return vars_.count(e.name) > 0;
+    case ExprKind::Unary:
+      return e.unary_op == UnaryOp::Neg && active(*e.lhs);
+    case ExprKind::Binary:
+      switch (e.binary_op) {
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+      case BinaryOp::Mul:
+      case BinaryOp::Div:
+        return active(*e.lhs) || active(*e.rhs);
+      case BinaryOp::Mod:
+        if (active(*e.lhs) || active(*e.rhs))
+          fail_at(e.loc, "cannot differentiate '%' (not supported by reverse mode yet)");
+        return false;
+      default:
+        return false; // comparisons, logic, bits: no gradient flows through them
+      }
+    case ExprKind::Call: {
+      if (e.name == "load" || e.name == "gather") {
+        const Expr* access = e.args.empty() ? nullptr : e.args[0].get();
+        return access && access->kind == ExprKind::Index && access->lhs->kind == ExprKind::Name &&
+               wrt_.count(access->lhs->name);
+      }
+      if (e.name == "where") return e.args.size() == 3 && (active(*e.args[1]) || active(*e.args[2]));
+      if (e.name == "cast")
+        return e.type_arg && is_float_dtype(e.type_arg->dtype) && active(*e.args.at(0));
+      bool any = false;
+      for (const auto& a : e.args) any = any || active(*a);
+      OpKind kind;
+      if (e.name == "floor" || e.name == "ceil" || !any) return false; // piecewise constant
+      if (!op_kind_of_call(e.name, &kind))
+        fail_at(e.loc, fmt::format("cannot differentiate '{}' (reverse mode supports elementwise "
+                                   "math, where, min, max, clamp, pow, cast, load and store)",
+                                   e.name));
+      return true;
+    }
+    case ExprKind::Index:
+      if (active(*e.lhs))
+        fail_at(e.loc, "cannot differentiate an indexed tile (x[...] of a differentiated value)");
+      return false;
+    default:
+      return false;
+    }
+  }
+
+  void mark(const std::string& var) { vars_.insert(var); }
+  bool is_active_var(const std::string& var) const { return vars_.count(var) > 0; }
+  bool is_wrt(const std::string& tensor) const { return wrt_.count(tensor) > 0; }
+
+private:
+  std::set<std::string> wrt_;
+  std::set<std::string> vars_;
+};
+
+// --- one block in operation form ---------------------------------------------------------------
+
+/// A straight-line block turned into operations: `code` replays it forward (the SSA names, one
+/// temporary per operation, stores left out), `ops` are undone in reverse.
+struct Block {
+  std::vector<std::string> code;
+  std::vector<Op> ops;
+};
+
+class Flattener {
+public:
+  Flattener(const Activity& act, Renames& names, int& temps, Block& out)
+      : act_(act), names_(names), temps_(temps), out_(out) {}
+
+  /// The operand for `e`; the last operation is named `hint` (declared with `type` when given).
+  Operand flatten(const Expr& e, const std::string& hint = "", const std::string& type = "") {
+    if (!act_.active(e)) return {text(e, names_), false};
+    if (e.kind == ExprKind::Name) return {renamed(e.name, names_), true};
+    Op op;
+    std::string value;
+    if (e.kind == ExprKind::Unary) {
+      op.kind = OpKind::Neg;
+      op.args = {flatten(*e.lhs)};
+      value = "-" + op.args[0].text;
+    } else if (e.kind == ExprKind::Binary) {
+      static const std::map<BinaryOp, OpKind> kinds = {{BinaryOp::Add, OpKind::Add},
+                                                       {BinaryOp::Sub, OpKind::Sub},
+                                                       {BinaryOp::Mul, OpKind::Mul},
+                                                       {BinaryOp::Div, OpKind::Div}};
+      op.kind = kinds.at(e.binary_op);
+      op.args = {flatten(*e.lhs), flatten(*e.rhs)};
+      value = fmt::format("({} {} {})", op.args[0].text, binary_op_spelling(e.binary_op),
+                          op.args[1].text);
+    } else if (e.kind == ExprKind::Call) {
+      op_kind_of_call(e.name, &op.kind);
+      if (op.kind == OpKind::Load) {
+        const Expr& access = *e.args[0];
+        op.tensor = access.lhs->name;
+        op.access = index_text(access.index, names_);
+        if (const Expr* m = kwarg(e, "mask")) op.mask = text(*m, names_);
+        value = text(e, names_);
+      } else {
+        for (const auto& a : e.args) op.args.push_back(flatten(*a));
+        std::vector<std::string> parts;
+        for (const Operand& o : op.args) parts.push_back(o.text);
+        value = e.name + (e.type_arg ? "<" + type_to_string(*e.type_arg) + ">" : "") + "(" +
+                join(parts, ", ") + ")";
+      }
+    }
+    op.result = hint.empty() ? fmt::format("tmp__{}", ++temps_) : hint;
+    out_.code.push_back(fmt::format("frag {}{} = {};", op.result, type.empty() ? "" : ": " + type,
+                                    value));
+    out_.ops.push_back(std::move(op));
+    return {out_.ops.back().result, true};
+  }
+
+  /// `store(X[...], v, mask = m)`: an operation whose adjoint reads d_X.
+  void store(const Expr& call) {
+    const Expr& access = *call.args.at(0);
+    Op op;
+    op.kind = OpKind::Store;
+    op.tensor = access.lhs->name;
+    op.access = index_text(access.index, names_);
+    if (const Expr* m = kwarg(call, "mask")) op.mask = text(*m, names_);
+    op.args = {flatten(*call.args.at(1))};
+    out_.ops.push_back(std::move(op));
+  }
+
+private:
+  const Activity& act_;
+  Renames& names_;
+  int& temps_;
+  Block& out_;
+};
+
+bool is_store(const Stmt& s) {
+  return s.kind == StmtKind::ExprStmt && s.value->kind == ExprKind::Call &&
+         s.value->name == "store";
+}
+
+ExprPtr clone(const Expr& e);
+
+std::unique_ptr<TypeExpr> clone_type(const TypeExpr& t) {
+  auto c = std::make_unique<TypeExpr>();
+  c->dtype = t.dtype;
+  c->has_dims = t.has_dims;
+  c->loc = t.loc;
+  for (const auto& d : t.dims) c->dims.push_back(clone(*d));
+  return c;
+}
+
+ExprPtr clone(const Expr& e) {
+  auto c = std::make_unique<Expr>();
+  c->kind = e.kind;
+  c->loc = e.loc;
+  c->int_value = e.int_value;
+  c->float_value = e.float_value;
+  c->bool_value = e.bool_value;
+  c->name = e.name;
+  c->unary_op = e.unary_op;
+  c->binary_op = e.binary_op;
+  if (e.lhs) c->lhs = clone(*e.lhs);
+  if (e.rhs) c->rhs = clone(*e.rhs);
+  if (e.type_arg) c->type_arg = clone_type(*e.type_arg);
+  for (const auto& a : e.args) c->args.push_back(clone(*a));
+  for (const auto& k : e.kwargs) c->kwargs.push_back({k.name, clone(*k.value), k.loc});
+  for (const auto& it : e.index) {
+    IndexItem i;
+    i.kind = it.kind;
+    i.loc = it.loc;
+    if (it.expr) i.expr = clone(*it.expr);
+    if (it.start) i.start = clone(*it.start);
+    if (it.stop) i.stop = clone(*it.stop);
+    c->index.push_back(std::move(i));
+  }
+  return c;
+}
+
+/// `x op= e` as the expression `x op e`.
+ExprPtr compound_value(const Stmt& s) {
+  auto bin = std::make_unique<Expr>();
+  bin->kind = ExprKind::Binary;
+  bin->loc = s.loc;
+  bin->binary_op = s.assign_op;
+  bin->lhs = std::make_unique<Expr>();
+  bin->lhs->kind = ExprKind::Name;
+  bin->lhs->name = s.name;
+  bin->lhs->loc = s.loc;
+  bin->rhs = clone(*s.value);
+  return bin;
+}
+
+// --- the kernel --------------------------------------------------------------------------------
+
+class Deriver {
+public:
+  Deriver(const Kernel& k, const GradientOptions& o) : k_(k), o_(o) {}
+
+  GradientKernel run() {
+    check_kernel();
+    choose_wrt();
+    split_body();
+    analyse_activity();
+    collect_outputs();
+    GradientKernel g;
+    g.name = o_.name.empty() ? k_.name + "_grad" : o_.name;
+    g.wrt = wrt_;
+    g.outputs = outputs_;
+    std::vector<std::string> body = loop_ ? loop_body() : straight_body();
+    g.source = header(g.name) + "{\n" + indent(body, 1) + "}\n";
+    return g;
+  }
+
+private:
+  const Kernel& k_;
+  const GradientOptions& o_;
+  std::vector<std::string> wrt_, outputs_;
+  std::map<std::string, const Param*> params_;
+  std::vector<const Stmt*> pre_, post_;
+  const Stmt* loop_ = nullptr;
+  std::map<std::string, const TypeExpr*> declared_; ///< top-level variables' declared types
+  std::vector<std::string> carried_;                ///< PRE variables the loop assigns
+  std::optional<Activity> act_;
+  int temps_ = 0;
+
+  // -- checks ------------------------------------------------------------------------------------
+
+  void check_kernel() {
+    if (!k_.cluster.empty())
+      fail_at(k_.cluster_loc, "cannot differentiate a kernel with a cluster clause");
+    std::set<std::string> taken;
+    for (const auto& p : k_.params) {
+      if (p.is_scratch)
+        fail_at(p.loc, fmt::format("cannot differentiate a kernel with scratch tensors ('{}')",
+                                   p.name));
+      params_[p.name] = &p;
+      taken.insert(p.name);
+    }
+    for (const auto& g : k_.generics) taken.insert(g.name);
+    for (const auto& t : k_.tunables) taken.insert(t.name);
+    if (taken.count("CK"))
+      fail_at(k_.loc, "the derived kernel's checkpoint tunable is called CK: rename the kernel's "
+                      "own 'CK'");
+    for (const auto& p : k_.params)
+      if (p.type.has_dims && taken.count(gradient_param_name(p.name)))
+        fail_at(p.loc, fmt::format("the derived kernel names the gradient of '{}' '{}', which is "
+                                   "already a name of the kernel",
+                                   p.name, gradient_param_name(p.name)));
+  }
+
+  void choose_wrt() {
+    std::set<std::string> written;
+    std::function<void(const std::vector<StmtPtr>&)> scan = [&](const std::vector<StmtPtr>& b) {
+      for (const auto& s : b) {
+        if (s->kind == StmtKind::ExprStmt && s->value->kind == ExprKind::Call &&
+            (s->value->name == "store" || s->value->name == "atomic_add") &&
+            !s->value->args.empty() && s->value->args[0]->kind == ExprKind::Index)
+          written.insert(s->value->args[0]->lhs->name);
+        scan(s->body);
+        scan(s->else_body);
+      }
+    };
+    scan(k_.body);
+    if (o_.wrt.empty()) {
+      for (const auto& p : k_.params)
+        if (p.type.has_dims && is_float_dtype(p.type.dtype) && !written.count(p.name))
+          wrt_.push_back(p.name);
+    } else {
+      for (const std::string& name : o_.wrt) {
+        auto it = params_.find(name);
+        if (it == params_.end() || !it->second->type.has_dims)
+          fail_at(k_.loc, fmt::format("cannot differentiate with respect to '{}': kernel '{}' has "
+                                      "no tensor parameter of that name",
+                                      name, k_.name));
+        if (!is_float_dtype(it->second->type.dtype))
+          fail_at(it->second->loc, fmt::format("cannot differentiate with respect to '{}': its "
+                                               "dtype {} is not a floating-point type",
+                                               name, it->second->type.dtype));
+        if (written.count(name))
+          fail_at(it->second->loc, fmt::format("cannot differentiate with respect to '{}': the "
+                                               "kernel writes it",
+                                               name));
+        wrt_.push_back(name);
+      }
+    }
+    if (wrt_.empty())
+      fail_at(k_.loc, fmt::format("kernel '{}' reads no floating-point tensor to differentiate",
+                                  k_.name));
+  }
+
+  void check_names(const Stmt& s) {
+    auto bad = [&](const std::string& n) {
+      if (n.find("__") != std::string::npos)
+        fail_at(s.loc, fmt::format("names with '__' are the derived kernel's: rename '{}'", n));
+    };
+    if (!s.name.empty()) bad(s.name);
+  }
+
+  /// The body as PRE, one serial loop, POST (or one straight-line block).
+  void split_body() {
+    for (const auto& sp : k_.body) {
+      const Stmt& s = *sp;
+      check_names(s);
+      switch (s.kind) {
+      case StmtKind::For:
+        if (loop_) fail_at(s.loc, "cannot differentiate a kernel with more than one loop yet");
+        if (s.range_kind == "pipelined")
+          fail_at(s.loc, "cannot differentiate a pipelined loop: write `serial` (the derived "
+                         "kernel pipelines nothing)");
+        if (s.range_args.size() != 2)
+          fail_at(s.range_loc, "a differentiated loop runs with step 1: serial(LO, HI)");
+        loop_ = &s;
+        for (const auto& b : s.body) {
+          check_names(*b);
+          if (b->kind == StmtKind::For || b->kind == StmtKind::If || b->kind == StmtKind::Return ||
+              b->kind == StmtKind::Block ||
+              (b->kind == StmtKind::Let && b->let_kind == LetKind::Shared))
+            fail_at(b->loc, "a differentiated loop's body holds declarations, assignments and "
+                            "stores only (no loops, ifs, blocks, returns or shared tiles)");
+          check_call_statement(*b);
+        }
+        break;
+      case StmtKind::Let:
+        if (s.let_kind == LetKind::Shared)
+          fail_at(s.loc, "cannot differentiate a kernel with shared tiles");
+        if (s.type) declared_[s.name] = s.type.get();
+        (loop_ ? post_ : pre_).push_back(&s);
+        break;
+      case StmtKind::Assign:
+        if (loop_)
+          fail_at(s.loc, "after the loop, a differentiated kernel declares and stores only");
+        pre_.push_back(&s);
+        break;
+      case StmtKind::ExprStmt:
+        check_call_statement(s);
+        (loop_ ? post_ : pre_).push_back(&s);
+        break;
+      default:
+        fail_at(s.loc, "a differentiated kernel holds declarations, assignments, stores and one "
+                       "serial loop (no ifs, blocks or returns)");
+      }
+    }
+    if (!loop_) return;
+    // PRE only declares (its values are read by every step: they cannot change meanwhile).
+    std::set<std::string> assigned;
+    for (const auto& b : loop_->body)
+      if (b->kind == StmtKind::Assign) assigned.insert(b->name);
+    std::set<std::string> pre_names;
+    for (const Stmt* s : pre_) {
+      if (s->kind == StmtKind::Assign)
+        fail_at(s->loc, "before a differentiated loop, declare each value once (no assignments)");
+      if (is_store(*s)) fail_at(s->loc, "store after the loop, or in it, not before it");
+      if (s->kind == StmtKind::Let) pre_names.insert(s->name);
+    }
+    for (const std::string& v : assigned) {
+      if (!pre_names.count(v)) continue; // a body-local variable assigned again
+      carried_.push_back(v);
+      auto it = declared_.find(v);
+      if (it == declared_.end())
+        fail_at(loop_->loc, fmt::format("the loop carries '{}': declare it with its type "
+                                        "(frag {}: f32[...] = ...) so it can be checkpointed",
+                                        v, v));
+    }
+    // A carried value is read before the loop only where it is declared.
+    for (const Stmt* s : pre_) {
+      std::set<std::string> read;
+      if (s->value) names_in(*s->value, read);
+      for (const std::string& v : carried_)
+        if (read.count(v))
+          fail_at(s->loc, fmt::format("'{}' is carried by the loop: read it in the loop or after "
+                                      "it, not before",
+                                      v));
+    }
+    for (const Stmt* s : post_)
+      if (s->kind == StmtKind::Assign)
+        fail_at(s->loc, "after the loop, a differentiated kernel declares and stores only");
+  }
+
+  void check_call_statement(const Stmt& s) {
+    if (s.kind != StmtKind::ExprStmt) return;
+    const Expr& c = *s.value;
+    if (c.kind == ExprKind::Call && c.name == "atomic_add")
+      fail_at(s.loc, "cannot differentiate atomic_add (its result depends on the order of the "
+                     "programs)");
+  }
+
+  void analyse_activity() {
+    std::set<std::string> wrt(wrt_.begin(), wrt_.end());
+    act_.emplace(wrt);
+    auto visit = [&](const Stmt& s) {
+      if ((s.kind == StmtKind::Let || s.kind == StmtKind::Assign) && act_->active(*s.value))
+        act_->mark(s.name);
+    };
+    for (const Stmt* s : pre_) visit(*s);
+    if (loop_) {
+      // Loop-carried values: active once any step's assignment is, so iterate to a fixpoint.
+      for (size_t round = 0; round <= loop_->body.size() + 1; ++round)
+        for (const auto& b : loop_->body) visit(*b);
+    }
+    for (const Stmt* s : post_) visit(*s);
+  }
+
+  void collect_outputs() {
+    std::set<std::string> seen;
+    auto visit = [&](const Stmt& s) {
+      if (!is_store(s)) return;
+      const std::string& t = s.value->args.at(0)->lhs->name;
+      if (act_->is_wrt(t)) fail_at(s.loc, fmt::format("'{}' is read and written", t));
+      if (act_->active(*s.value->args.at(1)) && seen.insert(t).second) outputs_.push_back(t);
+    };
+    for (const Stmt* s : pre_) visit(*s);
+    if (loop_)
+      for (const auto& b : loop_->body) visit(*b);
+    for (const Stmt* s : post_) visit(*s);
+    if (outputs_.empty())
+      fail_at(k_.loc, fmt::format("nothing to differentiate: no stored value of kernel '{}' "
+                                  "depends on {}",
+                                  k_.name, join(wrt_, ", ")));
+  }
+
+  // -- text ---------------------------------------------------------------------------------------
+
+  static std::string choice_text(const Choice& c) {
+    std::vector<std::string> parts;
+    if (c.is_dtype)
+      parts = c.names;
+    else
+      for (int64_t v : c.ints) parts.push_back(std::to_string(v));
+    std::string s = join(parts, "|");
+    if (c.has_default) s += " = " + (c.is_dtype ? c.default_name : std::to_string(c.default_int));
+    return s;
+  }
+
+  static std::string exprs_text(const std::vector<ExprPtr>& v) {
+    std::vector<std::string> parts;
+    for (const auto& e : v) parts.push_back(expr_to_string(*e));
+    return join(parts, ", ");
+  }
+
+  static std::string indent(const std::vector<std::string>& lines, int level) {
+    std::string out;
+    int depth = level;
+    for (const std::string& l : lines) {
+      if (!l.empty() && l[0] == '}') --depth;
+      out += std::string(2 * depth, ' ') + l + "\n";
+      if (!l.empty() && l.back() == '{') ++depth;
+    }
+    return out;
+  }
+
+  std::string header(const std::string& name) const {
+    std::string s = fmt::format("// Derived by tilejit's reverse mode from kernel '{}' ({}): adds "
+                                "the gradients of\n// sum({}) into {}.\n",
+                                k_.name, k_.loc.path(), [&] {
+                                  std::vector<std::string> terms;
+                                  for (const auto& o : outputs_)
+                                    terms.push_back(gradient_param_name(o) + " * " + o);
+                                  return join(terms, " + ");
+                                }(),
+                                [&] {
+                                  std::vector<std::string> d;
+                                  for (const auto& w : wrt_) d.push_back(gradient_param_name(w));
+                                  return join(d, ", ");
+                                }());
+    s += "kernel " + name;
+    if (!k_.generics.empty()) {
+      std::vector<std::string> g;
+      for (const auto& gp : k_.generics) g.push_back(gp.name + ": " + choice_text(gp.choice));
+      s += "<" + join(g, ", ") + ">";
+    }
+    std::vector<std::string> params;
+    for (const auto& p : k_.params) params.push_back(p.name + ": " + type_to_string(p.type));
+    for (const std::string& o : outputs_)
+      params.push_back(gradient_param_name(o) + ": " + type_to_string(params_.at(o)->type));
+    for (const std::string& w : wrt_) {
+      std::string t = type_to_string(params_.at(w)->type);
+      params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
+    }
+    if (loop_) {
+      const std::string steps = fmt::format("cdiv({} - {}, CK)", hi(), lo());
+      for (const std::string& v : carried_) {
+        const TypeExpr& t = *declared_.at(v);
+        std::vector<std::string> dims = grid_dims();
+        std::vector<std::string> tape = grid_dims();
+        dims.push_back(steps);
+        tape.push_back("CK");
+        for (const auto& d : t.dims) {
+          dims.push_back(expr_to_string(*d));
+          tape.push_back(expr_to_string(*d));
+        }
+        params.push_back(fmt::format("scratch ck__{}: {}[{}]", v, t.dtype, join(dims, ", ")));
+        params.push_back(fmt::format("scratch tp__{}: {}[{}]", v, t.dtype, join(tape, ", ")));
+      }
+    }
+    s += "(\n    " + join(params, ",\n    ") + ")\n";
+    std::vector<std::string> tunes;
+    for (const auto& t : k_.tunables) tunes.push_back(t.name + ": " + choice_text(t.choice));
+    if (loop_) tunes.push_back("CK: 4|8|16|32|64|128|256 = 32");
+    if (!tunes.empty()) s += "  tune " + join(tunes, ", ") + "\n";
+    if (!k_.where.empty()) s += "  where " + exprs_text(k_.where) + "\n";
+    if (!k_.require.empty()) s += "  require " + exprs_text(k_.require) + "\n";
+    if (!k_.grid.empty()) s += "  grid (" + exprs_text(k_.grid) + ")\n";
+    if (k_.threads) s += "  threads " + expr_to_string(*k_.threads) + "\n";
+    return s;
+  }
+
+  std::vector<std::string> grid_dims() const {
+    std::vector<std::string> d;
+    for (const auto& g : k_.grid) d.push_back(expr_to_string(*g));
+    if (d.empty()) d.push_back("1");
+    return d;
+  }
+  std::string program_index() const {
+    std::vector<std::string> p;
+    for (size_t i = 0; i < std::max<size_t>(k_.grid.size(), 1); ++i)
+      p.push_back(k_.grid.empty() ? "0" : fmt::format("program_id({})", i));
+    return join(p, ", ");
+  }
+  std::string lo() const { return expr_to_string(*loop_->range_args[0]); }
+  std::string hi() const { return expr_to_string(*loop_->range_args[1]); }
+
+  /// `[pid..., i, 0 : d0, 0 : d1...]` for a carried variable's slot `i`.
+  std::string slot(const std::string& v, const std::string& i) const {
+    std::vector<std::string> parts = {program_index(), i};
+    for (const auto& d : declared_.at(v)->dims) parts.push_back("0 : " + expr_to_string(*d));
+    return "[" + join(parts, ", ") + "]";
+  }
+
+  std::string source_note(const Stmt& s) const { return fmt::format("// line {}", s.loc.line); }
+
+  /// The statement as written (stores left out: the derived kernel writes only gradients).
+  std::vector<std::string> replay(const Stmt& s) const {
+    if (is_store(s)) return {};
+    const Renames none;
+    switch (s.kind) {
+    case StmtKind::Let: {
+      const char* kw = s.let_kind == LetKind::Let ? "let" : "frag";
+      return {fmt::format("{} {}{} = {};", kw, s.name,
+                          s.type ? ": " + type_to_string(*s.type) : std::string(),
+                          text(*s.value, none))};
+    }
+    case StmtKind::Assign:
+      return {fmt::format("{} {}= {};", s.name,
+                          s.compound ? binary_op_spelling(s.assign_op) : "", text(*s.value, none))};
+    case StmtKind::ExprStmt:
+      return {text(*s.value, none) + ";"};
+    default:
+      return {};
+    }
+  }
+
+  /// A block of statements in operation form, variables renamed per assignment (SSA). `names`
+  /// holds each variable's current name (in: at the block's start; out: at its end).
+  Block flatten(const std::vector<const Stmt*>& stmts, Renames& names,
+                std::map<std::string, int>& versions) {
+    Block b;
+    Flattener f(*act_, names, temps_, b);
+    for (const Stmt* s : stmts) {
+      b.code.push_back(source_note(*s));
+      if (is_store(*s)) {
+        if (act_->active(*s->value->args.at(1))) f.store(*s->value);
+        continue;
+      }
+      if (s->kind == StmtKind::ExprStmt) {
+        b.code.push_back(text(*s->value, names) + ";");
+        continue;
+      }
+      // The value, read with the names before this statement.
+      const Expr* value = s->value.get();
+      ExprPtr compound;
+      if (s->kind == StmtKind::Assign && s->compound) {
+        compound = compound_value(*s);
+        value = compound.get();
+      }
+      std::string name = s->name;
+      if (versions.count(s->name) || names.count(s->name))
+        name = fmt::format("{}__{}", s->name, ++versions[s->name]);
+      else
+        versions[s->name] = 0;
+      auto typed = declared_.find(s->name);
+      std::string type = typed != declared_.end() ? type_to_string(*typed->second) : "";
+      if (s->kind == StmtKind::Let && s->type) type = type_to_string(*s->type);
+      const bool is_let = s->kind == StmtKind::Let && s->let_kind == LetKind::Let;
+      if (act_->active(*value)) {
+        Operand o = f.flatten(*value, name, type);
+        if (o.text != name) { // a bare name: copy it
+          b.code.push_back(fmt::format("frag {}{} = {};", name, type.empty() ? "" : ": " + type,
+                                       o.text));
+          Op copy;
+          copy.kind = OpKind::Copy;
+          copy.result = name;
+          copy.args = {o};
+          b.ops.push_back(copy);
+        }
+      } else {
+        b.code.push_back(fmt::format("{} {}{} = {};", is_let ? "let" : "frag", name,
+                                     type.empty() ? "" : ": " + type, text(*value, names)));
+      }
+      names[s->name] = name;
+    }
+    return b;
+  }
+
+  /// Emits the adjoints of `b`'s operations in reverse order.
+  static void undo(const Block& b, Adjoints& adj, std::vector<std::string>& out) {
+    for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it) emit_adjoint(*it, adj, out);
+  }
+
+  std::string zero_like(const std::string& v) const {
+    return fmt::format("where({} == {}, 0.0, 0.0)", v, v);
+  }
+
+  // -- a kernel with no loop ------------------------------------------------------------------
+
+  std::vector<std::string> straight_body() {
+    Renames names;
+    std::map<std::string, int> versions;
+    Block b = flatten(pre_, names, versions);
+    std::vector<std::string> out = {"// the forward, one operation per line"};
+    out.insert(out.end(), b.code.begin(), b.code.end());
+    out.push_back("// the adjoints, in reverse");
+    Adjoints adj;
+    undo(b, adj, out);
+    return out;
+  }
+
+  // -- a kernel with one loop -----------------------------------------------------------------
+
+  std::vector<std::string> loop_body() {
+    std::vector<std::string> out;
+    const std::string L = lo(), H = hi(), t = loop_->name;
+    // Before the loop: as written (no assignments there), one operation per line.
+    Renames pre_names;
+    std::map<std::string, int> pre_versions;
+    Block pre = flatten(pre_, pre_names, pre_versions);
+    out.push_back("// before the loop");
+    out.insert(out.end(), pre.code.begin(), pre.code.end());
+    // Accumulators: the adjoint of every differentiated value before the loop, added to by
+    // every step (carried values: the adjoint of the state after the current step).
+    Adjoints top;
+    out.push_back("// their adjoints, added to by every step");
+    auto accumulate = [&](const std::string& v, const TypeExpr* type) {
+      const std::string a = "d__" + v;
+      if (type && type->has_dims) {
+        std::vector<std::string> dims;
+        for (const auto& d : type->dims) dims.push_back(expr_to_string(*d));
+        out.push_back(fmt::format("frag {}: f32[{}] = 0;", a, join(dims, ", ")));
+      } else if (type) {
+        out.push_back(fmt::format("let {}: f32 = 0.0;", a));
+      } else {
+        out.push_back(fmt::format("frag {} = {};", a, zero_like(v)));
+      }
+      top.set_outer(v, a);
+    };
+    for (const Op& op : pre.ops)
+      if (!op.result.empty()) {
+        auto it = declared_.find(op.result);
+        accumulate(op.result, it == declared_.end() ? nullptr : it->second);
+      }
+    for (const std::string& v : carried_)
+      if (act_->is_active_var(v) && !top.has(v)) accumulate(v, declared_.at(v));
+    std::vector<std::string> body_replay;
+    for (const auto& s : loop_->body) {
+      std::vector<std::string> r = replay(*s);
+      if (!r.empty()) body_replay.push_back(source_note(*s));
+      body_replay.insert(body_replay.end(), r.begin(), r.end());
+    }
+    // 1. The forward, the carried state stored every CK steps.
+    out.push_back(fmt::format("let nck__ = cdiv({} - {}, CK);", H, L));
+    out.push_back("// 1. the forward, the carried state stored every CK steps");
+    out.push_back(fmt::format("for {} in serial({}, {}) {{", t, L, H));
+    out.push_back(fmt::format("if ({} - {}) % CK == 0 {{", t, L));
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("store(ck__{}{}, {});", v, slot(v, fmt::format("({} - {}) / CK", t, L)), v));
+    out.push_back("}");
+    out.insert(out.end(), body_replay.begin(), body_replay.end());
+    out.push_back("}");
+    // After the loop: forward, then its adjoints (the stores' weights reach the final state).
+    Renames post_names;
+    std::map<std::string, int> post_versions;
+    Block post = flatten(post_, post_names, post_versions);
+    if (!post_.empty()) {
+      out.push_back("// after the loop, and its adjoints");
+      out.insert(out.end(), post.code.begin(), post.code.end());
+      undo(post, top, out);
+    }
+    // 2. The segments backwards.
+    out.push_back("// 2. the segments between checkpoints, last first");
+    out.push_back("for kk__ in serial(0, nck__) {");
+    out.push_back("let k__ = nck__ - 1 - kk__;");
+    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
+    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("{} = load(ck__{}{});", v, v, slot(v, "k__")));
+    out.push_back("// recompute the segment, taping the state before each step");
+    out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", t));
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
+    out.insert(out.end(), body_replay.begin(), body_replay.end());
+    out.push_back("}");
+    out.push_back("// undo its steps, last first");
+    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
+    Renames names;
+    std::map<std::string, int> versions;
+    for (const std::string& v : carried_) {
+      const std::string v0 = v + "__0";
+      out.push_back(fmt::format("frag {}: {} = load(tp__{}{});", v0,
+                                type_to_string(*declared_.at(v)), v, slot(v, t + " - s0__")));
+      names[v] = v0;
+      versions[v] = 0;
+    }
+    std::vector<const Stmt*> body;
+    for (const auto& s : loop_->body) body.push_back(s.get());
+    Block step = flatten(body, names, versions);
+    out.insert(out.end(), step.code.begin(), step.code.end());
+    // The step's adjoints: the final value of each carried variable has the accumulator (the
+    // adjoint from the later steps); the state before the step becomes the new accumulator.
+    Adjoints adj;
+    for (const Op& op : pre.ops)
+      if (!op.result.empty()) adj.set_outer(op.result, "d__" + op.result);
+    for (const std::string& v : carried_)
+      if (act_->is_active_var(v)) adj.set_outer(names.at(v), "d__" + v);
+    std::vector<std::string> rev;
+    undo(step, adj, rev);
+    out.insert(out.end(), rev.begin(), rev.end());
+    for (const std::string& v : carried_) {
+      if (!act_->is_active_var(v)) continue;
+      const std::string v0 = v + "__0";
+      out.push_back(adj.has(v0) ? fmt::format("d__{} = {};", v, adj.of(v0))
+                                : fmt::format("d__{} = {};", v, zero_like("d__" + v)));
+    }
+    out.push_back("}");
+    out.push_back("}");
+    // Before the loop, undone last.
+    out.push_back("// before the loop, undone");
+    undo(pre, top, out);
+    return out;
+  }
+};
+
+} // namespace
+
+GradientKernel derive_gradient(const Kernel& kernel, const GradientOptions& options) {
+  return Deriver(kernel, options).run();
+}
+
+} // namespace tilejit::autodiff

@@ -1,0 +1,49 @@
+// Reverse-mode differentiation of a .tile kernel, source to source: from a kernel whose body is
+// elementwise math, `where`/`min`/`max`/`clamp`/`pow`, loads, stores and (at most) one `serial`
+// loop carrying state, derive a kernel that adds the gradients of the loss
+// sum over every stored output O of d_O * O into d_X for each differentiated input X.
+//
+// The derived kernel is DSL text (readable, and compiled, tuned and inspected like any other
+// kernel; `tilejit grad` prints it). It runs the forward once, storing the loop-carried state every
+// CK steps (CK a tunable), then walks the checkpoints backwards: each segment is recomputed from
+// its checkpoint with the state taped per step, and the steps are undone in reverse, each step's
+// intermediates recomputed from its taped state. Memory: the checkpoints and one segment's tape.
+//
+// Rules at ties (WORKLOADS.md section 5, dsl/README.md): min/max give the whole gradient to the
+// first argument as written; clamp(x, lo, hi) passes it to x at its bounds; pow(x, y) at x = 0 has
+// gradient 0 in x (and in y); where(c, a, b) sends it to the branch taken.
+#pragma once
+
+#include "dsl/ast.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilejit::autodiff {
+
+struct GradientOptions {
+  /// Tensor parameters to differentiate; empty: every floating-point tensor the kernel only reads.
+  std::vector<std::string> wrt;
+  /// The derived kernel's name; empty: "<kernel>_grad".
+  std::string name;
+};
+
+struct GradientKernel {
+  std::string name;                 ///< the derived kernel's name
+  std::string source;               ///< its DSL text, one kernel
+  std::vector<std::string> wrt;     ///< differentiated inputs: the kernel takes d_<X> for each
+  std::vector<std::string> outputs; ///< stored outputs: the kernel takes d_<O> for each
+};
+
+/// Derives the gradient kernel of `kernel` (parsed from `source_path`, for the comments that map
+/// the derived lines back). Throws dsl::CompileError at the construct it cannot differentiate,
+/// saying what is supported.
+GradientKernel derive_gradient(const dsl::Kernel& kernel, const GradientOptions& options = {});
+
+/// The derived kernel's parameters, after the forward kernel's own: `d_<O>` (the loss's weights,
+/// shaped as O) for each output, then `d_<X>` (f32, shaped as X; gradients are added, so the
+/// caller zeroes them) for each differentiated input.
+std::string gradient_param_name(const std::string& tensor);
+
+} // namespace tilejit::autodiff
