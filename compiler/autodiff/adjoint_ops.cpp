@@ -10,12 +10,12 @@ namespace tilejit::autodiff {
 
 bool op_kind_of_call(const std::string& callee, OpKind* kind) {
   static const std::map<std::string, OpKind> calls = {
-      {"where", OpKind::Where}, {"min", OpKind::Min},     {"max", OpKind::Max},
-      {"clamp", OpKind::Clamp}, {"pow", OpKind::Pow},     {"exp", OpKind::Exp},
-      {"exp2", OpKind::Exp2},   {"log", OpKind::Log},     {"log2", OpKind::Log2},
-      {"sqrt", OpKind::Sqrt},   {"rsqrt", OpKind::Rsqrt}, {"tanh", OpKind::Tanh},
-      {"sigmoid", OpKind::Sigmoid}, {"abs", OpKind::Abs}, {"cast", OpKind::Cast},
-      {"load", OpKind::Load},   {"gather", OpKind::Load}};
+      {"where", OpKind::Where},     {"min", OpKind::Min},     {"max", OpKind::Max},
+      {"clamp", OpKind::Clamp},     {"pow", OpKind::Pow},     {"exp", OpKind::Exp},
+      {"exp2", OpKind::Exp2},       {"log", OpKind::Log},     {"log2", OpKind::Log2},
+      {"sqrt", OpKind::Sqrt},       {"rsqrt", OpKind::Rsqrt}, {"tanh", OpKind::Tanh},
+      {"sigmoid", OpKind::Sigmoid}, {"abs", OpKind::Abs},     {"cast", OpKind::Cast},
+      {"load", OpKind::Load},       {"gather", OpKind::Load}};
   auto it = calls.find(callee);
   if (it == calls.end()) return false;
   *kind = it->second;
@@ -138,8 +138,9 @@ void emit_adjoint(const Op& op, Adjoints& adj, std::vector<std::string>& out) {
     add(0, fmt::format("where({} > 0.0, {}, where({} < 0.0, -{}, 0.0))", t(0), g, t(0), g));
     break;
   case OpKind::Load:
-    out.push_back(fmt::format("atomic_add({}[{}], {}{});", gradient_param_name(op.tensor),
-                              op.access, g, masked(op)));
+    // Gradients are f32 tensors (atomic_add's widest float), whatever the value's dtype.
+    out.push_back(fmt::format("atomic_add({}[{}], cast<f32>({}){});",
+                              gradient_param_name(op.tensor), op.access, g, masked(op)));
     break;
   case OpKind::Store:
     break;

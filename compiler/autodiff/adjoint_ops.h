@@ -12,8 +12,27 @@
 namespace tilejit::autodiff {
 
 enum class OpKind {
-  Copy, Add, Sub, Mul, Div, Neg, Where, Min, Max, Clamp, Pow,
-  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Sigmoid, Abs, Cast,
+  Copy,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Neg,
+  Where,
+  Min,
+  Max,
+  Clamp,
+  Pow,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Sigmoid,
+  Abs,
+  Cast,
   Load,  ///< a read of a differentiated input: its adjoint is added to d_<tensor>
   Store, ///< a write of an output: d_<tensor> is the adjoint of the value stored
 };

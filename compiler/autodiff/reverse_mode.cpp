@@ -21,7 +21,9 @@ namespace tilejit::autodiff {
 
 using namespace dsl;
 
-std::string gradient_param_name(const std::string& tensor) { return "d_" + tensor; }
+std::string gradient_param_name(const std::string& tensor) {
+  return "d_" + tensor;
+}
 
 namespace {
 
@@ -137,7 +139,8 @@ public:
         return access && access->kind == ExprKind::Index && access->lhs->kind == ExprKind::Name &&
                wrt_.count(access->lhs->name);
       }
-      if (e.name == "where") return e.args.size() == 3 && (active(*e.args[1]) || active(*e.args[2]));
+      if (e.name == "where")
+        return e.args.size() == 3 && (active(*e.args[1]) || active(*e.args[2]));
       if (e.name == "cast")
         return e.type_arg && is_float_dtype(e.type_arg->dtype) && active(*e.args.at(0));
       bool any = false;
@@ -218,8 +221,8 @@ public:
       }
     }
     op.result = hint.empty() ? fmt::format("tmp__{}", ++temps_) : hint;
-    out_.code.push_back(fmt::format("frag {}{} = {};", op.result, type.empty() ? "" : ": " + type,
-                                    value));
+    out_.code.push_back(
+        fmt::format("frag {}{} = {};", op.result, type.empty() ? "" : ": " + type, value));
     out_.ops.push_back(std::move(op));
     return {out_.ops.back().result, true};
   }
@@ -341,8 +344,8 @@ private:
     std::set<std::string> taken;
     for (const auto& p : k_.params) {
       if (p.is_scratch)
-        fail_at(p.loc, fmt::format("cannot differentiate a kernel with scratch tensors ('{}')",
-                                   p.name));
+        fail_at(p.loc,
+                fmt::format("cannot differentiate a kernel with scratch tensors ('{}')", p.name));
       params_[p.name] = &p;
       taken.insert(p.name);
     }
@@ -394,8 +397,8 @@ private:
       }
     }
     if (wrt_.empty())
-      fail_at(k_.loc, fmt::format("kernel '{}' reads no floating-point tensor to differentiate",
-                                  k_.name));
+      fail_at(k_.loc,
+              fmt::format("kernel '{}' reads no floating-point tensor to differentiate", k_.name));
   }
 
   void check_names(const Stmt& s) {
@@ -559,19 +562,20 @@ private:
   }
 
   std::string header(const std::string& name) const {
-    std::string s = fmt::format("// Derived by tilejit's reverse mode from kernel '{}' ({}): adds "
-                                "the gradients of\n// sum({}) into {}.\n",
-                                k_.name, k_.loc.path(), [&] {
-                                  std::vector<std::string> terms;
-                                  for (const auto& o : outputs_)
-                                    terms.push_back(gradient_param_name(o) + " * " + o);
-                                  return join(terms, " + ");
-                                }(),
-                                [&] {
-                                  std::vector<std::string> d;
-                                  for (const auto& w : wrt_) d.push_back(gradient_param_name(w));
-                                  return join(d, ", ");
-                                }());
+    std::string s = fmt::format(
+        "// Derived by tilejit's reverse mode from kernel '{}' ({}): adds "
+        "the gradients of\n// sum({}) into {}.\n",
+        k_.name, k_.loc.path(),
+        [&] {
+          std::vector<std::string> terms;
+          for (const auto& o : outputs_) terms.push_back(gradient_param_name(o) + " * " + o);
+          return join(terms, " + ");
+        }(),
+        [&] {
+          std::vector<std::string> d;
+          for (const auto& w : wrt_) d.push_back(gradient_param_name(w));
+          return join(d, ", ");
+        }());
     s += "kernel " + name;
     if (!k_.generics.empty()) {
       std::vector<std::string> g;
@@ -650,8 +654,8 @@ private:
                           text(*s.value, none))};
     }
     case StmtKind::Assign:
-      return {fmt::format("{} {}= {};", s.name,
-                          s.compound ? binary_op_spelling(s.assign_op) : "", text(*s.value, none))};
+      return {fmt::format("{} {}= {};", s.name, s.compound ? binary_op_spelling(s.assign_op) : "",
+                          text(*s.value, none))};
     case StmtKind::ExprStmt:
       return {text(*s.value, none) + ";"};
     default:
@@ -694,8 +698,8 @@ private:
       if (act_->active(*value)) {
         Operand o = f.flatten(*value, name, type);
         if (o.text != name) { // a bare name: copy it
-          b.code.push_back(fmt::format("frag {}{} = {};", name, type.empty() ? "" : ": " + type,
-                                       o.text));
+          b.code.push_back(
+              fmt::format("frag {}{} = {};", name, type.empty() ? "" : ": " + type, o.text));
           Op copy;
           copy.kind = OpKind::Copy;
           copy.result = name;
@@ -716,9 +720,13 @@ private:
     for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it) emit_adjoint(*it, adj, out);
   }
 
+  /// A zero of `v`'s shape and dtype (v - v where v is finite: inf - inf would be NaN).
   std::string zero_like(const std::string& v) const {
-    return fmt::format("where({} == {}, 0.0, 0.0)", v, v);
+    return fmt::format("where(abs({}) < inf, {} - {}, 0.0)", v, v, v);
   }
+
+  /// Adjoints keep f64 values in f64; every other float is accumulated in f32.
+  static std::string adjoint_dtype(const TypeExpr& t) { return t.dtype == "f64" ? "f64" : "f32"; }
 
   // -- a kernel with no loop ------------------------------------------------------------------
 
@@ -754,9 +762,10 @@ private:
       if (type && type->has_dims) {
         std::vector<std::string> dims;
         for (const auto& d : type->dims) dims.push_back(expr_to_string(*d));
-        out.push_back(fmt::format("frag {}: f32[{}] = 0;", a, join(dims, ", ")));
+        out.push_back(
+            fmt::format("frag {}: {}[{}] = 0;", a, adjoint_dtype(*type), join(dims, ", ")));
       } else if (type) {
-        out.push_back(fmt::format("let {}: f32 = 0.0;", a));
+        out.push_back(fmt::format("let {}: {} = 0.0;", a, adjoint_dtype(*type)));
       } else {
         out.push_back(fmt::format("frag {} = {};", a, zero_like(v)));
       }
@@ -781,7 +790,8 @@ private:
     out.push_back(fmt::format("for {} in serial({}, {}) {{", t, L, H));
     out.push_back(fmt::format("if ({} - {}) % CK == 0 {{", t, L));
     for (const std::string& v : carried_)
-      out.push_back(fmt::format("store(ck__{}{}, {});", v, slot(v, fmt::format("({} - {}) / CK", t, L)), v));
+      out.push_back(
+          fmt::format("store(ck__{}{}, {});", v, slot(v, fmt::format("({} - {}) / CK", t, L)), v));
     out.push_back("}");
     out.insert(out.end(), body_replay.begin(), body_replay.end());
     out.push_back("}");
@@ -805,7 +815,8 @@ private:
     out.push_back("// recompute the segment, taping the state before each step");
     out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", t));
     for (const std::string& v : carried_)
-      out.push_back(fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
+      out.push_back(
+          fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
     out.insert(out.end(), body_replay.begin(), body_replay.end());
     out.push_back("}");
     out.push_back("// undo its steps, last first");
