@@ -385,5 +385,15 @@ TEST(GpuHbv, ForwardMatchesTheFloat64Reference) {
   check_hbv_forward(run, 5, 1, {});
 }
 
+// The backward reverse mode derives from hbv_forward, on the GPU, against the float64 adjoint.
+TEST(GpuHbv, DerivedBackwardMatchesTheFloat64Adjoint) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  check_hbv_gradient(run, 1000, 1461, {});
+  check_hbv_gradient(run, 37, 365, {{"BB", "32"}, {"WARPS", "1"}, {"CK", "16"}});
+  check_hbv_gradient(run, 300, 100, {{"BB", "256"}, {"WARPS", "8"}, {"CK", "128"}});
+  check_hbv_gradient(run, 5, 1, {{"CK", "4"}});
+}
+
 } // namespace
 } // namespace tilejit::test
