@@ -69,7 +69,7 @@ LoadedModule load_embedded_tile(const std::string& relative_path) {
 LoadedModule load_gradient_module(const std::string& source, const std::string& name,
                                   const std::vector<std::string>& wrt) {
   LoadedModule forward = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
-                                                           : load_tile_file(source);
+                                                          : load_tile_file(source);
   // The derived kernel's own name ("<name>_grad") finds its forward kernel too.
   std::string forward_name = name;
   if (ends_with(name, "_grad") &&

@@ -1,7 +1,8 @@
 // libFuzzer target for the front end and the compiler: .tile text through the lexer, parser,
-// checker, specialise, every pass and the CUDA emitter. Bad input may be reported (a
-// tilejit::Error, CompileError and ConstraintError included); an internal error, a crash, a
-// sanitizer report, a leak or a timeout is a finding. tools/fuzz.sh builds and runs it.
+// checker, specialise, every pass and the CUDA emitter, and reverse mode's derivation. Bad input
+// may be reported (a tilejit::Error, CompileError and ConstraintError included); an internal error,
+// a crash, a sanitizer report, a leak or a timeout is a finding. tools/fuzz.sh builds and runs it.
+#include "compiler/autodiff/reverse_mode.h"
 #include "compiler/kernel_library.h"
 #include "compiler/pipeline.h"
 #include "compiler/specialise.h"
@@ -28,6 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)ir->target->emit(*ir);
       } catch (const Error&) {
         // a diagnostic or a configuration that cannot exist: the next kernel
+      }
+      // Reverse mode on the same kernel: its derived text must parse and check, or be refused
+      // with a diagnostic (never an internal error).
+      try {
+        autodiff::GradientKernel g = autodiff::derive_gradient(*k);
+        (void)load_tile_text("grad:fuzz.tile", g.source);
+      } catch (const Error&) {
       }
     }
   } catch (const Error&) {

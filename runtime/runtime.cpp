@@ -315,8 +315,7 @@ void Runtime::set_log(std::function<void(const std::string&)> log) {
 
 KernelRef Runtime::load(const std::string& source, const std::string& name) {
   // An embedded kernel cannot change: loading it again (a typed op per call) is a lookup.
-  const bool embedded =
-      starts_with(source, "embedded:") || starts_with(source, "grad:embedded:");
+  const bool embedded = starts_with(source, "embedded:") || starts_with(source, "grad:embedded:");
   const std::string embedded_key = source + "|" + name;
   if (embedded) {
     std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -248,7 +249,9 @@ private:
 
 bool is_store(const Stmt& s) {
   return s.kind == StmtKind::ExprStmt && s.value->kind == ExprKind::Call &&
-         s.value->name == "store";
+         s.value->name == "store" && s.value->args.size() >= 2 &&
+         s.value->args[0]->kind == ExprKind::Index && s.value->args[0]->lhs &&
+         s.value->args[0]->lhs->kind == ExprKind::Name;
 }
 
 ExprPtr clone(const Expr& e);
@@ -361,6 +364,14 @@ private:
                                    p.name, gradient_param_name(p.name)));
   }
 
+  /// A floating-point dtype, or a dtype generic whose every choice is one (T: f16|bf16|f32).
+  bool float_dtype(const std::string& dtype) const {
+    for (const auto& g : k_.generics)
+      if (g.name == dtype && g.choice.is_dtype)
+        return std::all_of(g.choice.names.begin(), g.choice.names.end(), is_float_dtype);
+    return is_float_dtype(dtype);
+  }
+
   void choose_wrt() {
     std::set<std::string> written;
     std::function<void(const std::vector<StmtPtr>&)> scan = [&](const std::vector<StmtPtr>& b) {
@@ -376,7 +387,7 @@ private:
     scan(k_.body);
     if (o_.wrt.empty()) {
       for (const auto& p : k_.params)
-        if (p.type.has_dims && is_float_dtype(p.type.dtype) && !written.count(p.name))
+        if (p.type.has_dims && float_dtype(p.type.dtype) && !written.count(p.name))
           wrt_.push_back(p.name);
     } else {
       for (const std::string& name : o_.wrt) {
@@ -385,7 +396,7 @@ private:
           fail_at(k_.loc, fmt::format("cannot differentiate with respect to '{}': kernel '{}' has "
                                       "no tensor parameter of that name",
                                       name, k_.name));
-        if (!is_float_dtype(it->second->type.dtype))
+        if (!float_dtype(it->second->type.dtype))
           fail_at(it->second->loc, fmt::format("cannot differentiate with respect to '{}': its "
                                                "dtype {} is not a floating-point type",
                                                name, it->second->type.dtype));

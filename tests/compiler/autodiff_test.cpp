@@ -45,8 +45,8 @@ double loss(const std::string& source, const dsl::Kernel& k, Buffers& b,
 
 /// The derived gradient of every input of kernel `name` (in `path`) against central finite
 /// differences of the forward, on every element. `inputs` are filled at random in [lo, hi].
-void check_against_finite_differences(const std::string& path, const std::string& name,
-                                      Buffers b, const Bindings& config, double tol = 1e-4,
+void check_against_finite_differences(const std::string& path, const std::string& name, Buffers b,
+                                      const Bindings& config, double tol = 1e-4,
                                       const std::string& grad_path = "") {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE(name + " seed=" + std::to_string(seed));
@@ -112,22 +112,23 @@ TEST(Autodiff, ProductQuotientExpAndReassignment) {
 }
 
 TEST(Autodiff, ClampPowWhereAbsTanhSigmoid) {
-  check_against_finite_differences(
-      kData, "clamp_pow",
-      {{"x", random({45}, -1.5, 1.5)}, {"w", random({45}, 0.5, 2.5)},
-       {"y", HostBuffer(DType::F64, {45})}},
-      {{"BN", "32"}});
+  check_against_finite_differences(kData, "clamp_pow",
+                                   {{"x", random({45}, -1.5, 1.5)},
+                                    {"w", random({45}, 0.5, 2.5)},
+                                    {"y", HostBuffer(DType::F64, {45})}},
+                                   {{"BN", "32"}});
 }
 
 TEST(Autodiff, LoopCarriedMaxCheckpointedEveryCkSteps) {
   // T a multiple of CK, not one, shorter than CK; B not a multiple of BB.
-  for (const auto& [t, ck] : std::vector<std::pair<int64_t, const char*>>{
-           {24, "8"}, {23, "4"}, {5, "16"}, {1, "4"}})
-    check_against_finite_differences(
-        kData, "running_max",
-        {{"x", random({19, t}, -1, 1)}, {"w", random({19}, 0.5, 1.5)},
-         {"y", HostBuffer(DType::F64, {19, t})}, {"last", HostBuffer(DType::F64, {19})}},
-        {{"BB", "16"}, {"CK", ck}});
+  for (const auto& [t, ck] :
+       std::vector<std::pair<int64_t, const char*>>{{24, "8"}, {23, "4"}, {5, "16"}, {1, "4"}})
+    check_against_finite_differences(kData, "running_max",
+                                     {{"x", random({19, t}, -1, 1)},
+                                      {"w", random({19}, 0.5, 1.5)},
+                                      {"y", HostBuffer(DType::F64, {19, t})},
+                                      {"last", HostBuffer(DType::F64, {19})}},
+                                     {{"BB", "16"}, {"CK", ck}});
 }
 
 // The shipped f32 bucket_scan's derived backward against finite differences of its f64 copy.

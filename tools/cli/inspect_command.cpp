@@ -120,6 +120,10 @@ void inspect(const InspectOptions& o) {
     std::cout << dsl::print_ast(*m.module);
     return;
   }
+  if (o.stage == "tile") { // the source as loaded: for grad:<source>, the derived kernel's text
+    std::cout << m.module->file->text;
+    return;
+  }
   const dsl::Kernel& k = m.kernel(kernel_name);
   CompileOptions options;
   options.arch = o.arch;
@@ -150,7 +154,8 @@ void inspect(const InspectOptions& o) {
     return;
   }
   if (o.stage != "ptx" && o.stage != "sass" && o.stage != "resources")
-    throw Error(str("unknown stage '", o.stage, "'; stages: ast, ir, cuda, ptx, sass, resources"));
+    throw Error(
+        str("unknown stage '", o.stage, "'; stages: tile, ast, ir, cuda, ptx, sass, resources"));
   JitRequest r;
   r.kernel = &k;
   r.source_hash = m.source_hash;
@@ -228,7 +233,10 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("source", o->source, "A .tile file, or embedded:<path> (see `tilejit list`)");
   cmd->add_option("--workload", o->workload, "Inspect a workload's kernel (e.g. paged_sparse)");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
-  cmd->add_option("--stage", o->stage, "ast | ir | cuda | ptx | sass | resources (default ir)");
+  cmd->add_option(
+      "--stage", o->stage,
+      "tile (the source; for grad:<source>, the derived kernel) | ast | ir | cuda | ptx | sass | "
+      "resources (default ir)");
   cmd->add_option("--after", o->after,
                   "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
   cmd->add_option("--from-ir", o->from_ir,
