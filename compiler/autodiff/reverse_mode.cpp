@@ -830,15 +830,19 @@ private:
           fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
     out.insert(out.end(), body_replay.begin(), body_replay.end());
     out.push_back("}");
-    out.push_back("// undo its steps, last first");
+    out.push_back("// undo its steps, last first; each step's taped state is read a step ahead");
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
+                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
     out.push_back("for tt__ in serial(0, s1__ - s0__) {");
     out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
     Renames names;
     std::map<std::string, int> versions;
     for (const std::string& v : carried_) {
       const std::string v0 = v + "__0";
-      out.push_back(fmt::format("frag {}: {} = load(tp__{}{});", v0,
-                                type_to_string(*declared_.at(v)), v, slot(v, t + " - s0__")));
+      out.push_back(fmt::format("frag {}: {} = nx__{};", v0, type_to_string(*declared_.at(v)), v));
+      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
+                                slot(v, fmt::format("max({} - 1 - s0__, 0)", t))));
       names[v] = v0;
       versions[v] = 0;
     }
