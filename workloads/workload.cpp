@@ -4,6 +4,7 @@
 #include "support/text.h"
 #include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
+#include "workloads/hbv_workload.h"
 #include "workloads/paged_sparse_workload.h"
 
 #include <fmt/format.h>
@@ -48,8 +49,8 @@ struct Registry {
   std::map<std::string, std::shared_ptr<const Workload>> by_name;
   Registry() {
     // The built-in workloads.
-    for (auto w :
-         {make_paged_sparse_workload(), make_dequant_gemm_workload(), make_attention_workload()})
+    for (auto w : {make_paged_sparse_workload(), make_dequant_gemm_workload(),
+                   make_attention_workload(), make_hbv_workload()})
       by_name[w->name()] = std::move(w);
   }
 };
@@ -79,7 +80,6 @@ std::vector<std::shared_ptr<const Workload>> registered_workloads() {
 std::vector<std::pair<std::string, std::string>> planned_workloads() {
   std::vector<std::pair<std::string, std::string>> all = {
       {"gated_delta", "chunked linear attention and the gated delta rule"},
-      {"hbv", "differentiable HBV-96 hydrological model (a nonlinear scan)"},
   };
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

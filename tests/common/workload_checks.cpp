@@ -2,8 +2,10 @@
 
 #include "kernel_runner.h"
 #include "support/error.h"
+
 #include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
+#include <optional>
 
 namespace tilejit::test {
 
@@ -21,8 +23,11 @@ workloads::Comparison run_problem_on_interpreter(const workloads::Workload& w,
   for (const auto& s : steps)
     for (const std::string& b : s.writes) data.buffer(b).poison();
   for (const auto& s : steps) {
-    LoadedModule m = load_source(source_of.at(s.kernel));
-    const dsl::Kernel& k = m.kernel(s.kernel);
+    const std::string& source = source_of.at(s.kernel);
+    // grad:<source>: the kernel reverse mode derives (the module's only kernel).
+    std::optional<std::string> forward = gradient_source(source);
+    LoadedModule m = forward ? load_gradient_module(*forward, s.kernel) : load_source(source);
+    const dsl::Kernel& k = m.kernel(forward ? "" : s.kernel);
     std::vector<ref::HostArg> args;
     for (const auto& a : s.args)
       args.push_back(a.buffer.empty()

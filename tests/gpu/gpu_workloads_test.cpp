@@ -226,6 +226,24 @@ TEST(GpuWorkloads, AThreeKernelWorkloadIsTunedStepByStep) {
   }
 }
 
+// hbv through the interface: forward, gradients zeroed, the derived backward, every output
+// against the float64 forward and hand-written adjoint; odd B, no days, no basins.
+TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
+  REQUIRE_GPU();
+  auto rt = runtime();
+  auto w = workloads::find_workload("hbv");
+  workloads::WorkloadKernels kernels(*rt, *w);
+  for (const auto& [b, t] : std::vector<std::pair<const char*, const char*>>{
+           {"1000", "365"}, {"37", "50"}, {"6", "0"}, {"0", "7"}}) {
+    auto p = w->parse_shape({{"B", b}, {"T", t}}, DType::F32);
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    check_problem(gpu, {});
+    check_problem(gpu, {{"BB", "32"}, {"WARPS", "1"}, {"CK", "8"}, {"BT", "128"}});
+  }
+}
+
 // A shape with two plans (dense attention: dq by atomics or by attn_dq): both are tuned and
 // timed, the faster kept in the database; a warm database answers with it; run follows it; a
 // pinned plan stays the choice.

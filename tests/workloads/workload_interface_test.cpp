@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
+#include "workloads/hbv_workload.h"
 #include "workloads/paged_sparse_workload.h"
 #include "workloads/problem_on_gpu.h"
 
@@ -286,6 +287,40 @@ TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
       DType::BF16, small);
 }
 
+// hbv: the forward, the gradients zeroed and the backward reverse mode derives, against the
+// float64 forward and hand-written adjoint: odd B (a partial program), T not a multiple of CK,
+// one day, no days, no basins.
+TEST(WorkloadInterface, HbvShapesOnTheInterpreter) {
+  auto w = workloads::find_workload("hbv");
+  const Config small = {{"BB", "32"}, {"WARPS", "1"}, {"CK", "16"}, {"BT", "32"}};
+  for (const auto& [b, t] : std::vector<std::pair<const char*, const char*>>{
+           {"37", "50"}, {"5", "1"}, {"6", "0"}, {"0", "7"}}) {
+    auto p = w->parse_shape({{"B", b}, {"T", t}}, DType::F32);
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small);
+    EXPECT_TRUE(c.ok) << c.summary();
+  }
+}
+
+TEST(HbvShape, ParsesAndRefusesShapes) {
+  auto s = workloads::parse_hbv_shape({{"b", "1000"}, {"T", "1461"}});
+  EXPECT_EQ(s.b, 1000);
+  EXPECT_EQ(s.t, 1461);
+  EXPECT_NE(error_of([] {
+              workloads::parse_hbv_shape({{"B", "10"}});
+            }).find("--shape for hbv needs T (it takes B, the basins, and T, the days)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              workloads::parse_hbv_shape({{"B", "-3"}, {"T", "5"}});
+            }).find("B"),
+            std::string::npos);
+  const std::string unknown = error_of([] {
+    workloads::parse_hbv_shape({{"B", "3"}, {"T", "5"}, {"N", "2"}});
+  });
+  EXPECT_NE(unknown.find("hbv has no size 'N'"), std::string::npos) << unknown;
+}
+
 TEST(AttentionShape, ParsesAndRefusesShapes) {
   using workloads::parse_attention_shape;
   auto s = parse_attention_shape(
@@ -539,6 +574,10 @@ TEST(PagedSparseShape, MutatedShapesGiveAProblemOrAnError) {
 TEST(AttentionShape, MutatedShapesGiveAProblemOrAnError) {
   check_mutated_shapes("attention", "attention_shapes.txt",
                        "0123456789=,-.eEBHKVNDCAUSLXTIYO \x01");
+}
+
+TEST(HbvShape, MutatedShapesGiveAProblemOrAnError) {
+  check_mutated_shapes("hbv", "hbv_shapes.txt", "0123456789=,-.eEBTbt \x01");
 }
 
 TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {

@@ -1,0 +1,204 @@
+#include "workloads/hbv_workload.h"
+
+#include "support/error.h"
+#include "workloads/hbv_reference.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <random>
+
+namespace tilejit::workloads {
+namespace {
+
+/// Every buffer of one problem, the inputs drawn from WORKLOADS.md's ranges (f32-rounded, and
+/// the reference runs on the rounded values), d_Q uniform in [-1, 1].
+class HbvHostData final : public ProblemData {
+public:
+  HbvHostData(const HbvShape& s, uint64_t seed) : in_(random_hbv_inputs(s.b, s.t, seed)) {
+    const std::vector<int64_t> bt = {s.b, s.t}, bp = {s.b, int64_t(kHbvParams)};
+    for (const char* n : {"P", "TEMP", "PET", "Q", "d_Q", "d_P", "d_TEMP", "d_PET"})
+      buffers_[n] = ref::HostBuffer(DType::F32, bt);
+    for (const char* n : {"params", "d_params"}) buffers_[n] = ref::HostBuffer(DType::F32, bp);
+    auto round_into = [](std::vector<double>& v, ref::HostBuffer& b) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        b.set(int64_t(i), v[i]);
+        v[i] = b.get(int64_t(i));
+      }
+    };
+    round_into(in_.p, buffers_["P"]);
+    round_into(in_.temp, buffers_["TEMP"]);
+    round_into(in_.pet, buffers_["PET"]);
+    round_into(in_.params, buffers_["params"]);
+    std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+    std::uniform_real_distribution<double> u(-1, 1);
+    dq_.resize(size_t(s.b * s.t));
+    for (size_t i = 0; i < dq_.size(); ++i) {
+      buffers_["d_Q"].set(int64_t(i), u(rng));
+      dq_[i] = buffers_["d_Q"].get(int64_t(i));
+    }
+  }
+
+  ref::HostBuffer& buffer(const std::string& name) override {
+    auto it = buffers_.find(name);
+    if (it == buffers_.end()) throw Error(fmt::format("hbv has no buffer '{}'", name));
+    return it->second;
+  }
+
+  Comparison compare() override {
+    if (!q_ref_) {
+      q_ref_ = hbv_forward(in_);
+      g_ref_ = hbv_backward(in_, dq_);
+    }
+    Comparison c;
+    c.ok = true;
+    int64_t bad = 0;
+    auto check = [&](const char* name, const std::vector<double>& ref, double tol) {
+      const ref::HostBuffer& out = buffers_.at(name);
+      double diff = 0, norm = 0;
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const double o = out.get(i);
+        if (!std::isfinite(o)) {
+          ++bad;
+          continue;
+        }
+        diff += (o - ref[size_t(i)]) * (o - ref[size_t(i)]);
+        norm += ref[size_t(i)] * ref[size_t(i)];
+      }
+      // A (next to) zero gradient (a day from the start states) has no relative error: then it
+      // must be zero within f32's rounding.
+      const double e = norm > 1e-18 ? std::sqrt(diff / norm) : std::sqrt(diff);
+      c.errors.push_back({name, e});
+      if (e > tol) c.ok = false;
+    };
+    check("Q", *q_ref_, 1e-4);
+    check("d_P", g_ref_->p, 1e-3);
+    check("d_TEMP", g_ref_->temp, 1e-3);
+    check("d_PET", g_ref_->pet, 1e-3);
+    check("d_params", g_ref_->params, 1e-3);
+    if (bad) {
+      c.ok = false;
+      c.problems = fmt::format("{} NaN or inf in the outputs", bad);
+    }
+    return c;
+  }
+
+private:
+  HbvInputs in_;
+  std::vector<double> dq_;
+  std::map<std::string, ref::HostBuffer> buffers_;
+  std::optional<std::vector<double>> q_ref_;
+  std::optional<HbvGradients> g_ref_;
+};
+
+class HbvProblem final : public Problem {
+public:
+  explicit HbvProblem(HbvShape s) : s_(s) {}
+  std::string name() const override { return fmt::format("B{}/T{}", s_.b, s_.t); }
+  std::string describe() const override {
+    return fmt::format("f32 B={} basins T={} days, forward + derived backward", s_.b, s_.t);
+  }
+  DType dtype() const override { return DType::F32; }
+  std::string variant() const override { return "fwd_bwd"; }
+
+  std::vector<BufferSpec> buffers() const override {
+    using R = BufferRole;
+    const std::vector<int64_t> bt = {s_.b, s_.t}, bp = {s_.b, int64_t(kHbvParams)};
+    return {{"P", DType::F32, bt, R::input},      {"TEMP", DType::F32, bt, R::input},
+            {"PET", DType::F32, bt, R::input},    {"params", DType::F32, bp, R::input},
+            {"Q", DType::F32, bt, R::output},     {"d_Q", DType::F32, bt, R::input},
+            {"d_P", DType::F32, bt, R::output},   {"d_TEMP", DType::F32, bt, R::output},
+            {"d_PET", DType::F32, bt, R::output}, {"d_params", DType::F32, bp, R::output}};
+  }
+
+  /// One training step: the forward, the gradients zeroed (the derived kernel adds into them),
+  /// the derived backward.
+  std::vector<Step> steps() const override {
+    auto step = [](const char* label, const char* kernel, std::vector<const char*> args,
+                   std::vector<std::string> writes) {
+      Step s;
+      s.label = label;
+      s.kernel = kernel;
+      for (const char* a : args) s.args.push_back(StepArg::of(a));
+      s.writes = std::move(writes);
+      return s;
+    };
+    return {step("forward", "hbv_forward", {"P", "TEMP", "PET", "params", "Q"}, {"Q"}),
+            step("zero_grads", "hbv_zero_grads", {"d_P", "d_TEMP", "d_PET", "d_params"},
+                 {"d_P", "d_TEMP", "d_PET", "d_params"}),
+            step("backward", "hbv_forward_grad",
+                 {"P", "TEMP", "PET", "params", "Q", "d_Q", "d_P", "d_TEMP", "d_PET", "d_params"},
+                 {"d_P", "d_TEMP", "d_PET", "d_params"})};
+  }
+
+  std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
+    return std::make_unique<HbvHostData>(s_, seed);
+  }
+
+  FloorWork floor() const override {
+    // Bytes: the forcings read (twice: forward and backward), Q written, d_Q read, the three
+    // forcings' gradients written; flops: about 60 per basin-day forward, 3x that backward.
+    const double bt = double(s_.b) * double(s_.t);
+    return {4.0 * (bt * (3 * 2 + 1 + 1 + 3) + double(s_.b) * kHbvParams * 2), 240.0 * bt};
+  }
+
+  nlohmann::json shape_json() const override { return {{"B", s_.b}, {"T", s_.t}}; }
+
+private:
+  HbvShape s_;
+};
+
+class HbvWorkload final : public Workload {
+public:
+  std::string name() const override { return "hbv"; }
+  std::string summary() const override {
+    return "differentiable HBV-96 (a nonlinear scan): forward + the compiler-derived backward";
+  }
+  std::vector<KernelSource> kernels() const override {
+    return {{"hbv_forward", kHbvSource},
+            {"hbv_zero_grads", kHbvSource},
+            {"hbv_forward_grad", kHbvGradSource}};
+  }
+  std::vector<std::string> peers() const override {
+    return {"../shared/peers/hbv.py: the fused Triton kernels (forward, backward), the PyTorch "
+            "loop with autograd and under torch.jit"};
+  }
+  std::vector<DType> dtypes() const override { return {DType::F32}; }
+  std::vector<std::unique_ptr<Problem>> cases(DType) const override {
+    std::vector<std::unique_ptr<Problem>> out;
+    for (int64_t t : {100, 365, 730, 1461})
+      for (int64_t b : {32, 256, 1024, 4096, 16384})
+        out.push_back(std::make_unique<HbvProblem>(HbvShape{b, t}));
+    return out;
+  }
+  std::unique_ptr<Problem> parse_shape(const std::map<std::string, std::string>& items,
+                                       DType) const override {
+    return std::make_unique<HbvProblem>(parse_hbv_shape(items));
+  }
+  std::string shape_help() const override {
+    return "B         basins (one lane each)\n"
+           "T         days (the serial loop)";
+  }
+};
+
+} // namespace
+
+std::shared_ptr<const Workload> make_hbv_workload() {
+  return std::make_shared<HbvWorkload>();
+}
+
+HbvShape parse_hbv_shape(const std::map<std::string, std::string>& given) {
+  const std::map<std::string, std::string> items =
+      normalize_shape_items(given, {"B", "T"}, "hbv", "B, T");
+  for (const char* k : {"B", "T"})
+    if (!items.count(k))
+      throw Error(
+          fmt::format("--shape for hbv needs {} (it takes B, the basins, and T, the days)", k));
+  HbvShape s;
+  s.b = parse_shape_integer("B", items.at("B"));
+  s.t = parse_shape_integer("T", items.at("T"));
+  return s;
+}
+
+} // namespace tilejit::workloads
