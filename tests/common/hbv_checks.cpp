@@ -10,6 +10,25 @@
 #include <random>
 
 namespace tilejit::test {
+namespace {
+
+/// The kernels see f32 inputs: fills the buffers and rounds `in` to the same values, so that
+/// the float64 reference runs on exactly what the kernel reads.
+void round_to_f32(workloads::HbvInputs& in, HostBuffer& p, HostBuffer& temp, HostBuffer& pet,
+                  HostBuffer& params) {
+  auto fill = [](std::vector<double>& v, HostBuffer& buf) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      buf.set(static_cast<int64_t>(i), v[i]);
+      v[i] = buf.get(static_cast<int64_t>(i));
+    }
+  };
+  fill(in.p, p);
+  fill(in.temp, temp);
+  fill(in.pet, pet);
+  fill(in.params, params);
+}
+
+} // namespace
 
 void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config) {
   const uint32_t seed = fresh_seed();
@@ -17,17 +36,7 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
   workloads::HbvInputs in = workloads::random_hbv_inputs(b, t, seed);
   HostBuffer p(DType::F32, {b, t}), temp(DType::F32, {b, t}), pet(DType::F32, {b, t});
   HostBuffer params(DType::F32, {b, workloads::kHbvParams}), q(DType::F32, {b, t});
-  // The kernel sees f32 inputs; the reference runs on the same (rounded) values.
-  auto to_f32 = [](std::vector<double>& v, HostBuffer& buf) {
-    for (size_t i = 0; i < v.size(); ++i) {
-      buf.set(static_cast<int64_t>(i), v[i]);
-      v[i] = buf.get(static_cast<int64_t>(i));
-    }
-  };
-  to_f32(in.p, p);
-  to_f32(in.temp, temp);
-  to_f32(in.pet, pet);
-  to_f32(in.params, params);
+  round_to_f32(in, p, temp, pet, params);
   q.poison();
   run("embedded:workloads/hbv.tile#hbv_forward", config,
       {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q)});
@@ -43,16 +52,7 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
   std::mt19937 rng(seed ^ 0x5bd1e995u);
   HostBuffer p(DType::F32, {b, t}), temp(DType::F32, {b, t}), pet(DType::F32, {b, t});
   HostBuffer params(DType::F32, {b, kHbvParams}), q(DType::F32, {b, t}), dq(DType::F32, {b, t});
-  auto to_f32 = [](std::vector<double>& v, HostBuffer& buf) {
-    for (size_t i = 0; i < v.size(); ++i) {
-      buf.set(static_cast<int64_t>(i), v[i]);
-      v[i] = buf.get(static_cast<int64_t>(i));
-    }
-  };
-  to_f32(in.p, p);
-  to_f32(in.temp, temp);
-  to_f32(in.pet, pet);
-  to_f32(in.params, params);
+  round_to_f32(in, p, temp, pet, params);
   fill_uniform(dq, rng, -1, 1);
   std::vector<double> dq_ref(static_cast<size_t>(b * t));
   for (int64_t i = 0; i < b * t; ++i) dq_ref[i] = dq.get(i);

@@ -108,7 +108,8 @@ TEST(GpuAttention, SparseBackward) {
                              {{"BN", "64"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "4"}});
 }
 
-// attention's backward (pre-pass, dk/dv with dq atomics, dq conversion): GQA, causal and not,
+// attention's backward (pre-pass, dk/dv with dq atomics and dq conversion, or dq by attn_dq):
+// GQA, causal and not,
 // odd N and head dims, 16-bit and f32 (TF32 and exact), several block shapes.
 TEST(GpuAttention, Backward) {
   REQUIRE_GPU();
@@ -118,31 +119,15 @@ TEST(GpuAttention, Backward) {
       {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
       {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}},
       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
-  for (const auto& cfg : configs)
-    for (bool causal : {false, true}) {
-      check_attention_bwd(run, DType::BF16, 1, 4, 2, 300, 128, causal, false, cfg);
-      check_attention_bwd(run, DType::F16, 2, 3, 3, 129, 40, causal, false, cfg);
-      check_attention_bwd(run, DType::F32, 1, 2, 1, 100, 64, causal, false, cfg);
-      check_attention_bwd(run, DType::F32, 1, 2, 2, 77, 32, causal, true, cfg);
-    }
-}
-
-// The "dq_kernel" plan (attn_bwd without atomics, dq by attn_dq): the same shapes.
-TEST(GpuAttention, BackwardWithDqInItsOwnKernel) {
-  REQUIRE_GPU();
-  KernelRunner run = gpu().runner();
-  const std::vector<Bindings> configs = {
-      {},
-      {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
-      {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}},
-      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
-  for (const auto& cfg : configs)
-    for (bool causal : {false, true}) {
-      check_attention_bwd_dq_kernel(run, DType::BF16, 1, 4, 2, 300, 128, causal, false, cfg);
-      check_attention_bwd_dq_kernel(run, DType::F16, 2, 3, 3, 129, 40, causal, false, cfg);
-      check_attention_bwd_dq_kernel(run, DType::F32, 1, 2, 1, 100, 64, causal, false, cfg);
-      check_attention_bwd_dq_kernel(run, DType::F32, 1, 2, 2, 77, 32, causal, true, cfg);
-    }
+  // Both of the workload's plans: dq by atomics (attn_bwd_dq after), and by attn_dq.
+  for (auto check : {check_attention_bwd, check_attention_bwd_dq_kernel})
+    for (const auto& cfg : configs)
+      for (bool causal : {false, true}) {
+        check(run, DType::BF16, 1, 4, 2, 300, 128, causal, false, cfg);
+        check(run, DType::F16, 2, 3, 3, 129, 40, causal, false, cfg);
+        check(run, DType::F32, 1, 2, 1, 100, 64, causal, false, cfg);
+        check(run, DType::F32, 1, 2, 2, 77, 32, causal, true, cfg);
+      }
 }
 
 TEST(GpuExamples, Softmax) {
