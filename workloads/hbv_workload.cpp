@@ -198,6 +198,15 @@ HbvShape parse_hbv_shape(const std::map<std::string, std::string>& given) {
   HbvShape s;
   s.b = parse_shape_integer("B", items.at("B"));
   s.t = parse_shape_integer("T", items.at("T"));
+  // The days run as an i32 loop; each [B, T] tensor must fit a GPU (2^34 f32 values: 64 GiB).
+  constexpr int64_t kMaxDays = (int64_t(1) << 31) - 1, kMaxValues = int64_t(1) << 34;
+  if (s.t > kMaxDays)
+    throw Error(fmt::format("--shape T={}: at most {} days (the day loop counts in 32 bits)", s.t,
+                            kMaxDays));
+  if (s.b > 0 && s.t > kMaxValues / s.b)
+    throw Error(fmt::format("--shape B={}, T={}: a [B, T] tensor of {} values is more than 2^34 "
+                            "(64 GiB of f32)",
+                            s.b, s.t, static_cast<double>(s.b) * static_cast<double>(s.t)));
   return s;
 }
 

@@ -319,6 +319,14 @@ TEST(HbvShape, ParsesAndRefusesShapes) {
     workloads::parse_hbv_shape({{"B", "3"}, {"T", "5"}, {"N", "2"}});
   });
   EXPECT_NE(unknown.find("hbv has no size 'N'"), std::string::npos) << unknown;
+  const std::string huge = error_of([] {
+    workloads::parse_hbv_shape({{"B", "1000000"}, {"T", "100000"}});
+  });
+  EXPECT_NE(huge.find("is more than 2^34"), std::string::npos) << huge;
+  const std::string days = error_of([] {
+    workloads::parse_hbv_shape({{"B", "0"}, {"T", "3000000000"}});
+  });
+  EXPECT_NE(days.find("at most 2147483647 days"), std::string::npos) << days;
 }
 
 TEST(AttentionShape, ParsesAndRefusesShapes) {
