@@ -2,6 +2,7 @@
 #include "compiler/autodiff/adjoint_ops.h"
 
 #include "compiler/autodiff/reverse_mode.h"
+#include "dsl/builtins.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -9,17 +10,63 @@
 namespace tilejit::autodiff {
 
 bool op_kind_of_call(const std::string& callee, OpKind* kind) {
-  static const std::map<std::string, OpKind> calls = {
-      {"where", OpKind::Where},     {"min", OpKind::Min},     {"max", OpKind::Max},
-      {"clamp", OpKind::Clamp},     {"pow", OpKind::Pow},     {"exp", OpKind::Exp},
-      {"exp2", OpKind::Exp2},       {"log", OpKind::Log},     {"log2", OpKind::Log2},
-      {"sqrt", OpKind::Sqrt},       {"rsqrt", OpKind::Rsqrt}, {"tanh", OpKind::Tanh},
-      {"sigmoid", OpKind::Sigmoid}, {"abs", OpKind::Abs},     {"cast", OpKind::Cast},
-      {"load", OpKind::Load},       {"gather", OpKind::Load}};
-  auto it = calls.find(callee);
-  if (it == calls.end()) return false;
-  *kind = it->second;
-  return true;
+  // By the checker's own table (dsl/builtins.h), so spellings such as `gather` for `load`
+  // are the language's, not a second list here.
+  const dsl::BuiltinInfo* b = dsl::find_builtin(callee);
+  if (!b) return false;
+  using K = dsl::BuiltinKind;
+  switch (b->kind) {
+  case K::Where:
+    *kind = OpKind::Where;
+    return true;
+  case K::Min:
+    *kind = OpKind::Min;
+    return true;
+  case K::Max:
+    *kind = OpKind::Max;
+    return true;
+  case K::Clamp:
+    *kind = OpKind::Clamp;
+    return true;
+  case K::Pow:
+    *kind = OpKind::Pow;
+    return true;
+  case K::Exp:
+    *kind = OpKind::Exp;
+    return true;
+  case K::Exp2:
+    *kind = OpKind::Exp2;
+    return true;
+  case K::Log:
+    *kind = OpKind::Log;
+    return true;
+  case K::Log2:
+    *kind = OpKind::Log2;
+    return true;
+  case K::Sqrt:
+    *kind = OpKind::Sqrt;
+    return true;
+  case K::Rsqrt:
+    *kind = OpKind::Rsqrt;
+    return true;
+  case K::Tanh:
+    *kind = OpKind::Tanh;
+    return true;
+  case K::Sigmoid:
+    *kind = OpKind::Sigmoid;
+    return true;
+  case K::Abs:
+    *kind = OpKind::Abs;
+    return true;
+  case K::Cast:
+    *kind = OpKind::Cast;
+    return true;
+  case K::Load:
+    *kind = OpKind::Load;
+    return true;
+  default:
+    return false; // no adjoint rule (reductions, dot, floor/ceil, indices...)
+  }
 }
 
 bool Adjoints::has(const std::string& value) const {

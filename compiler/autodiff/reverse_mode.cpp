@@ -135,7 +135,8 @@ public:
         return false; // comparisons, logic, bits: no gradient flows through them
       }
     case ExprKind::Call: {
-      if (e.name == "load" || e.name == "gather") {
+      OpKind kind;
+      if (op_kind_of_call(e.name, &kind) && kind == OpKind::Load) {
         const Expr* access = e.args.empty() ? nullptr : e.args[0].get();
         return access && access->kind == ExprKind::Index && access->lhs->kind == ExprKind::Name &&
                wrt_.count(access->lhs->name);
@@ -146,7 +147,6 @@ public:
         return e.type_arg && is_float_dtype(e.type_arg->dtype) && active(*e.args.at(0));
       bool any = false;
       for (const auto& a : e.args) any = any || active(*a);
-      OpKind kind;
       if (e.name == "floor" || e.name == "ceil" || !any) return false; // piecewise constant
       if (!op_kind_of_call(e.name, &kind))
         fail_at(e.loc, fmt::format("cannot differentiate '{}' (reverse mode supports elementwise "

@@ -43,6 +43,20 @@ std::unique_ptr<Runtime> runtime(bool tune_on_first_use = false,
   return std::make_unique<Runtime>(o);
 }
 
+/// What a tuning test needs: a fresh database, this GPU's identity, a runtime and a small budget
+/// (`budget` trials per step, 5 timed calls each).
+struct QuickTune {
+  TempDb db_file;
+  std::shared_ptr<TuneDatabase> db = std::make_shared<TuneDatabase>(db_file.path);
+  TuneIdentity id = current_identity();
+  std::unique_ptr<Runtime> rt = runtime();
+  workloads::WorkloadTuneOptions o;
+  explicit QuickTune(const char* budget) {
+    o.budget = parse_budget(budget);
+    o.repeats = 5;
+  }
+};
+
 /// Runs `problem` with `config` forced (poisoned outputs first) and checks it.
 void check_problem(workloads::ProblemOnGpu& gpu, const Config& config) {
   gpu.poison_from(0);
@@ -188,14 +202,10 @@ TEST(GpuWorkloads, AThreeKernelWorkloadIsTunedStepByStep) {
   REQUIRE_GPU();
   auto w = make_toy_workload();
   workloads::register_workload(w);
-  TempDb db_file;
-  auto db = std::make_shared<TuneDatabase>(db_file.path);
-  TuneIdentity id = current_identity();
-  auto rt = runtime();
+  QuickTune q("8");
+  auto& [db_file, db, id, rt, o] = q;
+  (void)db_file;
   workloads::WorkloadKernels kernels(*rt, *w);
-  workloads::WorkloadTuneOptions o;
-  o.budget = parse_budget("8");
-  o.repeats = 5;
   for (const auto& p : w->cases(DType::F32)) {
     workloads::ProblemTuning t = workloads::tune_problem(kernels, *p, *db, id, o);
     ASSERT_EQ(t.steps.size(), 3u);
@@ -250,14 +260,10 @@ TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
 TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
   REQUIRE_GPU();
   auto w = workloads::find_workload("attention");
-  TempDb db_file;
-  auto db = std::make_shared<TuneDatabase>(db_file.path);
-  TuneIdentity id = current_identity();
-  auto rt = runtime();
+  QuickTune q("4");
+  auto& [db_file, db, id, rt, o] = q;
+  (void)db_file;
   workloads::WorkloadKernels kernels(*rt, *w);
-  workloads::WorkloadTuneOptions o;
-  o.budget = parse_budget("4");
-  o.repeats = 5;
   auto p = w->parse_shape({{"H", "4"}, {"HKV", "2"}, {"N", "333"}, {"D", "64"}, {"CAUSAL", "1"}},
                           DType::BF16);
   const std::vector<workloads::Plan> plans = p->plans();
