@@ -55,8 +55,9 @@ TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
                       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
   check_attention_bwd(cpu(), DType::BF16, 2, 2, 1, 50, 32, true, false,
                       {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
-  // Two queries: the first sees one key (its ds is zero), the second two.
-  check_attention_bwd(cpu(), DType::F16, 1, 1, 1, 2, 16, true, false, {});
+  // Two queries: the first sees one key (its ds is zero), the second two. In exact f32: with
+  // 32 values per gradient, f16's rounding of o and dout alone exceeded 3e-2 for some seeds.
+  check_attention_bwd(cpu(), DType::F32, 1, 1, 1, 2, 16, true, true, {});
 }
 
 // The "dq_kernel" plan: dq by attn_dq (no atomics), GQA, causal, odd sizes, f32 exact.
@@ -65,7 +66,7 @@ TEST(RefAttention, BackwardWithDqInItsOwnKernel) {
                                 {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});
   check_attention_bwd_dq_kernel(cpu(), DType::BF16, 2, 2, 1, 50, 32, true, false,
                                 {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
-  check_attention_bwd_dq_kernel(cpu(), DType::F16, 1, 1, 1, 2, 16, true, false, {});
+  check_attention_bwd_dq_kernel(cpu(), DType::F32, 1, 1, 1, 2, 16, true, true, {});
   check_attention_bwd_dq_kernel(cpu(), DType::F32, 1, 2, 2, 20, 16, true, true,
                                 {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
 }
