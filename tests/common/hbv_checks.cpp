@@ -87,8 +87,9 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
     // A gradient that is (next to) zero everywhere (a day or two from the 0.001 start states,
     // or no snow at all) has no relative error to speak of: then it must be zero within f32's
     // rounding of the random start values.
-    if (std::sqrt(ref_norm) < 1e-9) {
-      EXPECT_LE(max_diff, 1e-6) << "a gradient that should be (next to) zero";
+    // (The buffers start at values of order 1, so f32 keeps only gradients above ~1e-7 each.)
+    if (std::sqrt(ref_norm / double(added.numel())) < 1e-5) {
+      EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
       continue;
     }
     expect_close(added, *refs[g], tol);
