@@ -347,7 +347,8 @@ std::string print_bare(const Expr& e) {
     return str("cast<", dtype_name(e.type.dtype), ">(", print_expr(*e.a), ")");
   case ExprKind::Unpack:
     return str("unpack", e.extent, "<", dtype_name(e.type.dtype), ">(", print_expr(*e.a),
-               e.b ? str(", ", print_expr(*e.b)) : std::string(), ")");
+               e.b ? str(", ", print_expr(*e.b)) : std::string(),
+               e.int_value ? ", interleaved=1" : "", ")");
   case ExprKind::SharedSlice: {
     // The subscripts written (int_value) are implied by the tile's rank once types are in.
     std::string of = e.int_value != e.a->type.rank() ? str(" of=", e.int_value) : "";

@@ -830,7 +830,16 @@ private:
       expect(">");
       expect("(");
       e->a = expr();
-      if (accept(",")) e->b = expr();
+      // unpack4<T>(words[, zero][, interleaved=1])
+      while (accept(",")) {
+        if (is("interleaved") && peek().text == "=") {
+          accept("interleaved");
+          expect("=");
+          e->int_value = small_int("unpack4's interleaved", 0, 1);
+        } else {
+          e->b = expr();
+        }
+      }
       expect(")");
       e->type.dtype = d;
       return typed(std::move(e));

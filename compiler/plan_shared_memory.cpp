@@ -45,6 +45,35 @@ int64_t scratch_need(const ir::Expr& e, int threads, int warp) {
   }
 }
 
+/// Shared tiles read only as the [N][K] B operand of dot(unpack4(words, z), trans(b)) (what
+/// tj::dot_q4 reads with 16-byte loads instead of ldmatrix).
+std::set<const ir::Var*> q4_dot_b_operands(ir::Kernel& k) {
+  std::set<const ir::Var*> q4, other;
+  ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
+    ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
+      ir::for_each_node(*root, [&](ir::Expr& e) {
+        if (e.kind != ExprKind::Dot) return;
+        const bool q4_dot = e.a->kind == ExprKind::Unpack && e.a->layout &&
+                            e.a->layout->kind == ir::LayoutKind::MmaAcc;
+        auto var_of = [](const ir::Expr& x) -> const ir::Var* {
+          return x.kind == ExprKind::VarRef && x.var->type.space == Space::Shared ? x.var : nullptr;
+        };
+        if (q4_dot && e.b->kind == ExprKind::Trans && var_of(*e.b->a)) {
+          q4.insert(var_of(*e.b->a));
+          return;
+        }
+        // Any other dot reading the tile (ldmatrix wants the 16-byte padding).
+        for (const ir::Expr* x : {e.a.get(), e.b.get()}) {
+          if (x->kind == ExprKind::Trans) x = x->a.get();
+          if (const ir::Var* v = var_of(*x)) other.insert(v);
+        }
+      });
+    });
+  });
+  for (const ir::Var* v : other) q4.erase(v);
+  return q4;
+}
+
 } // namespace
 
 int64_t shared_tile_bytes(const ir::Var& v) {
@@ -131,6 +160,7 @@ void plan_shared_memory(ir::Kernel& k) {
   k.scratch_bytes = 2 * round_up(scratch, 16);
   const int64_t base = round_up(k.scratch_bytes, 128);
   SharedLiveness live(k);
+  const std::set<const ir::Var*> q4_b = q4_dot_b_operands(k);
   std::vector<ir::Var*> tiles;
   for (auto& vp : k.vars) {
     ir::Var& v = *vp;
@@ -144,6 +174,12 @@ void plan_shared_memory(ir::Kernel& k) {
     // 16 bytes of padding shift consecutive rows by 4 banks: ldmatrix and column reads of 8
     // rows then hit 32 distinct banks.
     if (v.type.rank() == 2 && v.type.shape[0] > 1) row_bytes += 16;
+    // The B operand of a 4-bit dot stored [N][K] is read 16 bytes per lane, lane (g, t) at row
+    // g, bytes 16t..16t+15 (tj::dot_q4), 8 lanes per shared-memory wavefront: rows g and g + 1
+    // then fall on distinct banks only when they are 64 bytes apart modulo 128 (16 bytes gave
+    // 2-way conflicts: on the H100 as many conflicts as tensor-core instructions at M = 64).
+    if (q4_b.count(&v) && v.type.rank() == 2 && v.type.shape[0] > 1)
+      row_bytes = round_up(cols * elem, 128) + 64;
     v.smem_row_stride = v.type.rank() == 2 ? row_bytes / elem : cols;
     tiles.push_back(&v);
   }

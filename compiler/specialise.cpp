@@ -834,6 +834,14 @@ private:
       x->extent = 4; // bits per field
       x->a = lower_expr(*e.args[0]);
       if (e.args.size() == 2) x->b = lower_expr(*e.args[1]);
+      if (const dsl::Expr* il = kwarg(e, "interleaved")) {
+        // 1: a word's fields i and i + 4 are adjacent values (the order a repack can choose
+        // so that the tensor cores' operand pairs need no permutes: tj::dot_q4).
+        const int64_t v = const_int(*il, "interleaved");
+        if (v != 0 && v != 1)
+          fail_at(il->loc, str("unpack4's interleaved must be 0 or 1, got ", v));
+        x->int_value = v;
+      }
       return x;
     }
     case BK::Zip:

@@ -53,8 +53,8 @@ const std::vector<BuiltinInfo>& all_builtins() {
        BuiltinKind::Unpack4,
        1,
        2,
-       {},
-       "unpack4<f16|bf16|f32>(words) or unpack4<T>(words, zero)"},
+       {"interleaved"},
+       "unpack4<f16|bf16|f32>(words) or unpack4<T>(words, zero), interleaved=0|1"},
       {"cdiv", BuiltinKind::Cdiv, 2, 2, {}, "cdiv(a, b)"},
       {"zip", BuiltinKind::Zip, 2, 8, {}, "zip(index_tile, index_tile, ...)"},
   };

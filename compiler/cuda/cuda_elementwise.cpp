@@ -380,8 +380,8 @@ void Emitter::prepare(const ir::Expr& e) {
                                                : str(", ", elem(*e.b, wl, "tj_e"));
     std::string name = fresh("t");
     line(str(storage_type(e.type.dtype), " ", name, "[", layout_name(e.layout), "::N];"));
-    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", layout_name(wl), "::N; ++tj_e) tj::unpack4(",
-             words, "[tj_e]", zero, ", &", name, "[8 * tj_e]);"));
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", layout_name(wl), "::N; ++tj_e) tj::unpack4",
+             e.int_value ? "<true>" : "", "(", words, "[tj_e]", zero, ", &", name, "[8 * tj_e]);"));
     materialized_[&e] = Value{Value::Kind::Array, name, e.layout, e.type.dtype};
     return;
   }

@@ -85,7 +85,8 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
              !u.b                    ? "0"
              : u.b->type.is_scalar() ? "1"
                                      : "2",
-             ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr, ", ", b.ld, ");"));
+             u.int_value ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ",
+             b.ptr, ", ", b.ld, ");"));
     return;
   }
   // A staged operand (a register tile converted to shared), possibly read transposed.

@@ -613,7 +613,7 @@ private:
     case ExprKind::Cast:
       return cast_value(eval(*e.a), e.type.dtype);
     case ExprKind::Unpack: {
-      Value v = unpack(eval(*e.a), e.type.dtype, static_cast<int>(e.extent));
+      Value v = unpack(eval(*e.a), e.type.dtype, static_cast<int>(e.extent), e.int_value != 0);
       if (e.b) subtract_zero(v, eval(*e.b));
       return v;
     }
@@ -977,8 +977,10 @@ private:
   }
 
   /// unpack4<T>(words): field j of word c (bits j*bits.. of its 32) is element c*(32/bits) + j
-  /// along the last axis, an unsigned value (exact in f16, bf16 and f32).
-  static Value unpack(const Value& words, DType t, int bits) {
+  /// along the last axis, an unsigned value (exact in f16, bf16 and f32). Interleaved (4-bit
+  /// fields): element 8c + m is field m / 2 + 4 * (m % 2), so fields (0, 4), (1, 5), (2, 6),
+  /// (3, 7) are adjacent pairs.
+  static Value unpack(const Value& words, DType t, int bits, bool interleaved) {
     const int per_word = 32 / bits;
     std::vector<int64_t> shape = words.shape;
     shape.back() *= per_word;
@@ -986,8 +988,10 @@ private:
     const uint32_t field_mask = (1u << bits) - 1;
     for (int64_t c = 0; c < words.numel(); ++c) {
       const uint32_t w = static_cast<uint32_t>(words.i[c]);
-      for (int j = 0; j < per_word; ++j)
-        out.f[c * per_word + j] = static_cast<double>((w >> (j * bits)) & field_mask);
+      for (int m = 0; m < per_word; ++m) {
+        const int j = interleaved ? m / 2 + (per_word / 2) * (m % 2) : m;
+        out.f[c * per_word + m] = static_cast<double>((w >> (j * bits)) & field_mask);
+      }
     }
     return out;
   }

@@ -78,7 +78,7 @@ def paged_sparse_decode(q, k_cache, v_cache, block_table, seq_lens, kept_idx, ke
 class Int4Weights:
     """repack_int4's result: GPTQ int4 weights in the packed form dequant_linear reads
     (device tensors), and how they were made. qweight_t [N, K/8] int32 (8 consecutive k of one
-    column per word, K permuted), scales [K/G, N], qzeros [K/G, N/8] int32, perm [K] int32
+    column per word, interleaved: k 8j + i in nibble i / 2 + 4 * (i % 2); K permuted), scales [K/G, N], qzeros [K/G, N/8] int32, perm [K] int32
     (packed row k is GPTQ row perm[k]), group G (one group is kept as groups of 128), act_order."""
 
     __slots__ = ("qweight_t", "scales", "qzeros", "perm", "group", "act_order")

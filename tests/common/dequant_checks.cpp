@@ -124,11 +124,12 @@ void check_w4a16_packed(const KernelRunner& run, DType t, int64_t m, int64_t n, 
   y.poison();
   run("embedded:workloads/dequant_gemm.tile#w4_repack", repack_config,
       {TestArg::of(qweight), TestArg::of(perm_buf), TestArg::of(qweight_t)});
-  // The packed words: column n's row k is GPTQ row perm[k], 8 per word in nibble order.
+  // The packed words: column n's row k is GPTQ row perm[k], 8 per word, interleaved (row
+  // 8j + i in field i / 2 + 4 * (i % 2)).
   for (int64_t c = 0; c < n; ++c)
     for (int64_t j = 0; j < k / 8; ++j) {
       int eight[8];
-      for (int i = 0; i < 8; ++i) eight[i] = q[perm[j * 8 + i] * n + c];
+      for (int i = 0; i < 8; ++i) eight[i / 2 + 4 * (i % 2)] = q[perm[j * 8 + i] * n + c];
       ASSERT_EQ(qweight_t.get_int(c * (k / 8) + j), pack8(eight))
           << "qweight_t[" << c << ", " << j << "]";
     }

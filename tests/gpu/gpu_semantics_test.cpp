@@ -260,6 +260,27 @@ TEST(GpuSemantics, PackedConversionsMatchTheInterpreterExactly) {
     }
 }
 
+// Both orders of 4-bit fields, unpacked alone and straight into tensor-core fragments with B
+// read either way round: exactly the interpreter's values, and its sums to f32 rounding.
+TEST(GpuSemantics, Unpack4InterleavedAndIntoDot) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (const char* il : {"0", "1"})
+    for (int64_t R : {64, 50})
+      for (int64_t C : {8, 5}) {
+        std::vector<ref::HostBuffer> bufs = {
+            random_buffer(DType::I32, {R, 16}, rng, -2147483648.0, 2147483647.0),
+            random_buffer(DType::I32, {R}, rng, 0, 100),
+            random_buffer(DType::F16, {C, 128}, rng, -1, 1),
+            random_buffer(DType::F16, {128, C}, rng, -1, 1),
+            ref::HostBuffer(DType::F16, {R, 128}),
+            ref::HostBuffer(DType::F32, {R, C}),
+            ref::HostBuffer(DType::F32, {R, C})};
+        check_against_interpreter("q4_dot", {{"IL", il}}, bufs, {4}, 0);
+        check_against_interpreter("q4_dot", {{"IL", il}}, std::move(bufs), {5, 6}, 1e-6);
+      }
+}
+
 TEST(GpuSemantics, UnitAxisTilesBroadcast) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());

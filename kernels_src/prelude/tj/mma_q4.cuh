@@ -17,8 +17,11 @@ namespace tj {
 /// The tensor cores take k in any order as long as A and B agree: in each chunk of 32 k, lane
 /// (g, t) unpacks word t of rows g and g + 8 (its k = 8t..8t+7), whose pairs (q_i, q_{i+4}) are
 /// the fragment columns (2t, 2t+1) and (2t+8, 2t+9) of two k16 steps: step 0 takes fields
-/// (0, 4) and (1, 5), step 1 fields (2, 6) and (3, 7). B rows are read in that same order.
-template <class LC, int K, class T, bool B_NMAJOR, int ZERO>
+/// (0, 4) and (1, 5), step 1 fields (2, 6) and (3, 7). B rows are read in that same order: k
+/// (8t, 8t+4), (8t+1, 8t+5)..., a permute per register; INTERLEAVED words (fields i and i + 4
+/// are k 8t+2i and 8t+2i+1, unpack4's interleaved=1) pair k in B's own order, so a 16-byte
+/// read of B's [N][K] row gives the four B registers as they are.
+template <class LC, int K, class T, bool B_NMAJOR, int ZERO, bool INTERLEAVED = false>
 TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* zero, const T* sb,
                       int ldb) {
   static_assert(K % 32 == 0, "dot_q4: K must be a multiple of 32");
@@ -38,17 +41,29 @@ TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* ze
                      : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
                      : "r"(smem_addr(sb + n * ldb + k0 + 8 * t))
                      : "memory");
-        b[nt][0][0] = permute(v[0], v[2], 0x5410); // (x0, x4)
-        b[nt][0][1] = permute(v[0], v[2], 0x7632); // (x1, x5)
-        b[nt][1][0] = permute(v[1], v[3], 0x5410); // (x2, x6)
-        b[nt][1][1] = permute(v[1], v[3], 0x7632); // (x3, x7)
+        if (INTERLEAVED) {
+          b[nt][0][0] = v[0]; // (x0, x1)
+          b[nt][0][1] = v[1]; // (x2, x3)
+          b[nt][1][0] = v[2]; // (x4, x5)
+          b[nt][1][1] = v[3]; // (x6, x7)
+        } else {
+          b[nt][0][0] = permute(v[0], v[2], 0x5410); // (x0, x4)
+          b[nt][0][1] = permute(v[0], v[2], 0x7632); // (x1, x5)
+          b[nt][1][0] = permute(v[1], v[3], 0x5410); // (x2, x6)
+          b[nt][1][1] = permute(v[1], v[3], 0x7632); // (x3, x7)
+        }
       } else {
         const T* p = sb + (k0 + 8 * t) * ldb + n;
         unsigned x[8];
         TJ_UNROLL for (int i = 0; i < 8; ++i) x[i] = p[i * ldb].bits;
         TJ_UNROLL for (int s = 0; s < 2; ++s) {
-          b[nt][s][0] = x[2 * s] | (x[2 * s + 4] << 16);
-          b[nt][s][1] = x[2 * s + 1] | (x[2 * s + 5] << 16);
+          if (INTERLEAVED) {
+            b[nt][s][0] = x[4 * s] | (x[4 * s + 1] << 16);
+            b[nt][s][1] = x[4 * s + 2] | (x[4 * s + 3] << 16);
+          } else {
+            b[nt][s][0] = x[2 * s] | (x[2 * s + 4] << 16);
+            b[nt][s][1] = x[2 * s + 1] | (x[2 * s + 5] << 16);
+          }
         }
       }
     }
@@ -62,10 +77,11 @@ TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* ze
       unpack4_pairs<T>(static_cast<unsigned>(sq[(r + 8) * ldq + k0 / 8 + t]), zhi, hi);
       const unsigned a0[4] = {lo[0], hi[0], lo[1], hi[1]};
       const unsigned a1[4] = {lo[2], hi[2], lo[3], hi[3]};
-      TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) {
+      // Both k16 steps add into the same accumulators: all n tiles of the first step, then of
+      // the second, so that no MMA waits on the one just issued.
+      TJ_UNROLL for (int s = 0; s < 2; ++s) TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) {
         if (LC::PN != LC::C_ && nt * 8 >= LC::C_) continue;
-        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a0, b[nt][0]);
-        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], a1, b[nt][1]);
+        mma_16816<T>(&acc[(mt * LC::NTL + nt) * 4], s == 0 ? a0 : a1, b[nt][s]);
       }
     }
   }

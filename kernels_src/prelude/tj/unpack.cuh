@@ -1,5 +1,6 @@
 // unpack4<T>(words[, zero]): the eight 4-bit fields of a 32-bit word as T values, field i (bits
-// 4i..4i+3) into out[i], minus a zero point (its low 4 bits). Two fields per instruction, not
+// 4i..4i+3) into out[i] (interleaved: fields i, i + 4 into out[2i], out[2i + 1]), minus a zero
+// point (its low 4 bits). Two fields per instruction, not
 // one conversion per field: lop3 drops a field into the low mantissa bits of a 16-bit float
 // whose exponent makes it 1024 + q (f16) or 128 + q (bf16); one packed subtraction of that base
 // plus the zero point leaves q - z exactly. Fields i and i + 4 sit at bits 4i and 4i + 16, one in
@@ -59,19 +60,21 @@ template <> TJ_DEVICE void unpack4_pairs<bf16>(unsigned w, int zero, unsigned (&
   }
 }
 
-template <class T> TJ_DEVICE void unpack4(unsigned w, int zero, T* out) {
+/// The word's values in element order: field i into out[i] (INTERLEAVED: fields i and i + 4
+/// into out[2i] and out[2i + 1], the pairs the unpack makes, so no value moves).
+template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(unsigned w, int zero, T* out) {
   unsigned p[4];
   unpack4_pairs<T>(w, zero, p);
   TJ_UNROLL for (int i = 0; i < 4; ++i) {
-    out[i].bits = static_cast<unsigned short>(p[i] & 0xffffu);
-    out[i + 4].bits = static_cast<unsigned short>(p[i] >> 16);
+    out[INTERLEAVED ? 2 * i : i].bits = static_cast<unsigned short>(p[i] & 0xffffu);
+    out[INTERLEAVED ? 2 * i + 1 : i + 4].bits = static_cast<unsigned short>(p[i] >> 16);
   }
 }
 
-TJ_DEVICE void unpack4(unsigned w, int zero, float* out) {
+template <bool INTERLEAVED = false> TJ_DEVICE void unpack4(unsigned w, int zero, float* out) {
   // 2^23 + q as f32 bits, minus 2^23 + z: one lop3 and one add per field.
   const float base_z = 8388608.0f + static_cast<float>(static_cast<unsigned>(zero) & 15u);
-  TJ_UNROLL for (int i = 0; i < 8; ++i) out[i] =
+  TJ_UNROLL for (int i = 0; i < 8; ++i) out[INTERLEAVED ? (i % 4) * 2 + i / 4 : i] =
       __uint_as_float(and_or(w >> (4 * i), 0xfu, 0x4b000000u)) - base_z;
 }
 
@@ -115,14 +118,14 @@ template <class T, class B> TJ_DEVICE void cast_bytes4(const B* src, T* out) {
   bytes4_to<is_unsigned>(word_of_bytes(src), out);
 }
 
-template <class T> TJ_DEVICE void unpack4(int w, int zero, T* out) {
-  unpack4(static_cast<unsigned>(w), zero, out);
+template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(int w, int zero, T* out) {
+  unpack4<INTERLEAVED>(static_cast<unsigned>(w), zero, out);
 }
-template <class T> TJ_DEVICE void unpack4(int w, T* out) {
-  unpack4(static_cast<unsigned>(w), 0, out);
+template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(int w, T* out) {
+  unpack4<INTERLEAVED>(static_cast<unsigned>(w), 0, out);
 }
-template <class T> TJ_DEVICE void unpack4(unsigned w, T* out) {
-  unpack4(w, 0, out);
+template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(unsigned w, T* out) {
+  unpack4<INTERLEAVED>(w, 0, out);
 }
 
 } // namespace tj

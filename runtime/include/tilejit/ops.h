@@ -42,10 +42,12 @@ void check_paged_sparse_decode(const PagedSparseDecodeArgs& args);
 /// made once by repack_int4 (like a model load). Views of device memory: `storage` owns it when
 /// repack_int4 allocated it, else the caller's tensors do.
 struct Int4Weights {
-  Tensor qweight_t; ///< i32 [N, K/8]: 8 consecutive k of one column per word, K permuted
-  Tensor scales;    ///< [ceil(K/G), N] f16 or bf16 (the activations' dtype)
-  Tensor qzeros;    ///< i32 [ceil(K/G), ceil(N/8)], 8 zero points per word along N (GPTQ's)
-  Tensor perm;      ///< i32 [K]: packed row k is GPTQ row perm[k]; the identity without act-order
+  /// i32 [N, K/8]: 8 consecutive k of one column per word, K permuted; interleaved: k 8j + i
+  /// in nibble i / 2 + 4 * (i % 2) (the order tj::dot_q4 reads without permutes)
+  Tensor qweight_t;
+  Tensor scales; ///< [ceil(K/G), N] f16 or bf16 (the activations' dtype)
+  Tensor qzeros; ///< i32 [ceil(K/G), ceil(N/8)], 8 zero points per word along N (GPTQ's)
+  Tensor perm;   ///< i32 [K]: packed row k is GPTQ row perm[k]; the identity without act-order
   int64_t group = 128;    ///< G of the packed form: 32, 64 or 128 (one group: 128, repeated)
   bool act_order = false; ///< K was permuted: x is read through perm
   std::shared_ptr<void> storage;
