@@ -220,18 +220,20 @@ private:
   /// tiled over the warps.
   const Layout* mma_layout(const ir::Expr& dot) {
     const Target& t = *k_.target;
-    // The warps tile the accumulator as WM x WN, both powers of two (the prelude's dot splits
-    // its fragments so): a user error, with the dot's line, for any other block size.
-    if (warps_ & (warps_ - 1))
-      dsl::fail_at(dot.loc, str("dot needs a power-of-two number of warps to tile its ",
-                                dot.type.shape[0], "x", dot.type.shape[1],
-                                " result; this block has ", warps_, " (", k_.threads, " threads)"));
     const MatrixShape ms = t.matrix_shape(dot.a->type.dtype);
     const int64_t im = ms.m > 0 ? ms.m : 16, in = ms.n > 0 ? ms.n : 8;
     int64_t m = dot.type.shape[0], n = dot.type.shape[1];
     int m_tiles = static_cast<int>((m + im - 1) / im);
+    // Warps along M only: any number of them (3 warps of 32 rows tile 96, so that a grid of
+    // 96-row programs can fill 132 multiprocessors where 128-row ones leave a quarter idle).
     if (warps_m_only_.count(&dot) && m_tiles >= warps_)
       return t.accumulator_layout(table_, m, n, warps_, 1, k_.threads);
+    // Otherwise the warps tile the accumulator as WM x WN, both powers of two (the prelude's
+    // dot splits its fragments so): a user error, with the dot's line, for any other count.
+    if (warps_ & (warps_ - 1))
+      dsl::fail_at(dot.loc, str("dot needs a power-of-two number of warps to tile its ",
+                                dot.type.shape[0], "x", dot.type.shape[1],
+                                " result; this block has ", warps_, " (", k_.threads, " threads)"));
     // Balance operand traffic: per K step a warp loads MT A fragments and NTL/2 B pairs.
     int best_wm = 1;
     double best_cost = 1e30;

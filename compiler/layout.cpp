@@ -16,6 +16,25 @@ int64_t round_up(int64_t a, int64_t b) {
 
 } // namespace
 
+bool Layout::padded() const {
+  switch (kind) {
+  case LayoutKind::Blocked: {
+    const int64_t tr = threads / tc;
+    return rows % tr != 0 || cols % (int64_t(tc) * vec) != 0;
+  }
+  case LayoutKind::MmaAcc:
+    return shape[0] % (16 * wm) != 0 || shape[1] % (8 * wn) != 0;
+  case LayoutKind::Slice: {
+    const Layout& p = *parent;
+    if (p.kind == LayoutKind::Blocked)
+      return slice_axis == 1 ? p.rows % (p.threads / p.tc) != 0
+                             : p.cols % (int64_t(p.tc) * p.vec) != 0;
+    return slice_axis == 1 ? p.shape[0] % (16 * p.wm) != 0 : p.shape[1] % (8 * p.wn) != 0;
+  }
+  }
+  return true;
+}
+
 int64_t Layout::per_thread() const {
   switch (kind) {
   case LayoutKind::Blocked: {
@@ -163,8 +182,9 @@ const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, in
   // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.
   int64_t chunks = std::max<int64_t>(1, cols / vec);
   int max_tc = shape.size() == 2 && rows > 1 ? warp_ : threads;
+  // (tc divides the block: 32 in a 96-thread block, not 64.)
   int tc = 1;
-  while (tc * 2 <= max_tc && tc * 2 <= chunks) tc *= 2;
+  while (tc * 2 <= max_tc && tc * 2 <= chunks && threads % (tc * 2) == 0) tc *= 2;
   return blocked(shape, vec, tc, threads);
 }
 

@@ -44,6 +44,9 @@ struct Layout {
   std::string cpp_type() const;
   /// Number of warps that split `axis` (for reductions that must cross warps).
   int warps_along(int axis) const;
+  /// Whether some thread holds elements past the tile (valid() is false for them): a tile
+  /// that is not a whole number of the threads' tiles (96 rows over 4 warps of 32).
+  bool padded() const;
 };
 
 /// Whether two layouts give every thread the same elements in the same order (so a value in

@@ -27,9 +27,33 @@ Config step_config(const dsl::Kernel& k, const Step& step, const Config& user) {
   std::set<std::string> declared;
   for (const auto& g : k.generics) declared.insert(g.name);
   for (const auto& t : k.tunables) declared.insert(t.name);
+  // Plain names first, then STEP:NAME (this step's label or kernel), which wins over them.
   for (const auto& [name, value] : user)
-    if (declared.count(name)) out[name] = value;
+    if (name.find(':') == std::string::npos && declared.count(name)) out[name] = value;
+  for (const auto& [name, value] : user) {
+    const size_t colon = name.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string who = name.substr(0, colon), what = name.substr(colon + 1);
+    if ((who == step.label || who == step.kernel) && declared.count(what)) out[what] = value;
+  }
   return out;
+}
+
+void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag) {
+  for (const auto& [name, value] : user) {
+    const size_t colon = name.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string who = name.substr(0, colon);
+    std::vector<std::string> known;
+    bool found = false;
+    for (const Step& s : steps) {
+      found = found || who == s.label || who == s.kernel;
+      known.push_back(s.label == s.kernel ? s.label : s.label + " (" + s.kernel + ")");
+    }
+    if (!found)
+      throw Error(fmt::format("{} {}={}: no step or kernel '{}' here; the steps are {}", flag, name,
+                              value, who, join(known, ", ")));
+  }
 }
 
 std::vector<Arg> shape_only_args(const Problem& p, const Step& step) {

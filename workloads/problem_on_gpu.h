@@ -32,8 +32,13 @@ private:
 
 /// The configuration a step's kernel is given: the step's generics, then the user's values
 /// (--set) for the names that kernel declares (a name no kernel of the step declares is left
-/// out, so one --set can address several kernels).
+/// out, so one --set can address several kernels). `STEP:NAME` (a step's label or kernel name,
+/// e.g. linear:WARPS=3) addresses only that step and wins over a plain NAME.
 Config step_config(const dsl::Kernel& k, const Step& step, const Config& user);
+
+/// Throws an Error naming `flag` and the steps when a `STEP:NAME` of `user` names none of
+/// `steps` (by label or kernel).
+void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag);
 
 /// Device tensors shaped like a problem's buffers with no memory behind them: enough to key the
 /// tuning database (and to compile) without drawing data.

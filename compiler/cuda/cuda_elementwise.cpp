@@ -191,12 +191,17 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
       TJ_ICHECK(false, "tile '", v->name, "' in layout ", v->layout->str(), " read in loop ",
                 loop->str());
     }
-    // A shared tile read in place at the loop's coordinates.
+    // A shared tile read in place at the loop's coordinates. An element of the loop's padding
+    // (a 96-row accumulator over 4 warps covers 128) reads the tile's first element instead of
+    // past its end: valid() is a constant true where the layout has no padding.
     TJ_ICHECK(loop, "shared tile '", v->name, "' used as a scalar");
     std::string ptr = shared_ptr(v);
-    if (v->type.rank() == 1) return read_as_compute(str(ptr, "[", coord(e, loop, idx, 0), "]"), t);
-    return read_as_compute(str(ptr, "[", coord(e, loop, idx, 0), " * ", v->smem_row_stride, " + ",
-                               coord(e, loop, idx, 1), "]"),
+    const std::string pad = loop->padded() ? str(layout_name(loop), "::valid(", idx, ") ? ") : "";
+    const std::string end = loop->padded() ? " : 0" : "";
+    if (v->type.rank() == 1)
+      return read_as_compute(str(ptr, "[", pad, coord(e, loop, idx, 0), end, "]"), t);
+    return read_as_compute(str(ptr, "[", pad, coord(e, loop, idx, 0), " * ", v->smem_row_stride,
+                               " + ", coord(e, loop, idx, 1), end, "]"),
                            t);
   }
   case ExprKind::SharedSlice: {

@@ -347,6 +347,11 @@ TEST(GpuDequant, W4A16Packed) {
   for (const char* cluster : {"2", "4"})
     check_w4a16_packed(run, DType::F16, 1, 2560, 4096, 128, false,
                        {{"STEPS", "4"}, {"CLUSTER", cluster}});
+  // Clusters at BM 32 (two slices in one) and 64, odd sizes, act-order, bf16.
+  check_w4a16_packed(run, DType::F16, 70, 300, 1024, 128, false,
+                     {{"BN", "128"}, {"BM", "32"}, {"STEPS", "4"}, {"CLUSTER", "2"}});
+  check_w4a16_packed(run, DType::BF16, 77, 200, 768, 64, true,
+                     {{"BN", "64"}, {"BM", "64"}, {"BK", "64"}, {"STEPS", "3"}, {"CLUSTER", "4"}});
 }
 
 TEST(GpuDequant, W4A16) {

@@ -266,7 +266,8 @@ TEST(GpuSemantics, Unpack4InterleavedAndIntoDot) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());
   for (const char* il : {"0", "1"})
-    for (int64_t R : {64, 50})
+    for (const auto& [warps, R] :
+         std::vector<std::pair<const char*, int64_t>>{{"4", 64}, {"4", 50}, {"3", 48}, {"3", 41}})
       for (int64_t C : {8, 5}) {
         std::vector<ref::HostBuffer> bufs = {
             random_buffer(DType::I32, {R, 16}, rng, -2147483648.0, 2147483647.0),
@@ -276,9 +277,22 @@ TEST(GpuSemantics, Unpack4InterleavedAndIntoDot) {
             ref::HostBuffer(DType::F16, {R, 128}),
             ref::HostBuffer(DType::F32, {R, C}),
             ref::HostBuffer(DType::F32, {R, C})};
-        check_against_interpreter("q4_dot", {{"IL", il}}, bufs, {4}, 0);
-        check_against_interpreter("q4_dot", {{"IL", il}}, std::move(bufs), {5, 6}, 1e-6);
+        check_against_interpreter("q4_dot", {{"IL", il}, {"WARPS", warps}}, bufs, {4}, 0);
+        check_against_interpreter("q4_dot", {{"IL", il}, {"WARPS", warps}}, std::move(bufs), {5, 6},
+                                  1e-6);
       }
+}
+
+TEST(GpuSemantics, PaddedAccumulatorRowsReadInsideSharedTiles) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (int64_t R : {96, 90})
+    check_against_interpreter("padded_rows", {},
+                              {random_buffer(DType::F16, {R, 64}, rng, -1, 1),
+                               random_buffer(DType::F16, {64, 8}, rng, -1, 1),
+                               random_buffer(DType::F32, {R}, rng, -2, 2),
+                               ref::HostBuffer(DType::F32, {R, 8})},
+                              {3}, 1e-6);
 }
 
 TEST(GpuSemantics, UnitAxisTilesBroadcast) {

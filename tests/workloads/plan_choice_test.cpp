@@ -1,10 +1,12 @@
 // Plans (Problem::plans) and the plan choice kept in the tuning database, on the CPU: the key
 // names what the choice depends on, a stored choice is read back for its shape and the nearest
 // one, --plan overrides it, and bad names and stale choices are refused or ignored.
+#include "kernel_runner.h"
 #include "support/error.h"
 #include "tests/tuner/tune_test_util.h"
 #include "tuner/tune_database.h"
 #include "workloads/plan_choice.h"
+#include "workloads/problem_on_gpu.h"
 
 #include <gtest/gtest.h>
 
@@ -145,6 +147,34 @@ TEST(PlanChoice, AnUnknownPlanNamesTheProblemsPlans) {
   auto one = workloads::choose_plan(a.kernels, *d, d->plans(), nullptr, h100(), "");
   EXPECT_EQ(one.index, 0u);
   EXPECT_EQ(one.why, "the only plan");
+}
+
+// --set STEP:NAME (a step's label or kernel) addresses one step of a plan and wins over a plain
+// NAME; one that names no step is refused, listing the steps.
+TEST(StepSettings, AQualifiedNameAddressesOneStep) {
+  auto w = find_workload("dequant_gemm");
+  auto p = w->parse_shape({{"N", "64"}, {"K", "128"}}, DType::F16);
+  const std::vector<workloads::Step> steps = p->plans()[0].steps; // repack, linear
+  ASSERT_EQ(steps.size(), 2u);
+  LoadedModule m = load_source("embedded:workloads/dequant_gemm.tile");
+  const Config user = {{"WARPS", "8"}, {"linear:WARPS", "3"}, {"w4a16_tc:BN", "96"}};
+  const Config repack = workloads::step_config(m.kernel("w4_repack"), steps[0], user);
+  const Config linear = workloads::step_config(m.kernel("w4a16_tc"), steps[1], user);
+  EXPECT_EQ(repack.at("WARPS"), "8");
+  EXPECT_EQ(repack.count("BN"), 0u);
+  EXPECT_EQ(linear.at("WARPS"), "3");
+  EXPECT_EQ(linear.at("BN"), "96");
+  EXPECT_EQ(linear.count("linear:WARPS"), 0u);
+  EXPECT_NO_THROW(workloads::check_step_names(steps, user, "--set"));
+  try {
+    workloads::check_step_names(steps, {{"lin:WARPS", "3"}}, "--set");
+    FAIL() << "a step that does not exist was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--set lin:WARPS=3: no step or kernel 'lin' here; the "
+                                         "steps are repack (w4_repack), linear (w4a16_tc)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 } // namespace

@@ -67,6 +67,10 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
                                     o.case_filter, o.shape);
   if (o.plan != "all") check_plan_option(problems, o.plan);
+  Bindings forced = parse_assignments(o.set, "--set");
+  std::vector<Bindings> sweep = expand_sweep(o.sweep);
+  check_step_option(problems, forced, "--set");
+  for (const Bindings& point : sweep) check_step_option(problems, point, "--sweep");
   CudaDriver::require();
   DeviceInfo dev = query_device();
   workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};
@@ -84,8 +88,6 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
       o.out.empty() ? fmt::format("bench/results/{}-{}.jsonl", today(), w->name()) : o.out;
   out.open(out_path, std::ios::app);
   if (!out) throw Error(fmt::format("cannot write '{}'", out_path));
-  Bindings forced = parse_assignments(o.set, "--set");
-  std::vector<Bindings> sweep = expand_sweep(o.sweep);
   std::vector<std::vector<std::string>> rows;
   uint64_t seed = std::random_device{}();
   for (const auto& p : problems) {

@@ -71,6 +71,16 @@ void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& p
   for (const auto& p : problems) workloads::find_plan(p->plans(), plan, p->name());
 }
 
+void check_step_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
+                       const std::map<std::string, std::string>& values, const char* flag) {
+  for (const auto& p : problems) {
+    std::vector<workloads::Step> steps; // every plan's: a STEP:NAME may address any of them
+    for (const workloads::Plan& plan : p->plans())
+      steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
+    workloads::check_step_names(steps, values, flag);
+  }
+}
+
 std::vector<std::unique_ptr<workloads::Problem>>
 workload_problems(const workloads::Workload& w, const std::string& dtype,
                   const std::string& case_filter, const std::vector<std::string>& shape) {
