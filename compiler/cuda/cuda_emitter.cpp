@@ -218,6 +218,31 @@ bool mentions(const ir::Stmt& s, const ir::Var* v) {
   return found;
 }
 
+/// For `v = value`: the dot that can accumulate into v itself and the value v is to hold
+/// first (nullptr: v as it is), when value is v + dot(a, b) or v * s + dot(a, b) (either
+/// order), the dot has no accumulator of its own, lays its result out as v is, and reads
+/// nothing of v; else {nullptr, nullptr}. (The sum's rounding differs from the temporary's
+/// by the order of the f32 additions only.)
+std::pair<const ir::Expr*, const ir::Expr*> accumulating_dot(const ir::Expr& value,
+                                                             const ir::Var* v) {
+  if (value.kind != ExprKind::Binary || value.binary_op != dsl::BinaryOp::Add)
+    return {nullptr, nullptr};
+  auto is_v = [&](const ir::Expr& x) { return x.kind == ExprKind::VarRef && x.var == v; };
+  for (int side = 0; side < 2; ++side) {
+    const ir::Expr& d = side == 0 ? *value.a : *value.b;
+    const ir::Expr& o = side == 0 ? *value.b : *value.a;
+    if (d.kind != ExprKind::Dot || d.c || d.layout != v->layout || !(d.type == v->type) ||
+        mentions(*d.a, v) || mentions(*d.b, v))
+      continue;
+    if (is_v(o)) return {&d, nullptr};
+    if (o.kind == ExprKind::Binary && o.binary_op == dsl::BinaryOp::Mul && o.type == v->type &&
+        o.layout == v->layout &&
+        ((is_v(*o.a) && !mentions(*o.b, v)) || (is_v(*o.b) && !mentions(*o.a, v))))
+      return {&d, &o};
+  }
+  return {nullptr, nullptr};
+}
+
 /// Whether b[i] declares an iteration counter of the loop b[i + 1] (expand-pipelines' ring
 /// slots count iterations this way): `int c = 0;`, the body ending in `c = c + 1`, c unused
 /// after the loop. Printed as a second variable of the for header, which is what NVVM and ptxas
@@ -345,6 +370,20 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
       prepare(*value.a);
       prepare(*value.b);
       emit_dot(value, name, /*accumulate_in_place=*/true);
+      return;
+    }
+    // x = x + dot(a, b), x = x * s + dot(a, b) (either order): x, scaled in place first, is the
+    // dot's accumulator. Summed into a temporary instead, the temporary and x, each as large
+    // as the tile, live at once during the dot (attention's forward spilled at BM 128, BN 64).
+    const auto [acc_dot, acc_first] = accumulating_dot(value, v);
+    if (acc_dot) {
+      if (acc_first) {
+        prepare(*acc_first);
+        emit_fill(name, v->type.dtype, *acc_first, v->layout);
+      }
+      prepare(*acc_dot->a);
+      prepare(*acc_dot->b);
+      emit_dot(*acc_dot, name, /*accumulate_in_place=*/true);
       return;
     }
     prepare(value);
