@@ -283,6 +283,18 @@ TEST(GpuSemantics, Unpack4InterleavedAndIntoDot) {
       }
 }
 
+TEST(GpuSemantics, DotsAddedToTheirVariableAccumulateInPlace) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (int64_t R : {64, 37})
+    check_against_interpreter("dot_accumulate", {},
+                              {random_buffer(DType::F16, {R, 32}, rng, -1, 1),
+                               random_buffer(DType::F16, {32, 64}, rng, -1, 1),
+                               random_buffer(DType::F32, {R}, rng, -2, 2),
+                               ref::HostBuffer(DType::F32, {R, 64})},
+                              {3}, 1e-6);
+}
+
 TEST(GpuSemantics, PaddedAccumulatorRowsReadInsideSharedTiles) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());
