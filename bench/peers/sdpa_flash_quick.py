@@ -1,24 +1,70 @@
-# FlashAttention-2 through SDPA's flash backend, timed like tilejit bench: L2 flushed (256 MB
-# memset) before each call, CUDA events, median of 30.
-import torch, json, sys
-from torch.nn.attention import sdpa_kernel, SDPBackend
-import torch.nn.functional as F
-flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-def t(fn, n=30):
-    for _ in range(3): fn()
-    ts = []
-    for _ in range(n):
-        flush.zero_(); s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
-    ts.sort(); return ts[len(ts) // 2]
-out = []
-for (B, H, N, D, causal) in [(4, 16, 8192, 128, False), (4, 16, 8192, 128, True), (4, 16, 2048, 64, False), (4, 16, 2048, 128, False)]:
-    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-    do = torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)
-    row = {"B": B, "H": H, "N": N, "D": D, "causal": causal}
-    for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
-        with sdpa_kernel(be):
-            row[name + "_fwd_ms"] = t(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            row[name + "_bwd_ms"] = t(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
-    print(json.dumps(row)); out.append(row)
+"""FlashAttention-2 and cuDNN attention through SDPA, timed the way `tilejit bench` times.
+
+    python3 bench/peers/sdpa_flash_quick.py [--out FILE.jsonl]
+
+For four bf16 shapes (B=4 H=16: N=8192 D=128 with and without causal, N=2048 D=64 and D=128)
+it times SDPA with the flash (FlashAttention-2) and cuDNN backends forced: the forward, and the
+backward as autograd.grad of the forward's output. L2 flushed (256 MB memset) before each call,
+CUDA events, median of 30 after 3 warm-ups. One JSON line per shape (stdout, and FILE when
+given). A quick same-run yardstick beside `tilejit bench --workload attention`; the shared
+../shared/peers/attention.py times every backend and shape.
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("sdpa_flash_quick: no CUDA device; nothing to time", file=sys.stderr)
+        return 0
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+
+    def median_ms(fn, n=30):
+        for _ in range(3):
+            fn()
+        ts = []
+        for _ in range(n):
+            flush.zero_()
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            ts.append(s.elapsed_time(e))
+        ts.sort()
+        return ts[len(ts) // 2]
+
+    out = open(args.out, "a") if args.out else None
+    for (B, H, N, D, causal) in [(4, 16, 8192, 128, False), (4, 16, 8192, 128, True),
+                                 (4, 16, 2048, 64, False), (4, 16, 2048, 128, False)]:
+        q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16,
+                               requires_grad=True) for _ in range(3))
+        do = torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)
+        row = {"B": B, "H": H, "N": N, "D": D, "causal": causal,
+               "device": torch.cuda.get_device_name()}
+        for name, backend in [("flash", SDPBackend.FLASH_ATTENTION),
+                              ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
+            with sdpa_kernel(backend):
+                row[name + "_fwd_ms"] = median_ms(
+                    lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                row[name + "_bwd_ms"] = median_ms(
+                    lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+        line = json.dumps(row)
+        print(line)
+        if out:
+            out.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
