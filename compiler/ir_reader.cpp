@@ -249,6 +249,19 @@ private:
     ++pos_;
     return v;
   }
+  /// `, operand` and `, flag=0|1` after a call's fixed operands (dot's acc and exact=,
+  /// unpack4's zero and interleaved=), up to the closing parenthesis.
+  void operands_then_flag(ExprPtr& operand, const char* flag, const char* what, int64_t& value) {
+    while (accept(",")) {
+      if (is(flag) && peek().text == "=") {
+        accept(flag);
+        expect("=");
+        value = small_int(what, 0, 1);
+      } else {
+        operand = expr();
+      }
+    }
+  }
   int small_int(const char* what, int64_t lo = 0, int64_t hi = 1 << 30) {
     const int col = tok().col;
     int64_t v = integer(what);
@@ -831,15 +844,7 @@ private:
       expect("(");
       e->a = expr();
       // unpack4<T>(words[, zero][, interleaved=1])
-      while (accept(",")) {
-        if (is("interleaved") && peek().text == "=") {
-          accept("interleaved");
-          expect("=");
-          e->int_value = small_int("unpack4's interleaved", 0, 1);
-        } else {
-          e->b = expr();
-        }
-      }
+      operands_then_flag(e->b, "interleaved", "unpack4's interleaved", e->int_value);
       expect(")");
       e->type.dtype = d;
       return typed(std::move(e));
@@ -919,15 +924,7 @@ private:
       expect(",");
       e->b = expr();
       // dot(a, b[, acc][, exact=1])
-      while (accept(",")) {
-        if (is("exact") && peek().text == "=") {
-          accept("exact");
-          expect("=");
-          e->int_value = small_int("dot's exact", 0, 1);
-        } else {
-          e->c = expr();
-        }
-      }
+      operands_then_flag(e->c, "exact", "dot's exact", e->int_value);
       expect(")");
       return typed(std::move(e));
     }

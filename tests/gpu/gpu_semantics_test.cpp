@@ -283,28 +283,26 @@ TEST(GpuSemantics, Unpack4InterleavedAndIntoDot) {
       }
 }
 
-TEST(GpuSemantics, DotsAddedToTheirVariableAccumulateInPlace) {
+// Dot epilogues: dots added to the variable they are assigned to (accumulated into it in place),
+// and an accumulator whose rows do not fill its warps scaled by a shared vector (its padded
+// rows must read inside the tile). Kernel, K and N of A [R, K] @ B [K, N], scale S [R].
+TEST(GpuSemantics, DotsAccumulatingInPlaceAndPaddedRows) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());
-  for (int64_t R : {64, 37})
-    check_against_interpreter("dot_accumulate", {},
-                              {random_buffer(DType::F16, {R, 32}, rng, -1, 1),
-                               random_buffer(DType::F16, {32, 64}, rng, -1, 1),
-                               random_buffer(DType::F32, {R}, rng, -2, 2),
-                               ref::HostBuffer(DType::F32, {R, 64})},
-                              {3}, 1e-6);
-}
-
-TEST(GpuSemantics, PaddedAccumulatorRowsReadInsideSharedTiles) {
-  REQUIRE_GPU();
-  std::mt19937 rng(fresh_seed());
-  for (int64_t R : {96, 90})
-    check_against_interpreter("padded_rows", {},
-                              {random_buffer(DType::F16, {R, 64}, rng, -1, 1),
-                               random_buffer(DType::F16, {64, 8}, rng, -1, 1),
-                               random_buffer(DType::F32, {R}, rng, -2, 2),
-                               ref::HostBuffer(DType::F32, {R, 8})},
-                              {3}, 1e-6);
+  struct Case {
+    const char* kernel;
+    int64_t k, n;
+    std::vector<int64_t> rows;
+  };
+  for (const Case& c :
+       {Case{"dot_accumulate", 32, 64, {64, 37}}, Case{"padded_rows", 64, 8, {96, 90}}})
+    for (int64_t R : c.rows)
+      check_against_interpreter(c.kernel, {},
+                                {random_buffer(DType::F16, {R, c.k}, rng, -1, 1),
+                                 random_buffer(DType::F16, {c.k, c.n}, rng, -1, 1),
+                                 random_buffer(DType::F32, {R}, rng, -2, 2),
+                                 ref::HostBuffer(DType::F32, {R, c.n})},
+                                {3}, 1e-6);
 }
 
 TEST(GpuSemantics, UnitAxisTilesBroadcast) {
