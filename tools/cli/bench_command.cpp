@@ -321,10 +321,11 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
                   "Only shapes whose name contains this (e.g. ctx131072)");
   cmd->add_option("--shape", o->shape,
                   "The user's own shape (see `tilejit list`); sizes for a .tile file");
-  cmd->add_option("--set", o->set, "Force NAME=VALUE (a generic or tunable)");
-  cmd->add_option(
-      "--sweep", o->sweep,
-      "Time every combination, e.g. CHUNK=128|256,BN=32|64 (best per shape in the table)");
+  cmd->add_option("--set", o->set,
+                  "Force NAME=VALUE (a generic or tunable; STEP:NAME=VALUE: one step's)");
+  cmd->add_option("--sweep", o->sweep,
+                  "Time every combination, e.g. CHUNK=128|256,BN=32|64 or linear:WARPS=2|4 (best "
+                  "per shape in the table)");
   cmd->add_option("--out", o->out,
                   "JSON lines file (default bench/results/<date>-<workload>.jsonl)");
   cmd->add_option("--commit", o->commit, "Commit id to record with the results");

@@ -170,7 +170,8 @@ void register_run_command(CLI::App& app, GlobalOptions& global) {
                   "Sizes for a .tile file: M=64,N=128 (and scalar parameters); for a workload, "
                   "the user's own shape (see `tilejit list`)");
   cmd->add_option("--set", o->set,
-                  "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
+                  "NAME=VALUE for a generic or tunable (repeat, or comma-separate); for a "
+                  "workload, STEP:NAME=VALUE sets one step's (linear:WARPS=2)");
   cmd->add_option("--dtype", o->dtype,
                   "Workload dtype: f16, bf16 or all (default: the workload's first)");
   cmd->add_option("--case", o->case_filter,
