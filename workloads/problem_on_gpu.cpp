@@ -39,20 +39,36 @@ Config step_config(const dsl::Kernel& k, const Step& step, const Config& user) {
   return out;
 }
 
-void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag) {
+void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag,
+                      const std::map<std::string, std::set<std::string>>& declared) {
+  auto names_of = [&](const std::string& kernel) {
+    auto it = declared.find(kernel);
+    return it == declared.end() ? std::set<std::string>{} : it->second;
+  };
   for (const auto& [name, value] : user) {
     const size_t colon = name.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string who = name.substr(0, colon);
+    const std::string who = colon == std::string::npos ? "" : name.substr(0, colon);
+    const std::string what = colon == std::string::npos ? name : name.substr(colon + 1);
     std::vector<std::string> known;
+    std::set<std::string> names; // what the addressed steps' kernels declare
     bool found = false;
     for (const Step& s : steps) {
-      found = found || who == s.label || who == s.kernel;
       known.push_back(s.label == s.kernel ? s.label : s.label + " (" + s.kernel + ")");
+      if (!who.empty() && who != s.label && who != s.kernel) continue;
+      found = true;
+      for (const std::string& n : names_of(s.kernel)) names.insert(n);
     }
     if (!found)
       throw Error(fmt::format("{} {}={}: no step or kernel '{}' here; the steps are {}", flag, name,
                               value, who, join(known, ", ")));
+    if (declared.empty() || names.count(what)) continue;
+    const std::string listed = join(std::vector<std::string>(names.begin(), names.end()), ", ");
+    if (who.empty())
+      throw Error(fmt::format("{} {}={}: no kernel of the steps ({}) has a generic or tunable "
+                              "'{}' (theirs: {})",
+                              flag, name, value, join(known, ", "), what, listed));
+    throw Error(fmt::format("{} {}={}: step '{}' has no generic or tunable '{}' (its: {})", flag,
+                            name, value, who, what, listed));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ private:
 Config step_config(const dsl::Kernel& k, const Step& step, const Config& user);
 
 /// Throws an Error naming `flag` and the steps when a `STEP:NAME` of `user` names none of
-/// `steps` (by label or kernel).
-void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag);
+/// `steps` (by label or kernel), or, given what each kernel declares (kernel name -> its
+/// generics and tunables; empty: not checked), when no addressed step's kernel declares NAME
+/// (a mistyped --set would otherwise be ignored).
+void check_step_names(const std::vector<Step>& steps, const Config& user, const char* flag,
+                      const std::map<std::string, std::set<std::string>>& declared = {});
 
 /// Device tensors shaped like a problem's buffers with no memory behind them: enough to key the
 /// tuning database (and to compile) without drawing data.

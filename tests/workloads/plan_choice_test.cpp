@@ -165,16 +165,27 @@ TEST(StepSettings, AQualifiedNameAddressesOneStep) {
   EXPECT_EQ(linear.at("WARPS"), "3");
   EXPECT_EQ(linear.at("BN"), "96");
   EXPECT_EQ(linear.count("linear:WARPS"), 0u);
-  EXPECT_NO_THROW(workloads::check_step_names(steps, user, "--set"));
-  try {
-    workloads::check_step_names(steps, {{"lin:WARPS", "3"}}, "--set");
-    FAIL() << "a step that does not exist was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--set lin:WARPS=3: no step or kernel 'lin' here; the "
-                                         "steps are repack (w4_repack), linear (w4a16_tc)"),
-              std::string::npos)
-        << e.what();
+  // What each kernel declares: a name no addressed kernel declares is refused too.
+  std::map<std::string, std::set<std::string>> declared;
+  for (const char* k : {"w4_repack", "w4a16_tc"}) {
+    for (const auto& g : m.kernel(k).generics) declared[k].insert(g.name);
+    for (const auto& t : m.kernel(k).tunables) declared[k].insert(t.name);
   }
+  EXPECT_NO_THROW(workloads::check_step_names(steps, user, "--set", declared));
+  auto refused = [&](const Config& bad, const std::string& message) {
+    try {
+      workloads::check_step_names(steps, bad, "--set", declared);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused({{"lin:WARPS", "3"}}, "--set lin:WARPS=3: no step or kernel 'lin' here; the steps are "
+                                "repack (w4_repack), linear (w4a16_tc)");
+  refused({{"repack:BN", "64"}},
+          "--set repack:BN=64: step 'repack' has no generic or tunable 'BN' (its: BW, WARPS)");
+  refused({{"BNN", "64"}}, "--set BNN=64: no kernel of the steps (repack (w4_repack), linear "
+                           "(w4a16_tc)) has a generic or tunable 'BNN' (theirs: ");
 }
 
 } // namespace

@@ -69,8 +69,8 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   if (o.plan != "all") check_plan_option(problems, o.plan);
   Bindings forced = parse_assignments(o.set, "--set");
   std::vector<Bindings> sweep = expand_sweep(o.sweep);
-  check_step_option(problems, forced, "--set");
-  for (const Bindings& point : sweep) check_step_option(problems, point, "--sweep");
+  check_step_option(*w, problems, forced, "--set");
+  for (const Bindings& point : sweep) check_step_option(*w, problems, point, "--sweep");
   CudaDriver::require();
   DeviceInfo dev = query_device();
   workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};

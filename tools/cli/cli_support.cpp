@@ -71,13 +71,24 @@ void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& p
   for (const auto& p : problems) workloads::find_plan(p->plans(), plan, p->name());
 }
 
-void check_step_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
+void check_step_option(const workloads::Workload& w,
+                       const std::vector<std::unique_ptr<workloads::Problem>>& problems,
                        const std::map<std::string, std::string>& values, const char* flag) {
+  if (values.empty()) return;
+  // What each kernel declares, from its source (parsed and checked: no GPU needed).
+  std::map<std::string, std::set<std::string>> declared;
+  for (const workloads::KernelSource& k : w.kernels()) {
+    std::string name = k.name;
+    LoadedModule m = load_kernel_source(k.source, "", name);
+    const dsl::Kernel& kernel = m.kernel(name);
+    for (const auto& g : kernel.generics) declared[k.name].insert(g.name);
+    for (const auto& t : kernel.tunables) declared[k.name].insert(t.name);
+  }
   for (const auto& p : problems) {
     std::vector<workloads::Step> steps; // every plan's: a STEP:NAME may address any of them
     for (const workloads::Plan& plan : p->plans())
       steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
-    workloads::check_step_names(steps, values, flag);
+    workloads::check_step_names(steps, values, flag, declared);
   }
 }
 

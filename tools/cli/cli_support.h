@@ -40,8 +40,10 @@ workload_problems(const workloads::Workload& w, const std::string& dtype,
 /// Checks --plan against every problem (said before a GPU is looked for): a name some problem
 /// does not offer is an error naming that problem's plans. Empty: nothing to check.
 /// --set/--sweep values: a STEP:NAME must name a step (label or kernel) of some plan of each
-/// problem, else an Error that lists the steps.
-void check_step_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
+/// problem, and the addressed steps' kernels (every step's, for a plain NAME) must declare
+/// NAME; else an Error that lists the steps or the names they declare.
+void check_step_option(const workloads::Workload& w,
+                       const std::vector<std::unique_ptr<workloads::Problem>>& problems,
                        const std::map<std::string, std::string>& values, const char* flag);
 void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& problems,
                        const std::string& plan);

@@ -45,7 +45,7 @@ void run_workload(const RunOptions& o, const GlobalOptions& g) {
                                     o.case_filter, o.shape);
   Config user = parse_assignments(o.set, "--set");
   check_plan_option(problems, o.plan);
-  check_step_option(problems, user, "--set");
+  check_step_option(*w, problems, user, "--set");
   CudaDriver::require();
   auto rt = make_runtime(g.verbose, o.compile_timeout_s);
   if (o.tune) {
