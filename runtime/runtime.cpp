@@ -272,7 +272,12 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
       std::make_shared<ModuleCache>(options.cache_dir, [impl](std::string m) { impl->note(m); });
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  // Join the threads of compiles that have finished: a program that ends right after its
+  // Runtime then has no thread still tearing down (LeakSanitizer reported NVRTC's thread-local
+  // storage as leaked when one was). Compiles past their deadline run on, owning their state.
+  reap_detached_work();
+}
 
 bool Runtime::has_gpu() const {
   return CudaDriver::available();

@@ -106,8 +106,9 @@ static int run_command_line(int argc, char** argv) {
 int main(int argc, char** argv) {
   int code = run_command_line(argc, argv);
   // A compile past its deadline may still run on a detached thread (NVRTC cannot be
-  // cancelled): leave without running static destructors under it.
-  if (tilejit::detached_work_running() > 0) {
+  // cancelled): leave without running static destructors under it. Finished ones are joined
+  // first, so that none is still tearing down when the program ends.
+  if (tilejit::reap_detached_work() > 0) {
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
