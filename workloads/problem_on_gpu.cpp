@@ -126,6 +126,22 @@ ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& proble
   }
 }
 
+size_t ProblemOnGpu::per_call_bytes() const {
+  std::set<std::string> named;
+  for (const Step& s : steps_)
+    if (!s.one_time)
+      for (const StepArg& a : s.args)
+        if (!a.buffer.empty()) named.insert(a.buffer);
+  size_t bytes = 0;
+  for (const BufferSpec& b : specs_)
+    if (named.count(b.name)) {
+      int64_t n = 1;
+      for (int64_t d : b.shape) n *= d;
+      bytes += static_cast<size_t>(n) * dtype_size(b.dtype);
+    }
+  return bytes;
+}
+
 KernelRef ProblemOnGpu::kernel(size_t step) const {
   return kernels_.get(steps_.at(step).kernel);
 }

@@ -78,6 +78,10 @@ public:
   /// Waits for the GPU, copies the outputs into the host data and compares them.
   Comparison check();
   DeviceBuffer& device_buffer(const std::string& name);
+  /// Bytes of the distinct buffers the per-call steps (one-time steps excluded) read or write:
+  /// the device memory one call keeps live, inputs and outputs included (a kernel's scratch
+  /// tensors, which the Runtime owns, are not counted). Reported beside the peers' peak memory.
+  size_t per_call_bytes() const;
 
 private:
   const WorkloadKernels& kernels_;

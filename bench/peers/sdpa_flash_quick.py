@@ -5,8 +5,10 @@
 For four bf16 shapes (B=4 H=16: N=8192 D=128 with and without causal, N=2048 D=64 and D=128)
 it times SDPA with the flash (FlashAttention-2) and cuDNN backends forced: the forward, and the
 backward as autograd.grad of the forward's output. L2 flushed (256 MB memset) before each call,
-CUDA events, median of 30 after 3 warm-ups. One JSON line per shape (stdout, and FILE when
-given). A quick same-run yardstick beside `tilejit bench --workload attention`; the shared
+CUDA events, median of 30 after 3 warm-ups. Beside the times, each backend's peak memory of one
+forward + backward (`<backend>_fwdbwd_peak_bytes`: the bytes live at the call's peak, q, k, v and
+do included, as `tilejit bench` reports `device_bytes`). One JSON line per shape (stdout, and
+FILE when given). A quick same-run yardstick beside `tilejit bench --workload attention`; the shared
 ../shared/peers/attention.py times every backend and shape.
 """
 import argparse
@@ -43,6 +45,15 @@ def main():
         ts.sort()
         return ts[len(ts) // 2]
 
+    def peak_bytes(fn, inputs):
+        """Bytes live at the peak of fn(): what it allocates at most, plus its inputs."""
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base + sum(t.nbytes for t in inputs)
+
     out = open(args.out, "a") if args.out else None
     for (B, H, N, D, causal) in [(4, 16, 8192, 128, False), (4, 16, 8192, 128, True),
                                  (4, 16, 2048, 64, False), (4, 16, 2048, 128, False)]:
@@ -59,6 +70,11 @@ def main():
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 row[name + "_bwd_ms"] = median_ms(
                     lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+                del o
+                row[name + "_fwdbwd_peak_bytes"] = peak_bytes(
+                    lambda: torch.autograd.grad(
+                        F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), do),
+                    (q, k, v, do))
         line = json.dumps(row)
         print(line)
         if out:

@@ -299,6 +299,9 @@ TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
     SCOPED_TRACE(plan.name);
     workloads::ProblemOnGpu gpu(kernels2, *p, *data, plan);
     check_problem(gpu, {});
+    // What bench reports as device_bytes: q, o, dout, dq (bf16 [1, 4, 333, 64]), k, v, dk,
+    // dv (bf16 [1, 2, 333, 64]), lse and delta (f32 [1, 4, 333]), dq_acc (f32 [1, 4, 333, 64]).
+    EXPECT_EQ(gpu.per_call_bytes(), 4u * 85248 * 2 + 4u * 42624 * 2 + 2u * 1332 * 4 + 85248u * 4);
   }
   // A pinned plan stays the choice through a retune.
   db->pin(key, {{plan_tunable, static_cast<int64_t>(1 - faster)}});

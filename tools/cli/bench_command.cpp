@@ -185,6 +185,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
             {"steady", tm.steady},
             {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
             {"floor_ms", floor},
+            {"device_bytes", gpu.per_call_bytes()},
             {"pct_floor", floor > 0 ? 100.0 * floor / tm.median_ms : 0.0},
             {"errors", errors},
             {"correct", c.ok},
