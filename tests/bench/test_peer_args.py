@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Bad arguments to the attention peer scripts are refused before torch is imported, with a
+message naming the argument (no GPU or torch needed).
+
+    python3 tests/bench/test_peer_args.py
+"""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "bench", "peers", script), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def main():
+    failures = []
+    for args, want in [(["--group", "3"], "--group 3 must divide 8"),
+                       (["--group", "0"], "--group 0 must divide 8"),
+                       (["--group", "four"], "invalid int value")]:
+        r = run("attention_fp32_gqa.py", *args)
+        if r.returncode != 2 or want not in r.stderr:
+            failures.append(f"attention_fp32_gqa.py {' '.join(args)}: exit {r.returncode}, "
+                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
