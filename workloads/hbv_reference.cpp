@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace tilejit::workloads {
@@ -28,12 +29,25 @@ struct Step {
   double suz1, perc, suz2, u, q0, suz3, q1, suz4, slz1, q2, slz2, q;
 };
 
-/// WORKLOADS.md's min and max, recording the comparison that decided them.
+/// WORKLOADS.md's min and max, recording the comparison that decided them, and how close the
+/// comparisons on computed states came to going the other way: `near` is the smallest
+/// |a - b| / scale over the day's decisions that were not exact ties, where scale is the size
+/// of what a and b were computed from (f32's rounding of the states moves a - b by about
+/// 1e-7 of it per operation).
 struct Branches {
   std::vector<uint8_t>* out = nullptr;
+  double near = std::numeric_limits<double>::infinity();
   bool note(bool c) {
     if (out) out->push_back(c);
     return c;
+  }
+  /// note(diff >= 0), diff computed from values of size `scale`.
+  bool at_least(double diff, double scale) {
+    measure(diff, scale);
+    return note(diff >= 0);
+  }
+  void measure(double diff, double scale) {
+    if (diff != 0 && scale > 0) near = std::min(near, std::abs(diff) / scale);
   }
 };
 
@@ -53,36 +67,38 @@ Step step(const State& s, double P, double TEMP, double PET, const double* prm, 
   k.sp1 = s.sp + k.snow;
   k.mr = k.CFMAX * (TEMP - k.TT);
   k.mp = br.note(k.mr >= 0) ? k.mr : 0.0;
-  k.melt = br.note(k.mp <= k.sp1) ? k.mp : k.sp1;
+  k.melt = br.at_least(k.sp1 - k.mp, std::abs(k.sp1) + std::abs(k.mp)) ? k.mp : k.sp1;
   k.mw1 = s.mw + k.melt;
   k.sp2 = k.sp1 - k.melt;
   k.rr = k.CFR * k.CFMAX * (k.TT - TEMP);
   k.rp = br.note(k.rr >= 0) ? k.rr : 0.0;
-  k.refr = br.note(k.rp <= k.mw1) ? k.rp : k.mw1;
+  k.refr = br.at_least(k.mw1 - k.rp, std::abs(k.mw1) + std::abs(k.rp)) ? k.rp : k.mw1;
   k.sp3 = k.sp2 + k.refr;
   k.mw2 = k.mw1 - k.refr;
   k.w = k.mw2 - k.CWH * k.sp3;
-  k.tosoil = br.note(k.w >= 0) ? k.w : 0.0;
+  k.tosoil = br.at_least(k.w, std::abs(k.mw2) + std::abs(k.CWH * k.sp3)) ? k.w : 0.0;
   k.mw3 = k.mw2 - k.tosoil;
   k.ratio = s.sm / k.FC;
   k.pw = std::pow(k.ratio, k.BETA);
   br.note(k.pw >= 0 && k.pw <= 1);
+  br.measure(1 - k.pw, 1);
   k.wet = clamp01(k.pw);
   k.recharge = (k.rain + k.tosoil) * k.wet;
   k.sm1 = s.sm + k.rain + k.tosoil - k.recharge;
-  k.excess = br.note(k.sm1 - k.FC >= 0) ? k.sm1 - k.FC : 0.0;
+  k.excess = br.at_least(k.sm1 - k.FC, std::abs(k.sm1) + std::abs(k.FC)) ? k.sm1 - k.FC : 0.0;
   k.sm2 = k.sm1 - k.excess;
   k.v = k.sm2 / (k.LP * k.FC);
   br.note(k.v >= 0 && k.v <= 1);
+  br.measure(1 - k.v, 1); // (v >= 0 always: sm2 > 0)
   k.ef = clamp01(k.v);
   k.pet_ef = PET * k.ef;
-  k.et = br.note(k.sm2 <= k.pet_ef) ? k.sm2 : k.pet_ef;
+  k.et = br.at_least(k.pet_ef - k.sm2, std::abs(k.pet_ef) + std::abs(k.sm2)) ? k.sm2 : k.pet_ef;
   k.d = k.sm2 - k.et;
-  k.sm3 = br.note(k.d >= 1e-5) ? k.d : 1e-5;
+  k.sm3 = br.at_least(k.d - 1e-5, std::abs(k.sm2) + std::abs(k.et)) ? k.d : 1e-5;
   k.suz1 = s.suz + k.recharge + k.excess;
-  k.perc = br.note(k.suz1 <= k.PERC) ? k.suz1 : k.PERC;
+  k.perc = br.at_least(k.PERC - k.suz1, std::abs(k.PERC) + std::abs(k.suz1)) ? k.suz1 : k.PERC;
   k.suz2 = k.suz1 - k.perc;
-  k.u = br.note(k.suz2 - k.UZL >= 0) ? k.suz2 - k.UZL : 0.0;
+  k.u = br.at_least(k.suz2 - k.UZL, std::abs(k.suz2) + std::abs(k.UZL)) ? k.suz2 - k.UZL : 0.0;
   k.q0 = k.K0 * k.u;
   k.suz3 = k.suz2 - k.q0;
   k.q1 = k.K1 * k.suz3;
@@ -114,11 +130,14 @@ const char* hbv_param_name(int p) {
   return p >= 0 && p < kHbvParams ? names[p] : "?";
 }
 
-std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches) {
+std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches,
+                                std::vector<double>* nearest_tie) {
   check_inputs(in);
   std::vector<double> q(static_cast<size_t>(in.b * in.t));
   Branches br{branches};
+  if (nearest_tie) nearest_tie->assign(static_cast<size_t>(in.b), 0.0);
   for (int64_t b = 0; b < in.b; ++b) {
+    br.near = std::numeric_limits<double>::infinity();
     State s{kHbvInitialState, kHbvInitialState, kHbvInitialState, kHbvInitialState,
             kHbvInitialState};
     const double* prm = &in.params[b * kHbvParams];
@@ -128,6 +147,7 @@ std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branc
       q[i] = k.q;
       s = after(k);
     }
+    if (nearest_tie) (*nearest_tie)[static_cast<size_t>(b)] = br.near;
   }
   return q;
 }

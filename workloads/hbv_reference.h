@@ -43,8 +43,19 @@ struct HbvInputs {
 inline constexpr double kHbvInitialState = 0.001;
 
 /// Q [B, T]. `branches`, when given, receives every comparison the steps made, in order (a
-/// finite-difference check compares them to stay away from kinks).
-std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches = nullptr);
+/// finite-difference check compares them to stay away from kinks). `nearest_tie`, when given,
+/// receives per basin how close its comparisons on computed states came to a tie (|a - b|
+/// relative to the size of what they were computed from; infinity: none came close): a basin
+/// whose value is near f32's rounding may take the other branch of a min, max or clamp in f32
+/// than here, and then its gradients differ from this float64 reference by more than rounding.
+std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branches = nullptr,
+                                std::vector<double>* nearest_tie = nullptr);
+
+/// A relative margin under which a basin counts as near a kink for f32 (nearest_tie). The
+/// branches that f32 took differently on an H100 came within ~1e-7 (about 1 in 4 random draws
+/// of 1024 basins x 1461 days had one); 1e-5 leaves a factor of 100 and marks ~10% of random
+/// basins over 1461 days (3% at 3e-6, 47% at 1e-4).
+inline constexpr double kHbvNearKink = 1e-5;
 
 /// Gradients of the loss sum(dq * Q): [B, 12] for the parameters, [B, T] for each forcing.
 struct HbvGradients {

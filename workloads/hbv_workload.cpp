@@ -48,14 +48,26 @@ public:
 
   Comparison compare() override {
     if (!q_ref_) {
-      q_ref_ = hbv_forward(in_);
+      q_ref_ = hbv_forward(in_, nullptr, &nearest_tie_);
       g_ref_ = hbv_backward(in_, dq_);
     }
+    // The gradients of a basin whose comparisons came within f32's rounding of a tie may follow
+    // the other branch of a min, max or clamp on the GPU than in float64 (both right for their
+    // own rounding, ~1 in 4 random draws of B = 1024 x T = 1461 has such a basin): they are
+    // compared in the other basins only, as long as those are at least half.
+    const int64_t nb = static_cast<int64_t>(nearest_tie_.size());
+    std::vector<bool> compared(nearest_tie_.size(), true);
+    int64_t near = 0;
+    for (int64_t b = 0; b < nb; ++b) near += nearest_tie_[size_t(b)] < kHbvNearKink;
+    if (near * 2 <= nb)
+      for (int64_t b = 0; b < nb; ++b)
+        compared[size_t(b)] = nearest_tie_[size_t(b)] >= kHbvNearKink;
     Comparison c;
     c.ok = true;
     int64_t bad = 0;
-    auto check = [&](const char* name, const std::vector<double>& ref, double tol) {
+    auto check = [&](const char* name, const std::vector<double>& ref, double tol, bool all) {
       const ref::HostBuffer& out = buffers_.at(name);
+      const int64_t row = nb ? out.numel() / nb : 0; // one basin's values
       double diff = 0, norm = 0;
       for (int64_t i = 0; i < out.numel(); ++i) {
         const double o = out.get(i);
@@ -63,6 +75,7 @@ public:
           ++bad;
           continue;
         }
+        if (!all && !compared[size_t(i / row)]) continue;
         diff += (o - ref[size_t(i)]) * (o - ref[size_t(i)]);
         norm += ref[size_t(i)] * ref[size_t(i)];
       }
@@ -72,11 +85,11 @@ public:
       c.errors.push_back({name, e});
       if (e > tol) c.ok = false;
     };
-    check("Q", *q_ref_, 1e-4);
-    check("d_P", g_ref_->p, 1e-3);
-    check("d_TEMP", g_ref_->temp, 1e-3);
-    check("d_PET", g_ref_->pet, 1e-3);
-    check("d_params", g_ref_->params, 1e-3);
+    check("Q", *q_ref_, 1e-4, true); // Q is continuous at the kinks
+    check("d_P", g_ref_->p, 1e-3, false);
+    check("d_TEMP", g_ref_->temp, 1e-3, false);
+    check("d_PET", g_ref_->pet, 1e-3, false);
+    check("d_params", g_ref_->params, 1e-3, false);
     if (bad) {
       c.ok = false;
       c.problems = fmt::format("{} NaN or inf in the outputs", bad);
@@ -90,6 +103,7 @@ private:
   std::map<std::string, ref::HostBuffer> buffers_;
   std::optional<std::vector<double>> q_ref_;
   std::optional<HbvGradients> g_ref_;
+  std::vector<double> nearest_tie_; ///< per basin (hbv_forward's)
 };
 
 class HbvProblem final : public Problem {

@@ -73,15 +73,27 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
        TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
        TestArg::of(d_params)});
   const workloads::HbvGradients ref = workloads::hbv_backward(in, dq_ref);
+  // Basins near a kink may take another branch in f32 than in float64 (hbv_reference.h): their
+  // gradients are left out, as the workload's comparison leaves them out.
+  std::vector<double> nearest;
+  workloads::hbv_forward(in, nullptr, &nearest);
+  std::vector<bool> clear(static_cast<size_t>(b));
+  int64_t n_clear = 0;
+  for (int64_t bi = 0; bi < b; ++bi)
+    n_clear += clear[size_t(bi)] = nearest[size_t(bi)] >= workloads::kHbvNearKink;
+  if (n_clear * 2 < b) clear.assign(size_t(b), true); // too few to leave any out
   const std::vector<const std::vector<double>*> refs = {&ref.p, &ref.temp, &ref.pet, &ref.params};
   const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
   for (size_t g = 0; g < grads.size(); ++g) {
     SCOPED_TRACE(names[g]);
     HostBuffer added(DType::F64, grads[g]->shape());
     for (int64_t i = 0; i < added.numel(); ++i) added.set(i, grads[g]->get(i) - start[g][i]);
-    double ref_norm = 0, max_diff = 0;
+    const int64_t row = added.numel() / b;
+    double ref_norm = 0, max_diff = 0, diff_norm = 0;
     for (int64_t i = 0; i < added.numel(); ++i) {
+      if (!clear[size_t(i / row)]) continue;
       ref_norm += (*refs[g])[i] * (*refs[g])[i];
+      diff_norm += (added.get(i) - (*refs[g])[i]) * (added.get(i) - (*refs[g])[i]);
       max_diff = std::max(max_diff, std::abs(added.get(i) - (*refs[g])[i]));
     }
     // A gradient that is (next to) zero everywhere (a day or two from the 0.001 start states,
@@ -92,11 +104,11 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
       EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
       continue;
     }
-    expect_close(added, *refs[g], tol);
+    EXPECT_LE(std::sqrt(diff_norm / ref_norm), tol) << "relative error over the clear basins";
     // Each basin's own gradient, so that one basin left out cannot hide in the norm.
-    const int64_t row = added.numel() / b;
     int64_t bad = 0, first_bad = -1;
     for (int64_t bi = 0; bi < b; ++bi) {
+      if (!clear[size_t(bi)]) continue;
       double diff = 0, norm = 0;
       for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
         const double r = (*refs[g])[j];

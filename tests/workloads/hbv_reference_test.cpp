@@ -108,6 +108,45 @@ TEST(HbvReference, TieAtARangeEdgeGivesTheGradientToTheFirstArgument) {
   EXPECT_NEAR(g.params[kCfr], one_sided, 1e-4 * std::abs(one_sided));
 }
 
+// nearest_tie marks the basins whose branches f32's rounding could flip: over four years of
+// random days most basins are clear of every tie, and a clear basin keeps every branch when its
+// states are disturbed at f32's scale (each forcing and parameter moved by 2^-22 of itself,
+// more than f32's rounding of them).
+TEST(HbvReference, NearestTieMarksTheBasinsRoundingCanSendDownAnotherBranch) {
+  const int64_t b = 60, t = 1461;
+  const HbvInputs in = random_hbv_inputs(b, t, 11);
+  std::vector<double> nearest;
+  hbv_forward(in, nullptr, &nearest);
+  ASSERT_EQ(nearest.size(), size_t(b));
+  int near = 0, clear_checked = 0;
+  for (int64_t basin = 0; basin < b; ++basin) {
+    const bool is_near = nearest[size_t(basin)] < kHbvNearKink;
+    near += is_near;
+    if (is_near) continue;
+    // This basin alone, then disturbed.
+    HbvInputs one;
+    one.b = 1, one.t = t;
+    one.p.assign(in.p.begin() + basin * t, in.p.begin() + (basin + 1) * t);
+    one.temp.assign(in.temp.begin() + basin * t, in.temp.begin() + (basin + 1) * t);
+    one.pet.assign(in.pet.begin() + basin * t, in.pet.begin() + (basin + 1) * t);
+    one.params.assign(in.params.begin() + basin * kHbvParams,
+                      in.params.begin() + (basin + 1) * kHbvParams);
+    std::vector<uint8_t> b0, b1;
+    hbv_forward(one, &b0);
+    std::mt19937 rng{static_cast<uint32_t>(basin)};
+    auto disturb = [&](std::vector<double>& v) {
+      for (double& x : v) x *= 1 + std::ldexp(rng() % 2 ? 1.0 : -1.0, -22);
+    };
+    disturb(one.p), disturb(one.temp), disturb(one.pet), disturb(one.params);
+    hbv_forward(one, &b1);
+    EXPECT_EQ(b0, b1) << "basin " << basin << " (nearest tie " << nearest[size_t(basin)]
+                      << ") changed a branch";
+    ++clear_checked;
+  }
+  EXPECT_LT(near * 4, b) << near << " of " << b << " basins near a tie";
+  EXPECT_GT(clear_checked, 0);
+}
+
 TEST(HbvReference, BadInputsNameWhatIsWrong) {
   HbvInputs in = random_hbv_inputs(2, 5, 1);
   in.pet.pop_back();
