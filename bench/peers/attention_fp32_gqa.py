@@ -33,23 +33,11 @@ def main():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    from flushed_timer import FlushedTimer
+    timer = FlushedTimer(torch)
 
-    def median_ms(fn, n=20):
-        for _ in range(3):
-            fn()
-        ts = []
-        for _ in range(n):
-            flush.zero_()
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
+    def median_ms(fn):
+        return timer.median_ms(fn, n=20)
 
     backends = [("math", [SDPBackend.MATH]), ("efficient", [SDPBackend.EFFICIENT_ATTENTION]),
                 ("auto", None)]
