@@ -295,8 +295,6 @@ HbvGradients hbv_backward(const HbvInputs& in, const std::vector<double>& dq) {
 }
 
 HbvInputs random_hbv_inputs(int64_t b, int64_t t, uint64_t seed) {
-  static const double lo[kHbvParams] = {1, 50, 0.05, 0.01, 0.001, 0.2, 0, 0, -2.5, 0.5, 0, 0};
-  static const double hi[kHbvParams] = {6, 1000, 0.9, 0.5, 0.2, 1, 10, 100, 2.5, 10, 0.1, 0.2};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   HbvInputs in;
@@ -311,7 +309,8 @@ HbvInputs random_hbv_inputs(int64_t b, int64_t t, uint64_t seed) {
   in.params.resize(static_cast<size_t>(b * kHbvParams));
   for (int64_t i = 0; i < b; ++i)
     for (int p = 0; p < kHbvParams; ++p)
-      in.params[i * kHbvParams + p] = lo[p] + (hi[p] - lo[p]) * u(rng);
+      in.params[i * kHbvParams + p] =
+          kHbvParamLow[p] + (kHbvParamHigh[p] - kHbvParamLow[p]) * u(rng);
   return in;
 }
 

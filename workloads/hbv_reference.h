@@ -30,6 +30,11 @@ enum HbvParam : int {
 };
 /// "BETA", "FC", ... (for messages).
 const char* hbv_param_name(int p);
+/// WORKLOADS.md's range of each parameter, [low, high].
+inline constexpr double kHbvParamLow[kHbvParams] = {1, 50, 0.05, 0.01, 0.001, 0.2,
+                                                    0, 0,  -2.5, 0.5,  0,     0};
+inline constexpr double kHbvParamHigh[kHbvParams] = {6,  1000, 0.9, 0.5, 0.2, 1,
+                                                     10, 100,  2.5, 10,  0.1, 0.2};
 
 /// Inputs of B basins over T days: forcings [B, T] row-major, parameters [B, 12].
 struct HbvInputs {

@@ -44,11 +44,12 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 }
 
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
-                        double tol) {
+                        double tol, const std::function<void(workloads::HbvInputs&)>& edit) {
   using workloads::kHbvParams;
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("hbv_forward_grad B=", b, " T=", t, " ", config_text(config), " seed=", seed));
   workloads::HbvInputs in = workloads::random_hbv_inputs(b, t, seed);
+  if (edit) edit(in);
   std::mt19937 rng(seed ^ 0x5bd1e995u);
   HostBuffer p(DType::F32, {b, t}), temp(DType::F32, {b, t}), pet(DType::F32, {b, t});
   HostBuffer params(DType::F32, {b, kHbvParams}), q(DType::F32, {b, t}), dq(DType::F32, {b, t});

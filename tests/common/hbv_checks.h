@@ -3,8 +3,10 @@
 #pragma once
 
 #include "kernel_runner.h"
+#include "workloads/hbv_reference.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace tilejit::test {
 
@@ -19,7 +21,9 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 /// adjoint (workloads/hbv_reference.h). The gradient buffers start at random values (the kernel
 /// adds to them), so an element left alone or added twice fails; `tol` is norm-relative over
 /// each whole gradient and over each basin's parameters.
+/// `edit`, when given, changes the random inputs first (parameters at their ranges' edges...).
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
-                        double tol = 1e-3);
+                        double tol = 1e-3,
+                        const std::function<void(workloads::HbvInputs&)>& edit = nullptr);
 
 } // namespace tilejit::test
