@@ -31,7 +31,7 @@ struct Step {
 
 /// WORKLOADS.md's min and max, recording the comparison that decided them, and how close the
 /// comparisons on computed states came to going the other way: `near` is the smallest
-/// |a - b| / scale over the day's decisions that were not exact ties, where scale is the size
+/// |a - b| / scale over the day's decisions (ties between zeros left out), where scale is the size
 /// of what a and b were computed from (f32's rounding of the states moves a - b by about
 /// 1e-7 of it per operation).
 struct Branches {
@@ -46,8 +46,10 @@ struct Branches {
     measure(diff, scale);
     return note(diff >= 0);
   }
+  /// (An exact 0 from values that are not 0 counts: float64's rounding made it a tie, f32's
+  /// may not, as on cold dry days where w = mw2 - CWH * sp3 is 0 by construction.)
   void measure(double diff, double scale) {
-    if (diff != 0 && scale > 0) near = std::min(near, std::abs(diff) / scale);
+    if (scale > 0) near = std::min(near, std::abs(diff) / scale);
   }
 };
 
