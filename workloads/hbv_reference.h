@@ -62,6 +62,11 @@ std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branc
 /// basins over 1461 days (3% at 3e-6, 47% at 1e-4).
 inline constexpr double kHbvNearKink = 1e-5;
 
+/// Which basins' gradients to compare with this reference, from hbv_forward's `nearest_tie`:
+/// those clear of kHbvNearKink, as long as they are at least half of the basins (else all, so
+/// that a comparison never rests on a few).
+std::vector<bool> hbv_basins_to_compare(const std::vector<double>& nearest_tie);
+
 /// Gradients of the loss sum(dq * Q): [B, 12] for the parameters, [B, T] for each forcing.
 struct HbvGradients {
   std::vector<double> params, p, temp, pet;

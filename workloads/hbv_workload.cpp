@@ -54,14 +54,9 @@ public:
     // The gradients of a basin whose comparisons came within f32's rounding of a tie may follow
     // the other branch of a min, max or clamp on the GPU than in float64 (both right for their
     // own rounding, ~1 in 4 random draws of B = 1024 x T = 1461 has such a basin): they are
-    // compared in the other basins only, as long as those are at least half.
+    // compared in the other basins only (hbv_basins_to_compare).
     const int64_t nb = static_cast<int64_t>(nearest_tie_.size());
-    std::vector<bool> compared(nearest_tie_.size(), true);
-    int64_t near = 0;
-    for (int64_t b = 0; b < nb; ++b) near += nearest_tie_[size_t(b)] < kHbvNearKink;
-    if (near * 2 <= nb)
-      for (int64_t b = 0; b < nb; ++b)
-        compared[size_t(b)] = nearest_tie_[size_t(b)] >= kHbvNearKink;
+    const std::vector<bool> compared = hbv_basins_to_compare(nearest_tie_);
     Comparison c;
     c.ok = true;
     int64_t bad = 0;

@@ -78,11 +78,7 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
   // gradients are left out, as the workload's comparison leaves them out.
   std::vector<double> nearest;
   workloads::hbv_forward(in, nullptr, &nearest);
-  std::vector<bool> clear(static_cast<size_t>(b));
-  int64_t n_clear = 0;
-  for (int64_t bi = 0; bi < b; ++bi)
-    n_clear += clear[size_t(bi)] = nearest[size_t(bi)] >= workloads::kHbvNearKink;
-  if (n_clear * 2 < b) clear.assign(size_t(b), true); // too few to leave any out
+  const std::vector<bool> clear = workloads::hbv_basins_to_compare(nearest);
   const std::vector<const std::vector<double>*> refs = {&ref.p, &ref.temp, &ref.pet, &ref.params};
   const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
   for (size_t g = 0; g < grads.size(); ++g) {

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace tilejit::workloads {
@@ -145,6 +146,12 @@ TEST(HbvReference, NearestTieMarksTheBasinsRoundingCanSendDownAnotherBranch) {
   }
   EXPECT_LT(near * 4, b) << near << " of " << b << " basins near a tie";
   EXPECT_GT(clear_checked, 0);
+  // The basins compared: the clear ones, or all when fewer than half are clear.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(hbv_basins_to_compare({inf, 0.0, 1e-3, 1e-6}),
+            (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(hbv_basins_to_compare({inf, 0.0, 1e-7, 1e-6}), (std::vector<bool>(4, true)));
+  EXPECT_TRUE(hbv_basins_to_compare({}).empty());
 }
 
 TEST(HbvReference, BadInputsNameWhatIsWrong) {
