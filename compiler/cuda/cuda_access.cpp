@@ -308,6 +308,7 @@ void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
   std::string L = layout_name(l);
   preload_gather_rows(*this, a, p, l);
   emit_bounds_checks(*this, a, p, e, l, e.b.get());
+  if (const StreamNames* sn = stream_of(&e)) return emit_stream_load(e, *sn, dst);
   int vec = vector_width(*this, a, p, l, e);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -360,6 +361,7 @@ void Emitter::emit_store(const ir::Stmt& s) {
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
   emit_bounds_checks(*this, a, p, v, l, s.mask.get());
+  if (const StreamNames* sn = stream_of(&s)) return emit_stream_write(v, s.mask.get(), l, *sn);
   int vec = s.mask ? 1 : vector_width(*this, a, p, l, v);
   if (vec > 1) {
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / ", vec, "; ++tj_q)"));
@@ -530,6 +532,7 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   std::string L = layout_name(l);
   std::string T = storage_type(p.param->dtype);
   emit_bounds_checks(*this, a, p, e, l, e.b.get());
+  if (const StreamNames* sn = stream_of(&e)) return emit_stream_write(*e.a, e.b.get(), l, *sn);
   // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
   // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
   if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(*this, a, p, l, e) == 2) {

@@ -9,6 +9,7 @@
 // reductions, scans, layout conversions).
 #pragma once
 
+#include "compiler/cuda/cuda_column_streams.h"
 #include "compiler/ir.h"
 #include "compiler/target.h"
 
@@ -97,6 +98,38 @@ public:
   int divisibility(const ir::Expr& e) const;
   /// Debug mode: the number of a new check site (1-based).
   int bounds_site(const ir::Access& a, int dim);
+
+  // ---- column streams (cuda_column_stream_emit.cpp; cuda_column_streams.h says what) ----
+  /// A staged access while its loop is being emitted: the names of its buffer and window.
+  struct StreamNames {
+    const StagedLoop* loop = nullptr;
+    const ColumnStream* cs = nullptr;
+    std::string buf;   ///< T* to the stream's first window buffer
+    std::string row;   ///< first row (hoisted before the loop)
+    std::string col;   ///< the current window's first column
+    std::string bits;  ///< stores and atomics: the window's columns written so far
+    std::string pcol;  ///< stores and atomics: the previous window's first column
+    std::string pbits; ///< stores and atomics: the previous window's columns written
+    std::string it;    ///< the loop's iteration count
+    std::string j;     ///< the step's place in its window (set where the windows turn)
+    std::string wp;    ///< the window buffer this window uses (0 or 1; the other: the next
+                       ///< window's copies, or the previous window's writes going out)
+  };
+  /// Before a staged loop: names, hoisted rows; returns the iteration counter's name.
+  std::string open_staged_loop(const ir::Stmt& loop, const StagedLoop& sl);
+  /// At the statement where the windows turn (StagedLoop::first).
+  void emit_window_turn(const ir::Stmt& loop, const StagedLoop& sl);
+  /// Each step, after the turn: its chunk of the next window's copies and the last one's writes.
+  void emit_window_chunks(const StagedLoop& sl);
+  /// After the loop: the last window's writes go out; the names are dropped.
+  void close_staged_loop(const ir::Stmt& loop, const StagedLoop& sl);
+  const StreamNames* stream_of(const void* access_owner) const;
+  void emit_stream_load(const ir::Expr& e, const StreamNames& sn, const std::string& dst);
+  void emit_stream_write(const ir::Expr& value, const ir::Expr* mask, const ir::Layout* l,
+                         const StreamNames& sn);
+  std::map<const ir::Stmt*, StagedLoop> staged_;
+  std::map<const void*, StreamNames> active_streams_; ///< keyed by the Load/AtomicAdd or Store
+  int64_t staged_bytes_ = 0;
 
   // ---- tile operations (cuda_tile_ops.cpp) ----
   void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place);

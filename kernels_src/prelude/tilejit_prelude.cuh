@@ -3,6 +3,7 @@
 // dimension, and none knows any workload.
 #pragma once
 #include "tj/cluster.cuh"
+#include "tj/column_stream.cuh"
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
 #include "tj/mma.cuh"
