@@ -13,10 +13,25 @@ template <int TB> TJ_DEVICE int cs_index(int r, int k) {
   return r * TB + (k ^ ((r / (32 / TB)) & (TB - 1)));
 }
 
+/// The tensor's index type: int for a Tensor32 (the launcher proved every offset fits), else
+/// long long. The chunks' address arithmetic runs in it: in 64 bits it was the larger part of
+/// each step's share of the copies.
+template <class X> using cs_int = decltype(X{}.shape[0] + 0);
+
 /// Whether (row, col) lies inside a rank-2 tensor.
 template <class X> TJ_DEVICE bool cs_inside(const X& x, long long row, long long col) {
-  return row >= 0 && row < static_cast<long long>(x.shape[0]) && col >= 0 &&
-         col < static_cast<long long>(x.shape[1]);
+  using I = cs_int<X>;
+  if constexpr (sizeof(I) == 4)
+    return (static_cast<unsigned>(row) < static_cast<unsigned>(x.shape[0])) &
+           (static_cast<unsigned>(col) < static_cast<unsigned>(x.shape[1]));
+  else
+    return row >= 0 && row < x.shape[0] && col >= 0 && col < x.shape[1];
+}
+
+/// Offset of (row, col) in the tensor's index type.
+template <class X> TJ_DEVICE cs_int<X> cs_offset(const X& x, long long row, long long col) {
+  using I = cs_int<X>;
+  return static_cast<I>(row) * x.stride[0] + static_cast<I>(col) * x.stride[1];
 }
 
 /// A window is moved in TB chunks, chunk j being rows [j * R / TB, (j + 1) * R / TB) with all
@@ -41,9 +56,7 @@ TJ_DEVICE void cs_fill_chunk(T* buf, const X& x, long long row0, long long col0,
     if (!cs_chunk_element<TB, R, NT>(j, m, r, k)) break;
     const long long row = row0 + r, col = col0 + k;
     const bool ok = cs_inside(x, row, col);
-    const T* src = ok ? x.ptr + row * static_cast<long long>(x.stride[0]) +
-                            col * static_cast<long long>(x.stride[1])
-                      : x.ptr;
+    const T* src = x.ptr + (ok ? cs_offset(x, row, col) : 0);
     cp_async_elem<sizeof(T)>(&buf[cs_index<TB>(r, k)], src, ok);
   }
 }
@@ -68,9 +81,7 @@ TJ_DEVICE void cs_flush_chunk(const T* buf, const X& x, long long row0, long lon
     if (!cs_chunk_element<TB, R, NT>(j, m, r, k)) break;
     const long long row = row0 + r, col = col0 + k;
     const bool ok = ((written >> k) & 1u) && cs_inside(x, row, col);
-    T* dst = x.ptr + (ok ? row * static_cast<long long>(x.stride[0]) +
-                               col * static_cast<long long>(x.stride[1])
-                         : 0);
+    T* dst = x.ptr + (ok ? cs_offset(x, row, col) : 0);
     const T v = buf[cs_index<TB>(r, k)];
     if constexpr (ATOMIC) {
       if (ok) atomicAdd(dst, v);
