@@ -10,4 +10,9 @@ const char* tilejit_version() {
   return TILEJIT_BUILD_VERSION;
 }
 
+std::string commit_of_version(const std::string& version) {
+  const size_t g = version.find("+g");
+  return g == std::string::npos ? std::string() : version.substr(g + 2);
+}
+
 } // namespace tilejit

@@ -41,6 +41,13 @@ TEST(Version, StartsWithTheProjectVersion) {
   EXPECT_TRUE(rest.empty() || starts_with(rest, "+g")) << version;
 }
 
+TEST(Version, TheCommitIsTheHashAfterThePlusG) {
+  EXPECT_EQ(commit_of_version("0.1.0+g0123456789ab"), "0123456789ab");
+  EXPECT_EQ(commit_of_version("0.1.0+g0123456789ab-dirty"), "0123456789ab-dirty");
+  EXPECT_EQ(commit_of_version("0.1.0"), "");
+  EXPECT_EQ(commit_of_version(""), "");
+}
+
 TEST(Version, NamesTheCommitOfAGitCheckout) {
   const std::string source = TILEJIT_SOURCE_DIR;
   if (!fs::exists(source + "/.git")) GTEST_SKIP() << source << " is not a git checkout";

@@ -9,6 +9,7 @@
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
 #include "support/text.h"
+#include "support/version.h"
 #include "tuner/first_use_tuning.h"
 #include "tuner/kernel_timer.h"
 #include "tuner/tuner.h"
@@ -329,7 +330,9 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
                   "per shape in the table)");
   cmd->add_option("--out", o->out,
                   "JSON lines file (default bench/results/<date>-<workload>.jsonl)");
-  cmd->add_option("--commit", o->commit, "Commit id to record with the results");
+  cmd->add_option("--commit", o->commit,
+                  "Commit id to record with the results (default: the commit this tilejit was "
+                  "built from, \"-dirty\" when it had uncommitted changes)");
   cmd->add_option("--plan", o->plan,
                   "For shapes with several plans (`tilejit list`): time this one, or `all` "
                   "(default: the database's choice per shape, else the first)");
@@ -353,6 +356,7 @@ void register_bench_command(CLI::App& app, GlobalOptions& global) {
       "How `ms` is timed: direct (cuLaunchKernel per call, default) or graph (a CUDA-graph "
       "replay, as the Triton peer's `ms`); ms_direct and ms_graph are recorded either way");
   cmd->callback([o, &global] {
+    if (o->commit.empty()) o->commit = commit_of_version(tilejit_version());
     if (!o->source.empty()) {
       if (!o->workload.empty()) throw Error("give either a .tile file or --workload, not both");
       return bench_tile_file(*o, global);
