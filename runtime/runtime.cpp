@@ -614,6 +614,13 @@ std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, Ker
   e->threads = c.threads;
   e->smem_bytes = c.smem_bytes;
   e->scratch_shapes = std::move(plan.scratch_shapes);
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    if (!kernel.params[i].is_scratch) continue;
+    int64_t n = 1;
+    for (int64_t d : e->scratch_shapes[i]) n *= d;
+    e->scratch_bytes +=
+        n * dtype_size(parse_dtype(kernel.params[i].type.dtype).value_or(DType::F32));
+  }
   e->broadcast_dims = std::move(plan.broadcast_dims);
   for (const auto& dims : e->broadcast_dims) e->broadcasts = e->broadcasts || !dims.empty();
   e->scratch.assign(kernel.params.size(), nullptr);

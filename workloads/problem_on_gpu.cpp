@@ -142,6 +142,22 @@ size_t ProblemOnGpu::per_call_bytes() const {
   return bytes;
 }
 
+size_t ProblemOnGpu::scratch_bytes(const Config& user) const {
+  Runtime& rt = kernels_.runtime();
+  std::set<std::string> counted; // a kernel's scratch is allocated once per variant and shape
+  size_t bytes = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].one_time) continue;
+    LaunchOptions lo;
+    lo.config = config(i, user);
+    const PreparedLaunch& pl = rt.prepare(kernel(i), args_[i], lo);
+    std::string key = steps_[i].kernel;
+    for (const auto& [n, v] : pl.config) key += "|" + n + "=" + v;
+    if (counted.insert(key).second) bytes += static_cast<size_t>(pl.scratch_bytes);
+  }
+  return bytes;
+}
+
 KernelRef ProblemOnGpu::kernel(size_t step) const {
   return kernels_.get(steps_.at(step).kernel);
 }

@@ -80,8 +80,12 @@ public:
   DeviceBuffer& device_buffer(const std::string& name);
   /// Bytes of the distinct buffers the per-call steps (one-time steps excluded) read or write:
   /// the device memory one call keeps live, inputs and outputs included (a kernel's scratch
-  /// tensors, which the Runtime owns, are not counted). Reported beside the peers' peak memory.
+  /// tensors, which the Runtime owns, are scratch_bytes). Reported beside the peers' peak memory.
   size_t per_call_bytes() const;
+  /// Bytes of the scratch tensors the per-call steps' kernels get from the Runtime with the
+  /// user's values (PreparedLaunch::scratch_bytes; each kernel counted once): with
+  /// per_call_bytes, what a call holds on the device.
+  size_t scratch_bytes(const Config& user) const;
 
 private:
   const WorkloadKernels& kernels_;

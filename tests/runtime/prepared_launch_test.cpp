@@ -60,6 +60,37 @@ TEST(PreparedLaunch, ARepeatedShapeIsAHitAndCompilesOnce) {
   EXPECT_EQ(log.size(), compiles);
 }
 
+// A derived gradient's checkpoints and tape are scratch tensors: the prepared launch says how
+// many bytes they take at its shape and configuration (what `bench` reports as scratch_bytes).
+TEST(PreparedLaunch, ScratchBytesCountTheCheckpointsAndTheTape) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load("grad:embedded:workloads/hbv.tile", "hbv_forward_grad");
+  const int64_t B = 1000, T = 365;
+  std::vector<Arg> args;
+  uintptr_t address = 1 << 20;
+  for (int i = 0; i < 10; ++i, address += 1 << 24) {
+    const bool params = i == 3 || i == 9; // params, d_params: [B, 12]
+    args.push_back(tensor(DType::F32, {B, params ? 12 : T}, address));
+  }
+  LaunchOptions o;
+  o.config = {{"BB", "32"}, {"WARPS", "1"}, {"CK", "64"}};
+  const PreparedLaunch& pl = rt->prepare(k, args, o);
+  // Eight carried values (five stores, three forcings read a day ahead), each checkpointed
+  // [cdiv(B, BB), cdiv(T, CK), BB] and taped [cdiv(B, BB), CK, BB] in f32.
+  const int64_t programs = (B + 31) / 32;
+  EXPECT_EQ(pl.scratch_bytes, 8 * 4 * (programs * ((T + 63) / 64) * 32 + programs * 64 * 32));
+  o.config["CK"] = "16";
+  EXPECT_EQ(rt->prepare(k, args, o).scratch_bytes,
+            8 * 4 * (programs * ((T + 15) / 16) * 32 + programs * 16 * 32));
+  // A kernel without scratch.
+  KernelRef softmax = rt->load("embedded:examples/softmax.tile");
+  EXPECT_EQ(
+      rt->prepare(softmax, {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300}, 8192)})
+          .scratch_bytes,
+      0);
+}
+
 TEST(PreparedLaunch, WhatChangesTheLaunchChangesTheSignature) {
   TJ_REQUIRE_NVRTC();
   auto rt = cpu_runtime();

@@ -187,6 +187,7 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
             {"gbps", bytes / (tm.median_ms * 1e-3) / 1e9},
             {"floor_ms", floor},
             {"device_bytes", gpu.per_call_bytes()},
+            {"scratch_bytes", gpu.scratch_bytes(user)},
             {"pct_floor", floor > 0 ? 100.0 * floor / tm.median_ms : 0.0},
             {"errors", errors},
             {"correct", c.ok},

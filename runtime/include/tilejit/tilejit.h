@@ -101,6 +101,10 @@ struct PreparedLaunch {
   std::array<int64_t, 3> grid = {1, 1, 1};
   int threads = 0;
   int64_t smem_bytes = 0;
+  /// Device memory of the kernel's scratch tensors at this shape (a derived gradient's
+  /// checkpoints and tape...), allocated at the first launch on a stream and kept by the
+  /// runtime: part of what a call holds, beside its arguments.
+  int64_t scratch_bytes = 0;
 };
 
 /// A store of compiled modules by their cache key, beside the module cache (the tuning
