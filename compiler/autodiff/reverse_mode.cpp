@@ -354,9 +354,11 @@ private:
     }
     for (const auto& g : k_.generics) taken.insert(g.name);
     for (const auto& t : k_.tunables) taken.insert(t.name);
-    if (taken.count("CK"))
-      fail_at(k_.loc, "the derived kernel's checkpoint tunable is called CK: rename the kernel's "
-                      "own 'CK'");
+    for (const char* own : {"CK", "AHEAD"})
+      if (taken.count(own))
+        fail_at(k_.loc, fmt::format("the derived kernel has a tunable called {}: rename the "
+                                    "kernel's own '{}'",
+                                    own, own));
     for (const auto& p : k_.params)
       if (p.type.has_dims && taken.count(gradient_param_name(p.name)))
         fail_at(p.loc, fmt::format("the derived kernel names the gradient of '{}' '{}', which is "
@@ -624,6 +626,8 @@ private:
     // took 2.09 / 2.32 ms at B = 1024 / 16384 with CK 64 against 2.26 / 2.43 with 32: fewer
     // segments, each starting its loops' windows with a copy nothing prefetched.
     if (loop_) tunes.push_back("CK: 4|8|16|32|64|128|256 = 64");
+    // How each segment is undone (undo_segment, undo_segment_ahead): the tuner times both.
+    if (loop_) tunes.push_back("AHEAD: 0|1 = 0");
     if (!tunes.empty()) s += "  tune " + join(tunes, ", ") + "\n";
     if (!k_.where.empty()) s += "  where " + exprs_text(k_.where) + "\n";
     if (!k_.require.empty()) s += "  require " + exprs_text(k_.require) + "\n";
@@ -758,6 +762,132 @@ private:
 
   // -- a kernel with one loop -----------------------------------------------------------------
 
+  /// The step's operations with the state before it named v__0 and the loop variable read as
+  /// `t_name`: the same SSA names on every call (the temporaries are numbered from `temps`).
+  Block step_block(const std::string& t_name, int temps, Renames* names_out = nullptr) {
+    Renames names;
+    std::map<std::string, int> versions;
+    for (const std::string& v : carried_) {
+      names[v] = v + "__0";
+      versions[v] = 0;
+    }
+    if (t_name != loop_->name) names[loop_->name] = t_name;
+    temps_ = temps;
+    std::vector<const Stmt*> body;
+    for (const auto& s : loop_->body) body.push_back(s.get());
+    Block b = flatten(body, names, versions);
+    if (names_out) *names_out = names;
+    return b;
+  }
+
+  /// The adjoints of one step (its values already computed), then the carried adjoints moved
+  /// to the state before it.
+  std::vector<std::string> step_adjoints(const Block& pre, const Block& step,
+                                         const Renames& names) {
+    Adjoints adj;
+    for (const Op& op : pre.ops)
+      if (!op.result.empty()) adj.set_outer(op.result, "d__" + op.result);
+    for (const std::string& v : carried_)
+      if (act_->is_active_var(v)) adj.set_outer(names.at(v), "d__" + v);
+    std::vector<std::string> rev;
+    undo(step, adj, rev);
+    for (const std::string& v : carried_) {
+      if (!act_->is_active_var(v)) continue;
+      const std::string v0 = v + "__0";
+      rev.push_back(adj.has(v0) ? fmt::format("d__{} = {};", v, adj.of(v0))
+                                : fmt::format("d__{} = {};", v, zero_like("d__" + v)));
+    }
+    return rev;
+  }
+
+  /// AHEAD = 0: each step recomputed from its taped state (read a step ahead), then undone.
+  void undo_segment(const Block& pre, std::vector<std::string>& out) {
+    const std::string t = loop_->name;
+    out.push_back("// undo its steps, last first; each step's taped state is read a step ahead");
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
+                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
+    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
+    for (const std::string& v : carried_) {
+      out.push_back(
+          fmt::format("frag {}__0: {} = nx__{};", v, type_to_string(*declared_.at(v)), v));
+      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
+                                slot(v, fmt::format("max({} - 1 - s0__, 0)", t))));
+    }
+    Renames names;
+    Block step = step_block(t, temps_, &names);
+    out.insert(out.end(), step.code.begin(), step.code.end());
+    const std::vector<std::string> rev = step_adjoints(pre, step, names);
+    out.insert(out.end(), rev.begin(), rev.end());
+    out.push_back("}");
+  }
+
+  /// `frag x: T = v;` and `let x = v;` as assignments `x = v;` (the values recomputed into
+  /// variables declared before the loop); other lines as they are.
+  static std::vector<std::string> as_assignments(const std::vector<std::string>& code) {
+    std::vector<std::string> out;
+    for (const std::string& line : code) {
+      std::string rest;
+      if (line.rfind("frag ", 0) == 0)
+        rest = line.substr(5);
+      else if (line.rfind("let ", 0) == 0)
+        rest = line.substr(4);
+      else {
+        out.push_back(line);
+        continue;
+      }
+      const size_t eq = rest.find(" = ");
+      std::string name = rest.substr(0, eq);
+      if (size_t colon = name.find(':'); colon != std::string::npos) name = name.substr(0, colon);
+      out.push_back(name + rest.substr(eq));
+    }
+    return out;
+  }
+
+  /// AHEAD = 1: the values of step t - 1 are recomputed in the iteration that undoes step t,
+  /// after its adjoints, into the variables those adjoints read: the recomputation no longer
+  /// stands between one step's adjoints and the next, and the scheduler can run the two
+  /// chains side by side. The last step's values come before the loop; the first step's
+  /// adjoints after it (no step before it to recompute).
+  void undo_segment_ahead(const Block& pre, std::vector<std::string>& out) {
+    const std::string t = loop_->name;
+    const int temps = temps_;
+    out.push_back("// undo its steps, last first, each step's values recomputed an iteration "
+                  "ahead");
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("frag {}__0: {} = load(tp__{}{});", v,
+                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
+    out.push_back("let tl__ = s1__ - 1;");
+    const Block last = step_block("tl__", temps);
+    out.insert(out.end(), last.code.begin(), last.code.end());
+    Renames names;
+    const Block step = step_block(t, temps, &names);
+    const std::vector<std::string> rev = step_adjoints(pre, step, names);
+    const Block before = step_block("tm__", temps);
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
+                                type_to_string(*declared_.at(v)), v,
+                                slot(v, "max(s1__ - 2 - s0__, 0)")));
+    out.push_back("for tt__ in serial(0, s1__ - s0__ - 1) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
+    out.push_back(fmt::format("let tm__ = {} - 1;", t));
+    out.insert(out.end(), rev.begin(), rev.end());
+    out.push_back("// the step before, recomputed for the next iteration");
+    for (const std::string& v : carried_) {
+      out.push_back(fmt::format("{}__0 = nx__{};", v, v));
+      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
+                                slot(v, fmt::format("max({} - 2 - s0__, 0)", t))));
+    }
+    const std::vector<std::string> again = as_assignments(before.code);
+    out.insert(out.end(), again.begin(), again.end());
+    out.push_back("}");
+    out.push_back("// the segment's first step");
+    out.push_back(fmt::format("let {} = s0__;", t));
+    out.insert(out.end(), rev.begin(), rev.end());
+    temps_ = temps; // the other shape numbers its temporaries alike
+  }
+
   std::vector<std::string> loop_body() {
     std::vector<std::string> out;
     const std::string L = lo(), H = hi(), t = loop_->name;
@@ -833,42 +963,12 @@ private:
           fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
     out.insert(out.end(), body_replay.begin(), body_replay.end());
     out.push_back("}");
-    out.push_back("// undo its steps, last first; each step's taped state is read a step ahead");
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
-                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
-    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
-    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
-    Renames names;
-    std::map<std::string, int> versions;
-    for (const std::string& v : carried_) {
-      const std::string v0 = v + "__0";
-      out.push_back(fmt::format("frag {}: {} = nx__{};", v0, type_to_string(*declared_.at(v)), v));
-      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
-                                slot(v, fmt::format("max({} - 1 - s0__, 0)", t))));
-      names[v] = v0;
-      versions[v] = 0;
-    }
-    std::vector<const Stmt*> body;
-    for (const auto& s : loop_->body) body.push_back(s.get());
-    Block step = flatten(body, names, versions);
-    out.insert(out.end(), step.code.begin(), step.code.end());
-    // The step's adjoints: the final value of each carried variable has the accumulator (the
-    // adjoint from the later steps); the state before the step becomes the new accumulator.
-    Adjoints adj;
-    for (const Op& op : pre.ops)
-      if (!op.result.empty()) adj.set_outer(op.result, "d__" + op.result);
-    for (const std::string& v : carried_)
-      if (act_->is_active_var(v)) adj.set_outer(names.at(v), "d__" + v);
-    std::vector<std::string> rev;
-    undo(step, adj, rev);
-    out.insert(out.end(), rev.begin(), rev.end());
-    for (const std::string& v : carried_) {
-      if (!act_->is_active_var(v)) continue;
-      const std::string v0 = v + "__0";
-      out.push_back(adj.has(v0) ? fmt::format("d__{} = {};", v, adj.of(v0))
-                                : fmt::format("d__{} = {};", v, zero_like("d__" + v)));
-    }
+    // Undo the segment's steps, last first, in one of two shapes the AHEAD tunable picks
+    // (decided at compile time: the other is not compiled).
+    out.push_back("if AHEAD == 1 {");
+    undo_segment_ahead(pre, out);
+    out.push_back("} else {");
+    undo_segment(pre, out);
     out.push_back("}");
     out.push_back("}");
     // Before the loop, undone last.

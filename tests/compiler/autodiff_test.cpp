@@ -54,8 +54,9 @@ void check_against_finite_differences(const std::string& path, const std::string
   LoadedModule m = load_source(path);
   const dsl::Kernel& k = m.kernel(name);
   const autodiff::GradientKernel g = autodiff::derive_gradient(k);
-  Bindings forward_config = config; // the derived kernel's CK is not the forward's
+  Bindings forward_config = config; // the derived kernel's CK and AHEAD are not the forward's
   forward_config.erase("CK");
+  forward_config.erase("AHEAD");
   for (const auto& o : g.outputs) {
     HostBuffer w(DType::F64, b.at(o).shape());
     fill_uniform(w, rng, -1, 1);
@@ -129,6 +130,20 @@ TEST(Autodiff, LoopCarriedMaxCheckpointedEveryCkSteps) {
                                       {"y", HostBuffer(DType::F64, {19, t})},
                                       {"last", HostBuffer(DType::F64, {19})}},
                                      {{"BB", "16"}, {"CK", ck}});
+}
+
+// AHEAD = 1: each segment undone with the step before recomputed an iteration ahead (the last
+// step's values before the loop, the first step's adjoints after it): the same gradients, at
+// segments of several steps, of one step (T = 1, a last segment of one) and of CK past T.
+TEST(Autodiff, SegmentsUndoneWithTheStepBeforeRecomputedAhead) {
+  for (const auto& [t, ck] : std::vector<std::pair<int64_t, const char*>>{
+           {24, "8"}, {23, "4"}, {5, "16"}, {1, "4"}, {9, "4"}, {17, "16"}})
+    check_against_finite_differences(kData, "running_max",
+                                     {{"x", random({19, t}, -1, 1)},
+                                      {"w", random({19}, 0.5, 1.5)},
+                                      {"y", HostBuffer(DType::F64, {19, t})},
+                                      {"last", HostBuffer(DType::F64, {19})}},
+                                     {{"BB", "16"}, {"CK", ck}, {"AHEAD", "1"}});
 }
 
 // The shipped f32 bucket_scan's derived backward against finite differences of its f64 copy.
@@ -234,6 +249,16 @@ TEST(Autodiff, WhatItRefusesIsNamedWhereItIs) {
          "names with '__' are the derived kernel's");
   expect("  frag a = load(x[0 : 4]);\n  store(x[0 : 4], a * a);\n",
          "cannot differentiate with respect to 'x': the kernel writes it", {"x"});
+  // The derived kernel's own tunables (CK, AHEAD) cannot be the kernel's too.
+  for (const char* own : {"CK", "AHEAD"}) {
+    const std::string head =
+        std::string("kernel k(x: f32[N], y: f32[N])\n  tune ") + own + ": 1|2 = 1\n  grid (1)\n{\n";
+    const std::string e =
+        refusal(head + "  frag a = load(x[0 : 4]);\n  store(y[0 : 4], a * a);\n}\n", {});
+    EXPECT_NE(e.find(std::string("the derived kernel has a tunable called ") + own),
+              std::string::npos)
+        << e;
+  }
 }
 
 } // namespace
