@@ -29,7 +29,7 @@ const Emitter::StreamNames* Emitter::stream_of(const void* access_owner) const {
   return it == active_streams_.end() ? nullptr : &it->second;
 }
 
-std::string Emitter::open_staged_loop(const ir::Stmt& loop, const StagedLoop& sl) {
+std::string Emitter::open_staged_loop(const StagedLoop& sl) {
   std::vector<std::string> what;
   for (const ColumnStream& cs : sl.streams)
     what.push_back(str(k_.params[cs.access->param].name, " (", kind_word(cs.kind), ")"));
@@ -67,7 +67,6 @@ std::string Emitter::open_staged_loop(const ir::Stmt& loop, const StagedLoop& sl
                                              : static_cast<const void*>(cs.expr);
     active_streams_[key] = sn;
   }
-  (void)loop;
   return it;
 }
 
@@ -80,13 +79,20 @@ std::string stream_args(const Emitter& em, const ColumnStream& cs, int tb, int t
 
 } // namespace
 
-void Emitter::emit_window_turn(const ir::Stmt& loop, const StagedLoop& sl) {
-  const int tb = sl.tb;
+std::vector<const Emitter::StreamNames*> Emitter::streams_of(const StagedLoop& sl) const {
   std::vector<const StreamNames*> names;
   for (const auto& [key, sn] : active_streams_)
     if (sn.loop == &sl) names.push_back(&sn);
+  // In the plan's order (the streams live in sl.streams), not the map's pointer order: the same
+  // kernel must print the same text every time.
   std::sort(names.begin(), names.end(),
             [](const StreamNames* a, const StreamNames* b) { return a->cs < b->cs; });
+  return names;
+}
+
+void Emitter::emit_window_turn(const StagedLoop& sl) {
+  const int tb = sl.tb;
+  const std::vector<const StreamNames*> names = streams_of(sl);
   const std::string& it = names.front()->it;
   const std::string& wp = names.front()->wp;
   const std::string j = fresh("tj_j");
@@ -126,16 +132,11 @@ void Emitter::emit_window_turn(const ir::Stmt& loop, const StagedLoop& sl) {
   close();
   for (auto& [key, sn] : active_streams_)
     if (sn.loop == &sl) sn.j = j;
-  (void)loop;
 }
 
 void Emitter::emit_window_chunks(const StagedLoop& sl) {
   const int tb = sl.tb;
-  std::vector<const StreamNames*> names;
-  for (const auto& [key, sn] : active_streams_)
-    if (sn.loop == &sl) names.push_back(&sn);
-  std::sort(names.begin(), names.end(),
-            [](const StreamNames* a, const StreamNames* b) { return a->cs < b->cs; });
+  const std::vector<const StreamNames*> names = streams_of(sl);
   const std::string& wp = names.front()->wp;
   const std::string& j = names.front()->j;
   bool loads = false;
@@ -158,7 +159,7 @@ void Emitter::emit_window_chunks(const StagedLoop& sl) {
   if (loads) line("tj::cp_async_commit();");
 }
 
-void Emitter::close_staged_loop(const ir::Stmt& loop, const StagedLoop& sl) {
+void Emitter::close_staged_loop(const StagedLoop& sl) {
   const int tb = sl.tb;
   line("tj::cp_async_wait<0>(); // the chunks copied ahead past the loop's end");
   line("__syncthreads(); // the last window's writes are all in its buffer");
@@ -185,7 +186,6 @@ void Emitter::close_staged_loop(const ir::Stmt& loop, const StagedLoop& sl) {
     i = active_streams_.erase(i);
   }
   line("__syncthreads(); // the buffers are free for the next staged loop");
-  (void)loop;
 }
 
 void Emitter::emit_stream_load(const ir::Expr& e, const StreamNames& sn, const std::string& dst) {

@@ -75,14 +75,12 @@ struct LoopVars {
 
 LoopVars loop_vars(const ir::Stmt& loop) {
   LoopVars v;
-  auto& body = const_cast<ir::Block&>(loop.body);
-  ir::for_each_stmt(body, [&](ir::Stmt& st) {
-    if ((st.kind == StmtKind::Decl || st.kind == StmtKind::Assign) && st.var)
-      v.written.insert(st.var);
-  });
   std::map<const ir::Var*, int> assignments;
-  ir::for_each_stmt(body, [&](ir::Stmt& st) {
-    if ((st.kind == StmtKind::Decl || st.kind == StmtKind::Assign) && st.var) ++assignments[st.var];
+  ir::for_each_stmt(const_cast<ir::Block&>(loop.body), [&](ir::Stmt& st) {
+    if ((st.kind == StmtKind::Decl || st.kind == StmtKind::Assign) && st.var) {
+      v.written.insert(st.var);
+      ++assignments[st.var];
+    }
   });
   for (size_t i = 0; i < loop.body.size(); ++i) {
     const ir::Stmt& st = *loop.body[i];

@@ -430,7 +430,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
   line(str("const int ", hi, " = ", scalar(*s.hi), ";"));
   auto staged = staged_.find(&s);
   const StagedLoop* sl = staged == staged_.end() ? nullptr : &staged->second;
-  const std::string it = sl ? str(", ++", open_staged_loop(s, *sl)) : std::string();
+  const std::string it = sl ? str(", ++", open_staged_loop(*sl)) : std::string();
   if (s.unroll) line(str("#pragma unroll ", s.unroll));
   if (counter) {
     const std::string c = var_name(counter);
@@ -443,7 +443,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
   scratch_unknown(); // the back edge: the last iteration's regions are not known
   for (size_t i = 0; i + (counter ? 1 : 0) < s.body.size(); ++i) {
     if (sl && i == sl->first) {
-      emit_window_turn(s, *sl);
+      emit_window_turn(*sl);
       // Right after the turn, not at the end of the step: measured on the H100 (2026-11-25),
       // hbv's forward took 0.59 ms this way and 0.77 ms with the chunks after the step's work.
       emit_window_chunks(*sl);
@@ -456,7 +456,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
     emit_stmt(*s.body[i]);
   }
   close();
-  if (sl) close_staged_loop(s, *sl);
+  if (sl) close_staged_loop(*sl);
   scratch_unknown();
 }
 

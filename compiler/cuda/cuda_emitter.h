@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tilejit::cuda {
 
@@ -116,14 +117,16 @@ public:
                        ///< window's copies, or the previous window's writes going out)
   };
   /// Before a staged loop: names, hoisted rows; returns the iteration counter's name.
-  std::string open_staged_loop(const ir::Stmt& loop, const StagedLoop& sl);
+  std::string open_staged_loop(const StagedLoop& sl);
   /// At the statement where the windows turn (StagedLoop::first).
-  void emit_window_turn(const ir::Stmt& loop, const StagedLoop& sl);
+  void emit_window_turn(const StagedLoop& sl);
   /// Each step, after the turn: its chunk of the next window's copies and the last one's writes.
   void emit_window_chunks(const StagedLoop& sl);
   /// After the loop: the last window's writes go out; the names are dropped.
-  void close_staged_loop(const ir::Stmt& loop, const StagedLoop& sl);
+  void close_staged_loop(const StagedLoop& sl);
   const StreamNames* stream_of(const void* access_owner) const;
+  /// The staged loop's streams, in the plan's order.
+  std::vector<const StreamNames*> streams_of(const StagedLoop& sl) const;
   void emit_stream_load(const ir::Expr& e, const StreamNames& sn, const std::string& dst);
   void emit_stream_write(const ir::Expr& value, const ir::Expr* mask, const ir::Layout* l,
                          const StreamNames& sn);
