@@ -316,6 +316,7 @@ public:
     check_kernel();
     choose_wrt();
     split_body();
+    group_carried();
     analyse_activity();
     collect_outputs();
     GradientKernel g;
@@ -336,6 +337,12 @@ private:
   const Stmt* loop_ = nullptr;
   std::map<std::string, const TypeExpr*> declared_; ///< top-level variables' declared types
   std::vector<std::string> carried_;                ///< PRE variables the loop assigns
+  struct StateGroup {
+    std::string name;              ///< ck__NAME, tp__NAME
+    std::vector<std::string> vars; ///< in their order within a step's row
+  };
+  std::vector<StateGroup> groups_;
+  std::map<std::string, std::pair<size_t, int>> group_of_; ///< var -> (group, place)
   std::optional<Activity> act_;
   int temps_ = 0;
 
@@ -354,7 +361,7 @@ private:
     }
     for (const auto& g : k_.generics) taken.insert(g.name);
     for (const auto& t : k_.tunables) taken.insert(t.name);
-    for (const char* own : {"CK", "AHEAD"})
+    for (const char* own : {"CK", "OVERLAP"})
       if (taken.count(own))
         fail_at(k_.loc, fmt::format("the derived kernel has a tunable called {}: rename the "
                                     "kernel's own '{}'",
@@ -604,19 +611,24 @@ private:
       params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
     }
     if (loop_) {
+      // One checkpoint and one tape tensor per type of carried value, the values side by side
+      // in each step's row: one base address and one index per step for all of them (8 tensors
+      // of hbv's carried state cost the derived backward ~60 address instructions a step).
       const std::string steps = fmt::format("cdiv({} - {}, CK)", hi(), lo());
-      for (const std::string& v : carried_) {
-        const TypeExpr& t = *declared_.at(v);
+      for (const StateGroup& g : groups_) {
+        const TypeExpr& t = *declared_.at(g.vars[0]);
         std::vector<std::string> dims = grid_dims();
         std::vector<std::string> tape = grid_dims();
         dims.push_back(steps);
-        tape.push_back("CK");
+        tape.push_back("(1 + OVERLAP) * CK");
+        dims.push_back(std::to_string(g.vars.size()));
+        tape.push_back(std::to_string(g.vars.size()));
         for (const auto& d : t.dims) {
           dims.push_back(expr_to_string(*d));
           tape.push_back(expr_to_string(*d));
         }
-        params.push_back(fmt::format("scratch ck__{}: {}[{}]", v, t.dtype, join(dims, ", ")));
-        params.push_back(fmt::format("scratch tp__{}: {}[{}]", v, t.dtype, join(tape, ", ")));
+        params.push_back(fmt::format("scratch ck__{}: {}[{}]", g.name, t.dtype, join(dims, ", ")));
+        params.push_back(fmt::format("scratch tp__{}: {}[{}]", g.name, t.dtype, join(tape, ", ")));
       }
     }
     s += "(\n    " + join(params, ",\n    ") + ")\n";
@@ -626,8 +638,9 @@ private:
     // took 2.09 / 2.32 ms at B = 1024 / 16384 with CK 64 against 2.26 / 2.43 with 32: fewer
     // segments, each starting its loops' windows with a copy nothing prefetched.
     if (loop_) tunes.push_back("CK: 4|8|16|32|64|128|256 = 64");
-    // How each segment is undone (undo_segment, undo_segment_ahead): the tuner times both.
-    if (loop_) tunes.push_back("AHEAD: 0|1 = 0");
+    // How the segments are recomputed and undone (segments_in_turn, segments_overlapped): the
+    // tuner times both.
+    if (loop_) tunes.push_back("OVERLAP: 0|1 = 0");
     if (!tunes.empty()) s += "  tune " + join(tunes, ", ") + "\n";
     if (!k_.where.empty()) s += "  where " + exprs_text(k_.where) + "\n";
     if (!k_.require.empty()) s += "  require " + exprs_text(k_.require) + "\n";
@@ -651,11 +664,38 @@ private:
   std::string lo() const { return expr_to_string(*loop_->range_args[0]); }
   std::string hi() const { return expr_to_string(*loop_->range_args[1]); }
 
-  /// `[pid..., i, 0 : d0, 0 : d1...]` for a carried variable's slot `i`.
+  /// `ck__G` / `tp__G`: the checkpoint and tape tensors of carried value `v`'s type.
+  std::string ck(const std::string& v) const {
+    return "ck__" + groups_[group_of_.at(v).first].name;
+  }
+  std::string tp(const std::string& v) const {
+    return "tp__" + groups_[group_of_.at(v).first].name;
+  }
+
+  /// `[pid..., i, j, 0 : d0, 0 : d1...]` for a carried variable's step `i` (j: its place among
+  /// the values of its type).
   std::string slot(const std::string& v, const std::string& i) const {
-    std::vector<std::string> parts = {program_index(), i};
+    std::vector<std::string> parts = {program_index(), i, std::to_string(group_of_.at(v).second)};
     for (const auto& d : declared_.at(v)->dims) parts.push_back("0 : " + expr_to_string(*d));
     return "[" + join(parts, ", ") + "]";
+  }
+
+  /// The carried values grouped by type (dtype and dims as written), in order of appearance;
+  /// each group is named by its dtype, with a number when two groups share one.
+  void group_carried() {
+    std::map<std::string, size_t> by_type;
+    std::map<std::string, int> dtype_uses;
+    for (const std::string& v : carried_) {
+      const std::string type = type_to_string(*declared_.at(v));
+      auto [it, added] = by_type.emplace(type, groups_.size());
+      if (added) {
+        const std::string dtype = declared_.at(v)->dtype;
+        const int n = ++dtype_uses[dtype];
+        groups_.push_back({n == 1 ? dtype : fmt::format("{}_{}", dtype, n), {}});
+      }
+      group_of_[v] = {it->second, static_cast<int>(groups_[it->second].vars.size())};
+      groups_[it->second].vars.push_back(v);
+    }
   }
 
   std::string source_note(const Stmt& s) const { return fmt::format("// line {}", s.loc.line); }
@@ -800,92 +840,115 @@ private:
     return rev;
   }
 
-  /// AHEAD = 0: each step recomputed from its taped state (read a step ahead), then undone.
-  void undo_segment(const Block& pre, std::vector<std::string>& out) {
-    const std::string t = loop_->name;
-    out.push_back("// undo its steps, last first; each step's taped state is read a step ahead");
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
-                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
-    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
-    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
-    for (const std::string& v : carried_) {
-      out.push_back(
-          fmt::format("frag {}__0: {} = nx__{};", v, type_to_string(*declared_.at(v)), v));
-      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
-                                slot(v, fmt::format("max({} - 1 - s0__, 0)", t))));
-    }
-    Renames names;
-    Block step = step_block(t, temps_, &names);
-    out.insert(out.end(), step.code.begin(), step.code.end());
-    const std::vector<std::string> rev = step_adjoints(pre, step, names);
-    out.insert(out.end(), rev.begin(), rev.end());
-    out.push_back("}");
-  }
-
-  /// `frag x: T = v;` and `let x = v;` as assignments `x = v;` (the values recomputed into
-  /// variables declared before the loop); other lines as they are.
-  static std::vector<std::string> as_assignments(const std::vector<std::string>& code) {
+  /// `frag nx__v: T = load(tape row `row`)` for every carried value: the state before the first
+  /// step a segment undoes, read before its loop.
+  std::vector<std::string> first_taped_state(const std::string& row) const {
     std::vector<std::string> out;
-    for (const std::string& line : code) {
-      std::string rest;
-      if (line.rfind("frag ", 0) == 0)
-        rest = line.substr(5);
-      else if (line.rfind("let ", 0) == 0)
-        rest = line.substr(4);
-      else {
-        out.push_back(line);
-        continue;
-      }
-      const size_t eq = rest.find(" = ");
-      std::string name = rest.substr(0, eq);
-      if (size_t colon = name.find(':'); colon != std::string::npos) name = name.substr(0, colon);
-      out.push_back(name + rest.substr(eq));
-    }
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("frag nx__{}: {} = load({}{});", v,
+                                type_to_string(*declared_.at(v)), tp(v), slot(v, row)));
     return out;
   }
 
-  /// AHEAD = 1: the values of step t - 1 are recomputed in the iteration that undoes step t,
-  /// after its adjoints, into the variables those adjoints read: the recomputation no longer
-  /// stands between one step's adjoints and the next, and the scheduler can run the two
-  /// chains side by side. The last step's values come before the loop; the first step's
-  /// adjoints after it (no step before it to recompute).
-  void undo_segment_ahead(const Block& pre, std::vector<std::string>& out) {
-    const std::string t = loop_->name;
-    const int temps = temps_;
-    out.push_back("// undo its steps, last first, each step's values recomputed an iteration "
-                  "ahead");
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("frag {}__0: {} = load(tp__{}{});", v,
-                                type_to_string(*declared_.at(v)), v, slot(v, "s1__ - 1 - s0__")));
-    out.push_back("let tl__ = s1__ - 1;");
-    const Block last = step_block("tl__", temps);
-    out.insert(out.end(), last.code.begin(), last.code.end());
-    Renames names;
-    const Block step = step_block(t, temps, &names);
-    const std::vector<std::string> rev = step_adjoints(pre, step, names);
-    const Block before = step_block("tm__", temps);
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("frag nx__{}: {} = load(tp__{}{});", v,
-                                type_to_string(*declared_.at(v)), v,
-                                slot(v, "max(s1__ - 2 - s0__, 0)")));
-    out.push_back("for tt__ in serial(0, s1__ - s0__ - 1) {");
-    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
-    out.push_back(fmt::format("let tm__ = {} - 1;", t));
-    out.insert(out.end(), rev.begin(), rev.end());
-    out.push_back("// the step before, recomputed for the next iteration");
+  /// Undoes step `tv` of the segment [s0__, s1__), taped from row `base`: its state is the one
+  /// read an iteration earlier (nx__), the state before it is read now, then its values are
+  /// recomputed and its adjoints taken. The temporaries are numbered from `temps`, alike in every
+  /// shape of the loop.
+  std::vector<std::string> undo_step(const Block& pre, const std::string& tv,
+                                     const std::string& base, int temps) {
+    std::vector<std::string> out;
     for (const std::string& v : carried_) {
-      out.push_back(fmt::format("{}__0 = nx__{};", v, v));
-      out.push_back(fmt::format("nx__{} = load(tp__{}{});", v, v,
-                                slot(v, fmt::format("max({} - 2 - s0__, 0)", t))));
+      out.push_back(
+          fmt::format("frag {}__0: {} = nx__{};", v, type_to_string(*declared_.at(v)), v));
+      out.push_back(fmt::format("nx__{} = load({}{});", v, tp(v),
+                                slot(v, fmt::format("{}max({} - 1 - s0__, 0)", base, tv))));
     }
-    const std::vector<std::string> again = as_assignments(before.code);
-    out.insert(out.end(), again.begin(), again.end());
-    out.push_back("}");
-    out.push_back("// the segment's first step");
-    out.push_back(fmt::format("let {} = s0__;", t));
+    Renames names;
+    Block step = step_block(tv, temps, &names);
+    out.insert(out.end(), step.code.begin(), step.code.end());
+    const std::vector<std::string> rev = step_adjoints(pre, step, names);
     out.insert(out.end(), rev.begin(), rev.end());
-    temps_ = temps; // the other shape numbers its temporaries alike
+    return out;
+  }
+
+  /// The forward's step `t` (the loop's own variable name) with the state before it taped in
+  /// row `row`.
+  std::vector<std::string> taped_step(const std::vector<std::string>& body_replay,
+                                      const std::string& row) const {
+    std::vector<std::string> out;
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("store({}{}, {});", tp(v), slot(v, row), v));
+    out.insert(out.end(), body_replay.begin(), body_replay.end());
+    return out;
+  }
+
+  /// OVERLAP = 0: per segment, last first, recompute it from its checkpoint (taping the state
+  /// before each step), then undo its steps.
+  void segments_in_turn(const Block& pre, const std::vector<std::string>& body_replay, int temps,
+                        std::vector<std::string>& out) {
+    const std::string L = lo(), H = hi(), t = loop_->name;
+    out.push_back("for kk__ in serial(0, nck__) {");
+    out.push_back("let k__ = nck__ - 1 - kk__;");
+    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
+    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("{} = load({}{});", v, ck(v), slot(v, "k__")));
+    out.push_back("// recompute the segment, taping the state before each step");
+    out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", t));
+    const std::vector<std::string> taped = taped_step(body_replay, t + " - s0__");
+    out.insert(out.end(), taped.begin(), taped.end());
+    out.push_back("}");
+    out.push_back("// undo its steps, last first; each step's taped state is read a step ahead");
+    const std::vector<std::string> first = first_taped_state("s1__ - 1 - s0__");
+    out.insert(out.end(), first.begin(), first.end());
+    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
+    const std::vector<std::string> undo = undo_step(pre, t, "", temps);
+    out.insert(out.end(), undo.begin(), undo.end());
+    out.push_back("}");
+    out.push_back("}");
+  }
+
+  /// OVERLAP = 1: segment k undone while segment k - 1 is recomputed in the same loop, step for
+  /// step. The two chains do not depend on each other, so the scheduler interleaves them: one
+  /// program's lone warp has twice the independent instructions to issue while either waits on
+  /// a result. The tape holds two segments: half k % 2 is read while the other is written. The
+  /// loop over segments runs once more than there are: its first iteration undoes nothing and
+  /// recomputes the last segment; its last undoes the first segment and recomputes it again,
+  /// unused (so every step recomputed lies in [LO, HI)).
+  void segments_overlapped(const Block& pre, const std::vector<std::string>& body_replay, int temps,
+                           std::vector<std::string>& out) {
+    const std::string L = lo(), H = hi(), t = loop_->name;
+    out.push_back("for kk__ in serial(0, nck__ + min(nck__, 1)) {");
+    out.push_back("let k__ = nck__ - kk__;");
+    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
+    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
+    out.push_back("let n__ = max(s1__ - s0__, 0);");
+    out.push_back(fmt::format("let r0__ = max(s0__ - CK, {});", L));
+    out.push_back("let rd__ = (k__ % 2) * CK;");
+    out.push_back("let wr__ = ((k__ + 1) % 2) * CK;");
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("{} = load({}{});", v, ck(v), slot(v, "max(k__ - 1, 0)")));
+    const std::vector<std::string> first = first_taped_state("rd__ + max(n__ - 1, 0)");
+    out.insert(out.end(), first.begin(), first.end());
+    out.push_back("// undo step tv__ of segment k, recompute step t of segment k - 1");
+    out.push_back("for tt__ in serial(0, n__) {");
+    out.push_back("let tv__ = s1__ - 1 - tt__;");
+    out.push_back("{");
+    out.push_back(fmt::format("let {} = r0__ + tt__;", t));
+    const std::vector<std::string> taped = taped_step(body_replay, "wr__ + tt__");
+    out.insert(out.end(), taped.begin(), taped.end());
+    out.push_back("}");
+    const std::vector<std::string> undo = undo_step(pre, "tv__", "rd__ + ", temps);
+    out.insert(out.end(), undo.begin(), undo.end());
+    out.push_back("}");
+    out.push_back("// the rest of segment k - 1 (all of it when k is past the last segment)");
+    out.push_back(fmt::format("for {} in serial(r0__ + n__, min(s0__, {})) {{", t, H));
+    const std::vector<std::string> rest =
+        taped_step(body_replay, fmt::format("wr__ + {} - r0__", t));
+    out.insert(out.end(), rest.begin(), rest.end());
+    out.push_back("}");
+    out.push_back("}");
   }
 
   std::vector<std::string> loop_body() {
@@ -935,7 +998,7 @@ private:
     out.push_back(fmt::format("if ({} - {}) % CK == 0 {{", t, L));
     for (const std::string& v : carried_)
       out.push_back(
-          fmt::format("store(ck__{}{}, {});", v, slot(v, fmt::format("({} - {}) / CK", t, L)), v));
+          fmt::format("store({}{}, {});", ck(v), slot(v, fmt::format("({} - {}) / CK", t, L)), v));
     out.push_back("}");
     out.insert(out.end(), body_replay.begin(), body_replay.end());
     out.push_back("}");
@@ -948,28 +1011,14 @@ private:
       out.insert(out.end(), post.code.begin(), post.code.end());
       undo(post, top, out);
     }
-    // 2. The segments backwards.
+    // 2. The segments backwards, in one of two shapes the OVERLAP tunable picks (decided at
+    // compile time: the other is not compiled).
     out.push_back("// 2. the segments between checkpoints, last first");
-    out.push_back("for kk__ in serial(0, nck__) {");
-    out.push_back("let k__ = nck__ - 1 - kk__;");
-    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
-    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("{} = load(ck__{}{});", v, v, slot(v, "k__")));
-    out.push_back("// recompute the segment, taping the state before each step");
-    out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", t));
-    for (const std::string& v : carried_)
-      out.push_back(
-          fmt::format("store(tp__{}{}, {});", v, slot(v, fmt::format("{} - s0__", t)), v));
-    out.insert(out.end(), body_replay.begin(), body_replay.end());
-    out.push_back("}");
-    // Undo the segment's steps, last first, in one of two shapes the AHEAD tunable picks
-    // (decided at compile time: the other is not compiled).
-    out.push_back("if AHEAD == 1 {");
-    undo_segment_ahead(pre, out);
+    const int temps = temps_;
+    out.push_back("if OVERLAP == 1 {");
+    segments_overlapped(pre, body_replay, temps, out);
     out.push_back("} else {");
-    undo_segment(pre, out);
-    out.push_back("}");
+    segments_in_turn(pre, body_replay, temps, out);
     out.push_back("}");
     // Before the loop, undone last.
     out.push_back("// before the loop, undone");

@@ -211,12 +211,26 @@ static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>
   return parts.empty() ? "true" : join(parts, " & ");
 }
 
+/// A scratch tensor's stride along `d` when it is a constant: the runtime allocates scratch
+/// contiguous, so the stride is the product of the later dimensions, known when they are.
+static std::optional<int64_t> scratch_stride(const ir::Param& p, size_t d) {
+  if (!p.is_scratch) return std::nullopt;
+  int64_t s = 1;
+  for (size_t j = d + 1; j < p.dim_values.size(); ++j) {
+    if (p.dim_values[j] < 0) return std::nullopt;
+    s *= p.dim_values[j];
+  }
+  return s;
+}
+
 static std::string offset(const AccessPlan& p, const std::vector<std::string>& ix) {
   std::vector<std::string> parts;
   for (size_t d = 0; d < ix.size(); ++d) {
     // A vector-aligned tensor's last dimension has unit stride (or size 1, indexed by 0).
     if (static_cast<int>(d) + 1 == p.param->rank() && p.param->vector_aligned)
       parts.push_back(ix[d]);
+    else if (auto s = scratch_stride(*p.param, d))
+      parts.push_back(*s == 1 ? ix[d] : str(ix[d], " * ", *s));
     else if (p.index_type == "int")
       parts.push_back(str(ix[d], " * static_cast<int>(", p.tensor, ".stride[", d, "])"));
     else

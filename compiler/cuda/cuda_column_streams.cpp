@@ -26,6 +26,7 @@ struct ParamUse {
 struct KernelScan {
   std::vector<ParamUse> use;
   bool async_or_cluster = false;
+  std::set<const ir::Var*> read; ///< every variable some expression reads
 };
 
 KernelScan scan_kernel(const ir::Kernel& k) {
@@ -40,6 +41,7 @@ KernelScan scan_kernel(const ir::Kernel& k) {
         st.kind == StmtKind::Eval && st.value && st.value->kind == ExprKind::AtomicAdd;
     ir::for_each_expr_root(st, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& e) {
+        if (e.kind == ExprKind::VarRef) s.read.insert(e.var);
         switch (e.kind) {
         case ExprKind::Load:
         case ExprKind::Copy:
@@ -222,6 +224,10 @@ candidates(const ir::Kernel& k, const ir::Stmt& loop, const LoopVars& lv, const 
       ir::for_each_expr_root(*x, [&](ir::ExprPtr& root) {
         ir::for_each_node(*root, [&](ir::Expr& e) {
           if (e.kind != ExprKind::Load || !e.access) return;
+          // A value nothing reads (a derived kernel recomputes whole steps, the carried
+          // values' next loads included): staging it would copy windows for nothing, while
+          // the C++ compiler drops the plain load.
+          if (x->kind == StmtKind::Decl && x->var && !ks.read.count(x->var)) return;
           const ParamUse& u = ks.use[e.access->param];
           if (u.stores || u.atomics || u.other) return;
           ColumnStream cs;
