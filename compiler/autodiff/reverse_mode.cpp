@@ -361,7 +361,7 @@ private:
     }
     for (const auto& g : k_.generics) taken.insert(g.name);
     for (const auto& t : k_.tunables) taken.insert(t.name);
-    for (const char* own : {"CK", "OVERLAP"})
+    for (const char* own : {"CK"})
       if (taken.count(own))
         fail_at(k_.loc, fmt::format("the derived kernel has a tunable called {}: rename the "
                                     "kernel's own '{}'",
@@ -620,7 +620,7 @@ private:
         std::vector<std::string> dims = grid_dims();
         std::vector<std::string> tape = grid_dims();
         dims.push_back(steps);
-        tape.push_back("(1 + OVERLAP) * CK");
+        tape.push_back("CK");
         dims.push_back(std::to_string(g.vars.size()));
         tape.push_back(std::to_string(g.vars.size()));
         for (const auto& d : t.dims) {
@@ -638,9 +638,6 @@ private:
     // took 2.09 / 2.32 ms at B = 1024 / 16384 with CK 64 against 2.26 / 2.43 with 32: fewer
     // segments, each starting its loops' windows with a copy nothing prefetched.
     if (loop_) tunes.push_back("CK: 4|8|16|32|64|128|256 = 64");
-    // How the segments are recomputed and undone (segments_in_turn, segments_overlapped): the
-    // tuner times both.
-    if (loop_) tunes.push_back("OVERLAP: 0|1 = 0");
     if (!tunes.empty()) s += "  tune " + join(tunes, ", ") + "\n";
     if (!k_.where.empty()) s += "  where " + exprs_text(k_.where) + "\n";
     if (!k_.require.empty()) s += "  require " + exprs_text(k_.require) + "\n";
@@ -850,21 +847,19 @@ private:
     return out;
   }
 
-  /// Undoes step `tv` of the segment [s0__, s1__), taped from row `base`: its state is the one
-  /// read an iteration earlier (nx__), the state before it is read now, then its values are
-  /// recomputed and its adjoints taken. The temporaries are numbered from `temps`, alike in every
-  /// shape of the loop.
-  std::vector<std::string> undo_step(const Block& pre, const std::string& tv,
-                                     const std::string& base, int temps) {
+  /// Undoes step `t` of the segment [s0__, s1__): its state is the one read an iteration
+  /// earlier (nx__), the state before it is read now, then its values are recomputed and its
+  /// adjoints taken.
+  std::vector<std::string> undo_step(const Block& pre, const std::string& t) {
     std::vector<std::string> out;
     for (const std::string& v : carried_) {
       out.push_back(
           fmt::format("frag {}__0: {} = nx__{};", v, type_to_string(*declared_.at(v)), v));
       out.push_back(fmt::format("nx__{} = load({}{});", v, tp(v),
-                                slot(v, fmt::format("{}max({} - 1 - s0__, 0)", base, tv))));
+                                slot(v, fmt::format("max({} - 1 - s0__, 0)", t))));
     }
     Renames names;
-    Block step = step_block(tv, temps, &names);
+    Block step = step_block(t, temps_, &names);
     out.insert(out.end(), step.code.begin(), step.code.end());
     const std::vector<std::string> rev = step_adjoints(pre, step, names);
     out.insert(out.end(), rev.begin(), rev.end());
@@ -882,10 +877,12 @@ private:
     return out;
   }
 
-  /// OVERLAP = 0: per segment, last first, recompute it from its checkpoint (taping the state
-  /// before each step), then undo its steps.
-  void segments_in_turn(const Block& pre, const std::vector<std::string>& body_replay, int temps,
-                        std::vector<std::string>& out) {
+  /// Per segment, last first: recompute it from its checkpoint (taping the state before each
+  /// step), then undo its steps. (Undoing segment k while k - 1 is recomputed in the same loop,
+  /// two chains for the scheduler to interleave, was measured on the H100 on 2026-11-25: never
+  /// faster, 8-11% slower at B = 16384, so it is not kept.)
+  void undo_segments(const Block& pre, const std::vector<std::string>& body_replay,
+                     std::vector<std::string>& out) {
     const std::string L = lo(), H = hi(), t = loop_->name;
     out.push_back("for kk__ in serial(0, nck__) {");
     out.push_back("let k__ = nck__ - 1 - kk__;");
@@ -903,50 +900,8 @@ private:
     out.insert(out.end(), first.begin(), first.end());
     out.push_back("for tt__ in serial(0, s1__ - s0__) {");
     out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", t));
-    const std::vector<std::string> undo = undo_step(pre, t, "", temps);
+    const std::vector<std::string> undo = undo_step(pre, t);
     out.insert(out.end(), undo.begin(), undo.end());
-    out.push_back("}");
-    out.push_back("}");
-  }
-
-  /// OVERLAP = 1: segment k undone while segment k - 1 is recomputed in the same loop, step for
-  /// step. The two chains do not depend on each other, so the scheduler interleaves them: one
-  /// program's lone warp has twice the independent instructions to issue while either waits on
-  /// a result. The tape holds two segments: half k % 2 is read while the other is written. The
-  /// loop over segments runs once more than there are: its first iteration undoes nothing and
-  /// recomputes the last segment; its last undoes the first segment and recomputes it again,
-  /// unused (so every step recomputed lies in [LO, HI)).
-  void segments_overlapped(const Block& pre, const std::vector<std::string>& body_replay, int temps,
-                           std::vector<std::string>& out) {
-    const std::string L = lo(), H = hi(), t = loop_->name;
-    out.push_back("for kk__ in serial(0, nck__ + min(nck__, 1)) {");
-    out.push_back("let k__ = nck__ - kk__;");
-    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
-    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
-    out.push_back("let n__ = max(s1__ - s0__, 0);");
-    out.push_back(fmt::format("let r0__ = max(s0__ - CK, {});", L));
-    out.push_back("let rd__ = (k__ % 2) * CK;");
-    out.push_back("let wr__ = ((k__ + 1) % 2) * CK;");
-    for (const std::string& v : carried_)
-      out.push_back(fmt::format("{} = load({}{});", v, ck(v), slot(v, "max(k__ - 1, 0)")));
-    const std::vector<std::string> first = first_taped_state("rd__ + max(n__ - 1, 0)");
-    out.insert(out.end(), first.begin(), first.end());
-    out.push_back("// undo step tv__ of segment k, recompute step t of segment k - 1");
-    out.push_back("for tt__ in serial(0, n__) {");
-    out.push_back("let tv__ = s1__ - 1 - tt__;");
-    out.push_back("{");
-    out.push_back(fmt::format("let {} = r0__ + tt__;", t));
-    const std::vector<std::string> taped = taped_step(body_replay, "wr__ + tt__");
-    out.insert(out.end(), taped.begin(), taped.end());
-    out.push_back("}");
-    const std::vector<std::string> undo = undo_step(pre, "tv__", "rd__ + ", temps);
-    out.insert(out.end(), undo.begin(), undo.end());
-    out.push_back("}");
-    out.push_back("// the rest of segment k - 1 (all of it when k is past the last segment)");
-    out.push_back(fmt::format("for {} in serial(r0__ + n__, min(s0__, {})) {{", t, H));
-    const std::vector<std::string> rest =
-        taped_step(body_replay, fmt::format("wr__ + {} - r0__", t));
-    out.insert(out.end(), rest.begin(), rest.end());
     out.push_back("}");
     out.push_back("}");
   }
@@ -1011,15 +966,9 @@ private:
       out.insert(out.end(), post.code.begin(), post.code.end());
       undo(post, top, out);
     }
-    // 2. The segments backwards, in one of two shapes the OVERLAP tunable picks (decided at
-    // compile time: the other is not compiled).
+    // 2. The segments backwards.
     out.push_back("// 2. the segments between checkpoints, last first");
-    const int temps = temps_;
-    out.push_back("if OVERLAP == 1 {");
-    segments_overlapped(pre, body_replay, temps, out);
-    out.push_back("} else {");
-    segments_in_turn(pre, body_replay, temps, out);
-    out.push_back("}");
+    undo_segments(pre, body_replay, out);
     // Before the loop, undone last.
     out.push_back("// before the loop, undone");
     undo(pre, top, out);

@@ -54,9 +54,8 @@ void check_against_finite_differences(const std::string& path, const std::string
   LoadedModule m = load_source(path);
   const dsl::Kernel& k = m.kernel(name);
   const autodiff::GradientKernel g = autodiff::derive_gradient(k);
-  Bindings forward_config = config; // the derived kernel's CK and OVERLAP are not the forward's
+  Bindings forward_config = config; // the derived kernel's CK is not the forward's
   forward_config.erase("CK");
-  forward_config.erase("OVERLAP");
   for (const auto& o : g.outputs) {
     HostBuffer w(DType::F64, b.at(o).shape());
     fill_uniform(w, rng, -1, 1);
@@ -133,33 +132,16 @@ TEST(Autodiff, LoopCarriedMaxCheckpointedEveryCkSteps) {
                                      {{"BB", "16"}, {"CK", ck}});
 }
 
-// OVERLAP = 1: each segment undone while the one before it is recomputed in the same loop (two
-// tape halves; a first iteration that only recomputes the last segment, a last one that
-// recomputes the first again): the same gradients, at a last segment shorter than CK, of one
-// step (T = 1), of CK past T, and of a whole number of segments.
-TEST(Autodiff, SegmentsUndoneWhileTheOneBeforeIsRecomputed) {
-  for (const auto& [t, ck] : std::vector<std::pair<int64_t, const char*>>{
-           {24, "8"}, {23, "4"}, {5, "16"}, {1, "4"}, {9, "4"}, {17, "16"}, {0, "4"}})
-    check_against_finite_differences(kData, "running_max",
-                                     {{"x", random({19, t}, -1, 1)},
-                                      {"w", random({19}, 0.5, 1.5)},
-                                      {"y", HostBuffer(DType::F64, {19, t})},
-                                      {"last", HostBuffer(DType::F64, {19})}},
-                                     {{"BB", "16"}, {"CK", ck}, {"OVERLAP", "1"}});
-}
-
 // Carried values of two types, each type's checkpoints and tape in a tensor of its own (values
-// side by side in each step's row): the right value read back from the right place, in both
-// shapes of the segment loop.
+// side by side in each step's row): the right value read back from the right place.
 TEST(Autodiff, CarriedValuesOfTwoTypesCheckpointedSideBySide) {
-  for (const char* overlap : {"0", "1"})
-    for (const auto& [t, ck] : std::vector<std::pair<int64_t, const char*>>{{13, "4"}, {16, "8"}})
-      check_against_finite_differences(kData, "two_states",
-                                       {{"x", random({21, t, 2}, -1, 1)},
-                                        {"w", random({21}, 0.5, 1.5)},
-                                        {"y", HostBuffer(DType::F64, {21, t, 2})},
-                                        {"z", HostBuffer(DType::F64, {21, t})}},
-                                       {{"BB", "16"}, {"CK", ck}, {"OVERLAP", overlap}});
+  for (const auto& [t, ck] : std::vector<std::pair<int64_t, const char*>>{{13, "4"}, {16, "8"}})
+    check_against_finite_differences(kData, "two_states",
+                                     {{"x", random({21, t, 2}, -1, 1)},
+                                      {"w", random({21}, 0.5, 1.5)},
+                                      {"y", HostBuffer(DType::F64, {21, t, 2})},
+                                      {"z", HostBuffer(DType::F64, {21, t})}},
+                                     {{"BB", "16"}, {"CK", ck}});
 }
 
 // The shipped f32 bucket_scan's derived backward against finite differences of its f64 copy.
@@ -265,8 +247,8 @@ TEST(Autodiff, WhatItRefusesIsNamedWhereItIs) {
          "names with '__' are the derived kernel's");
   expect("  frag a = load(x[0 : 4]);\n  store(x[0 : 4], a * a);\n",
          "cannot differentiate with respect to 'x': the kernel writes it", {"x"});
-  // The derived kernel's own tunables (CK, OVERLAP) cannot be the kernel's too.
-  for (const char* own : {"CK", "OVERLAP"}) {
+  // The derived kernel's own tunable (CK) cannot be the kernel's too.
+  for (const char* own : {"CK"}) {
     const std::string head =
         std::string("kernel k(x: f32[N], y: f32[N])\n  tune ") + own + ": 1|2 = 1\n  grid (1)\n{\n";
     const std::string e =
