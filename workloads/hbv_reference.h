@@ -72,9 +72,37 @@ struct HbvGradients {
   std::vector<double> params, p, temp, pet;
 };
 
+/// The branches of one day, in the order the day takes them: each bit set when the comparison
+/// came out true (which also picks the first argument of a min or max at a tie, WORKLOADS.md).
+enum HbvDecision : int {
+  kWarm,         ///< TEMP >= TT: the day's P falls as rain
+  kMeltRate,     ///< CFMAX * (TEMP - TT) >= 0
+  kMeltAll,      ///< the melt rate <= the snowpack (melt = the rate)
+  kRefreezeRate, ///< CFR * CFMAX * (TT - TEMP) >= 0
+  kRefreezeAll,  ///< the refreeze rate <= the meltwater
+  kToSoil,       ///< MELTWATER - CWH * SNOWPACK >= 0
+  kWetInside,    ///< (SM / FC)^BETA inside [0, 1]
+  kExcess,       ///< SM - FC >= 0
+  kEfInside,     ///< SM / (LP * FC) inside [0, 1]
+  kEtAll,        ///< SM <= PET * ef (et = SM)
+  kAboveFloor,   ///< SM - et >= 1e-5
+  kPercAll,      ///< SUZ <= PERC (perc = SUZ)
+  kAboveUzl,     ///< SUZ - UZL >= 0
+};
+
 /// Reverse mode over the steps of hbv_forward (states saved per step, then one backward sweep
-/// per basin), `dq` [B, T].
-HbvGradients hbv_backward(const HbvInputs& in, const std::vector<double>& dq);
+/// per basin), `dq` [B, T]. `decisions` [B, T], when given (1 << HbvDecision per day), are the
+/// branches to take instead of this float64 forward's own: the adjoint of the path an f32 run
+/// took (hbv_decisions_f32), so that a comparison decided by rounding near a tie goes the same
+/// way on both sides.
+HbvGradients hbv_backward(const HbvInputs& in, const std::vector<double>& dq,
+                          const std::vector<uint16_t>* decisions = nullptr);
+
+/// The branches an f32 run of kernels_src/workloads/hbv.tile takes, [B, T] (1 << HbvDecision
+/// per day): the kernel's operations in its order, each rounded to f32 as the reference
+/// interpreter rounds them (the GPU contracts multiply-adds into FMAs, so its branches near a
+/// tie may differ again).
+std::vector<uint16_t> hbv_decisions_f32(const HbvInputs& in);
 
 /// Random inputs in WORKLOADS.md's ranges (P in [0, 50] with about half the days dry, TEMP in
 /// [-20, 30], PET in [0, 10]), deterministic for a seed.

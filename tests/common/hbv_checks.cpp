@@ -44,7 +44,8 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 }
 
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
-                        double tol, const std::function<void(workloads::HbvInputs&)>& edit) {
+                        double tol, const std::function<void(workloads::HbvInputs&)>& edit,
+                        bool f32_branches) {
   using workloads::kHbvParams;
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("hbv_forward_grad B=", b, " T=", t, " ", config_text(config), " seed=", seed));
@@ -73,12 +74,17 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
       {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
        TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
        TestArg::of(d_params)});
-  const workloads::HbvGradients ref = workloads::hbv_backward(in, dq_ref);
+  const std::vector<uint16_t> decisions =
+      f32_branches ? workloads::hbv_decisions_f32(in) : std::vector<uint16_t>();
+  const workloads::HbvGradients ref =
+      workloads::hbv_backward(in, dq_ref, f32_branches ? &decisions : nullptr);
   // Basins near a kink may take another branch in f32 than in float64 (hbv_reference.h): their
-  // gradients are left out, as the workload's comparison leaves them out.
+  // gradients are left out, as the workload's comparison leaves them out, unless the reference
+  // follows f32's branches.
   std::vector<double> nearest;
   workloads::hbv_forward(in, nullptr, &nearest);
-  const std::vector<bool> clear = workloads::hbv_basins_to_compare(nearest);
+  const std::vector<bool> clear =
+      f32_branches ? std::vector<bool>(size_t(b), true) : workloads::hbv_basins_to_compare(nearest);
   const std::vector<const std::vector<double>*> refs = {&ref.p, &ref.temp, &ref.pet, &ref.params};
   const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
   for (size_t g = 0; g < grads.size(); ++g) {

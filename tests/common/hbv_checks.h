@@ -22,8 +22,12 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 /// adds to them), so an element left alone or added twice fails; `tol` is norm-relative over
 /// each whole gradient and over each basin's parameters.
 /// `edit`, when given, changes the random inputs first (parameters at their ranges' edges...).
+/// `f32_branches`: the reference takes the branches an f32 run of the kernel's operations takes
+/// (workloads::hbv_decisions_f32, the interpreter's rounding), and every basin is compared;
+/// otherwise it takes float64's own, and basins near a tie are left out.
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
                         double tol = 1e-3,
-                        const std::function<void(workloads::HbvInputs&)>& edit = nullptr);
+                        const std::function<void(workloads::HbvInputs&)>& edit = nullptr,
+                        bool f32_branches = false);
 
 } // namespace tilejit::test

@@ -154,6 +154,43 @@ TEST(HbvReference, NearestTieMarksTheBasinsRoundingCanSendDownAnotherBranch) {
   EXPECT_TRUE(hbv_basins_to_compare({}).empty());
 }
 
+// The branches an f32 run takes (hbv_decisions_f32) are float64's on nearly every day of random
+// inputs, and the adjoint that follows given branches is the plain adjoint when they are its own
+// (bit for bit); forcing one day's melt branch the other way changes that day's d_TEMP.
+TEST(HbvReference, DecisionsOfAnF32RunSteerTheAdjoint) {
+  const HbvInputs in = random_hbv_inputs(16, 300, 11);
+  std::vector<double> dq(size_t(in.b * in.t));
+  std::mt19937 rng(3);
+  for (double& x : dq) x = std::uniform_real_distribution<>(-1, 1)(rng);
+  const std::vector<uint16_t> f32 = hbv_decisions_f32(in);
+  ASSERT_EQ(f32.size(), dq.size());
+  // float64's own decisions, from the bits its forward notes (13 per day, in HbvDecision order).
+  std::vector<uint8_t> notes;
+  hbv_forward(in, &notes);
+  ASSERT_EQ(notes.size(), dq.size() * 13);
+  std::vector<uint16_t> own(dq.size());
+  size_t differ = 0, warm_days = 0;
+  for (size_t i = 0; i < own.size(); ++i) {
+    for (int d = 0; d < 13; ++d)
+      if (notes[i * 13 + d]) own[i] = uint16_t(own[i] | (1u << d));
+    differ += own[i] != f32[i];
+    warm_days += (own[i] >> kWarm) & 1u;
+  }
+  EXPECT_LT(differ, own.size() / 100) << "f32 and float64 branch alike away from ties";
+  EXPECT_GT(warm_days, own.size() / 4);
+  const HbvGradients plain = hbv_backward(in, dq), steered = hbv_backward(in, dq, &own);
+  EXPECT_EQ(plain.temp, steered.temp);
+  EXPECT_EQ(plain.params, steered.params);
+  // A warm day with melt (rate below the snowpack) taken as all the snowpack melting instead.
+  size_t day = own.size();
+  for (size_t i = 0; i < own.size() && day == own.size(); ++i)
+    if ((own[i] >> kMeltRate & 1u) && (own[i] >> kMeltAll & 1u) && plain.temp[i] != 0) day = i;
+  ASSERT_LT(day, own.size());
+  std::vector<uint16_t> flipped = own;
+  flipped[day] = uint16_t(flipped[day] ^ (1u << kMeltAll));
+  EXPECT_NE(hbv_backward(in, dq, &flipped).temp[day], plain.temp[day]);
+}
+
 TEST(HbvReference, BadInputsNameWhatIsWrong) {
   HbvInputs in = random_hbv_inputs(2, 5, 1);
   in.pet.pop_back();
@@ -171,6 +208,14 @@ TEST(HbvReference, BadInputsNameWhatIsWrong) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("dQ must hold B x T values"), std::string::npos)
+        << e.what();
+  }
+  try {
+    const std::vector<uint16_t> short_by_one(9);
+    hbv_backward(ok, std::vector<double>(10, 1.0), &short_by_one);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decisions must hold B x T values"), std::string::npos)
         << e.what();
   }
   // No basins or no days: nothing to compute, no error.
