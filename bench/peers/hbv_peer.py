@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tilejit's own peer for `hbv` (WORKLOADS.md section 5), run beside `tilejit bench --workload hbv`.
 
-    python3 bench/peers/hbv_peer.py --yardstick .peers --out FILE.jsonl [--quick] [--commit ID]
+    python3 bench/peers/hbv_peer.py --yardstick .peers --out FILE.jsonl [--quick | --grid] [--commit ID]
 
 What it times, per shape (B in {1024, 16384}, T = 1461; --quick: B = 1024 only), one training
 step = the forward as training runs it + the backward of sum(dQ * Q), on the same inputs:
@@ -12,6 +12,9 @@ step = the forward as training runs it + the backward of sum(dQ * Q), on the sam
   torch_eager   the PyTorch loop over days (the yardstick's hbv_torch) with autograd.
   torch_compile the same day step under torch.compile (one compiled step, the days looped in
                 Python: compiling the whole 1461-day loop unrolled does not finish), autograd.
+
+--grid: the Triton kernels alone on every WORKLOADS.md shape (B in {32, 256, 1024, 4096, 16384}
+x T in {100, 365, 730, 1461}), beside `tilejit bench --workload hbv` with no --shape.
 
 The eager and compiled loops launch thousands of small kernels per step: they run at B = 1024
 only, with few repetitions. Timing: CUDA events around the step, the L2 flushed (256 MB zeroed)
@@ -29,9 +32,8 @@ import os
 import statistics
 import sys
 
-import torch
-
 T_DAYS = 1461
+GRID = [(b, t) for t in (100, 365, 730, 1461) for b in (32, 256, 1024, 4096, 16384)]
 
 
 def flush_l2(_buf=[]):
@@ -131,9 +133,15 @@ def main():
     ap.add_argument("--yardstick", default=".peers", help="folder holding the shared hbv.py")
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--grid", action="store_true",
+                    help="Triton alone on every WORKLOADS.md shape (B x T)")
     ap.add_argument("--commit", default="")
     ap.add_argument("--slow-reps", type=int, default=2)
     args = ap.parse_args()
+    if args.quick and args.grid:
+        ap.error("--quick and --grid pick different shapes: give one")
+    global torch
+    import torch  # after the arguments: a bad one is refused without torch or a GPU
     sys.path.insert(0, os.path.abspath(args.yardstick))
     import hbv as y  # the shared yardstick
 
@@ -141,9 +149,11 @@ def main():
     common = {"workload": "hbv", "variant": "fwd_bwd", "device": dev,
               "date": datetime.date.today().isoformat(), "commit": args.commit}
     rows = []
-    for B in ([1024] if args.quick else [1024, 16384]):
-        shape = {"B": B, "T": T_DAYS}
-        P, TEMP, PET, par, dQ = y.make_inputs(B, T_DAYS, device="cuda", seed=B * 7 + T_DAYS)
+    shapes = GRID if args.grid else [(1024, T_DAYS)] if args.quick else [(1024, T_DAYS),
+                                                                         (16384, T_DAYS)]
+    for B, T in shapes:
+        shape = {"B": B, "T": T}
+        P, TEMP, PET, par, dQ = y.make_inputs(B, T, device="cuda", seed=B * 7 + T)
 
         def triton_step():
             _, S = y.hbv_triton_fwd(P, TEMP, PET, par, save_states=True)
@@ -154,7 +164,7 @@ def main():
         rows.append(dict(common, impl="triton", shape=shape, ms=t_all, fwd_ms=t_fwd,
                          bwd_ms=t_all - t_fwd, mem_mb=peak_mb(triton_step), err=0.0))
         print(json.dumps(rows[-1]), flush=True)
-        if B > 1024:
+        if B != 1024 or T != T_DAYS or args.grid:
             continue
         for impl, fwd in (("torch_eager", y.hbv_torch), ("torch_compile", compiled_step(y))):
             xs = [x.clone().requires_grad_(True) for x in (P, TEMP, PET, par)]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Bad arguments to the attention peer scripts are refused before torch is imported, with a
-message naming the argument (no GPU or torch needed).
+"""Bad arguments to the attention and hbv peer scripts are refused before torch is imported, with
+a message naming the argument (no GPU or torch needed).
 
     python3 tests/bench/test_peer_args.py
 """
@@ -24,6 +24,13 @@ def main():
         r = run("attention_fp32_gqa.py", *args)
         if r.returncode != 2 or want not in r.stderr:
             failures.append(f"attention_fp32_gqa.py {' '.join(args)}: exit {r.returncode}, "
+                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for args, want in [(["--out", "x.jsonl", "--quick", "--grid"], "--quick and --grid"),
+                       (["--out", "x.jsonl", "--grid", "3"], "unrecognized arguments: 3"),
+                       (["--grid"], "--out")]:
+        r = run("hbv_peer.py", *args)
+        if r.returncode != 2 or want not in r.stderr:
+            failures.append(f"hbv_peer.py {' '.join(args)}: exit {r.returncode}, "
                             f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
     for f in failures:
         print("FAIL:", f)
