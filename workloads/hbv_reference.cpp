@@ -357,21 +357,20 @@ std::vector<uint16_t> hbv_decisions_f32(const HbvInputs& in) {
       const float rain = note(kWarm, temp >= TT) ? p : 0.0f;
       const float snow = p - rain;
       sp = sp + snow;
+      // min(max(rate, 0), cap), both comparisons noted (melt and refreeze).
+      auto capped = [&](HbvDecision positive, HbvDecision all, float rate, float cap) {
+        note(positive, rate >= 0.0f);
+        const float r = std::fmax(rate, 0.0f);
+        note(all, r <= cap);
+        return std::fmin(r, cap);
+      };
       const float dt = temp - TT;
-      const float mr = CFMAX * dt;
-      note(kMeltRate, mr >= 0.0f);
-      const float mp = std::fmax(mr, 0.0f);
-      note(kMeltAll, mp <= sp);
-      const float melt = std::fmin(mp, sp);
+      const float melt = capped(kMeltRate, kMeltAll, CFMAX * dt, sp);
       mw = mw + melt;
       sp = sp - melt;
       const float cc = CFR * CFMAX;
       const float td = TT - temp;
-      const float rr = cc * td;
-      note(kRefreezeRate, rr >= 0.0f);
-      const float rp = std::fmax(rr, 0.0f);
-      note(kRefreezeAll, rp <= mw);
-      const float refr = std::fmin(rp, mw);
+      const float refr = capped(kRefreezeRate, kRefreezeAll, cc * td, mw);
       sp = sp + refr;
       mw = mw - refr;
       const float held = CWH * sp;
