@@ -19,4 +19,11 @@ void assign_layouts(ir::Kernel& k);
 /// or a transposed view of either): dot operands of this form need no staging.
 bool is_shared_operand(const ir::Expr& e);
 
+/// The layout a value with none of its own (a scalar, a constant tile) is stored to `to` in:
+/// vectors of 16 bytes where the launcher proved `to`'s rows 16-byte aligned, else one element
+/// per thread along the row, so that each warp's element-wise store is one contiguous run.
+/// (assign-layouts places such stores' masks in it; the CUDA backend writes them in it.)
+const ir::Layout* free_store_layout(ir::LayoutTable& table, const std::vector<int64_t>& shape,
+                                    const ir::Param& to, int threads);
+
 } // namespace tilejit

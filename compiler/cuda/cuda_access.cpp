@@ -1,6 +1,7 @@
 // Global memory: loads into register tiles, stores, copies into shared memory (asynchronous
 // and 16 bytes wide when alignment is proven), atomics. Every element is bounds-checked
 // against the tensor's runtime shape; masked and out-of-bounds elements read `other`.
+#include "compiler/assign_layouts.h"
 #include "compiler/cuda/cuda_emitter.h"
 
 #include "compiler/ir_printer.h"
@@ -368,10 +369,9 @@ void Emitter::emit_store(const ir::Stmt& s) {
              T, ">(", scalar(v), ");"));
     return;
   }
-  const ir::Layout* l =
-      v.type.is_scalar()
-          ? k_.layouts.default_blocked(a.shape(), dtype_size(p.param->dtype), k_.threads)
-          : v.layout;
+  const ir::Layout* l = v.type.is_scalar()
+                            ? free_store_layout(k_.layouts, a.shape(), *p.param, k_.threads)
+                            : v.layout;
   TJ_ICHECK(l, "store value without a layout");
   std::string L = layout_name(l);
   emit_bounds_checks(*this, a, p, v, l, s.mask.get());

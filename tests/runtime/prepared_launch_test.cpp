@@ -76,13 +76,13 @@ TEST(PreparedLaunch, ScratchBytesCountTheCheckpointsAndTheTape) {
   LaunchOptions o;
   o.config = {{"BB", "32"}, {"WARPS", "1"}, {"CK", "64"}};
   const PreparedLaunch& pl = rt->prepare(k, args, o);
-  // Eight carried values (five stores, three forcings read a day ahead), each checkpointed
-  // [cdiv(B, BB), cdiv(T, CK), BB] and taped [cdiv(B, BB), CK, BB] in f32.
+  // Five carried values (the five stores), checkpointed side by side in one f32 tensor
+  // [cdiv(B, BB), cdiv(T, CK), 5, BB] and taped in another [cdiv(B, BB), CK, 5, BB].
   const int64_t programs = (B + 31) / 32;
-  EXPECT_EQ(pl.scratch_bytes, 8 * 4 * (programs * ((T + 63) / 64) * 32 + programs * 64 * 32));
+  EXPECT_EQ(pl.scratch_bytes, 5 * 4 * (programs * ((T + 63) / 64) * 32 + programs * 64 * 32));
   o.config["CK"] = "16";
   EXPECT_EQ(rt->prepare(k, args, o).scratch_bytes,
-            8 * 4 * (programs * ((T + 15) / 16) * 32 + programs * 16 * 32));
+            5 * 4 * (programs * ((T + 15) / 16) * 32 + programs * 16 * 32));
   // A kernel without scratch.
   KernelRef softmax = rt->load("embedded:examples/softmax.tile");
   EXPECT_EQ(
