@@ -45,13 +45,9 @@ struct Branches {
     if (out) out->push_back(c);
     return c;
   }
-  /// note(diff >= 0), diff computed from values of size `scale`.
-  bool at_least(double diff, double scale) {
-    measure(diff, scale);
-    return note(diff >= 0);
-  }
-  /// (An exact 0 from values that are not 0 counts: float64's rounding made it a tie, f32's
-  /// may not, as on cold dry days where w = mw2 - CWH * sp3 is 0 by construction.)
+  /// How close `diff`, computed from values of size `scale`, came to 0. (An exact 0 from values
+  /// that are not 0 counts: float64's rounding made it a tie, f32's may not, as on cold dry days
+  /// where w = mw2 - CWH * sp3 is 0 by construction.)
   void measure(double diff, double scale) {
     if (scale > 0) near = std::min(near, std::abs(diff) / scale);
   }

@@ -612,8 +612,8 @@ private:
     }
     if (loop_) {
       // One checkpoint and one tape tensor per type of carried value, the values side by side
-      // in each step's row: one base address and one index per step for all of them (8 tensors
-      // of hbv's carried state cost the derived backward ~60 address instructions a step).
+      // in each step's row: one base address and one index per step for all of them (a tensor
+      // per value cost hbv's derived backward, then carrying 8, ~60 address instructions a step).
       const std::string steps = fmt::format("cdiv({} - {}, CK)", hi(), lo());
       for (const StateGroup& g : groups_) {
         const TypeExpr& t = *declared_.at(g.vars[0]);

@@ -224,9 +224,9 @@ candidates(const ir::Kernel& k, const ir::Stmt& loop, const LoopVars& lv, const 
       ir::for_each_expr_root(*x, [&](ir::ExprPtr& root) {
         ir::for_each_node(*root, [&](ir::Expr& e) {
           if (e.kind != ExprKind::Load || !e.access) return;
-          // A value nothing reads (a derived kernel recomputes whole steps, the carried
-          // values' next loads included): staging it would copy windows for nothing, while
-          // the C++ compiler drops the plain load.
+          // A value nothing reads (a derived kernel recomputes whole steps, loads whose
+          // values its adjoints never need included): staging it would copy windows for
+          // nothing, while the C++ compiler drops the plain load.
           if (x->kind == StmtKind::Decl && x->var && !ks.read.count(x->var)) return;
           const ParamUse& u = ks.use[e.access->param];
           if (u.stores || u.atomics || u.other) return;
