@@ -70,14 +70,22 @@ LoadedModule load_gradient_module(const std::string& source, const std::string& 
                                   const std::vector<std::string>& wrt) {
   LoadedModule forward = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
                                                           : load_tile_file(source);
-  // The derived kernel's own name ("<name>_grad") finds its forward kernel too.
+  // The derived kernel's own name ("<name>_grad", or the segment form's "<name>_grad_lin" and
+  // "<name>_grad_seg") finds its forward kernel too.
   std::string forward_name = name;
-  if (ends_with(name, "_grad") &&
-      std::none_of(forward.module->kernels.begin(), forward.module->kernels.end(),
-                   [&](const auto& k) { return k->name == name; }))
-    forward_name = name.substr(0, name.size() - 5);
-  const dsl::Kernel& k = forward.kernel(forward_name);
   autodiff::GradientOptions o;
+  const bool in_file = std::any_of(forward.module->kernels.begin(), forward.module->kernels.end(),
+                                   [&](const auto& k) { return k->name == name; });
+  const std::pair<const char*, autodiff::GradientForm> suffixes[] = {
+      {"_grad", autodiff::GradientForm::whole},
+      {"_grad_lin", autodiff::GradientForm::segments_linearize},
+      {"_grad_seg", autodiff::GradientForm::segments_finish}};
+  for (const auto& [suffix, form] : suffixes)
+    if (!in_file && ends_with(name, suffix)) {
+      forward_name = name.substr(0, name.size() - std::string(suffix).size());
+      o.form = form;
+    }
+  const dsl::Kernel& k = forward.kernel(forward_name);
   o.wrt = wrt;
   autodiff::GradientKernel g = autodiff::derive_gradient(k, o);
   return load_tile_text(str("grad:", k.loc.path(), "#", k.name), g.source);

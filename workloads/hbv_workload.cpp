@@ -16,7 +16,10 @@ namespace {
 /// the reference runs on the rounded values), d_Q uniform in [-1, 1].
 class HbvHostData final : public ProblemData {
 public:
-  HbvHostData(const HbvShape& s, uint64_t seed) : in_(random_hbv_inputs(s.b, s.t, seed)) {
+  /// `passed`: the intermediate buffers of the plans (the segment form's tapes), left unset.
+  HbvHostData(const HbvShape& s, uint64_t seed, const std::vector<BufferSpec>& passed)
+      : in_(random_hbv_inputs(s.b, s.t, seed)) {
+    for (const BufferSpec& b : passed) buffers_[b.name] = ref::HostBuffer(b.dtype, b.shape);
     const std::vector<int64_t> bt = {s.b, s.t}, bp = {s.b, int64_t(kHbvParams)};
     for (const char* n : {"P", "TEMP", "PET", "Q", "d_Q", "d_P", "d_TEMP", "d_PET"})
       buffers_[n] = ref::HostBuffer(DType::F32, bt);
@@ -114,11 +117,44 @@ public:
   std::vector<BufferSpec> buffers() const override {
     using R = BufferRole;
     const std::vector<int64_t> bt = {s_.b, s_.t}, bp = {s_.b, int64_t(kHbvParams)};
-    return {{"P", DType::F32, bt, R::input},      {"TEMP", DType::F32, bt, R::input},
-            {"PET", DType::F32, bt, R::input},    {"params", DType::F32, bp, R::input},
-            {"Q", DType::F32, bt, R::output},     {"d_Q", DType::F32, bt, R::input},
-            {"d_P", DType::F32, bt, R::output},   {"d_TEMP", DType::F32, bt, R::output},
-            {"d_PET", DType::F32, bt, R::output}, {"d_params", DType::F32, bp, R::output}};
+    std::vector<BufferSpec> out = {
+        {"P", DType::F32, bt, R::input},      {"TEMP", DType::F32, bt, R::input},
+        {"PET", DType::F32, bt, R::input},    {"params", DType::F32, bp, R::input},
+        {"Q", DType::F32, bt, R::output},     {"d_Q", DType::F32, bt, R::input},
+        {"d_P", DType::F32, bt, R::output},   {"d_TEMP", DType::F32, bt, R::output},
+        {"d_PET", DType::F32, bt, R::output}, {"d_params", DType::F32, bp, R::output}};
+    for (const BufferSpec& b : segment_buffers()) out.push_back(b);
+    return out;
+  }
+
+  /// The segment form's lengths offered for this shape: those whose tape (every day's five
+  /// states, about B * T * 20 bytes) stays within 256 MiB, so that large shapes keep the
+  /// checkpointed kernel's small footprint.
+  std::vector<int64_t> segment_lengths() const {
+    std::vector<int64_t> out;
+    for (int64_t seg : kSegmentLengths)
+      if (tape_shape(seg)[0] > 0 && numel(tape_shape(seg)) * 4 <= (int64_t(256) << 20))
+        out.push_back(seg);
+    return out;
+  }
+
+  /// hbv_forward_grad_lin's and _seg's tensors (reverse_mode.h): `tp__f32[NP, NS, SEG, 5, BB]`,
+  /// `ln__f32[NP, NS, 30, BB]`.
+  std::vector<int64_t> tape_shape(int64_t seg) const {
+    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), seg, 5, kSegmentBasins};
+  }
+  std::vector<int64_t> maps_shape(int64_t seg) const {
+    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), 30, kSegmentBasins};
+  }
+  std::vector<BufferSpec> segment_buffers() const {
+    std::vector<BufferSpec> out;
+    for (int64_t seg : segment_lengths()) {
+      out.push_back(
+          {fmt::format("tape_s{}", seg), DType::F32, tape_shape(seg), BufferRole::intermediate});
+      out.push_back(
+          {fmt::format("maps_s{}", seg), DType::F32, maps_shape(seg), BufferRole::intermediate});
+    }
+    return out;
   }
 
   /// One training step: the forward, the gradients zeroed (the derived kernel adds into them),
@@ -141,8 +177,43 @@ public:
                  {"d_P", "d_TEMP", "d_PET", "d_params"})};
   }
 
+  /// The checkpointed kernel (one program per block of basins walks all T days back), and
+  /// the segment form for each offered SEG (a program per block of basins and segment: the
+  /// reverse in about the forward's time plus two segments, for shapes too small to fill the
+  /// GPU with basins alone). The tuner times each and keeps the fastest per shape.
+  std::vector<Plan> plans() const override {
+    std::vector<Plan> out = {
+        {"checkpoints", "the derived backward in one kernel, checkpoints every CK days", steps()}};
+    for (int64_t seg : segment_lengths()) {
+      std::vector<Step> st = steps();
+      const std::string tape = fmt::format("tape_s{}", seg), maps = fmt::format("maps_s{}", seg);
+      const Config generics = {{"BB", std::to_string(kSegmentBasins)},
+                               {"WARPS", std::to_string(kSegmentBasins / 32)},
+                               {"SEG", std::to_string(seg)}};
+      Step lin;
+      lin.label = "linearize";
+      lin.kernel = "hbv_forward_grad_lin";
+      for (const char* a : {"P", "TEMP", "PET", "params", "Q", "d_Q"})
+        lin.args.push_back(StepArg::of(a));
+      lin.args.push_back(StepArg::of(tape));
+      lin.args.push_back(StepArg::of(maps));
+      lin.generics = generics;
+      lin.writes = {tape, maps};
+      Step& back = st.back();
+      back.kernel = "hbv_forward_grad_seg";
+      back.args.push_back(StepArg::of(tape));
+      back.args.push_back(StepArg::of(maps));
+      back.generics = generics;
+      st.insert(st.end() - 1, std::move(lin));
+      out.push_back({fmt::format("segments{}", seg),
+                     fmt::format("the derived backward's segment form, {} days a segment", seg),
+                     std::move(st)});
+    }
+    return out;
+  }
+
   std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
-    return std::make_unique<HbvHostData>(s_, seed);
+    return std::make_unique<HbvHostData>(s_, seed, segment_buffers());
   }
 
   FloorWork floor() const override {
@@ -155,6 +226,15 @@ public:
   nlohmann::json shape_json() const override { return {{"B", s_.b}, {"T", s_.t}}; }
 
 private:
+  static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  static int64_t numel(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  /// The segment form's basins per program: one warp (hbv_forward's default).
+  static constexpr int64_t kSegmentBasins = 32;
+  static constexpr int64_t kSegmentLengths[] = {16, 32, 64, 128};
   HbvShape s_;
 };
 
@@ -167,7 +247,9 @@ public:
   std::vector<KernelSource> kernels() const override {
     return {{"hbv_forward", kHbvSource},
             {"hbv_zero_grads", kHbvSource},
-            {"hbv_forward_grad", kHbvGradSource}};
+            {"hbv_forward_grad", kHbvGradSource},
+            {"hbv_forward_grad_lin", kHbvGradSource},
+            {"hbv_forward_grad_seg", kHbvGradSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/hbv.py: the fused Triton kernels (forward, backward), the PyTorch "

@@ -75,7 +75,7 @@ bool Adjoints::has(const std::string& value) const {
 
 std::string Adjoints::of(const std::string& value) const {
   auto it = outer_.find(value);
-  return it != outer_.end() ? it->second : "d__" + value;
+  return it != outer_.end() ? it->second : prefix_ + value;
 }
 
 void Adjoints::add(std::vector<std::string>& out, const std::string& value, const std::string& c) {

@@ -58,6 +58,9 @@ bool op_kind_of_call(const std::string& callee, OpKind* kind);
 /// contribution, unless the value has an accumulator declared outside the block (`outer`).
 class Adjoints {
 public:
+  /// `prefix` names the adjoints (`d__x`); another prefix keeps a second set of adjoints of the
+  /// same values apart (the segment form's seeds: `d0__x`, `d1__x`, ...).
+  explicit Adjoints(std::string prefix = "d__") : prefix_(std::move(prefix)) {}
   void set_outer(const std::string& value, const std::string& adjoint) { outer_[value] = adjoint; }
   bool has(const std::string& value) const;
   std::string of(const std::string& value) const;
@@ -65,6 +68,7 @@ public:
   void add(std::vector<std::string>& out, const std::string& value, const std::string& c);
 
 private:
+  std::string prefix_;
   std::map<std::string, std::string> outer_;
   std::set<std::string> defined_;
 };

@@ -320,10 +320,18 @@ public:
     analyse_activity();
     collect_outputs();
     GradientKernel g;
-    g.name = o_.name.empty() ? k_.name + "_grad" : o_.name;
+    static const char* const suffix[] = {"_grad", "_grad_lin", "_grad_seg"};
+    g.name = o_.name.empty() ? k_.name + suffix[static_cast<int>(o_.form)] : o_.name;
     g.wrt = wrt_;
     g.outputs = outputs_;
-    std::vector<std::string> body = loop_ ? loop_body() : straight_body();
+    std::vector<std::string> body;
+    if (o_.form == GradientForm::whole) {
+      body = loop_ ? loop_body() : straight_body();
+    } else {
+      check_segment_form();
+      segment_ = "k__";
+      body = o_.form == GradientForm::segments_linearize ? linearize_body() : finish_body();
+    }
     g.source = header(g.name) + "{\n" + indent(body, 1) + "}\n";
     return g;
   }
@@ -345,6 +353,8 @@ private:
   std::map<std::string, std::pair<size_t, int>> group_of_; ///< var -> (group, place)
   std::optional<Activity> act_;
   int temps_ = 0;
+  std::string segment_; ///< the segment form's segment index in tape subscripts ("k__"), or ""
+  std::vector<std::string> active_carried_; ///< segment form: the carried values with adjoints
 
   // -- checks ------------------------------------------------------------------------------------
 
@@ -582,10 +592,15 @@ private:
   }
 
   std::string header(const std::string& name) const {
+    static const char* const what[] = {
+        "",
+        "the segment form's first kernel:\n// each segment's affine map of the carried values' "
+        "adjoints, toward ",
+        "the segment form's second kernel:\n// each segment undone with its maps, toward "};
     std::string s = fmt::format(
-        "// Derived by tilejit's reverse mode from kernel '{}' ({}): adds "
+        "// Derived by tilejit's reverse mode from kernel '{}' ({}): {}adds "
         "the gradients of\n// sum({}) into {}.\n",
-        k_.name, k_.loc.path(),
+        k_.name, k_.loc.path(), what[static_cast<int>(o_.form)],
         [&] {
           std::vector<std::string> terms;
           for (const auto& o : outputs_) terms.push_back(gradient_param_name(o) + " * " + o);
@@ -597,20 +612,45 @@ private:
           return join(d, ", ");
         }());
     s += "kernel " + name;
-    if (!k_.generics.empty()) {
-      std::vector<std::string> g;
-      for (const auto& gp : k_.generics) g.push_back(gp.name + ": " + choice_text(gp.choice));
-      s += "<" + join(g, ", ") + ">";
+    const bool segments = o_.form != GradientForm::whole;
+    std::vector<std::string> generics;
+    for (const auto& gp : k_.generics) generics.push_back(gp.name + ": " + choice_text(gp.choice));
+    // The segment form's two kernels share their tapes' layout, so the forward's tunables are
+    // generics there (the caller gives both kernels the same values), and so is SEG.
+    if (segments) {
+      for (const auto& t : k_.tunables) generics.push_back(t.name + ": " + choice_text(t.choice));
+      generics.push_back("SEG: 8|16|32|64|128|256|512|1024 = 64");
     }
+    if (!generics.empty()) s += "<" + join(generics, ", ") + ">";
     std::vector<std::string> params;
     for (const auto& p : k_.params) params.push_back(p.name + ": " + type_to_string(p.type));
     for (const std::string& o : outputs_)
       params.push_back(gradient_param_name(o) + ": " + type_to_string(params_.at(o)->type));
-    for (const std::string& w : wrt_) {
-      std::string t = type_to_string(params_.at(w)->type);
-      params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
+    if (o_.form != GradientForm::segments_linearize)
+      for (const std::string& w : wrt_) {
+        std::string t = type_to_string(params_.at(w)->type);
+        params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
+      }
+    if (segments) {
+      // The caller's tensors passed from the first kernel to the second: the tape (the state
+      // before every step of every segment) and each segment's affine map per lane.
+      const TypeExpr& t = *declared_.at(carried_[0]);
+      std::vector<std::string> lead;
+      for (size_t i = 0; i < k_.grid.size(); ++i) lead.push_back(fmt::format("NP{}__", i));
+      lead.push_back("NS__");
+      std::vector<std::string> tape = lead, map = lead;
+      tape.push_back("SEG");
+      tape.push_back(std::to_string(carried_.size()));
+      const size_t na = active_carried_.size();
+      map.push_back(std::to_string(na * (na + 1)));
+      for (const auto& d : t.dims) {
+        tape.push_back(expr_to_string(*d));
+        map.push_back(expr_to_string(*d));
+      }
+      params.push_back(fmt::format("tp__{}: {}[{}]", groups_[0].name, t.dtype, join(tape, ", ")));
+      params.push_back(fmt::format("ln__{}: {}[{}]", groups_[0].name, t.dtype, join(map, ", ")));
     }
-    if (loop_) {
+    if (loop_ && !segments) {
       // One checkpoint and one tape tensor per type of carried value, the values side by side
       // in each step's row: one base address and one index per step for all of them (a tensor
       // per value cost hbv's derived backward, then carrying 8, ~60 address instructions a step).
@@ -633,15 +673,26 @@ private:
     }
     s += "(\n    " + join(params, ",\n    ") + ")\n";
     std::vector<std::string> tunes;
-    for (const auto& t : k_.tunables) tunes.push_back(t.name + ": " + choice_text(t.choice));
+    if (!segments)
+      for (const auto& t : k_.tunables) tunes.push_back(t.name + ": " + choice_text(t.choice));
     // 64 by default: hbv's derived backward on the H100 (2026-11-25, column streams in place)
     // took 2.09 / 2.32 ms at B = 1024 / 16384 with CK 64 against 2.26 / 2.43 with 32: fewer
     // segments, each starting its loops' windows with a copy nothing prefetched.
-    if (loop_) tunes.push_back("CK: 4|8|16|32|64|128|256 = 64");
+    if (loop_ && !segments) tunes.push_back("CK: 4|8|16|32|64|128|256 = 64");
     if (!tunes.empty()) s += "  tune " + join(tunes, ", ") + "\n";
     if (!k_.where.empty()) s += "  where " + exprs_text(k_.where) + "\n";
-    if (!k_.require.empty()) s += "  require " + exprs_text(k_.require) + "\n";
-    if (!k_.grid.empty()) s += "  grid (" + exprs_text(k_.grid) + ")\n";
+    std::vector<std::string> require;
+    for (const auto& r : k_.require) require.push_back(expr_to_string(*r));
+    if (segments) {
+      for (size_t i = 0; i < k_.grid.size(); ++i)
+        require.push_back(fmt::format("NP{}__ == {}", i, expr_to_string(*k_.grid[i])));
+      require.push_back("NS__ == " + segment_count());
+    }
+    if (!require.empty()) s += "  require " + join(require, ", ") + "\n";
+    if (segments)
+      s += "  grid (" + exprs_text(k_.grid) + ", " + segment_count() + ")\n";
+    else if (!k_.grid.empty())
+      s += "  grid (" + exprs_text(k_.grid) + ")\n";
     if (k_.threads) s += "  threads " + expr_to_string(*k_.threads) + "\n";
     return s;
   }
@@ -658,6 +709,7 @@ private:
       p.push_back(k_.grid.empty() ? "0" : fmt::format("program_id({})", i));
     return join(p, ", ");
   }
+  std::string segment_count() const { return fmt::format("cdiv({} - {}, SEG)", hi(), lo()); }
   std::string lo() const { return expr_to_string(*loop_->range_args[0]); }
   std::string hi() const { return expr_to_string(*loop_->range_args[1]); }
 
@@ -673,6 +725,7 @@ private:
   /// the values of its type).
   std::string slot(const std::string& v, const std::string& i) const {
     std::vector<std::string> parts = {program_index(), i, std::to_string(group_of_.at(v).second)};
+    if (!segment_.empty()) parts.insert(parts.begin() + 1, segment_);
     for (const auto& d : declared_.at(v)->dims) parts.push_back("0 : " + expr_to_string(*d));
     return "[" + join(parts, ", ") + "]";
   }
@@ -770,9 +823,19 @@ private:
     return b;
   }
 
+  /// Which adjoints a reverse pass takes: all of them; or, for the segment form's linear maps,
+  /// no gradients written (loads' adjoints left out), with the loss (`loss`) or without it
+  /// (`unit`: stores' adjoints left out too, the part linear in the state's adjoint).
+  enum class Seed { all, loss, unit };
+
   /// Emits the adjoints of `b`'s operations in reverse order.
-  static void undo(const Block& b, Adjoints& adj, std::vector<std::string>& out) {
-    for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it) emit_adjoint(*it, adj, out);
+  static void undo(const Block& b, Adjoints& adj, std::vector<std::string>& out,
+                   Seed seed = Seed::all) {
+    for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it) {
+      if (seed != Seed::all && it->kind == OpKind::Load) continue;
+      if (seed == Seed::unit && it->kind == OpKind::Store) continue;
+      emit_adjoint(*it, adj, out);
+    }
   }
 
   /// A zero of `v`'s shape and dtype (v - v where v is finite: inf - inf would be NaN).
@@ -819,20 +882,23 @@ private:
 
   /// The adjoints of one step (its values already computed), then the carried adjoints moved
   /// to the state before it.
-  std::vector<std::string> step_adjoints(const Block& pre, const Block& step,
-                                         const Renames& names) {
-    Adjoints adj;
-    for (const Op& op : pre.ops)
-      if (!op.result.empty()) adj.set_outer(op.result, "d__" + op.result);
+  /// (A seed other than `all` adds nothing into the accumulators of the values before the loop:
+  /// their adjoints are the step's own, and dead.) `prefix` names this set of adjoints.
+  std::vector<std::string> step_adjoints(const Block& pre, const Block& step, const Renames& names,
+                                         Seed seed = Seed::all, const std::string& prefix = "d__") {
+    Adjoints adj(prefix);
+    if (seed == Seed::all)
+      for (const Op& op : pre.ops)
+        if (!op.result.empty()) adj.set_outer(op.result, "d__" + op.result);
     for (const std::string& v : carried_)
-      if (act_->is_active_var(v)) adj.set_outer(names.at(v), "d__" + v);
+      if (act_->is_active_var(v)) adj.set_outer(names.at(v), prefix + v);
     std::vector<std::string> rev;
-    undo(step, adj, rev);
+    undo(step, adj, rev, seed);
     for (const std::string& v : carried_) {
       if (!act_->is_active_var(v)) continue;
       const std::string v0 = v + "__0";
-      rev.push_back(adj.has(v0) ? fmt::format("d__{} = {};", v, adj.of(v0))
-                                : fmt::format("d__{} = {};", v, zero_like("d__" + v)));
+      rev.push_back(adj.has(v0) ? fmt::format("{}{} = {};", prefix, v, adj.of(v0))
+                                : fmt::format("{}{} = {};", prefix, v, zero_like(prefix + v)));
     }
     return rev;
   }
@@ -850,7 +916,10 @@ private:
   /// Undoes step `t` of the segment [s0__, s1__): its state is the one read an iteration
   /// earlier (nx__), the state before it is read now, then its values are recomputed and its
   /// adjoints taken.
-  std::vector<std::string> undo_step(const Block& pre, const std::string& t) {
+  /// `seeds`: the sets of adjoints taken through the step, each (prefix, which); one by default.
+  using Seeds = std::vector<std::pair<std::string, Seed>>;
+  std::vector<std::string> undo_step(const Block& pre, const std::string& t,
+                                     const Seeds& seeds = {{"d__", Seed::all}}) {
     std::vector<std::string> out;
     for (const std::string& v : carried_) {
       out.push_back(
@@ -861,8 +930,10 @@ private:
     Renames names;
     Block step = step_block(t, temps_, &names);
     out.insert(out.end(), step.code.begin(), step.code.end());
-    const std::vector<std::string> rev = step_adjoints(pre, step, names);
-    out.insert(out.end(), rev.begin(), rev.end());
+    for (const auto& [prefix, seed] : seeds) {
+      const std::vector<std::string> rev = step_adjoints(pre, step, names, seed, prefix);
+      out.insert(out.end(), rev.begin(), rev.end());
+    }
     return out;
   }
 
@@ -906,19 +977,11 @@ private:
     out.push_back("}");
   }
 
-  std::vector<std::string> loop_body() {
+  /// Accumulators: the adjoint of every differentiated value before the loop, added to by
+  /// every step (carried values: the adjoint of the state after the current step), set as
+  /// `top`'s outer adjoints.
+  std::vector<std::string> accumulators(const Block& pre, Adjoints& top) const {
     std::vector<std::string> out;
-    const std::string L = lo(), H = hi(), t = loop_->name;
-    // Before the loop: as written (no assignments there), one operation per line.
-    Renames pre_names;
-    std::map<std::string, int> pre_versions;
-    Block pre = flatten(pre_, pre_names, pre_versions);
-    out.push_back("// before the loop");
-    out.insert(out.end(), pre.code.begin(), pre.code.end());
-    // Accumulators: the adjoint of every differentiated value before the loop, added to by
-    // every step (carried values: the adjoint of the state after the current step).
-    Adjoints top;
-    out.push_back("// their adjoints, added to by every step");
     auto accumulate = [&](const std::string& v, const TypeExpr* type) {
       const std::string a = "d__" + v;
       if (type && type->has_dims) {
@@ -940,6 +1003,22 @@ private:
       }
     for (const std::string& v : carried_)
       if (act_->is_active_var(v) && !top.has(v)) accumulate(v, declared_.at(v));
+    return out;
+  }
+
+  std::vector<std::string> loop_body() {
+    std::vector<std::string> out;
+    const std::string L = lo(), H = hi(), t = loop_->name;
+    // Before the loop: as written (no assignments there), one operation per line.
+    Renames pre_names;
+    std::map<std::string, int> pre_versions;
+    Block pre = flatten(pre_, pre_names, pre_versions);
+    out.push_back("// before the loop");
+    out.insert(out.end(), pre.code.begin(), pre.code.end());
+    Adjoints top;
+    out.push_back("// their adjoints, added to by every step");
+    const std::vector<std::string> acc = accumulators(pre, top);
+    out.insert(out.end(), acc.begin(), acc.end());
     std::vector<std::string> body_replay;
     for (const auto& s : loop_->body) {
       std::vector<std::string> r = replay(*s);
@@ -971,6 +1050,173 @@ private:
     undo_segments(pre, body_replay, out);
     // Before the loop, undone last.
     out.push_back("// before the loop, undone");
+    undo(pre, top, out);
+    return out;
+  }
+
+  // -- the segment form (reverse_mode.h: GradientForm) -----------------------------------------
+
+  /// What the segment form asks of the kernel, each refusal saying why.
+  void check_segment_form() {
+    if (!loop_)
+      fail_at(k_.loc, "the segment form differentiates a kernel with a serial loop; this one has "
+                      "none (derive the whole gradient)");
+    if (k_.grid.empty() || k_.grid.size() > 2)
+      fail_at(k_.grid_loc, "the segment form adds a grid axis for the segments: the kernel's grid "
+                           "may have 1 or 2 axes");
+    for (const std::string& v : carried_) {
+      const TypeExpr& t = *declared_.at(v);
+      if ((t.dtype != "f32" && t.dtype != "f64") || !t.has_dims || t.dims.empty())
+        fail_at(loop_->loc, fmt::format("the segment form carries f32 or f64 tiles of "
+                                        "independent lanes; '{}' is {}",
+                                        v, type_to_string(t)));
+      if (type_to_string(t) != type_to_string(*declared_.at(carried_[0])))
+        fail_at(loop_->loc, fmt::format("the segment form carries values of one type; '{}' is {} "
+                                        "and '{}' {}",
+                                        carried_[0], type_to_string(*declared_.at(carried_[0])), v,
+                                        type_to_string(t)));
+      for (const auto& d : t.dims)
+        if (d->kind != ExprKind::Name && d->kind != ExprKind::IntLit)
+          fail_at(d->loc, "the segment form's tapes take the carried tiles' dims as tensor dims: "
+                          "write each as a generic, tunable or integer");
+      if (act_->is_active_var(v)) active_carried_.push_back(v);
+    }
+    if (carried_.empty() || active_carried_.empty())
+      fail_at(loop_->loc, "the segment form needs a loop that carries a differentiated value");
+    Renames names;
+    std::map<std::string, int> versions;
+    if (!flatten(post_, names, versions).ops.empty())
+      fail_at(post_.front()->loc, "the segment form needs every output stored in the loop, not "
+                                  "after it");
+  }
+
+  /// The state before the segment: its program recomputes the forward up to it.
+  std::vector<std::string> segment_prologue(const std::vector<std::string>& body_replay) {
+    std::vector<std::string> out;
+    const std::string t = loop_->name;
+    out.push_back(fmt::format("let k__ = program_id({});", k_.grid.size()));
+    out.push_back(fmt::format("let s0__ = {} + k__ * SEG;", lo()));
+    out.push_back(fmt::format("let s1__ = min(s0__ + SEG, {});", hi()));
+    out.push_back("// the forward up to this segment (each segment's program runs it: nothing to "
+                  "pass along)");
+    out.push_back(fmt::format("for {} in serial({}, s0__) {{", t, lo()));
+    out.insert(out.end(), body_replay.begin(), body_replay.end());
+    out.push_back("}");
+    return out;
+  }
+
+  std::vector<std::string> replayed_body() const {
+    std::vector<std::string> out;
+    for (const auto& s : loop_->body) {
+      std::vector<std::string> r = replay(*s);
+      if (!r.empty()) out.push_back(source_note(*s));
+      out.insert(out.end(), r.begin(), r.end());
+    }
+    return out;
+  }
+
+  /// `ln__G[program, segment, row, 0 : dims]`.
+  std::string map_slot(const std::string& segment, const std::string& row) const {
+    std::vector<std::string> parts = {program_index(), segment, row};
+    for (const auto& d : declared_.at(carried_[0])->dims)
+      parts.push_back("0 : " + expr_to_string(*d));
+    return "ln__" + groups_[0].name + "[" + join(parts, ", ") + "]";
+  }
+
+  /// `<kernel>_grad_lin`: the segment's taped forward, then its reverse for every unit seed and
+  /// for the loss, stored as the map lambda_start = A lambda_end + b (A's column m: seed m).
+  std::vector<std::string> linearize_body() {
+    std::vector<std::string> out;
+    Renames pre_names;
+    std::map<std::string, int> pre_versions;
+    Block pre = flatten(pre_, pre_names, pre_versions);
+    out.push_back("// before the loop");
+    out.insert(out.end(), pre.code.begin(), pre.code.end());
+    const std::vector<std::string> body_replay = replayed_body();
+    const std::vector<std::string> prologue = segment_prologue(body_replay);
+    out.insert(out.end(), prologue.begin(), prologue.end());
+    out.push_back("// the segment, the state before each step taped");
+    out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", loop_->name));
+    const std::vector<std::string> taped = taped_step(body_replay, loop_->name + " - s0__");
+    out.insert(out.end(), taped.begin(), taped.end());
+    out.push_back("}");
+    const size_t na = active_carried_.size();
+    Seeds seeds;
+    out.push_back(fmt::format("// the adjoints after the segment: seed m < {} is unit vector m "
+                              "(no loss), seed {} is zero (with the loss)",
+                              na, na));
+    for (size_t m = 0; m <= na; ++m) {
+      const std::string prefix = fmt::format("d{}__", m);
+      seeds.push_back({prefix, m < na ? Seed::unit : Seed::loss});
+      for (size_t i = 0; i < na; ++i)
+        out.push_back(fmt::format("frag {}{}: {} = {};", prefix, active_carried_[i],
+                                  type_to_string(*declared_.at(active_carried_[i])),
+                                  m == i ? "1.0" : "0.0"));
+    }
+    out.push_back("// undo the segment's steps, last first, for every seed");
+    const std::vector<std::string> first = first_taped_state("s1__ - 1 - s0__");
+    out.insert(out.end(), first.begin(), first.end());
+    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", loop_->name));
+    const std::vector<std::string> undo = undo_step(pre, loop_->name, seeds);
+    out.insert(out.end(), undo.begin(), undo.end());
+    out.push_back("}");
+    out.push_back(
+        fmt::format("// the map: row m * {} + i is seed m's adjoint of carried value i", na));
+    for (size_t m = 0; m <= na; ++m)
+      for (size_t i = 0; i < na; ++i)
+        out.push_back(fmt::format("store({}, d{}__{});",
+                                  map_slot("k__", std::to_string(m * na + i)), m,
+                                  active_carried_[i]));
+    return out;
+  }
+
+  /// `<kernel>_grad_seg`: the adjoint after the segment from the later segments' maps, then the
+  /// segment undone from the tape, every gradient added.
+  std::vector<std::string> finish_body() {
+    std::vector<std::string> out;
+    Renames pre_names;
+    std::map<std::string, int> pre_versions;
+    Block pre = flatten(pre_, pre_names, pre_versions);
+    out.push_back("// before the loop");
+    out.insert(out.end(), pre.code.begin(), pre.code.end());
+    Adjoints top;
+    out.push_back("// their adjoints, added to by every step of this segment");
+    const std::vector<std::string> acc = accumulators(pre, top);
+    out.insert(out.end(), acc.begin(), acc.end());
+    const size_t na = active_carried_.size();
+    out.push_back(fmt::format("let k__ = program_id({});", k_.grid.size()));
+    out.push_back(fmt::format("let s0__ = {} + k__ * SEG;", lo()));
+    out.push_back(fmt::format("let s1__ = min(s0__ + SEG, {});", hi()));
+    out.push_back("// the adjoint of the state after this segment: the later segments' maps "
+                  "applied, last first, to the zero after the loop");
+    out.push_back(fmt::format("let nseg__ = {};", segment_count()));
+    out.push_back("for jj__ in serial(0, nseg__ - 1 - k__) {");
+    out.push_back("let j__ = nseg__ - 1 - jj__;");
+    for (size_t i = 0; i < na; ++i) {
+      const std::string& v = active_carried_[i];
+      std::string sum = fmt::format("load({})", map_slot("j__", std::to_string(na * na + i)));
+      for (size_t m = 0; m < na; ++m)
+        sum += fmt::format(" + load({}) * d__{}", map_slot("j__", std::to_string(m * na + i)),
+                           active_carried_[m]);
+      out.push_back(fmt::format("frag nl__{}: {} = {};", v, type_to_string(*declared_.at(v)), sum));
+    }
+    for (const std::string& v : active_carried_)
+      out.push_back(fmt::format("d__{} = nl__{};", v, v));
+    out.push_back("}");
+    out.push_back("// undo the segment's steps, last first, from the tape");
+    const std::vector<std::string> first = first_taped_state("s1__ - 1 - s0__");
+    out.insert(out.end(), first.begin(), first.end());
+    out.push_back("for tt__ in serial(0, s1__ - s0__) {");
+    out.push_back(fmt::format("let {} = s1__ - 1 - tt__;", loop_->name));
+    const std::vector<std::string> undo_lines = undo_step(pre, loop_->name);
+    out.insert(out.end(), undo_lines.begin(), undo_lines.end());
+    out.push_back("}");
+    out.push_back("// the adjoint of the state before this segment is the previous segment's; the "
+                  "first segment's reaches the values before the loop");
+    for (const std::string& v : active_carried_)
+      out.push_back(fmt::format("d__{} = where(k__ == 0, d__{}, 0.0);", v, v));
+    out.push_back("// before the loop, undone (every segment adds its share)");
     undo(pre, top, out);
     return out;
   }

@@ -70,10 +70,27 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
     for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
     start.push_back(std::move(s0));
   }
-  run("grad:embedded:workloads/hbv.tile#hbv_forward", config,
-      {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
-       TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
-       TestArg::of(d_params)});
+  if (!config.count("SEG")) {
+    run("grad:embedded:workloads/hbv.tile#hbv_forward", config,
+        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+         TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
+         TestArg::of(d_params)});
+  } else {
+    // The segment form: the maps of every segment, then each segment undone with its own.
+    const int64_t bb = config.count("BB") ? std::stoll(config.at("BB")) : 32;
+    const int64_t seg = std::stoll(config.at("SEG"));
+    const int64_t np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
+    HostBuffer tape(DType::F32, {np, ns, seg, 5, bb}), maps(DType::F32, {np, ns, 30, bb});
+    tape.poison();
+    maps.poison();
+    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_lin", config,
+        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+         TestArg::of(dq), TestArg::of(tape), TestArg::of(maps)});
+    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_seg", config,
+        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+         TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
+         TestArg::of(d_params), TestArg::of(tape), TestArg::of(maps)});
+  }
   const std::vector<uint16_t> decisions =
       f32_branches ? workloads::hbv_decisions_f32(in) : std::vector<uint16_t>();
   const workloads::HbvGradients ref =

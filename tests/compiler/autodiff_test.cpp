@@ -43,19 +43,27 @@ double loss(const std::string& source, const dsl::Kernel& k, Buffers& b,
   return l;
 }
 
+/// The segment form's tensors passed from `<name>_grad_lin` to `<name>_grad_seg`.
+struct SegmentTapes {
+  std::vector<int64_t> tape, maps; ///< tp__<type>'s and ln__<type>'s shapes
+};
+
 /// The derived gradient of every input of kernel `name` (in `path`) against central finite
 /// differences of the forward, on every element. `inputs` are filled at random in [lo, hi].
+/// With `segments`, the segment form runs (config then gives SEG).
 void check_against_finite_differences(const std::string& path, const std::string& name, Buffers b,
                                       const Bindings& config, double tol = 1e-4,
-                                      const std::string& grad_path = "") {
+                                      const std::string& grad_path = "",
+                                      const SegmentTapes* segments = nullptr) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE(name + " seed=" + std::to_string(seed));
   std::mt19937 rng(seed);
   LoadedModule m = load_source(path);
   const dsl::Kernel& k = m.kernel(name);
   const autodiff::GradientKernel g = autodiff::derive_gradient(k);
-  Bindings forward_config = config; // the derived kernel's CK is not the forward's
+  Bindings forward_config = config; // the derived kernel's CK and SEG are not the forward's
   forward_config.erase("CK");
+  forward_config.erase("SEG");
   for (const auto& o : g.outputs) {
     HostBuffer w(DType::F64, b.at(o).shape());
     fill_uniform(w, rng, -1, 1);
@@ -73,7 +81,23 @@ void check_against_finite_differences(const std::string& path, const std::string
     for (int64_t i = 0; i < gb.at(autodiff::gradient_param_name(x)).numel(); ++i)
       gb.at(autodiff::gradient_param_name(x)).set(i, 0.0);
   const std::string source = (grad_path.empty() ? path : grad_path) + "#" + name;
-  cpu()("grad:" + source, config, args_of(m.kernel(name), gb, extra));
+  if (!segments) {
+    cpu()("grad:" + source, config, args_of(m.kernel(name), gb, extra));
+  } else {
+    gb["tp__"] = HostBuffer(m.kernel(name).params[0].type.dtype == "f32" ? DType::F32 : DType::F64,
+                            segments->tape);
+    gb["ln__"] = HostBuffer(gb.at("tp__").dtype(), segments->maps);
+    gb.at("tp__").poison();
+    gb.at("ln__").poison();
+    std::vector<std::string> lin_extra;
+    for (const auto& o : g.outputs) lin_extra.push_back(autodiff::gradient_param_name(o));
+    lin_extra.push_back("tp__");
+    lin_extra.push_back("ln__");
+    cpu()("grad:" + source + "_grad_lin", config, args_of(m.kernel(name), gb, lin_extra));
+    extra.push_back("tp__");
+    extra.push_back("ln__");
+    cpu()("grad:" + source + "_grad_seg", config, args_of(m.kernel(name), gb, extra));
+  }
   for (const auto& x : g.wrt) {
     if (b.at(x).numel() == 0) continue; // an empty input (T = 0): nothing to compare
     SCOPED_TRACE("d_" + x);
@@ -130,6 +154,25 @@ TEST(Autodiff, LoopCarriedMaxCheckpointedEveryCkSteps) {
                                       {"y", HostBuffer(DType::F64, {19, t})},
                                       {"last", HostBuffer(DType::F64, {19})}},
                                      {{"BB", "16"}, {"CK", ck}});
+}
+
+// The segment form (a time-parallel reverse: per-segment affine maps of the carried adjoints,
+// then each segment undone with its own) against finite differences: T a multiple of SEG and
+// not, one segment, SEG past T, B not a multiple of BB; h0's gradient only from segment 0.
+TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
+  for (const auto& [t, seg] :
+       std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {23, 8}, {5, 16}, {1, 8}, {40, 16}})
+    for (int64_t bb : {16, 32}) {
+      const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
+      SegmentTapes tapes{{np, ns, seg, 2, bb}, {np, ns, 6, bb}};
+      check_against_finite_differences(kData, "coupled",
+                                       {{"x", random({b, t}, -1, 1)},
+                                        {"h0", random({b}, -0.5, 0.5)},
+                                        {"w", random({b}, 0.5, 1.5)},
+                                        {"y", HostBuffer(DType::F64, {b, t})}},
+                                       {{"BB", std::to_string(bb)}, {"SEG", std::to_string(seg)}},
+                                       1e-4, "", &tapes);
+    }
 }
 
 // Carried values of two types, each type's checkpoints and tape in a tensor of its own (values
@@ -202,11 +245,13 @@ TEST(Autodiff, TheShippedBucketScan) {
 }
 
 /// The error derive_gradient gives for the first kernel of `text`.
-std::string refusal(const std::string& text, const std::vector<std::string>& wrt = {}) {
+std::string refusal(const std::string& text, const std::vector<std::string>& wrt = {},
+                    autodiff::GradientForm form = autodiff::GradientForm::whole) {
   auto m = dsl::parse_text("bad.tile", text);
   try {
     autodiff::GradientOptions o;
     o.wrt = wrt;
+    o.form = form;
     autodiff::derive_gradient(*m->kernels.at(0), o);
   } catch (const Error& e) {
     return e.what();
@@ -215,6 +260,38 @@ std::string refusal(const std::string& text, const std::vector<std::string>& wrt
 }
 
 const char* kHead = "kernel k(x: f32[N], y: f32[N], z: i32[N])\n  grid (1)\n{\n";
+
+// What the segment form asks beyond the whole gradient, each refusal saying why.
+TEST(Autodiff, WhatTheSegmentFormRefuses) {
+  auto expect = [](const std::string& text, const std::string& what) {
+    for (auto form :
+         {autodiff::GradientForm::segments_linearize, autodiff::GradientForm::segments_finish}) {
+      const std::string e = refusal(text, {}, form);
+      EXPECT_NE(e.find(what), std::string::npos) << e;
+    }
+  };
+  const std::string head = "kernel k(x: f32[N, T], y: f32[N, T], z: f32[N])\n  grid (1)\n{\n";
+  expect(head + "  frag a = load(x[0 : 4, 0]);\n  store(y[0 : 4, 0], a * a);\n}\n",
+         "bad.tile:1:1: error: the segment form differentiates a kernel with a serial loop");
+  expect(head + "  frag s: f32[4] = 0.0;\n  for t in serial(0, T) {\n    s = s + load(x[0 : 4, t]);"
+                "\n  }\n  store(z[0 : 4], s);\n}\n",
+         "the segment form needs every output stored in the loop");
+  expect(head + "  frag s: f32[4] = 0.0;\n  frag u: f32[4, 2] = 0.0;\n  for t in serial(0, T) {\n"
+                "    s = s + load(x[0 : 4, t]);\n    u = u * 2.0;\n    store(y[0 : 4, t], s);\n"
+                "  }\n}\n",
+         "the segment form carries values of one type");
+  expect(head + "  frag s: f16[4] = 0.0;\n  for t in serial(0, T) {\n"
+                "    s = s + cast<f16>(load(x[0 : 4, t]));\n    store(y[0 : 4, t], cast<f32>(s));\n"
+                "  }\n}\n",
+         "the segment form carries f32 or f64 tiles of independent lanes; 's' is f16[4]");
+  expect("kernel k(x: f32[N, T], y: f32[N, T])\n  grid (1, 1, 1)\n{\n"
+         "  frag s: f32[4] = 0.0;\n  for t in serial(0, T) {\n    s = s + load(x[0 : 4, t]);\n"
+         "    store(y[0 : 4, t], s);\n  }\n}\n",
+         "the kernel's grid may have 1 or 2 axes");
+  expect(head + "  frag s: f32[2 * 2] = 0.0;\n  for t in serial(0, T) {\n"
+                "    s = s + load(x[0 : 4, t]);\n    store(y[0 : 4, t], s);\n  }\n}\n",
+         "write each as a generic, tunable or integer");
+}
 
 TEST(Autodiff, WhatItRefusesIsNamedWhereItIs) {
   auto expect = [](const std::string& body, const std::string& what,

@@ -26,6 +26,18 @@ TEST(RefHbv, DerivedBackwardMatchesTheFloat64Adjoint) {
                      true);
 }
 
+// The segment form (a time-parallel reverse: hbv_forward_grad_lin's per-segment affine maps,
+// then hbv_forward_grad_seg) against the same adjoint: T a multiple of SEG and not, one
+// segment, one day, more segments than a program has lanes, a partial last program.
+TEST(RefHbv, SegmentFormMatchesTheFloat64Adjoint) {
+  check_hbv_gradient(cpu(), 37, 100, {{"BB", "32"}, {"WARPS", "1"}, {"SEG", "16"}});
+  check_hbv_gradient(cpu(), 40, 64, {{"BB", "32"}, {"WARPS", "1"}, {"SEG", "32"}});
+  check_hbv_gradient(cpu(), 5, 1, {{"SEG", "8"}});
+  check_hbv_gradient(cpu(), 33, 20, {{"BB", "64"}, {"WARPS", "2"}, {"SEG", "1024"}});
+  check_hbv_gradient(cpu(), 40, 200, {{"BB", "32"}, {"WARPS", "1"}, {"SEG", "8"}}, 1e-3, nullptr,
+                     true);
+}
+
 // The same at the ranges' edges: in each basin some parameters sit at the low or the high end of
 // WORKLOADS.md's range (CFR = 0 makes max(rr, 0) a tie every cold day, PERC = 0, UZL = 0,
 // CWH = 0, BETA = 1 or 6...), and every fifth day's temperature equals TT exactly (ties in

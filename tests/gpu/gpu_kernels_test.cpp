@@ -385,6 +385,11 @@ TEST(GpuHbv, DerivedBackwardMatchesTheFloat64Adjoint) {
   check_hbv_gradient(run, 5, 1, {{"CK", "4"}});
   check_hbv_gradient(run, 77, 256, {{"CK", "64"}});
   check_hbv_gradient(run, 9, 30, {{"CK", "128"}});
+  // The segment form (hbv_forward_grad_lin, then _seg): T a multiple of SEG and not, one day.
+  check_hbv_gradient(run, 1000, 1461, {{"SEG", "64"}});
+  check_hbv_gradient(run, 37, 365, {{"SEG", "16"}});
+  check_hbv_gradient(run, 300, 128, {{"BB", "64"}, {"WARPS", "2"}, {"SEG", "32"}});
+  check_hbv_gradient(run, 5, 1, {{"SEG", "8"}});
 }
 
 } // namespace

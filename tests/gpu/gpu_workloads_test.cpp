@@ -236,8 +236,9 @@ TEST(GpuWorkloads, AThreeKernelWorkloadIsTunedStepByStep) {
   }
 }
 
-// hbv through the interface: forward, gradients zeroed, the derived backward, every output
-// against the float64 forward and hand-written adjoint; odd B, no days, no basins.
+// hbv through the interface: forward, gradients zeroed, the derived backward (every plan: the
+// checkpointed kernel and the segment form's lengths), every output against the float64
+// forward and hand-written adjoint; odd B, no days, no basins.
 TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
   REQUIRE_GPU();
   auto rt = runtime();
@@ -248,9 +249,14 @@ TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
     auto p = w->parse_shape({{"B", b}, {"T", t}}, DType::F32);
     SCOPED_TRACE(p->describe());
     auto data = p->make_data(fresh_seed());
-    workloads::ProblemOnGpu gpu(kernels, *p, *data);
-    check_problem(gpu, {});
-    check_problem(gpu, {{"BB", "32"}, {"WARPS", "1"}, {"CK", "8"}, {"BT", "128"}});
+    for (const workloads::Plan& plan : p->plans()) {
+      SCOPED_TRACE(plan.name);
+      workloads::ProblemOnGpu gpu(kernels, *p, *data, plan);
+      check_problem(gpu, {});
+      if (plan.name == "checkpoints")
+        check_problem(gpu, {{"BB", "32"}, {"WARPS", "1"}, {"CK", "8"}, {"BT", "128"}});
+    }
+    if (std::string(b) != "0") EXPECT_GE(p->plans().size(), 5u) << "the segment form offered";
   }
 }
 
