@@ -70,14 +70,15 @@ LoadedModule load_gradient_module(const std::string& source, const std::string& 
                                   const std::vector<std::string>& wrt) {
   LoadedModule forward = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
                                                           : load_tile_file(source);
-  // The derived kernel's own name ("<name>_grad", or the segment form's "<name>_grad_lin" and
-  // "<name>_grad_seg") finds its forward kernel too.
+  // The derived kernel's own name ("<name>_grad", or the segment form's "<name>_grad_fwd",
+  // "_grad_lin" and "_grad_seg") finds its forward kernel too.
   std::string forward_name = name;
   autodiff::GradientOptions o;
   const bool in_file = std::any_of(forward.module->kernels.begin(), forward.module->kernels.end(),
                                    [&](const auto& k) { return k->name == name; });
   const std::pair<const char*, autodiff::GradientForm> suffixes[] = {
       {"_grad", autodiff::GradientForm::whole},
+      {"_grad_fwd", autodiff::GradientForm::segments_forward},
       {"_grad_lin", autodiff::GradientForm::segments_linearize},
       {"_grad_seg", autodiff::GradientForm::segments_finish}};
   for (const auto& [suffix, form] : suffixes)

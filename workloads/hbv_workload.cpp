@@ -138,8 +138,11 @@ public:
     return out;
   }
 
-  /// hbv_forward_grad_lin's and _seg's tensors (reverse_mode.h): `tp__f32[NP, NS, SEG, 5, BB]`,
-  /// `ln__f32[NP, NS, 30, BB]`.
+  /// The segment form's tensors (reverse_mode.h): `ck__f32[NP, NS, 5, BB]` (each segment's
+  /// start), `tp__f32[NP, NS, SEG, 5, BB]`, `ln__f32[NP, NS, 30, BB]`.
+  std::vector<int64_t> starts_shape(int64_t seg) const {
+    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), 5, kSegmentBasins};
+  }
   std::vector<int64_t> tape_shape(int64_t seg) const {
     return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), seg, 5, kSegmentBasins};
   }
@@ -149,6 +152,8 @@ public:
   std::vector<BufferSpec> segment_buffers() const {
     std::vector<BufferSpec> out;
     for (int64_t seg : segment_lengths()) {
+      out.push_back({fmt::format("starts_s{}", seg), DType::F32, starts_shape(seg),
+                     BufferRole::intermediate});
       out.push_back(
           {fmt::format("tape_s{}", seg), DType::F32, tape_shape(seg), BufferRole::intermediate});
       out.push_back(
@@ -178,9 +183,10 @@ public:
   }
 
   /// The checkpointed kernel (one program per block of basins walks all T days back), and
-  /// the segment form for each offered SEG (a program per block of basins and segment: the
-  /// reverse in about the forward's time plus two segments, for shapes too small to fill the
-  /// GPU with basins alone). The tuner times each and keeps the fastest per shape.
+  /// the segment form for each offered SEG (the forward stores each segment's start; then a
+  /// program per block of basins and segment: the reverse in about two segments' time, for
+  /// shapes too small to fill the GPU with basins alone). The tuner times each and keeps the
+  /// fastest per shape.
   std::vector<Plan> plans() const override {
     std::vector<Plan> out = {
         {"checkpoints", "the derived backward in one kernel, checkpoints every CK days", steps()}};
@@ -190,11 +196,19 @@ public:
       const Config generics = {{"BB", std::to_string(kSegmentBasins)},
                                {"WARPS", std::to_string(kSegmentBasins / 32)},
                                {"SEG", std::to_string(seg)}};
+      const std::string starts = fmt::format("starts_s{}", seg);
+      // The training forward: hbv_forward's loop, each segment's start state stored too.
+      Step& forward = st.front();
+      forward.kernel = "hbv_forward_grad_fwd";
+      forward.args.push_back(StepArg::of(starts));
+      forward.generics = generics;
+      forward.writes.push_back(starts);
       Step lin;
       lin.label = "linearize";
       lin.kernel = "hbv_forward_grad_lin";
       for (const char* a : {"P", "TEMP", "PET", "params", "Q", "d_Q"})
         lin.args.push_back(StepArg::of(a));
+      lin.args.push_back(StepArg::of(starts));
       lin.args.push_back(StepArg::of(tape));
       lin.args.push_back(StepArg::of(maps));
       lin.generics = generics;
@@ -234,7 +248,7 @@ private:
   }
   /// The segment form's basins per program: one warp (hbv_forward's default).
   static constexpr int64_t kSegmentBasins = 32;
-  static constexpr int64_t kSegmentLengths[] = {16, 32, 64, 128};
+  static constexpr int64_t kSegmentLengths[] = {8, 16, 32, 64, 128};
   HbvShape s_;
 };
 
@@ -248,6 +262,7 @@ public:
     return {{"hbv_forward", kHbvSource},
             {"hbv_zero_grads", kHbvSource},
             {"hbv_forward_grad", kHbvGradSource},
+            {"hbv_forward_grad_fwd", kHbvGradSource},
             {"hbv_forward_grad_lin", kHbvGradSource},
             {"hbv_forward_grad_seg", kHbvGradSource}};
   }

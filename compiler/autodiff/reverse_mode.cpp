@@ -320,7 +320,7 @@ public:
     analyse_activity();
     collect_outputs();
     GradientKernel g;
-    static const char* const suffix[] = {"_grad", "_grad_lin", "_grad_seg"};
+    static const char* const suffix[] = {"_grad", "_grad_fwd", "_grad_lin", "_grad_seg"};
     g.name = o_.name.empty() ? k_.name + suffix[static_cast<int>(o_.form)] : o_.name;
     g.wrt = wrt_;
     g.outputs = outputs_;
@@ -330,7 +330,9 @@ public:
     } else {
       check_segment_form();
       segment_ = "k__";
-      body = o_.form == GradientForm::segments_linearize ? linearize_body() : finish_body();
+      body = o_.form == GradientForm::segments_forward      ? forward_body()
+             : o_.form == GradientForm::segments_linearize ? linearize_body()
+                                                           : finish_body();
     }
     g.source = header(g.name) + "{\n" + indent(body, 1) + "}\n";
     return g;
@@ -594,13 +596,16 @@ private:
   std::string header(const std::string& name) const {
     static const char* const what[] = {
         "",
+        "the segment form's forward:\n// the kernel as written, the carried state stored at "
+        "each segment's start, for its kernels that\n// ",
         "the segment form's first kernel:\n// each segment's affine map of the carried values' "
         "adjoints, toward ",
         "the segment form's second kernel:\n// each segment undone with its maps, toward "};
     std::string s = fmt::format(
-        "// Derived by tilejit's reverse mode from kernel '{}' ({}): {}adds "
+        "// Derived by tilejit's reverse mode from kernel '{}' ({}): {}{} "
         "the gradients of\n// sum({}) into {}.\n",
         k_.name, k_.loc.path(), what[static_cast<int>(o_.form)],
+        o_.form == GradientForm::segments_forward ? "add" : "adds",
         [&] {
           std::vector<std::string> terms;
           for (const auto& o : outputs_) terms.push_back(gradient_param_name(o) + " * " + o);
@@ -624,9 +629,11 @@ private:
     if (!generics.empty()) s += "<" + join(generics, ", ") + ">";
     std::vector<std::string> params;
     for (const auto& p : k_.params) params.push_back(p.name + ": " + type_to_string(p.type));
-    for (const std::string& o : outputs_)
-      params.push_back(gradient_param_name(o) + ": " + type_to_string(params_.at(o)->type));
-    if (o_.form != GradientForm::segments_linearize)
+    const bool forward = o_.form == GradientForm::segments_forward;
+    if (!forward)
+      for (const std::string& o : outputs_)
+        params.push_back(gradient_param_name(o) + ": " + type_to_string(params_.at(o)->type));
+    if (o_.form == GradientForm::whole || o_.form == GradientForm::segments_finish)
       for (const std::string& w : wrt_) {
         std::string t = type_to_string(params_.at(w)->type);
         params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
@@ -638,17 +645,26 @@ private:
       std::vector<std::string> lead;
       for (size_t i = 0; i < k_.grid.size(); ++i) lead.push_back(fmt::format("NP{}__", i));
       lead.push_back("NS__");
-      std::vector<std::string> tape = lead, map = lead;
+      std::vector<std::string> start = lead, tape = lead, map = lead;
+      start.push_back(std::to_string(carried_.size()));
       tape.push_back("SEG");
       tape.push_back(std::to_string(carried_.size()));
       const size_t na = active_carried_.size();
       map.push_back(std::to_string(na * (na + 1)));
       for (const auto& d : t.dims) {
+        start.push_back(expr_to_string(*d));
         tape.push_back(expr_to_string(*d));
         map.push_back(expr_to_string(*d));
       }
-      params.push_back(fmt::format("tp__{}: {}[{}]", groups_[0].name, t.dtype, join(tape, ", ")));
-      params.push_back(fmt::format("ln__{}: {}[{}]", groups_[0].name, t.dtype, join(map, ", ")));
+      if (o_.form != GradientForm::segments_finish)
+        params.push_back(
+            fmt::format("ck__{}: {}[{}]", groups_[0].name, t.dtype, join(start, ", ")));
+      if (!forward) {
+        params.push_back(
+            fmt::format("tp__{}: {}[{}]", groups_[0].name, t.dtype, join(tape, ", ")));
+        params.push_back(
+            fmt::format("ln__{}: {}[{}]", groups_[0].name, t.dtype, join(map, ", ")));
+      }
     }
     if (loop_ && !segments) {
       // One checkpoint and one tape tensor per type of carried value, the values side by side
@@ -689,7 +705,7 @@ private:
       require.push_back("NS__ == " + segment_count());
     }
     if (!require.empty()) s += "  require " + join(require, ", ") + "\n";
-    if (segments)
+    if (segments && o_.form != GradientForm::segments_forward)
       s += "  grid (" + exprs_text(k_.grid) + ", " + segment_count() + ")\n";
     else if (!k_.grid.empty())
       s += "  grid (" + exprs_text(k_.grid) + ")\n";
@@ -750,9 +766,10 @@ private:
 
   std::string source_note(const Stmt& s) const { return fmt::format("// line {}", s.loc.line); }
 
-  /// The statement as written (stores left out: the derived kernel writes only gradients).
-  std::vector<std::string> replay(const Stmt& s) const {
-    if (is_store(s)) return {};
+  /// The statement as written (stores left out: the derived kernel writes only gradients,
+  /// unless `stores`).
+  std::vector<std::string> replay(const Stmt& s, bool stores = false) const {
+    if (is_store(s) && !stores) return {};
     const Renames none;
     switch (s.kind) {
     case StmtKind::Let: {
@@ -1090,28 +1107,47 @@ private:
                                   "after it");
   }
 
-  /// The state before the segment: its program recomputes the forward up to it.
-  std::vector<std::string> segment_prologue(const std::vector<std::string>& body_replay) {
-    std::vector<std::string> out;
-    const std::string t = loop_->name;
-    out.push_back(fmt::format("let k__ = program_id({});", k_.grid.size()));
-    out.push_back(fmt::format("let s0__ = {} + k__ * SEG;", lo()));
-    out.push_back(fmt::format("let s1__ = min(s0__ + SEG, {});", hi()));
-    out.push_back("// the forward up to this segment (each segment's program runs it: nothing to "
-                  "pass along)");
-    out.push_back(fmt::format("for {} in serial({}, s0__) {{", t, lo()));
-    out.insert(out.end(), body_replay.begin(), body_replay.end());
-    out.push_back("}");
-    return out;
+  /// `ck__G[program, k, j, 0 : dims]`: carried value `v`'s state at the start of segment `k`.
+  std::string start_slot(const std::string& v, const std::string& k) const {
+    std::vector<std::string> parts = {program_index(), k, std::to_string(group_of_.at(v).second)};
+    for (const auto& d : declared_.at(v)->dims) parts.push_back("0 : " + expr_to_string(*d));
+    return "ck__" + groups_[0].name + "[" + join(parts, ", ") + "]";
   }
 
-  std::vector<std::string> replayed_body() const {
+  std::vector<std::string> replayed(const std::vector<const Stmt*>& stmts, bool stores) const {
     std::vector<std::string> out;
-    for (const auto& s : loop_->body) {
-      std::vector<std::string> r = replay(*s);
+    for (const Stmt* s : stmts) {
+      std::vector<std::string> r = replay(*s, stores);
       if (!r.empty()) out.push_back(source_note(*s));
       out.insert(out.end(), r.begin(), r.end());
     }
+    return out;
+  }
+  std::vector<std::string> replayed_body(bool stores = false) const {
+    std::vector<const Stmt*> body;
+    for (const auto& s : loop_->body) body.push_back(s.get());
+    return replayed(body, stores);
+  }
+
+  /// `<kernel>_grad_fwd`: the kernel as written, the carried state stored every SEG steps.
+  std::vector<std::string> forward_body() const {
+    std::vector<std::string> out = {"// before the loop"};
+    const std::vector<std::string> pre = replayed(pre_, true);
+    out.insert(out.end(), pre.begin(), pre.end());
+    const std::string t = loop_->name;
+    out.push_back("// the loop, the state stored at the start of every segment");
+    out.push_back(fmt::format("for {} in serial({}, {}) {{", t, lo(), hi()));
+    out.push_back(fmt::format("if ({} - {}) % SEG == 0 {{", t, lo()));
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("store({}, {});",
+                                start_slot(v, fmt::format("({} - {}) / SEG", t, lo())), v));
+    out.push_back("}");
+    const std::vector<std::string> body = replayed_body(true);
+    out.insert(out.end(), body.begin(), body.end());
+    out.push_back("}");
+    const std::vector<std::string> post = replayed(post_, true);
+    if (!post.empty()) out.push_back("// after the loop");
+    out.insert(out.end(), post.begin(), post.end());
     return out;
   }
 
@@ -1133,8 +1169,12 @@ private:
     out.push_back("// before the loop");
     out.insert(out.end(), pre.code.begin(), pre.code.end());
     const std::vector<std::string> body_replay = replayed_body();
-    const std::vector<std::string> prologue = segment_prologue(body_replay);
-    out.insert(out.end(), prologue.begin(), prologue.end());
+    out.push_back(fmt::format("let k__ = program_id({});", k_.grid.size()));
+    out.push_back(fmt::format("let s0__ = {} + k__ * SEG;", lo()));
+    out.push_back(fmt::format("let s1__ = min(s0__ + SEG, {});", hi()));
+    out.push_back("// the state at the segment's start, as the forward stored it");
+    for (const std::string& v : carried_)
+      out.push_back(fmt::format("{} = load({});", v, start_slot(v, "k__")));
     out.push_back("// the segment, the state before each step taped");
     out.push_back(fmt::format("for {} in serial(s0__, s1__) {{", loop_->name));
     const std::vector<std::string> taped = taped_step(body_replay, loop_->name + " - s0__");

@@ -22,19 +22,23 @@
 
 namespace tilejit::autodiff {
 
-/// Which derived kernel: the whole gradient in one kernel, or one of the two kernels of the
+/// Which derived kernel: the whole gradient in one kernel, or one of the three kernels of the
 /// segment form (a time-parallel reverse for a loop whose state is a tile of independent lanes):
-///  - `segments_linearize` ("<kernel>_grad_lin"): one program per lane block and segment of
-///    SEG steps. It recomputes the forward up to its segment, tapes the segment's states into the
-///    caller's `tp__<type>` tensor and runs the segment's reverse steps for NV + 1 seeds at once
+///  - `segments_forward` ("<kernel>_grad_fwd"): the forward as written (its outputs stored), the
+///    carried state also stored at the start of every segment of SEG steps into the caller's
+///    `ck__<type>` tensor: the training forward.
+///  - `segments_linearize` ("<kernel>_grad_lin"): one program per lane block and segment. It
+///    starts from its segment's checkpoint, tapes the segment's states into the caller's
+///    `tp__<type>` tensor and runs the segment's reverse steps for NV + 1 seeds at once
 ///    (NV carried values): the segment's adjoint recursion is affine in the adjoint of the state
 ///    after it, lambda_start = A lambda_end + b, and it stores A (the NV unit seeds, no loss)
 ///    and b (the loss, lambda_end = 0) per lane into the caller's `ln__<type>` tensor.
 ///  - `segments_finish` ("<kernel>_grad_seg"): the same grid; each program applies the later
 ///    segments' maps to get its lambda_end, then undoes its segment from the tape with it, adding
 ///    every gradient (inputs read before the loop by atomics, as every segment adds its share).
-/// The reverse then takes about the forward's time plus two segments, not T reverse steps.
-enum class GradientForm { whole, segments_linearize, segments_finish };
+/// The reverse then takes about two segments' time, not T reverse steps (with more work: one
+/// reverse per carried value and segment more, which pays where lanes alone leave the GPU idle).
+enum class GradientForm { whole, segments_forward, segments_linearize, segments_finish };
 
 struct GradientOptions {
   GradientForm form = GradientForm::whole;

@@ -76,16 +76,23 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
          TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
          TestArg::of(d_params)});
   } else {
-    // The segment form: the maps of every segment, then each segment undone with its own.
+    // The segment form: the forward storing each segment's start, the maps of every segment,
+    // then each segment undone with its own.
     const int64_t bb = config.count("BB") ? std::stoll(config.at("BB")) : 32;
     const int64_t seg = std::stoll(config.at("SEG"));
     const int64_t np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
     HostBuffer tape(DType::F32, {np, ns, seg, 5, bb}), maps(DType::F32, {np, ns, 30, bb});
+    HostBuffer starts(DType::F32, {np, ns, 5, bb});
     tape.poison();
     maps.poison();
+    starts.poison();
+    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_fwd", config,
+        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+         TestArg::of(starts)});
+    expect_close(q, workloads::hbv_forward(in), 1e-4); // the training forward's Q
     run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_lin", config,
         {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
-         TestArg::of(dq), TestArg::of(tape), TestArg::of(maps)});
+         TestArg::of(dq), TestArg::of(starts), TestArg::of(tape), TestArg::of(maps)});
     run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_seg", config,
         {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
          TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),

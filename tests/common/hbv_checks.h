@@ -25,8 +25,9 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 /// `f32_branches`: the reference takes the branches an f32 run of the kernel's operations takes
 /// (workloads::hbv_decisions_f32, the interpreter's rounding), and every basin is compared;
 /// otherwise it takes float64's own, and basins near a tie are left out.
-/// With SEG in `config`, the segment form runs instead: hbv_forward_grad_lin, then
-/// hbv_forward_grad_seg (reverse_mode.h), their tapes poisoned first.
+/// With SEG in `config`, the segment form runs instead (reverse_mode.h): hbv_forward_grad_fwd
+/// (its Q checked too), hbv_forward_grad_lin, then hbv_forward_grad_seg, their tensors poisoned
+/// first.
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
                         double tol = 1e-3,
                         const std::function<void(workloads::HbvInputs&)>& edit = nullptr,

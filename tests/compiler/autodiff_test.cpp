@@ -45,7 +45,7 @@ double loss(const std::string& source, const dsl::Kernel& k, Buffers& b,
 
 /// The segment form's tensors passed from `<name>_grad_lin` to `<name>_grad_seg`.
 struct SegmentTapes {
-  std::vector<int64_t> tape, maps; ///< tp__<type>'s and ln__<type>'s shapes
+  std::vector<int64_t> starts, tape, maps; ///< ck__<type>'s, tp__<type>'s and ln__<type>'s shapes
 };
 
 /// The derived gradient of every input of kernel `name` (in `path`) against central finite
@@ -87,10 +87,21 @@ void check_against_finite_differences(const std::string& path, const std::string
     gb["tp__"] = HostBuffer(m.kernel(name).params[0].type.dtype == "f32" ? DType::F32 : DType::F64,
                             segments->tape);
     gb["ln__"] = HostBuffer(gb.at("tp__").dtype(), segments->maps);
-    gb.at("tp__").poison();
-    gb.at("ln__").poison();
+    gb["ck__"] = HostBuffer(gb.at("tp__").dtype(), segments->starts);
+    for (const char* t : {"tp__", "ln__", "ck__"}) gb.at(t).poison();
+    for (const auto& o : g.outputs) gb.at(o).poison();
+    cpu()("grad:" + source + "_grad_fwd", config, args_of(m.kernel(name), gb, {"ck__"}));
+    // The training forward's outputs are the forward's.
+    Buffers plain = b;
+    cpu()(path + "#" + name, forward_config, args_of(k, plain));
+    for (const auto& o : g.outputs) {
+      SCOPED_TRACE("the segment form's forward, " + o);
+      for (int64_t i = 0; i < plain.at(o).numel(); ++i)
+        ASSERT_EQ(gb.at(o).get(i), plain.at(o).get(i)) << "element " << i;
+    }
     std::vector<std::string> lin_extra;
     for (const auto& o : g.outputs) lin_extra.push_back(autodiff::gradient_param_name(o));
+    lin_extra.push_back("ck__");
     lin_extra.push_back("tp__");
     lin_extra.push_back("ln__");
     cpu()("grad:" + source + "_grad_lin", config, args_of(m.kernel(name), gb, lin_extra));
@@ -164,7 +175,7 @@ TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
        std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {23, 8}, {5, 16}, {1, 8}, {40, 16}})
     for (int64_t bb : {16, 32}) {
       const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
-      SegmentTapes tapes{{np, ns, seg, 2, bb}, {np, ns, 6, bb}};
+      SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}};
       check_against_finite_differences(kData, "coupled",
                                        {{"x", random({b, t}, -1, 1)},
                                         {"h0", random({b}, -0.5, 0.5)},
@@ -265,7 +276,8 @@ const char* kHead = "kernel k(x: f32[N], y: f32[N], z: i32[N])\n  grid (1)\n{\n"
 TEST(Autodiff, WhatTheSegmentFormRefuses) {
   auto expect = [](const std::string& text, const std::string& what) {
     for (auto form :
-         {autodiff::GradientForm::segments_linearize, autodiff::GradientForm::segments_finish}) {
+         {autodiff::GradientForm::segments_forward, autodiff::GradientForm::segments_linearize,
+          autodiff::GradientForm::segments_finish}) {
       const std::string e = refusal(text, {}, form);
       EXPECT_NE(e.find(what), std::string::npos) << e;
     }
