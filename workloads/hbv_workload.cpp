@@ -248,7 +248,7 @@ private:
   }
   /// The segment form's basins per program: one warp (hbv_forward's default).
   static constexpr int64_t kSegmentBasins = 32;
-  static constexpr int64_t kSegmentLengths[] = {8, 16, 32, 64, 128};
+  static constexpr int64_t kSegmentLengths[] = {8, 16, 32, 64, 128, 256};
   HbvShape s_;
 };
 
