@@ -193,6 +193,7 @@ ExprPtr Expr::clone() const {
   e->async_copy = async_copy;
   e->scratch_region = scratch_region;
   e->literal = literal;
+  e->wgmma = wgmma;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();
   if (c) e->c = c->clone();

@@ -63,7 +63,10 @@ struct Var {
   const Layout* layout = nullptr; ///< frag vars: from assign_layouts
   int64_t smem_offset = -1;       ///< shared vars: from plan_shared_memory (bytes)
   int64_t smem_row_stride = 0;    ///< shared vars: elements between rows (padding included)
-  int stages = 1;                 ///< shared vars written by a pipelined copy: ring depth
+  /// Shared vars read by wgmma: 128 = stored K-major with the 128-byte swizzle
+  /// (tj::swizzle128), 0 = plain rows of smem_row_stride (select-wgmma decides).
+  int smem_swizzle = 0;
+  int stages = 1; ///< shared vars written by a pipelined copy: ring depth
   /// Ring buffers (stages > 1), after expand-pipelines: the scalar holding the slot this
   /// iteration reads (producers write the slot their statement names).
   Var* read_slot = nullptr;
@@ -204,6 +207,10 @@ struct Expr {
   /// operation exchanges values through (place-scratch), -1 before or when it needs none.
   int scratch_region = -1;
   bool literal = false; ///< Const written as a literal: adopts its partner's dtype
+  /// Dot: 1 runs on Hopper's warpgroup tensor cores (wgmma; select-wgmma chose it, its B tile
+  /// swizzled in shared memory; printed ", wgmma=1"), -1 must not (the DSL's `wgmma = 0`,
+  /// printed ", wgmma=0"), 0 runs on mma.sync (or is not decided yet).
+  int wgmma = 0;
 
   explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
   ExprPtr clone() const;

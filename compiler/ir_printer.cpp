@@ -381,7 +381,11 @@ std::string print_bare(const Expr& e) {
   }
   case ExprKind::Dot:
     return str("dot(", print_expr(*e.a), ", ", print_expr(*e.b),
-               e.c ? ", " + print_expr(*e.c) : std::string(), e.int_value ? ", exact=1" : "", ")");
+               e.c ? ", " + print_expr(*e.c) : std::string(), e.int_value ? ", exact=1" : "",
+               e.wgmma > 0   ? ", wgmma=1"
+               : e.wgmma < 0 ? ", wgmma=0"
+                             : "",
+               ")");
   case ExprKind::Reduce:
     return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
                scratch_arg(e), ")");
@@ -424,6 +428,7 @@ std::string var_decl_str(const Var& v) {
   if (v.layout) s += " #" + v.layout->str();
   if (v.smem_offset >= 0) s += str(" @smem[", v.smem_offset, "]");
   if (v.smem_row_stride) s += str(" row_stride=", v.smem_row_stride);
+  if (v.smem_swizzle) s += str(" swizzle=", v.smem_swizzle);
   // A ring from pipeline-loops on; its read slot from expand-pipelines on.
   if (v.stages > 1) s += str(" x", v.stages, " stages");
   if (v.read_slot) s += str(" read_slot=", v.read_slot->name);

@@ -508,6 +508,12 @@ private:
       expect("=");
       v->smem_row_stride = integer("the row stride");
     }
+    if (accept("swizzle")) {
+      expect("=");
+      v->smem_swizzle = small_int("the swizzle", 0, 128);
+      if (v->smem_swizzle != 0 && v->smem_swizzle != 128)
+        fail(str("swizzle ", v->smem_swizzle, ": shared tiles are swizzled by 128 bytes or not"));
+    }
     if (tok().kind == Token::Ident && tok().text[0] == 'x' && peek().text == "stages") {
       const int col = tok().col;
       int64_t n = times_suffix("a stage count");
@@ -923,8 +929,24 @@ private:
       e->a = expr();
       expect(",");
       e->b = expr();
-      // dot(a, b[, acc][, exact=1])
-      operands_then_flag(e->c, "exact", "dot's exact", e->int_value);
+      // dot(a, b[, acc][, exact=1][, wgmma=1])
+      int64_t wgmma = 0;
+      bool saw_wgmma = false;
+      while (accept(",")) {
+        if (is("exact") && peek().text == "=") {
+          accept("exact");
+          expect("=");
+          e->int_value = small_int("dot's exact", 0, 1);
+        } else if (is("wgmma") && peek().text == "=") {
+          accept("wgmma");
+          expect("=");
+          wgmma = small_int("dot's wgmma", 0, 1);
+          saw_wgmma = true;
+        } else {
+          e->c = expr();
+        }
+      }
+      if (saw_wgmma) e->wgmma = wgmma ? 1 : -1;
       expect(")");
       return typed(std::move(e));
     }

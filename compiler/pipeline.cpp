@@ -7,6 +7,7 @@
 #include "compiler/pipeline_loops.h"
 #include "compiler/place_scratch.h"
 #include "compiler/plan_shared_memory.h"
+#include "compiler/select_wgmma.h"
 #include "compiler/unroll_loops.h"
 #include "compiler/verify_ir.h"
 #include "support/text.h"
@@ -49,6 +50,9 @@ const std::vector<Pass>& passes() {
       {"assign-layouts", [](PassState& s) { assign_layouts(*s.kernel); },
        "layouts need types; they decide which values must move between layouts or into shared "
        "memory, which creates staged shared tiles"},
+      {"select-wgmma", [](PassState& s) { select_wgmma(*s.kernel); },
+       "which dots run on Hopper's warpgroup tensor cores: it needs the dots' layouts, and "
+       "decides how their B tiles are stored before shared memory is planned"},
       {"pipeline-loops", run_pipeline_loops,
        "pipelining turns some shared tiles into rings of buffers: before sizes are planned"},
       {"plan-shared-memory", [](PassState& s) { plan_shared_memory(*s.kernel); },

@@ -180,6 +180,9 @@ void plan_shared_memory(ir::Kernel& k) {
     // 2-way conflicts: on the H100 as many conflicts as tensor-core instructions at M = 64).
     if (q4_b.count(&v) && v.type.rank() == 2 && v.type.shape[0] > 1)
       row_bytes = round_up(cols * elem, 128) + 64;
+    // wgmma's swizzled tiles: 128-byte rows in blocks of 64 columns (tj::swizzle128), no
+    // padding (the swizzle spreads 8 rows over the banks); the row stride is the row's length.
+    if (v.smem_swizzle) row_bytes = cols * elem;
     v.smem_row_stride = v.type.rank() == 2 ? row_bytes / elem : cols;
     tiles.push_back(&v);
   }
@@ -191,14 +194,16 @@ void plan_shared_memory(ir::Kernel& k) {
   int64_t offset = base;
   for (ir::Var* v : tiles) {
     const int64_t bytes = shared_tile_bytes(*v) * v->stages;
-    int64_t at = base;
+    // A swizzled tile's pattern repeats every 1024 bytes from its start (8 rows of 128).
+    const int64_t align = v->smem_swizzle ? 1024 : 128;
+    int64_t at = round_up(base, align);
     for (bool moved = true; moved;) {
       moved = false;
       for (ir::Var* p : placed) {
         if (live.may_share(v, p)) continue;
         const int64_t p_end = p->smem_offset + shared_tile_bytes(*p) * p->stages;
         if (at < p_end && p->smem_offset < at + bytes) {
-          at = round_up(p_end, 128);
+          at = round_up(p_end, align);
           moved = true;
         }
       }

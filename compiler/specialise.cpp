@@ -734,6 +734,13 @@ private:
         if (v != 0 && v != 1) fail_at(exact->loc, str("dot's exact must be 0 or 1, got ", v));
         x->int_value = v;
       }
+      if (const dsl::Expr* wg = kwarg(e, "wgmma")) {
+        // 1 (the default): Hopper's warpgroup tensor cores where the dot fits them
+        // (select-wgmma); 0: mma.sync always, so that a tunable can let the tuner choose.
+        const int64_t v = const_int(*wg, "wgmma");
+        if (v != 0 && v != 1) fail_at(wg->loc, str("dot's wgmma must be 0 or 1, got ", v));
+        x->wgmma = v ? 0 : -1;
+      }
       return x;
     }
     case BK::Trans: {

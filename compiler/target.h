@@ -76,6 +76,9 @@ public:
   virtual bool async_copy() const = 0;
   /// Whether programs can form thread block clusters that read each other's shared memory.
   virtual bool clusters() const { return false; }
+  /// Whether a warpgroup (4 warps) can run one matrix instruction over 64 rows with B read
+  /// from swizzled shared memory, asynchronously (Hopper's wgmma: sm_90a only).
+  virtual bool warpgroup_mma() const { return false; }
   /// The backend: source text for a fully lowered kernel (every pass run).
   virtual GeneratedKernel emit(const ir::Kernel& k) const = 0;
 };

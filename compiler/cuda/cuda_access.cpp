@@ -459,11 +459,8 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
   line(str(T, "* const ", dst, " = ", shared_ptr(dst_var), ";"));
   preload_gather_rows(*this, a, p, l);
   emit_bounds_checks(*this, a, p, e, l, e.b.get());
-  int64_t stride = dst_var->smem_row_stride;
   auto smem_index = [&](const std::string& idx) {
-    return dst_var->type.rank() == 1
-               ? str(L, "::c(", idx, ")")
-               : str(L, "::r(", idx, ") * ", stride, " + ", L, "::c(", idx, ")");
+    return this->smem_index(dst_var, str(L, "::r(", idx, ")"), str(L, "::c(", idx, ")"));
   };
   int vec = vector_width(*this, a, p, l, e);
   bool mask_per_row = !e.b || e.b->type.is_scalar() || e.b->type.shape.back() == 1 ||
@@ -528,9 +525,7 @@ void Emitter::emit_shared_write(const ir::Var* v, const ir::Expr& value) {
   std::string L = layout_name(l);
   std::string T = storage_type(v->type.dtype);
   std::string dst = shared_ptr(v);
-  std::string index = v->type.rank() == 1
-                          ? str(L, "::c(tj_e)")
-                          : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
+  std::string index = smem_index(v, str(L, "::r(tj_e)"), str(L, "::c(tj_e)"));
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
            dst, "[", index, "] = tj::cvt<", T, ">(",
            elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));

@@ -195,6 +195,7 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
     // (a 96-row accumulator over 4 warps covers 128) reads the tile's first element instead of
     // past its end: valid() is a constant true where the layout has no padding.
     TJ_ICHECK(loop, "shared tile '", v->name, "' used as a scalar");
+    TJ_ICHECK(!v->smem_swizzle, "swizzled tile '", v->name, "' read element by element");
     std::string ptr = shared_ptr(v);
     const std::string pad = loop->padded() ? str(layout_name(loop), "::valid(", idx, ") ? ") : "";
     const std::string end = loop->padded() ? " : 0" : "";

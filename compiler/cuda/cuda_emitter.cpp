@@ -111,6 +111,14 @@ std::string Emitter::param_name(int p) const {
   return sanitize(k_.params[p].name);
 }
 
+std::string Emitter::smem_index(const ir::Var* v, const std::string& r,
+                                const std::string& c) const {
+  if (v->type.rank() == 1) return c;
+  if (v->smem_swizzle)
+    return str("tj::swizzle128<", (v->type.shape[0] + 15) / 16 * 16, ">(", r, ", ", c, ")");
+  return str(r, " * ", v->smem_row_stride, " + ", c);
+}
+
 std::string Emitter::shared_ptr(const ir::Var* v) const {
   std::string t = storage_type(v->type.dtype);
   std::string off = std::to_string(v->smem_offset);
@@ -142,7 +150,10 @@ GeneratedKernel Emitter::run() {
     if (n != 1) single_value_.erase(v);
 
   indent_ = 1;
-  line("extern __shared__ __align__(128) unsigned char tj_smem[];");
+  for (const auto& v : k_.vars)
+    if (v->type.space == Space::Shared && v->smem_swizzle) async_proxy_reads_ = true;
+  line(str("extern __shared__ __align__(", async_proxy_reads_ ? 1024 : 128,
+           ") unsigned char tj_smem[];"));
   line("unsigned char* const tj_scratch = tj_smem; // reductions, conversions, scans");
   // Column streams live in static shared memory (at most 48 KB), beside the planned dynamic
   // area; loops one after another reuse it.
@@ -342,6 +353,8 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     // A barrier before the read of a tile an asynchronous copy fills waits for this thread's
     // copies first (insert-barriers says where); the others leave copies in flight.
     if (s.wait_async) line("tj::cp_async_wait<0>();");
+    // Shared writes (cp.async's too) are the generic proxy's; wgmma reads through the async one.
+    if (async_proxy_reads_) line("tj::fence_proxy_async();");
     line(s.note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", s.note));
     scratch_free();
     return;

@@ -133,6 +133,11 @@ public:
   std::map<const ir::Stmt*, StagedLoop> staged_;
   std::map<const void*, StreamNames> active_streams_; ///< keyed by the Load/AtomicAdd or Store
   int64_t staged_bytes_ = 0;
+  /// Some shared tile is read by wgmma (the async proxy): shared writes are fenced for it
+  /// before every barrier, and the tiles start 1024-byte aligned.
+  bool async_proxy_reads_ = false;
+  /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.
+  std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;
 
   // ---- tile operations (cuda_tile_ops.cpp) ----
   void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place);

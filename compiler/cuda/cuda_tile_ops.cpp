@@ -44,6 +44,7 @@ static SharedOperand shared_operand(Emitter& em, const ir::Expr& x) {
   if (x.kind == ExprKind::VarRef) return {em.shared_ptr(x.var), x.var->smem_row_stride, false};
   if (x.kind == ExprKind::SharedSlice) {
     const ir::Var* v = x.a->var;
+    TJ_ICHECK(!v->smem_swizzle, "a window of swizzled tile '", v->name, "'");
     return {str("(", em.shared_ptr(v), " + (", em.scalar(*x.b), ") * ", v->smem_row_stride, ")"),
             v->smem_row_stride, false};
   }
@@ -81,14 +82,23 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     } else if (u.b) {
       zero = materialize(*u.b->a, k_.layouts.slice(u.layout, 1));
     }
+    const char* zero_kind = !u.b ? "0" : u.b->type.is_scalar() ? "1" : "2";
+    if (e.wgmma > 0) {
+      // On the warpgroup tensor cores (select-wgmma): B read through descriptors from its
+      // swizzled tile ([N][K], K-major), the dot done when the call returns.
+      const ir::Var* bv = e.b->a->var;
+      TJ_ICHECK(b.transposed && bv->smem_swizzle, "wgmma dot without a swizzled [N][K] tile");
+      line(str("tj::dot_q4_wgmma<", LC, ", ", K, ", ", T, ", ", zero_kind, ", ",
+               (bv->type.shape[0] + 15) / 16 * 16, ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero,
+               ", ", b.ptr, ");"));
+      return;
+    }
     line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",
-             !u.b                    ? "0"
-             : u.b->type.is_scalar() ? "1"
-                                     : "2",
-             u.int_value ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ",
-             b.ptr, ", ", b.ld, ");"));
+             zero_kind, u.int_value ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero,
+             ", ", b.ptr, ", ", b.ld, ");"));
     return;
   }
+  TJ_ICHECK(e.wgmma <= 0, "wgmma is selected only for 4-bit dots");
   // A staged operand (a register tile converted to shared), possibly read transposed.
   auto staged = [](const ir::Expr* x) {
     if (x->kind == ExprKind::Trans) x = x->a.get();
@@ -235,9 +245,7 @@ void Emitter::emit_stage(const ir::Expr& e) {
   line(str("// stage ", ir::print_expr(*e.a), " in shared memory ",
            broadcast ? "to broadcast it along its unit axes" : "for the tensor cores"));
   line(str(T, "* const ", ptr, " = ", shared_ptr(v), ";"));
-  std::string index = v->type.rank() == 1
-                          ? str(L, "::c(tj_e)")
-                          : str(L, "::r(tj_e) * ", v->smem_row_stride, " + ", L, "::c(tj_e)");
+  std::string index = smem_index(v, str(L, "::r(tj_e)"), str(L, "::c(tj_e)"));
   // A 16-bit tile already in registers as it is, in whole 16-byte runs per thread: 16-byte
   // stores (rows are padded to 16 bytes and tiles 128-byte aligned), not one per element.
   const DType dt = v->type.dtype;

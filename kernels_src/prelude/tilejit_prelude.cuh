@@ -13,3 +13,4 @@
 #include "tj/tensor.cuh"
 #include "tj/types.cuh"
 #include "tj/unpack.cuh"
+#include "tj/wgmma.cuh"

@@ -354,6 +354,34 @@ TEST(GpuDequant, W4A16Packed) {
                      {{"BN", "64"}, {"BM", "64"}, {"BK", "64"}, {"STEPS", "3"}, {"CLUSTER", "4"}});
 }
 
+// w4a16_tc with WG = 1: on Hopper (sm_90a) the 4-bit dot runs on the warpgroup tensor cores
+// (wgmma, B swizzled in shared memory) wherever it fits: one and two warpgroups, N (BM) from 8
+// to 128, K slices, clusters, odd M, N and K, both dtypes, every group size (groups of 32 take
+// BK 32, which keeps mma.sync: the same answer either way), act-order (x gathered as [K, M]:
+// mma.sync too). Elsewhere WG = 1 is mma.sync.
+TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {{"WG", "1"}, {"BN", "64"}, {"BM", "8"}, {"STEPS", "2"}},
+      {{"WG", "1"}, {"BN", "64"}, {"BM", "64"}, {"STEPS", "3"}, {"STAGES", "3"}},
+      {{"WG", "1"}, {"BN", "128"}, {"BM", "128"}, {"WARPS", "8"}, {"STEPS", "20"}, {"STAGES", "3"}},
+      {{"WG", "1"}, {"BN", "128"}, {"BM", "32"}, {"WARPS", "8"}, {"BK", "64"}, {"STEPS", "4"}},
+      {{"WG", "1"}, {"BN", "64"}, {"BM", "16"}, {"STEPS", "1"}, {"STAGES", "1"}},
+      {{"WG", "1"}, {"BN", "64"}, {"BM", "32"}, {"STEPS", "2"}, {"CLUSTER", "2"}}};
+  for (int again = 0; again < 2; ++again)
+    for (const Bindings& cfg : configs) {
+      check_w4a16_packed(run, DType::F16, 300, 300, 1000 + 24, 128, false, cfg);
+      check_w4a16_packed(run, DType::BF16, 77, 200, 768, 128, again == 1, cfg);
+    }
+  check_w4a16_packed(run, DType::BF16, 33, 136, 640, 64, false, configs[3]);
+  check_w4a16_packed(run, DType::F16, 1, 2560, 4096, 128, false, configs[0]);
+  check_w4a16_packed(run, DType::BF16, 2048, 384, 2560, 128, false, configs[2]);
+  for (int64_t group : {32, -1})
+    check_w4a16_packed(run, DType::F16, 5, 37, 136 + 8 * 15, group, true,
+                       {{"WG", "1"}, {"BN", "64"}, {"BM", "8"}, {"BK", "32"}});
+}
+
 TEST(GpuDequant, W4A16) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

@@ -14,6 +14,7 @@ namespace {
 struct Variant {
   std::string file;
   Bindings config;
+  bool hopper_only = false; ///< a tile only wgmma runs without spills: sm_90a alone
 };
 
 std::vector<Variant> variants() {
@@ -70,6 +71,21 @@ std::vector<Variant> variants() {
         {"BK", "32"},
         {"STAGES", "4"},
         {"WARPS", "2"}}},
+      // WG = 1: on sm_90a the dot runs on wgmma (one warpgroup at decode's N = 8; two at
+      // 128 x 128, the largest tile); on sm_80 the same variants run on mma.sync.
+      {"workloads/dequant_gemm.tile#w4a16_tc",
+       {{"T", "f16"}, {"G", "128"}, {"ACT", "0"}, {"WG", "1"}}},
+      {"workloads/dequant_gemm.tile#w4a16_tc",
+       {{"T", "bf16"},
+        {"G", "128"},
+        {"ACT", "0"},
+        {"WG", "1"},
+        {"BN", "128"},
+        {"BM", "128"},
+        {"STEPS", "20"},
+        {"STAGES", "3"},
+        {"WARPS", "8"}},
+       true},
       {"workloads/dequant_gemm.tile#w8a16_mma", {{"T", "f16"}}},
       {"workloads/hbv.tile#hbv_forward", {}},
       {"workloads/hbv.tile#hbv_forward", {{"BB", "256"}, {"WARPS", "8"}}},
@@ -90,6 +106,7 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         m.kernel(hash == std::string::npos ? std::string() : v.file.substr(hash + 1));
     for (const char* arch : {"sm_80", "sm_90a"})
       for (bool aligned : {true, false}) {
+        if (v.hopper_only && std::string(arch) != "sm_90a") continue;
         SCOPED_TRACE(v.file + " " + arch + (aligned ? " aligned" : " unaligned"));
         JitRequest r;
         r.kernel = &k;
@@ -111,6 +128,11 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         EXPECT_LE(c.resources.spill_store_bytes, allowed) << c.compile_log;
         EXPECT_LE(c.resources.stack_bytes, allowed) << "local memory in use:\n" << c.compile_log;
         EXPECT_NE(c.source.find("#line"), std::string::npos);
+        // WG = 1 is a request: Hopper's sm_90a takes it, other archs keep mma.sync.
+        const auto wg = r.bindings.find("WG");
+        if (wg != r.bindings.end() && wg->second == "1")
+          EXPECT_EQ(c.source.find("tj::dot_q4_wgmma<") != std::string::npos,
+                    std::string(arch) == "sm_90a");
       }
   }
 }
