@@ -28,7 +28,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweeps", required=True)
     ap.add_argument("--fp16", required=True)
-    ap.add_argument("--split", default="WG", help="tunable whose values get a column each")
+    ap.add_argument("--split", default="WG",
+                    help="tunables (comma-separated) whose combined values get a column each")
     a = ap.parse_args(argv)
     fp16 = {}
     for r in rows(a.fp16):
@@ -44,13 +45,16 @@ def main(argv=None):
             continue
         s = r["shape"]
         cfg = linear_config(r)
-        m = re.search(rf"(?:^|,){re.escape(a.split)}=([^,]+)", cfg)
-        key = ((s["M"], s["N"], s["K"]), m.group(1) if m else "?")
+        parts = []
+        for name in a.split.split(","):
+            m = re.search(rf"(?:^|,){re.escape(name)}=([^,]+)", cfg)
+            parts.append(f"{name}={m.group(1) if m else '?'}")
+        key = ((s["M"], s["N"], s["K"]), ",".join(parts))
         if key not in best or r["ms"] < best[key][0]:
             best[key] = (r["ms"], cfg)
     values = sorted({k[1] for k in best})
     shapes = sorted({k[0] for k in best}, key=lambda t: (t[1], t[2], t[0]))
-    head = ["M x N x K", "fp16 us"] + [f"{a.split}={v} us (vs fp16)" for v in values]
+    head = ["M x N x K", "fp16 us"] + [f"{v} us (vs fp16)" for v in values]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for sh in shapes:
@@ -68,7 +72,7 @@ def main(argv=None):
     for sh in shapes:
         for v in values:
             if (sh, v) in best:
-                print(f"{sh} {a.split}={v}: {best[(sh, v)][1]}")
+                print(f"{sh} {v}: {best[(sh, v)][1]}")
     if wrong:
         print(f"\n{wrong} rows were not correct (left out)", file=sys.stderr)
     return 0

@@ -33,6 +33,21 @@ bool is_shared_operand(const ir::Expr& e) {
   return false;
 }
 
+Q4Operand q4_operand(const ir::Expr& a) {
+  auto* self = const_cast<ir::Expr*>(&a);
+  if (a.kind == ExprKind::Unpack) return {self, nullptr};
+  if (a.kind != ExprKind::Binary || a.binary_op != dsl::BinaryOp::Mul || a.type.rank() != 2 ||
+      a.a->kind != ExprKind::Unpack || a.b->kind != ExprKind::Expand ||
+      a.b->axes != std::vector<int>{1})
+    return {};
+  const ir::Expr& s = *a.b->a;
+  // The scale in the unpacked values' own dtype: (q - z) * s is then one rounding to it, what
+  // the packed multiply does (an f32 scale would be rounded twice).
+  if (s.type.rank() != 1 || s.type.shape[0] != a.type.shape[0] || s.type.dtype != a.a->type.dtype)
+    return {};
+  return {self->a.get(), self->b->a.get()};
+}
+
 namespace {
 
 bool is_elementwise(ExprKind k) {
@@ -138,12 +153,18 @@ private:
     }
     if (e.kind == ExprKind::Expand && l->rank() == 2 && e.a->type.rank() == 1 && e.axes.size() == 1)
       return want_layout(*e.a, table_.slice(l, e.axes[0]));
-    if (e.kind == ExprKind::Dot && q4_candidate(e) && e.a->b && l->kind == LayoutKind::MmaAcc &&
-        l->wn == 1 && l->shape == e.type.shape) {
-      // A dot_q4 in this accumulator layout reads its zero points one per row the thread owns:
-      // the row slice of its A operand's layout (no conversion through shared memory).
-      return want_layout(
-          *e.a->b, table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm, 1, k_.threads));
+    if (e.kind == ExprKind::Dot && q4_candidate(e) && l->kind == LayoutKind::MmaAcc && l->wn == 1 &&
+        l->shape == e.type.shape) {
+      // A dot_q4 in this accumulator layout reads its zero points and scales one per row the
+      // thread owns: the row slice of its A operand's layout (no conversion through shared
+      // memory).
+      const Q4Operand q = q4_operand(*e.a);
+      const Layout* la =
+          table_.mma_acc(e.a->type.shape[0], e.a->type.shape[1], l->wm, 1, k_.threads);
+      bool changed = false;
+      if (q.unpack->b) changed |= want_layout(*q.unpack->b, la);
+      if (q.scale) changed |= want_layout(*q.scale, table_.slice(la, 1));
+      return changed;
     }
     if (!is_elementwise(e.kind)) return false;
     bool changed = false;
@@ -174,8 +195,7 @@ private:
     for (ir::Expr* d : dots) {
       // unpack4's values are laid out by their words (blocked), not as an f32 fragment tile:
       // staged through shared memory like a loaded operand.
-      if (is_shared_operand(*d->a) || d->a->kind == ExprKind::Trans ||
-          d->a->kind == ExprKind::Unpack)
+      if (is_shared_operand(*d->a) || d->a->kind == ExprKind::Trans || q4_operand(*d->a).unpack)
         continue;
       int64_t m16 = (d->type.shape[0] + 15) / 16 * 16;
       if (m16 < 16 * warps_) continue;
@@ -216,7 +236,9 @@ private:
   /// its rows' words straight into tensor-core A fragments (tj::dot_q4), with no staging of the
   /// values through shared memory, when its warps split only the rows (M).
   static bool q4_candidate(const ir::Expr& d) {
-    const ir::Expr& a = *d.a;
+    const Q4Operand q = q4_operand(*d.a);
+    if (!q.unpack) return false;
+    const ir::Expr& a = *q.unpack;
     if (a.kind != ExprKind::Unpack || a.type.rank() != 2 || a.type.shape[1] % 32 != 0) return false;
     if (a.type.dtype != DType::F16 && a.type.dtype != DType::BF16) return false;
     if (a.a->kind == ExprKind::Trans || !is_shared_operand(*a.a) || !is_shared_operand(*d.b))
@@ -438,9 +460,15 @@ private:
       if (q4_candidate(e) && lc->wn == 1) {
         // A in registers, unpacked from shared words by each warp (tj::dot_q4): the values'
         // layout is the A operand's (an MmaAcc over [M, K] with the dot's warps), the zero
-        // point one per row the thread owns.
-        ir::Expr& a = *e.a;
+        // point and the scale one per row the thread owns.
+        const Q4Operand q = q4_operand(*e.a);
+        ir::Expr& a = *q.unpack;
         a.layout = table_.mma_acc(a.type.shape[0], a.type.shape[1], lc->wm, 1, k_.threads);
+        if (q.scale) {
+          e.a->layout = a.layout;    // unpack4(...) * s[:, None]
+          e.a->b->layout = a.layout; // s[:, None]
+          place(e.a->b->a, table_.slice(a.layout, 1));
+        }
         if (a.b && a.b->type.is_scalar()) {
           place_scalar(*a.b);
         } else if (a.b) {

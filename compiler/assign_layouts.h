@@ -19,6 +19,15 @@ void assign_layouts(ir::Kernel& k);
 /// or a transposed view of either): dot operands of this form need no staging.
 bool is_shared_operand(const ir::Expr& e);
 
+/// A 4-bit dot's A operand as each warp unpacks it into tensor-core registers (tj::dot_q4):
+/// unpack4<T>(words[, zero]) alone, or times a scale per row (`unpack4(...) * s[:, None]`, s a
+/// T tile: one packed multiply of the unpacked pairs, rounded to T once as a register A is).
+struct Q4Operand {
+  ir::Expr* unpack = nullptr; ///< the unpack4 node (nullptr: `a` is not of this form)
+  ir::Expr* scale = nullptr;  ///< the rank-1 scale over the rows, or nullptr
+};
+Q4Operand q4_operand(const ir::Expr& a);
+
 /// The layout a value with none of its own (a scalar, a constant tile) is stored to `to` in:
 /// vectors of 16 bytes where the launcher proved `to`'s rows 16-byte aligned, else one element
 /// per thread along the row, so that each warp's element-wise store is one contiguous run.

@@ -1,5 +1,6 @@
 #include "compiler/plan_shared_memory.h"
 
+#include "compiler/assign_layouts.h"
 #include "compiler/specialise.h"
 #include "support/text.h"
 
@@ -53,8 +54,8 @@ std::set<const ir::Var*> q4_dot_b_operands(ir::Kernel& k) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& e) {
         if (e.kind != ExprKind::Dot) return;
-        const bool q4_dot = e.a->kind == ExprKind::Unpack && e.a->layout &&
-                            e.a->layout->kind == ir::LayoutKind::MmaAcc;
+        const ir::Expr* u = q4_operand(*e.a).unpack;
+        const bool q4_dot = u && u->layout && u->layout->kind == ir::LayoutKind::MmaAcc;
         auto var_of = [](const ir::Expr& x) -> const ir::Var* {
           return x.kind == ExprKind::VarRef && x.var->type.space == Space::Shared ? x.var : nullptr;
         };

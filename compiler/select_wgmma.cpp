@@ -26,7 +26,9 @@ ir::Var* transposed_tile(const ir::Expr& b) {
 
 /// Whether the dot itself fits wgmma (its B tile's other uses are checked by the caller).
 bool fits_wgmma(const ir::Expr& dot) {
-  const ir::Expr& a = *dot.a;
+  const ir::Expr* u = q4_operand(*dot.a).unpack;
+  if (!u) return false;
+  const ir::Expr& a = *u;
   if (a.kind != ExprKind::Unpack || a.int_value != 1 || !a.layout ||
       a.layout->kind != ir::LayoutKind::MmaAcc || !is_shared_operand(*a.a))
     return false;

@@ -18,11 +18,11 @@ fi
 default_sweep() {
   local m=$1 all=$2
   case $m in
-    1) echo "linear:WG=0|1,BN=64|128,WARPS=4|8,BM=8,STEPS=2|5|10,STAGES=2|3" ;;
-    16) echo "linear:WG=0|1,BN=64|128,WARPS=4|8,BM=16,STEPS=5|10,STAGES=2|3" ;;
-    64) echo "linear:WG=0|1,BN=64|128,WARPS=4|8,BM=32|64,STEPS=10|$all,STAGES=2|3" ;;
-    256) echo "linear:WG=0|1,BN=64|128,WARPS=4|8,BM=64|128,STEPS=10|$all,STAGES=2|3" ;;
-    *) echo "linear:WG=0|1,BN=64|128,WARPS=4|8,BM=64|128,STEPS=$all,STAGES=2|3|4" ;;
+    1) echo "linear:WG=0|1,SA=0|1,BN=64|128,WARPS=4|8,BM=8,STEPS=2|5,STAGES=2|3" ;;
+    16) echo "linear:WG=0|1,SA=0|1,BN=64|128,WARPS=4|8,BM=16,STEPS=5|10,STAGES=2|3" ;;
+    64) echo "linear:WG=0|1,SA=0|1,BN=64|128,WARPS=4|8,BM=32|64,STEPS=10|$all,STAGES=2|3" ;;
+    256) echo "linear:WG=0|1,SA=0|1,BN=64|128,WARPS=4|8,BM=64|128|256,STEPS=10|$all,STAGES=2|3" ;;
+    *) echo "linear:WG=0|1,SA=0|1,BN=64|128,WARPS=4|8,BM=64|128|256,STEPS=$all,STAGES=2|3|4" ;;
   esac
 }
 for layer in ${LAYERS:-qkv}; do
@@ -41,4 +41,4 @@ timeout 200 python3 bench/peers/dequant_gemm_peer.py --peers cublas_fp16 --m "$m
   --out "$out/fp16.jsonl" >"$logs/fp16.log" 2>&1 || tail -3 "$logs/fp16.log"
 tail -20 "$logs/bench.err" > "$out/bench_err_tail.txt"
 python3 bench/dequant_sweep_table.py --sweeps "$out/sweeps.jsonl" --fp16 "$out/fp16.jsonl" \
-  --split "${SPLIT:-WG}" | tee "$out/table.md"
+  --split "${SPLIT:-WG,SA}" | tee "$out/table.md"

@@ -1,5 +1,6 @@
 // Elementwise expressions: one C++ expression per element, fused into a single loop over a
 // tile's layout; everything else (loads, dots, reductions...) is materialised first.
+#include "compiler/assign_layouts.h"
 #include "compiler/cuda/cuda_emitter.h"
 
 #include "compiler/ir_printer.h"
@@ -297,6 +298,19 @@ std::string Emitter::elem(const ir::Expr& e, const ir::Layout* loop, const std::
   return "";
 }
 
+void Emitter::prepare_dot_operands(const ir::Expr& dot) {
+  if (is_q4_dot(dot)) {
+    // dot_q4 reads the words from shared memory itself; only the zero point and the scale
+    // are values.
+    const Q4Operand q4 = q4_operand(*dot.a);
+    if (q4.unpack->b) prepare(*q4.unpack->b);
+    if (q4.scale) prepare(*q4.scale);
+  } else {
+    prepare(*dot.a);
+  }
+  prepare(*dot.b);
+}
+
 void Emitter::prepare(const ir::Expr& e) {
   if (materialized_.count(&e) || scalar_temps_.count(&e)) return;
   switch (e.kind) {
@@ -318,13 +332,7 @@ void Emitter::prepare(const ir::Expr& e) {
   case ExprKind::Copy:
     TJ_ICHECK(false, "copy outside a shared declaration");
   case ExprKind::Dot: {
-    if (is_q4_dot(e)) {
-      // dot_q4 reads the words from shared memory itself; only the zero point is a value.
-      if (e.a->b) prepare(*e.a->b);
-    } else {
-      prepare(*e.a);
-    }
-    prepare(*e.b);
+    prepare_dot_operands(e);
     if (e.c) prepare(*e.c);
     std::string name = fresh("t");
     line(str("float ", name, "[", layout_name(e.layout), "::N];"));

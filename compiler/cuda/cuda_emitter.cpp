@@ -389,8 +389,7 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
     bool in_place = value.kind == ExprKind::Dot && value.c && value.c->kind == ExprKind::VarRef &&
                     value.c->var == v && value.layout == v->layout;
     if (in_place) {
-      prepare(*value.a);
-      prepare(*value.b);
+      prepare_dot_operands(value);
       emit_dot(value, name, /*accumulate_in_place=*/true);
       return;
     }
@@ -403,8 +402,7 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
         prepare(*acc_first);
         emit_fill(name, v->type.dtype, *acc_first, v->layout);
       }
-      prepare(*acc_dot->a);
-      prepare(*acc_dot->b);
+      prepare_dot_operands(*acc_dot);
       emit_dot(*acc_dot, name, /*accumulate_in_place=*/true);
       return;
     }

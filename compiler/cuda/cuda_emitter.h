@@ -78,10 +78,9 @@ public:
   std::string materialize(const ir::Expr& e, const ir::Layout* l);
   /// dot(unpack4<T>(shared words, zero), shared b) that assign_layouts gave the register path
   /// (its A operand has an MmaAcc layout): lowered to tj::dot_q4.
-  static bool is_q4_dot(const ir::Expr& dot) {
-    return dot.kind == ir::ExprKind::Dot && dot.a->kind == ir::ExprKind::Unpack && dot.a->layout &&
-           dot.a->layout->kind == ir::LayoutKind::MmaAcc;
-  }
+  static bool is_q4_dot(const ir::Expr& dot);
+  /// prepare() for what a dot reads as values (a 4-bit dot: its zero points and scales).
+  void prepare_dot_operands(const ir::Expr& dot);
   /// The register array that holds `value` with dtype `t` in layout `l` as it is (a
   /// materialised result or a frag variable), or "" when it must be computed element by element.
   std::string raw_array(const ir::Expr& value, DType t, const ir::Layout* l);

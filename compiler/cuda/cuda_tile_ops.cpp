@@ -57,6 +57,12 @@ static SharedOperand shared_operand(Emitter& em, const ir::Expr& x) {
   return {};
 }
 
+bool Emitter::is_q4_dot(const ir::Expr& dot) {
+  if (dot.kind != ExprKind::Dot) return false;
+  const ir::Expr* u = q4_operand(*dot.a).unpack;
+  return u && u->layout && u->layout->kind == ir::LayoutKind::MmaAcc;
+}
+
 void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place) {
   const ir::Layout* lc = e.layout;
   std::string LC = layout_name(lc);
@@ -72,8 +78,12 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
   std::string T = storage_type(e.b->type.dtype);
   SharedOperand b = shared_operand(*this, *e.b);
   if (is_q4_dot(e)) {
-    // 4-bit A unpacked from shared words into registers by each warp, minus its zero point.
-    const ir::Expr& u = *e.a;
+    // 4-bit A unpacked from shared words into registers by each warp, minus its zero point,
+    // times its scale.
+    const Q4Operand q4 = q4_operand(*e.a);
+    const ir::Expr& u = *q4.unpack;
+    std::string scale = "nullptr";
+    if (q4.scale) scale = materialize(*q4.scale, k_.layouts.slice(u.layout, 1));
     SharedOperand q = shared_operand(*this, *u.a);
     std::string zero = "nullptr";
     if (u.b && u.b->type.is_scalar()) {
@@ -89,13 +99,14 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
       const ir::Var* bv = e.b->a->var;
       TJ_ICHECK(b.transposed && bv->smem_swizzle, "wgmma dot without a swizzled [N][K] tile");
       line(str("tj::dot_q4_wgmma<", LC, ", ", K, ", ", T, ", ", zero_kind, ", ",
-               (bv->type.shape[0] + 15) / 16 * 16, ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero,
-               ", ", b.ptr, ");"));
+               (bv->type.shape[0] + 15) / 16 * 16, q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr,
+               ", ", q.ld, ", ", zero, ", ", b.ptr, q4.scale ? ", " + scale : "", ");"));
       return;
     }
     line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",
-             zero_kind, u.int_value ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero,
-             ", ", b.ptr, ", ", b.ld, ");"));
+             zero_kind, u.int_value || q4.scale ? (u.int_value ? ", true" : ", false") : "",
+             q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr,
+             ", ", b.ld, q4.scale ? ", " + scale : "", ");"));
     return;
   }
   TJ_ICHECK(e.wgmma <= 0, "wgmma is selected only for 4-bit dots");

@@ -246,6 +246,10 @@ TEST(WorkloadInterface, DequantShapesOnTheInterpreter) {
   check_dequant_shape({{"M", "2"}, {"N", "40"}, {"K", "384"}, {"G", "-1"}}, DType::F16);
   check_dequant_shape({{"M", "1"}, {"N", "24"}, {"K", "512"}, {"G", "128"}}, DType::BF16,
                       {{"BK", "64"}, {"STEPS", "2"}, {"BN", "32"}, {"BM", "16"}});
+  // SA = 1: the scales applied to the unpacked weights (rounded to T), summed in place; WG = 1
+  // (wgmma on Hopper) means the same on the interpreter.
+  check_dequant_shape({{"M", "11"}, {"N", "72"}, {"K", "256"}, {"G", "64"}}, DType::F16,
+                      {{"SA", "1"}, {"WG", "1"}, {"BK", "64"}, {"BN", "64"}, {"BM", "16"}});
   check_dequant_shape({{"M", "5"}, {"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::BF16);
   check_dequant_shape({{"M", "17"}, {"N", "70"}, {"K", "300"}, {"BITS", "8"}}, DType::F16,
                       {{"BK", "64"}, {"STEPS", "1"}});

@@ -12,7 +12,9 @@ namespace tj {
 /// memory (row stride ldq words; word c of a row holds k = 8c..8c+7, field i at bits 4i); Z a
 /// zero point per row (ZERO 2: zero[s] for the rows this thread owns, a Slice of LC along axis
 /// 1; ZERO 1: zero[0] for every row; ZERO 0: none); B [K, N] in shared memory (B_NMAJOR: stored
-/// [N][K]); acc in LC = MmaAcc<M, N, WM, 1, NT>. K is a multiple of 32.
+/// [N][K]); acc in LC = MmaAcc<M, N, WM, 1, NT>. K is a multiple of 32. SCALED: each row's
+/// values times its scale (`scale`, a Slice of LC along axis 1 like ZERO 2's zero points),
+/// rounded to T: the A operand unpack4(...) * s[:, None].
 ///
 /// The tensor cores take k in any order as long as A and B agree: in each chunk of 32 k, lane
 /// (g, t) unpacks word t of rows g and g + 8 (its k = 8t..8t+7), whose pairs (q_i, q_{i+4}) are
@@ -21,9 +23,10 @@ namespace tj {
 /// (8t, 8t+4), (8t+1, 8t+5)..., a permute per register; INTERLEAVED words (fields i and i + 4
 /// are k 8t+2i and 8t+2i+1, unpack4's interleaved=1) pair k in B's own order, so a 16-byte
 /// read of B's [N][K] row gives the four B registers as they are.
-template <class LC, int K, class T, bool B_NMAJOR, int ZERO, bool INTERLEAVED = false>
+template <class LC, int K, class T, bool B_NMAJOR, int ZERO, bool INTERLEAVED = false,
+          bool SCALED = false>
 TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* zero, const T* sb,
-                      int ldb) {
+                      int ldb, const T* scale = nullptr) {
   static_assert(K % 32 == 0, "dot_q4: K must be a multiple of 32");
   static_assert(LC::WN_ == 1, "dot_q4: warps must split M only");
   const int l = lane_id(), g = l / 4, t = l % 4;
@@ -75,6 +78,11 @@ TJ_DEVICE void dot_q4(float (&acc)[LC::N], const int* sq, int ldq, const int* ze
       unsigned lo[4], hi[4];
       unpack4_pairs<T>(static_cast<unsigned>(sq[r * ldq + k0 / 8 + t]), zlo, lo);
       unpack4_pairs<T>(static_cast<unsigned>(sq[(r + 8) * ldq + k0 / 8 + t]), zhi, hi);
+      if (SCALED) {
+        const unsigned slo = scale[mt * 2].bits * 0x10001u, shi = scale[mt * 2 + 1].bits * 0x10001u;
+        TJ_UNROLL for (int i = 0; i < 4; ++i) lo[i] = mul2<T>(lo[i], slo),
+                                              hi[i] = mul2<T>(hi[i], shi);
+      }
       const unsigned a0[4] = {lo[0], hi[0], lo[1], hi[1]};
       const unsigned a1[4] = {lo[2], hi[2], lo[3], hi[3]};
       // Both k16 steps add into the same accumulators: all n tiles of the first step, then of

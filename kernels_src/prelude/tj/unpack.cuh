@@ -24,6 +24,20 @@ TJ_DEVICE unsigned permute(unsigned a, unsigned b, unsigned sel) {
   return r;
 }
 
+/// a * b for two pairs of T values (each rounded to T once, as cast<T>(a * b) of f32 products):
+/// a 4-bit dot's unpacked pairs times their row's scale.
+template <class T> TJ_DEVICE unsigned mul2(unsigned a, unsigned b);
+template <> TJ_DEVICE unsigned mul2<f16>(unsigned a, unsigned b) {
+  unsigned r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <> TJ_DEVICE unsigned mul2<bf16>(unsigned a, unsigned b) {
+  unsigned r; // (a * b + -0: fma.bf16x2 is sm_80's, mul.bf16x2 only sm_90's)
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+  return r;
+}
+
 /// The four pairs p[i] = (q_i - z, q_{i+4} - z) of a word as two 16-bit T values each (lo half
 /// first): the registers the tensor cores and the unpacked tiles are built from.
 template <class T> TJ_DEVICE void unpack4_pairs(unsigned w, int zero, unsigned (&p)[4]);

@@ -73,10 +73,11 @@ template <> TJ_DEVICE unsigned unpack4_pair<bf16>(unsigned w, int t, int zero) {
 /// The tensor cores take B in k order, so each A fragment must too: in a chunk of 32 k, lane
 /// (g, t) needs k 2t, 2t + 1 (+8, +16, +24) of rows g and g + 8: pair t of each of the chunk's
 /// four words, read as one 16-byte vector per row. The chunk's two wgmmas run while the next
-/// chunk is unpacked; the dot returns once all of them are done (acc readable).
-template <class LC, int K, class T, int ZERO, int BROWS>
+/// chunk is unpacked; the dot returns once all of them are done (acc readable). SCALED: times
+/// each row's scale, as in dot_q4.
+template <class LC, int K, class T, int ZERO, int BROWS, bool SCALED = false>
 TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const int* zero,
-                            const T* sb) {
+                            const T* sb, const T* scale = nullptr) {
   static_assert(K % 64 == 0, "dot_q4_wgmma: K must be a multiple of 64");
   static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
                 "dot_q4_wgmma: each warp owns 16 rows, and the warps make whole warpgroups");
@@ -86,6 +87,12 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
   const int zlo = ZERO == 2 ? zero[0] : ZERO == 1 ? zero[0] : 0;
   const int zhi = ZERO == 2 ? zero[1] : zlo;
   const unsigned long long desc0 = wgmma_desc_sw128(sb);
+  const unsigned slo = SCALED ? scale[0].bits * 0x10001u : 0u; // (s, s)
+  const unsigned shi = SCALED ? scale[1].bits * 0x10001u : 0u;
+  auto pair = [&](unsigned w, int z, unsigned s) {
+    const unsigned p = unpack4_pair<T>(w, t, z);
+    return SCALED ? mul2<T>(p, s) : p;
+  };
   wgmma_fence();
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 32) {
     unsigned lo[4], hi[4];
@@ -99,9 +106,8 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
                  : "memory");
     TJ_UNROLL for (int s = 0; s < 2; ++s) {
       // Word 2s holds k 16s..16s+7 (the fragment's columns 2t, 2t + 1), word 2s + 1 the next 8.
-      const unsigned a[4] = {unpack4_pair<T>(lo[2 * s], t, zlo), unpack4_pair<T>(hi[2 * s], t, zhi),
-                             unpack4_pair<T>(lo[2 * s + 1], t, zlo),
-                             unpack4_pair<T>(hi[2 * s + 1], t, zhi)};
+      const unsigned a[4] = {pair(lo[2 * s], zlo, slo), pair(hi[2 * s], zhi, shi),
+                             pair(lo[2 * s + 1], zlo, slo), pair(hi[2 * s + 1], zhi, shi)};
       const int k = k0 + 16 * s; // descriptor units are 16 bytes
       const unsigned long long step = (k >> 6) * (BROWS * 128 / 16) + (k & 63) * 2 / 16;
       wgmma_rs<LC::PN, T>(acc, a, desc0 + step);
