@@ -77,6 +77,10 @@ std::set<const ir::Var*> q4_dot_b_operands(ir::Kernel& k) {
 
 } // namespace
 
+int64_t swizzled_rows(const ir::Var& v) {
+  return round_up(v.type.shape[0], 16);
+}
+
 int64_t shared_tile_bytes(const ir::Var& v) {
   int64_t rows = v.type.rank() >= 2 ? round_up(v.type.shape[0], 16) : 1;
   return rows * v.smem_row_stride * dtype_size(v.type.dtype);

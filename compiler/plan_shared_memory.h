@@ -55,5 +55,8 @@ private:
 
 /// Bytes one buffer of a shared tile occupies (rows x padded row stride).
 int64_t shared_tile_bytes(const ir::Var& v);
+/// A swizzled tile's rows as its layout counts them (tj::swizzle128's ROWS): whole 16s, the
+/// rows shared_tile_bytes reserves, so each block of 64 columns is ROWS rows of 128 bytes.
+int64_t swizzled_rows(const ir::Var& v);
 
 } // namespace tilejit

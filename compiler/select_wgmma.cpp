@@ -29,8 +29,8 @@ bool fits_wgmma(const ir::Expr& dot) {
   const ir::Expr* u = q4_operand(*dot.a).unpack;
   if (!u) return false;
   const ir::Expr& a = *u;
-  if (a.kind != ExprKind::Unpack || a.int_value != 1 || !a.layout ||
-      a.layout->kind != ir::LayoutKind::MmaAcc || !is_shared_operand(*a.a))
+  if (a.int_value != 1 || !a.layout || a.layout->kind != ir::LayoutKind::MmaAcc ||
+      !is_shared_operand(*a.a))
     return false;
   if (a.type.dtype != DType::F16 && a.type.dtype != DType::BF16) return false;
   const ir::Layout* lc = dot.layout;

@@ -1,6 +1,7 @@
 #include "compiler/cuda/cuda_emitter.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/plan_shared_memory.h"
 #include "support/text.h"
 
 #include <fmt/format.h>
@@ -114,8 +115,7 @@ std::string Emitter::param_name(int p) const {
 std::string Emitter::smem_index(const ir::Var* v, const std::string& r,
                                 const std::string& c) const {
   if (v->type.rank() == 1) return c;
-  if (v->smem_swizzle)
-    return str("tj::swizzle128<", (v->type.shape[0] + 15) / 16 * 16, ">(", r, ", ", c, ")");
+  if (v->smem_swizzle) return str("tj::swizzle128<", swizzled_rows(*v), ">(", r, ", ", c, ")");
   return str(r, " * ", v->smem_row_stride, " + ", c);
 }
 

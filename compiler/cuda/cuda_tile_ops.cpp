@@ -4,6 +4,7 @@
 
 #include "compiler/assign_layouts.h"
 #include "compiler/ir_printer.h"
+#include "compiler/plan_shared_memory.h"
 #include "support/text.h"
 
 namespace tilejit::cuda {
@@ -98,15 +99,15 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
       // swizzled tile ([N][K], K-major), the dot done when the call returns.
       const ir::Var* bv = e.b->a->var;
       TJ_ICHECK(b.transposed && bv->smem_swizzle, "wgmma dot without a swizzled [N][K] tile");
-      line(str("tj::dot_q4_wgmma<", LC, ", ", K, ", ", T, ", ", zero_kind, ", ",
-               (bv->type.shape[0] + 15) / 16 * 16, q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr,
-               ", ", q.ld, ", ", zero, ", ", b.ptr, q4.scale ? ", " + scale : "", ");"));
+      line(str("tj::dot_q4_wgmma<", LC, ", ", K, ", ", T, ", ", zero_kind, ", ", swizzled_rows(*bv),
+               q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ",
+               b.ptr, q4.scale ? ", " + scale : "", ");"));
       return;
     }
     line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",
-             zero_kind, u.int_value || q4.scale ? (u.int_value ? ", true" : ", false") : "",
-             q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr,
-             ", ", b.ld, q4.scale ? ", " + scale : "", ");"));
+             zero_kind, ", ", u.int_value ? "true" : "false", ", ", q4.scale ? "true" : "false",
+             ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr, ", ", b.ld,
+             q4.scale ? ", " + scale : "", ");"));
     return;
   }
   TJ_ICHECK(e.wgmma <= 0, "wgmma is selected only for 4-bit dots");

@@ -84,7 +84,7 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
   static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "dot_q4_wgmma: no wgmma for this N");
   const int l = lane_id(), g = l / 4, t = l % 4;
   const int r = LC::wm() * 16 + g;
-  const int zlo = ZERO == 2 ? zero[0] : ZERO == 1 ? zero[0] : 0;
+  const int zlo = ZERO ? zero[0] : 0;
   const int zhi = ZERO == 2 ? zero[1] : zlo;
   const unsigned long long desc0 = wgmma_desc_sw128(sb);
   const unsigned slo = SCALED ? scale[0].bits * 0x10001u : 0u; // (s, s)
