@@ -673,6 +673,7 @@ private:
     case ir::StmtKind::Barrier:
     case ir::StmtKind::AsyncCommit:
     case ir::StmtKind::AsyncWait:
+    case ir::StmtKind::WgmmaWait:
       return;
     }
   }

@@ -2,6 +2,7 @@
 
 #include "support/text.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -156,6 +157,44 @@ private:
     return c;
   }
 
+  /// The dot a pipelined loop may leave running past its iteration (wgmma = 2): a wgmma dot
+  /// the body runs every iteration as `acc = dot(a, b, acc)` (emitted in place), acc touched by
+  /// nothing else in the loop, b one of the loop's rings. Its wgmmas then overlap the next
+  /// iteration's barrier, copies and unpacking, which the ring allows when the producer writes
+  /// one slot further behind (the slot the running wgmmas read is not the next one it fills).
+  /// Needs S >= 3 so that a copy is still issued ahead; otherwise the dot waits for itself.
+  static Stmt* in_flight_dot(Block& body, const std::vector<Var*>& rings, int S) {
+    if (S < 3) return nullptr;
+    Stmt* found = nullptr;
+    for (StmtPtr& sp : body) {
+      Stmt& s = *sp;
+      if (s.kind != StmtKind::Assign || !s.value || s.value->kind != ExprKind::Dot) continue;
+      const Expr& d = *s.value;
+      const bool in_place =
+          d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef && d.c->var == s.var &&
+          d.layout == s.var->layout && d.b->kind == ExprKind::Trans &&
+          d.b->a->kind == ExprKind::VarRef &&
+          std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
+      if (!in_place) continue;
+      if (found) return nullptr; // one accumulator's group per loop
+      found = &s;
+    }
+    if (!found) return nullptr;
+    // acc: read once (the dot's own acc operand) and written once (its assignment).
+    int uses = 0;
+    for_each_stmt(body, [&](Stmt& s) {
+      if ((s.kind == StmtKind::Decl || s.kind == StmtKind::Assign) && s.var == found->var &&
+          &s != found)
+        uses += 2;
+      for_each_expr_root(s, [&](ExprPtr& root) {
+        for_each_node(*root, [&](Expr& n) {
+          if (n.var == found->var) ++uses;
+        });
+      });
+    });
+    return uses == 1 ? found : nullptr;
+  }
+
   /// The body without its producers (the ifs around them keep what else they hold).
   Block consumers(Block& body) {
     Block out;
@@ -185,18 +224,22 @@ private:
     for_each_stmt(loop.body, [&](Stmt& s) {
       if (s.pipeline_role == Role::Producer) rings.push_back(s.var);
     });
+    // D: how many iterations ahead the producers run (one less with a dot left running).
+    Stmt* running = in_flight_dot(loop.body, rings, S);
+    const int D = running ? S - 2 : S - 1;
+    if (running) running->value->wgmma = 2;
     Block out;
     Var* lo = fresh(v->name + "_lo", kIndex, loc);
     Var* hi = fresh(v->name + "_hi", kIndex, loc);
     out.push_back(decl(lo, std::move(loop.lo), loc));
     out.push_back(decl(hi, std::move(loop.hi), loc));
 
-    // Prologue: iterations 0 .. S-2 issue their copies into slots 0 .. S-2.
+    // Prologue: iterations 0 .. D-1 issue their copies into slots 0 .. D-1.
     auto prologue = std::make_unique<Stmt>(StmtKind::For, loc);
     prologue->var = fresh(v->name + "_stage", kIndex, loc);
     prologue->var->is_loop_var = true;
     prologue->lo = constant(0, loc);
-    prologue->hi = constant(S - 1, loc);
+    prologue->hi = constant(D, loc);
     prologue->step = constant(1, loc);
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
@@ -215,7 +258,7 @@ private:
     }
     out.push_back(std::move(prologue));
 
-    // The loop: wait for this iteration's copies, then issue S-1 iterations ahead.
+    // The loop: wait for this iteration's copies, then issue D iterations ahead.
     auto main = std::make_unique<Stmt>(StmtKind::For, loc);
     main->var = v;
     main->lo = ref(lo, loc);
@@ -223,13 +266,13 @@ private:
     main->step = std::move(loop.step);
     main->unroll = loop.unroll;
     main->body.push_back(
-        async_wait(S - 2, "this iteration's copies landed (the later ones may not)", loc));
+        async_wait(D - 1, "this iteration's copies landed (the later ones may not)", loc));
     main->body.push_back(
         barrier("this iteration's copies landed; last iteration's reads are done", loc));
     // The iteration count: a counter carried by the loop (one add per iteration).
     Var* it = fresh(v->name + "_it", kIndex, loc);
     it->assigned_in_loop = true;
-    out.push_back(decl(it, constant(0, loc), loc));
+    StmtPtr it_decl = decl(it, constant(0, loc), loc);
     Var* read = fresh(v->name + "_read", kIndex, loc);
     Var* write = fresh(v->name + "_write", kIndex, loc);
     main->body.push_back(
@@ -237,14 +280,14 @@ private:
     main->body.push_back(
         decl(write,
              binary(dsl::BinaryOp::Mod,
-                    binary(dsl::BinaryOp::Add, ref(it, loc), constant(S - 1, loc), loc),
+                    binary(dsl::BinaryOp::Add, ref(it, loc), constant(D, loc), loc),
                     constant(S, loc), loc),
              loc));
     for (Var* r : rings) r->read_slot = read;
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
       main->body.push_back(decl(
-          ahead, binary(dsl::BinaryOp::Add, ref(v, loc), constant((S - 1) * step, loc), loc), loc));
+          ahead, binary(dsl::BinaryOp::Add, ref(v, loc), constant(D * step, loc), loc), loc));
       auto guard = std::make_unique<Stmt>(StmtKind::If, loc);
       guard->value = before_end(ref(ahead, loc), hi, step, loc);
       std::map<const Var*, Var*> renamed;
@@ -257,7 +300,22 @@ private:
     next->var = it;
     next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
     main->body.push_back(std::move(next));
-    out.push_back(std::move(main));
+    if (running) {
+      // The last wgmmas end before acc is read. Only a loop that ran has any: ptxas serializes
+      // every wgmma when a path around the loop reaches the wait with acc set otherwise.
+      auto ran = std::make_unique<Stmt>(StmtKind::If, loc);
+      ran->value = before_end(ref(lo, loc), hi, step, loc);
+      ran->body.push_back(std::move(it_decl));
+      ran->body.push_back(std::move(main));
+      auto wait = std::make_unique<Stmt>(StmtKind::WgmmaWait, loc);
+      wait->var = running->var;
+      wait->note = "the loop's last wgmmas are done: acc is readable";
+      ran->body.push_back(std::move(wait));
+      out.push_back(std::move(ran));
+    } else {
+      out.push_back(std::move(it_decl));
+      out.push_back(std::move(main));
+    }
     out.push_back(async_wait(0, "", loc));
     out.push_back(barrier("the ring buffers may be reused after the loop", loc));
     return out;

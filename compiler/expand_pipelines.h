@@ -14,6 +14,11 @@
 //     the body, reading ring buffers at slot `read`
 //   async_wait 0; barrier                  the rings may be reused after the loop
 //
+// A wgmma dot the body runs as `acc = dot(a, b, acc)` on one of the loop's rings is left
+// running when its iteration ends (wgmma = 2, S >= 3): the producers then run D = S-2
+// iterations ahead instead of S-1 (the slot the running wgmmas read is not the next one
+// filled), and the loop sits in `if lo < hi { loop; wgmma_wait acc }`.
+//
 // (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
 // around producers are kept (a block-sparse loop that skips a block neither copies nor reads
 // it). It also decides which copies run asynchronously: a copy the body does for itself is

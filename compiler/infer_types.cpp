@@ -168,6 +168,7 @@ private:
     case ir::StmtKind::Barrier:
     case ir::StmtKind::AsyncCommit:
     case ir::StmtKind::AsyncWait:
+    case ir::StmtKind::WgmmaWait:
       return;
     }
   }

@@ -270,6 +270,7 @@ private:
         st.wait(s.pending);
         continue;
       }
+      if (s.kind == ir::StmtKind::WgmmaWait) continue; // registers only
       std::set<ir::Var*> reads, writes;
       effects(s, reads, writes);
       wait = touches_pending(reads, writes, st);
@@ -292,6 +293,8 @@ private:
       case ir::StmtKind::AsyncWait:
         st.wait(s.pending);
         continue;
+      case ir::StmtKind::WgmmaWait:
+        continue; // registers only
       case ir::StmtKind::For: {
         TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,
                   "insert-barriers runs after expand-pipelines");

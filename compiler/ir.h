@@ -208,7 +208,9 @@ struct Expr {
   int scratch_region = -1;
   bool literal = false; ///< Const written as a literal: adopts its partner's dtype
   /// Dot: 1 runs on Hopper's warpgroup tensor cores (wgmma; select-wgmma chose it, its B tile
-  /// swizzled in shared memory; printed ", wgmma=1"), -1 must not (the DSL's `wgmma = 0`,
+  /// swizzled in shared memory; printed ", wgmma=1"), 2 the same, left running when the dot
+  /// returns (expand-pipelines chose it: the loop's next iteration overlaps it, a `wgmma_wait`
+  /// after the loop ends it; printed ", wgmma=2"), -1 must not (the DSL's `wgmma = 0`,
   /// printed ", wgmma=0"), 0 runs on mma.sync (or is not decided yet).
   int wgmma = 0;
 
@@ -233,6 +235,7 @@ enum class StmtKind {
   Barrier,     ///< __syncthreads (inserted by passes)
   AsyncCommit, ///< close the group of asynchronous copies issued since the last commit
   AsyncWait,   ///< wait until at most `pending` committed groups of copies are in flight
+  WgmmaWait,   ///< wait for the wgmmas still running into `var` (an accumulator tile)
 };
 
 enum class LoopKind { Serial, Pipelined };

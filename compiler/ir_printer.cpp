@@ -382,7 +382,7 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Dot:
     return str("dot(", print_expr(*e.a), ", ", print_expr(*e.b),
                e.c ? ", " + print_expr(*e.c) : std::string(), e.int_value ? ", exact=1" : "",
-               e.wgmma > 0   ? ", wgmma=1"
+               e.wgmma > 0   ? str(", wgmma=", e.wgmma)
                : e.wgmma < 0 ? ", wgmma=0"
                              : "",
                ")");
@@ -527,6 +527,10 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     break;
   case StmtKind::AsyncWait:
     fmt::format_to(to, "{}async_wait {}{}{}\n", pad, s.pending, s.note.empty() ? "" : "  // ",
+                   s.note);
+    break;
+  case StmtKind::WgmmaWait:
+    fmt::format_to(to, "{}wgmma_wait {}{}{}\n", pad, s.var->name, s.note.empty() ? "" : "  // ",
                    s.note);
     break;
   }

@@ -929,7 +929,7 @@ private:
       e->a = expr();
       expect(",");
       e->b = expr();
-      // dot(a, b[, acc][, exact=1][, wgmma=1])
+      // dot(a, b[, acc][, exact=1][, wgmma=0|1|2])
       int64_t wgmma = 0;
       bool saw_wgmma = false;
       while (accept(",")) {
@@ -940,13 +940,13 @@ private:
         } else if (is("wgmma") && peek().text == "=") {
           accept("wgmma");
           expect("=");
-          wgmma = small_int("dot's wgmma", 0, 1);
+          wgmma = small_int("dot's wgmma", 0, 2);
           saw_wgmma = true;
         } else {
           e->c = expr();
         }
       }
-      if (saw_wgmma) e->wgmma = wgmma ? 1 : -1;
+      if (saw_wgmma) e->wgmma = wgmma ? static_cast<int>(wgmma) : -1;
       expect(")");
       return typed(std::move(e));
     }
@@ -1106,6 +1106,19 @@ private:
     if (accept("async_wait")) {
       auto s = std::make_unique<Stmt>(StmtKind::AsyncWait);
       s->pending = small_int("the groups in flight", 0, 64);
+      s->note = trailing_note();
+      end_of_line();
+      advance_line();
+      return s;
+    }
+    if (accept("wgmma_wait")) {
+      auto s = std::make_unique<Stmt>(StmtKind::WgmmaWait);
+      const SourceLoc at = loc_here();
+      const std::string name = ident("the accumulator waited for");
+      auto it = vars_.find(name);
+      if (it == vars_.end() || !declared_.count(it->second))
+        dsl::fail_at(at, str("wgmma_wait of '", name, "', which is not declared"));
+      s->var = it->second;
       s->note = trailing_note();
       end_of_line();
       advance_line();

@@ -149,6 +149,7 @@ private:
     case StmtKind::Return:
     case StmtKind::AsyncCommit:
     case StmtKind::AsyncWait:
+    case StmtKind::WgmmaWait:
       return;
     }
   }

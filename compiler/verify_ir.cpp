@@ -130,6 +130,11 @@ private:
     case StmtKind::AsyncWait:
       check(s.pending >= 0, &s, "async_wait with a negative count");
       break;
+    case StmtKind::WgmmaWait:
+      need(s.var != nullptr, "accumulator");
+      check(s.var->type.space == Space::Frag && s.var->type.dtype == DType::F32, &s,
+            "wgmma_wait of something other than an f32 fragment");
+      break;
     default:
       break;
     }

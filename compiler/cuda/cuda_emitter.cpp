@@ -361,6 +361,10 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
   case StmtKind::AsyncCommit:
     line("tj::cp_async_commit();");
     return;
+  case StmtKind::WgmmaWait:
+    // The loop's dots left their last wgmmas running into the accumulator (expand-pipelines).
+    line(str("tj::wgmma_wait_acc(", var_name(s.var), ");"));
+    return;
   case StmtKind::AsyncWait:
     line(s.note.empty() ? str("tj::cp_async_wait<", s.pending, ">();")
                         : str("tj::cp_async_wait<", s.pending, ">(); // ", s.note));

@@ -96,12 +96,14 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     const char* zero_kind = !u.b ? "0" : u.b->type.is_scalar() ? "1" : "2";
     if (e.wgmma > 0) {
       // On the warpgroup tensor cores (select-wgmma): B read through descriptors from its
-      // swizzled tile ([N][K], K-major), the dot done when the call returns.
+      // swizzled tile ([N][K], K-major), the dot done when the call returns, or (wgmma = 2,
+      // expand-pipelines) left running into dst until the loop's wgmma_wait.
       const ir::Var* bv = e.b->a->var;
       TJ_ICHECK(b.transposed && bv->smem_swizzle, "wgmma dot without a swizzled [N][K] tile");
       line(str("tj::dot_q4_wgmma<", LC, ", ", K, ", ", T, ", ", zero_kind, ", ", swizzled_rows(*bv),
-               q4.scale ? ", true" : "", ">(", dst, ", ", q.ptr, ", ", q.ld, ", ", zero, ", ",
-               b.ptr, q4.scale ? ", " + scale : "", ");"));
+               q4.scale ? ", true" : ", false", e.wgmma == 2 ? ", true" : ", false", ">(", dst,
+               ", ", q.ptr, ", ", q.ld, ", ", zero, ", ", b.ptr, q4.scale ? ", " + scale : "",
+               ");"));
       return;
     }
     line(str("tj::dot_q4<", LC, ", ", K, ", ", T, ", ", b.transposed ? "true" : "false", ", ",

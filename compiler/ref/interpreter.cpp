@@ -380,6 +380,7 @@ private:
     case ir::StmtKind::Barrier:
     case ir::StmtKind::AsyncCommit:
     case ir::StmtKind::AsyncWait:
+    case ir::StmtKind::WgmmaWait:
       return Flow::Next; // one program runs as a whole: nothing to wait for
     }
     return Flow::Next;

@@ -38,6 +38,19 @@ TJ_DEVICE void wgmma_commit() {
 template <int PENDING> TJ_DEVICE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
+/// Keeps the compiler from moving reads or writes of acc across this point (a wait, a dot's
+/// end): its registers change behind its back while wgmmas run.
+template <int N> TJ_DEVICE void wgmma_fence_operand(float (&acc)[N]) {
+  TJ_UNROLL for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+/// Waits for every wgmma this thread's warpgroup has in flight (a loop's IN_FLIGHT dots);
+/// acc is readable after it.
+template <int N> TJ_DEVICE void wgmma_wait_acc(float (&acc)[N]) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  wgmma_wait<0>();
+#endif
+  wgmma_fence_operand(acc);
+}
 /// Makes this thread's shared-memory writes (plain stores and cp.async, the generic proxy)
 /// visible to the tensor cores' reads (the async proxy); a barrier after it publishes them.
 TJ_DEVICE void fence_proxy_async() {
@@ -75,7 +88,14 @@ template <> TJ_DEVICE unsigned unpack4_pair<bf16>(unsigned w, int t, int zero) {
 /// four words, read as one 16-byte vector per row. The chunk's two wgmmas run while the next
 /// chunk is unpacked; the dot returns once all of them are done (acc readable). SCALED: times
 /// each row's scale, as in dot_q4.
-template <class LC, int K, class T, int ZERO, int BROWS, bool SCALED = false>
+///
+/// IN_FLIGHT: the dot returns with its last chunk's wgmmas still running (a pipelined loop's
+/// next iteration unpacks and copies meanwhile): each chunk is its own commit group, and a
+/// chunk waits only for the one before last, whose A registers it reuses. acc is readable
+/// after wgmma_wait_acc; B's tile must stay unwritten until the next dot's second chunk (the
+/// loop's ring keeps one slot more behind: expand-pipelines).
+template <class LC, int K, class T, int ZERO, int BROWS, bool SCALED = false,
+          bool IN_FLIGHT = false>
 TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const int* zero,
                             const T* sb, const T* scale = nullptr) {
   static_assert(K % 64 == 0, "dot_q4_wgmma: K must be a multiple of 64");
@@ -93,7 +113,7 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
     const unsigned p = unpack4_pair<T>(w, t, z);
     return SCALED ? mul2<T>(p, s) : p;
   };
-  wgmma_fence();
+  if (!IN_FLIGHT) wgmma_fence();
   TJ_UNROLL for (int k0 = 0; k0 < K; k0 += 32) {
     unsigned lo[4], hi[4];
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
@@ -104,6 +124,10 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
                  : "=r"(hi[0]), "=r"(hi[1]), "=r"(hi[2]), "=r"(hi[3])
                  : "r"(smem_addr(sq + (r + 8) * ldq + k0 / 8))
                  : "memory");
+    if (IN_FLIGHT) {
+      wgmma_wait<1>(); // the chunk before last is done: its A registers are free
+      wgmma_fence();
+    }
     TJ_UNROLL for (int s = 0; s < 2; ++s) {
       // Word 2s holds k 16s..16s+7 (the fragment's columns 2t, 2t + 1), word 2s + 1 the next 8.
       const unsigned a[4] = {pair(lo[2 * s], zlo, slo), pair(hi[2 * s], zhi, shi),
@@ -112,9 +136,13 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
       const unsigned long long step = (k >> 6) * (BROWS * 128 / 16) + (k & 63) * 2 / 16;
       wgmma_rs<LC::PN, T>(acc, a, desc0 + step);
     }
+    if (IN_FLIGHT) wgmma_commit();
   }
-  wgmma_commit();
-  wgmma_wait<0>();
+  if (!IN_FLIGHT) {
+    wgmma_commit();
+    wgmma_wait<0>();
+  }
+  wgmma_fence_operand(acc);
 }
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
 
