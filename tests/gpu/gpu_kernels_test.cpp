@@ -377,8 +377,8 @@ TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
       // SA = 1 with 3+ stages: each tile's last wgmmas run on into the next iteration (the ring
       // one slot further behind): a whole K, split K, more stages than a slice has tiles, and
       // a cluster whose last slice lies past K (a loop of no iterations).
-      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "256"}, {"WARPS", "8"}, {"STEPS", "20"},
-       {"STAGES", "3"}},
+      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "256"}, {"WARPS", "8"}, {"BK", "64"},
+       {"STEPS", "40"}, {"STAGES", "3"}},
       {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"BK", "64"},
        {"STEPS", "5"}, {"STAGES", "4"}},
       {{"WG", "1"}, {"SA", "1"}, {"BN", "64"}, {"BM", "128"}, {"STEPS", "2"}, {"STAGES", "3"}},
