@@ -283,6 +283,9 @@ struct Kernel {
   std::map<std::string, std::string> bindings;
   std::vector<Param> params;
   int threads = 128;
+  /// Blocks per multiprocessor the registers must allow (the DSL's `blocks_per_sm`; 0: none
+  /// asked, the backend's choice). CUDA: __launch_bounds__(threads, blocks_per_sm).
+  int blocks_per_sm = 0;
   int grid_rank = 1;
   /// Programs per thread block cluster along each grid axis (1, 1, 1: no clusters).
   std::array<int, 3> cluster{1, 1, 1};

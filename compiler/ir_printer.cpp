@@ -565,9 +565,12 @@ std::string print_kernel(const Kernel& k) {
   fmt::format_to(to, "kernel {}", k.name);
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
   fmt::format_to(to,
-                 "\n  threads {}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
+                 "\n  threads {}{}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
                  "grid rank {}{}, target {}{}, source {}\n",
-                 k.threads, k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
+                 k.threads,
+                 k.blocks_per_sm ? fmt::format(", blocks per sm {}", k.blocks_per_sm)
+                                 : std::string(),
+                 k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
                  k.smem_limit, k.grid_rank,
                  k.cluster_size() > 1
                      ? fmt::format(", cluster {} {} {}", k.cluster[0], k.cluster[1], k.cluster[2])

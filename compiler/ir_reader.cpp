@@ -317,7 +317,8 @@ private:
     }
     advance_line();
     next_line();
-    // threads N, shared memory N bytes[, 32-bit indices], scratch N bytes, limit N bytes,
+    // threads N[, blocks per sm N], shared memory N bytes[, 32-bit indices], scratch N bytes,
+    // limit N bytes,
     // grid rank N[, cluster X Y Z], target ARCH[, debug bounds], source "PATH"
     expect("threads");
     k_->threads = small_int("the thread count", 1, 1 << 20);
@@ -327,6 +328,10 @@ private:
         expect("memory");
         k_->smem_bytes = integer("shared memory bytes");
         expect("bytes");
+      } else if (accept("blocks")) {
+        expect("per");
+        expect("sm");
+        k_->blocks_per_sm = small_int("the blocks per multiprocessor", 1, 32);
       } else if (is("-") || tok().kind == Token::Number) {
         if (integer("32") != 32) fail("expected '32-bit indices'");
         expect("-");

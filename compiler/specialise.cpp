@@ -154,6 +154,16 @@ public:
                 str("threads must be a multiple of ", warp, " between ", warp, " and ", most,
                     " on ", k_->target->arch(), ", got ", k_->threads));
     }
+    if (ast_.blocks_per_sm) {
+      const int64_t b = host_eval_int(*ast_.blocks_per_sm, env_, "blocks_per_sm");
+      if (b < 1 || b > 32)
+        fail_at(ast_.blocks_per_sm->loc, str("blocks_per_sm must be between 1 and 32, got ", b));
+      if (b * k_->threads > k_->target->max_threads_per_sm())
+        fail_at(ast_.blocks_per_sm->loc,
+                str(b, " blocks of ", k_->threads, " threads do not fit on one multiprocessor of ",
+                    k_->target->arch(), " (", k_->target->max_threads_per_sm(), " threads)"));
+      k_->blocks_per_sm = static_cast<int>(b);
+    }
     lower_cluster();
     scopes_.emplace_back();
     k_->body = lower_block(ast_.body, 0);

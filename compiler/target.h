@@ -62,6 +62,8 @@ public:
   /// Threads that run in lockstep (32 on NVIDIA GPUs, 64 or 32 on AMD ones).
   virtual int warp_size() const = 0;
   virtual int max_threads_per_block() const { return 1024; }
+  /// Resident threads one multiprocessor holds (sm_80 and sm_90: 2048).
+  virtual int max_threads_per_sm() const { return 2048; }
   /// Bytes of kernel parameters a launch may pass (CUDA 12.1+ on Volta and newer: 32764).
   virtual int64_t max_parameter_bytes() const { return 32764; }
   /// Shared memory a block may use when the device does not say (its limit when it does).

@@ -150,6 +150,10 @@ struct Kernel {
   std::vector<ExprPtr> require; ///< launch-time checks on runtime sizes and scalars
   std::vector<ExprPtr> grid;    ///< 1 to 3 host-evaluated extents
   ExprPtr threads;              ///< threads per block; default 128
+  /// Blocks the compiler should fit on one multiprocessor at once (`blocks_per_sm N`, compile
+  /// time): registers per thread are capped so that N blocks fit (__launch_bounds__' second
+  /// argument). Null: the compiler's choice.
+  ExprPtr blocks_per_sm;
   /// Thread block clusters (sm_90): programs per cluster along each grid axis, compile time;
   /// empty = no clusters (each program alone).
   std::vector<ExprPtr> cluster;

@@ -38,7 +38,7 @@ const char* name_kind_text(NameKind k) {
 }
 
 /// Where an expression appears decides which names it may use.
-enum class Context { Where, Threads, Cluster, HostExpr, Body, TensorDim };
+enum class Context { Where, Threads, BlocksPerSm, Cluster, HostExpr, Body, TensorDim };
 
 class Checker {
 public:
@@ -139,6 +139,7 @@ public:
     }
     for (const auto& g : k.grid) check_expr(*g, Context::HostExpr);
     if (k.threads) check_expr(*k.threads, Context::Threads);
+    if (k.blocks_per_sm) check_expr(*k.blocks_per_sm, Context::BlocksPerSm);
     if (k.cluster.size() > k.grid.size() && !k.grid.empty())
       sink_.error(k.cluster_loc, str("a cluster has at most as many extents as the grid (",
                                      k.grid.size(), "), got ", k.cluster.size()));
@@ -337,6 +338,7 @@ private:
     case Context::Where:
       return k == NameKind::Generic || k == NameKind::Tunable || k == NameKind::Constant;
     case Context::Threads:
+    case Context::BlocksPerSm:
     case Context::Cluster:
       return k == NameKind::Generic || k == NameKind::Tunable;
     case Context::HostExpr:
@@ -355,6 +357,8 @@ private:
       return "a 'where' constraint (compile time: generics and tunables only)";
     case Context::Threads:
       return "'threads' (compile time: generics and tunables only)";
+    case Context::BlocksPerSm:
+      return "'blocks_per_sm' (compile time: generics and tunables only)";
     case Context::Cluster:
       return "'cluster' (compile time: generics and tunables only)";
     case Context::HostExpr:

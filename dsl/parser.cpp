@@ -315,6 +315,10 @@ private:
         SourceLoc loc = advance().loc;
         if (k.threads) fail(loc, "a kernel has one 'threads' clause");
         k.threads = parse_expr();
+      } else if (at(TokenKind::Identifier) && peek().text == "blocks_per_sm") {
+        SourceLoc loc = advance().loc;
+        if (k.blocks_per_sm) fail(loc, "a kernel has one 'blocks_per_sm' clause");
+        k.blocks_per_sm = parse_expr();
       } else if (at(TokenKind::Identifier) && peek().text == "cluster") {
         k.cluster_loc = advance().loc;
         if (!k.cluster.empty()) fail(k.cluster_loc, "a kernel has one 'cluster' clause");

@@ -187,8 +187,11 @@ GeneratedKernel Emitter::run() {
                                   ? fmt::format("__cluster_dims__({}, {}, {}) ", k_.cluster[0],
                                                 k_.cluster[1], k_.cluster[2])
                                   : "";
-  fmt::format_to(to, "extern \"C\" __global__ void __launch_bounds__({}) {}{}(", k_.threads,
-                 cluster, k_.name);
+  // blocks_per_sm: registers capped so that that many blocks fit on a multiprocessor.
+  const std::string bounds = k_.blocks_per_sm ? fmt::format("{}, {}", k_.threads, k_.blocks_per_sm)
+                                              : std::to_string(k_.threads);
+  fmt::format_to(to, "extern \"C\" __global__ void __launch_bounds__({}) {}{}(", bounds, cluster,
+                 k_.name);
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const ir::Param& p = k_.params[i];
     if (i) src += ",\n    ";
