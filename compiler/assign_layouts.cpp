@@ -674,6 +674,8 @@ private:
     case ir::StmtKind::AsyncCommit:
     case ir::StmtKind::AsyncWait:
     case ir::StmtKind::WgmmaWait:
+    case ir::StmtKind::MbarrierInit:
+    case ir::StmtKind::MbarrierWait:
       return;
     }
   }

@@ -1,5 +1,6 @@
 #include "compiler/expand_pipelines.h"
 
+#include "compiler/target.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -83,8 +84,11 @@ public:
         continue;
       }
       mark_copies(s, /*in_pipeline_body=*/false);
+      const bool loop = s.kind == StmtKind::For;
+      loop_depth_ += loop;
       run(s.body);
       run(s.else_body);
+      loop_depth_ -= loop;
     }
   }
 
@@ -195,6 +199,31 @@ private:
     return uses == 1 ? found : nullptr;
   }
 
+  /// Whether a producer's copy may run on the tensor memory accelerator: on Hopper, a plain
+  /// rank-2 range (no mask, no other) of a tensor the launcher can describe (Param::tma) into a
+  /// 128-byte-swizzled tile of 16-bit values whose rows are whole swizzle spans (TMA writes
+  /// that swizzle itself), with 32-bit coordinates. One thread then issues the tile instead of
+  /// every thread its 16-byte pieces (with their addresses and bounds checks).
+  bool tma_copy(const Stmt& s) const {
+    if (!k_.target || !k_.target->warpgroup_mma() || !k_.index32) return false;
+    if (s.kind != StmtKind::Decl && s.kind != StmtKind::Assign) return false;
+    if (s.pipeline_role != Role::Producer || !s.value || s.value->kind != ExprKind::Copy)
+      return false;
+    const Expr& c = *s.value;
+    const Var* v = s.var;
+    if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2)
+      return false;
+    const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
+    if (rows < 1 || rows > 256 || cols % 64 != 0 || c.b || c.c || !c.access) return false;
+    const Access& a = *c.access;
+    if (a.param < 0 || a.indices.size() != 2) return false;
+    const Param& p = k_.params[a.param];
+    if (!p.tma || p.rank() != 2 || p.dtype != v->type.dtype) return false;
+    for (const AccessIndex& ix : a.indices)
+      if (ix.kind != AccessIndex::Kind::Range || ix.zip >= 0) return false;
+    return a.indices[0].extent == rows && a.indices[1].extent == cols;
+  }
+
   /// The body without its producers (the ifs around them keep what else they hold).
   Block consumers(Block& body) {
     Block out;
@@ -228,11 +257,33 @@ private:
     Stmt* running = in_flight_dot(loop.body, rings, S);
     const int D = running ? S - 2 : S - 1;
     if (running) running->value->wgmma = 2;
+    // TMA copies (only in a loop that runs once per program: its mbarriers are set up once).
+    // Their mbarriers, one per ring slot, go after the planned shared memory where they fit.
+    int tma_copies = 0;
+    int64_t barriers = -1;
+    if (loop_depth_ == 0) {
+      for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(*sp);
+      const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
+      if (tma_copies > 0 && at + 8 * S <= k_.smem_limit) {
+        barriers = at;
+        k_.smem_bytes = at + 8 * S;
+        for (StmtPtr& sp : loop.body)
+          if (tma_copy(*sp)) sp->value->tma_barrier = barriers;
+      }
+    }
     Block out;
     Var* lo = fresh(v->name + "_lo", kIndex, loc);
     Var* hi = fresh(v->name + "_hi", kIndex, loc);
     out.push_back(decl(lo, std::move(loop.lo), loc));
     out.push_back(decl(hi, std::move(loop.hi), loc));
+    if (barriers >= 0) {
+      auto init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
+      init->barrier_offset = barriers;
+      init->barrier_slots = S;
+      init->barrier_arrivals = tma_copies;
+      out.push_back(std::move(init));
+      out.push_back(barrier("the mbarriers are set up before any copy signals them", loc));
+    }
 
     // Prologue: iterations 0 .. D-1 issue their copies into slots 0 .. D-1.
     auto prologue = std::make_unique<Stmt>(StmtKind::For, loc);
@@ -284,6 +335,16 @@ private:
                     constant(S, loc), loc),
              loc));
     for (Var* r : rings) r->read_slot = read;
+    if (barriers >= 0) {
+      // This iteration's TMA copies: slot `read` completes its (it / S)-th phase.
+      auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+      wait->barrier_offset = barriers;
+      wait->value = ref(read, loc);
+      wait->mask = binary(dsl::BinaryOp::Mod,
+                          binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
+                          constant(2, loc), loc);
+      main->body.push_back(std::move(wait));
+    }
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
       main->body.push_back(decl(
@@ -295,7 +356,9 @@ private:
       main->body.push_back(std::move(guard));
       main->body.push_back(async_commit(loc));
     }
+    ++loop_depth_; // a pipelined loop in the body runs once per iteration of this one
     for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));
+    --loop_depth_;
     auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
     next->var = it;
     next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
@@ -323,6 +386,7 @@ private:
 
   Kernel& k_;
   std::set<std::string> names_;
+  int loop_depth_ = 0; ///< loops around the statement being expanded
 };
 
 } // namespace

@@ -270,7 +270,10 @@ private:
         st.wait(s.pending);
         continue;
       }
-      if (s.kind == ir::StmtKind::WgmmaWait) continue; // registers only
+      // Registers, or the mbarriers a TMA copy signals (synchronisation, not data).
+      if (s.kind == ir::StmtKind::WgmmaWait || s.kind == ir::StmtKind::MbarrierInit ||
+          s.kind == ir::StmtKind::MbarrierWait)
+        continue;
       std::set<ir::Var*> reads, writes;
       effects(s, reads, writes);
       wait = touches_pending(reads, writes, st);
@@ -294,7 +297,9 @@ private:
         st.wait(s.pending);
         continue;
       case ir::StmtKind::WgmmaWait:
-        continue; // registers only
+      case ir::StmtKind::MbarrierInit:
+      case ir::StmtKind::MbarrierWait:
+        continue; // registers, or synchronisation through the mbarriers (not data)
       case ir::StmtKind::For: {
         TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,
                   "insert-barriers runs after expand-pipelines");

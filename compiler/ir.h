@@ -89,6 +89,10 @@ struct Param {
   /// The launcher proved the base is 16-byte aligned, the last stride is 1 and every other
   /// stride is a multiple of 16 bytes: codegen may use 16-byte vector accesses on rows.
   bool vector_aligned = false;
+  /// The launcher can describe it to the tensor memory accelerator (a rank-2 or more tensor,
+  /// vector_aligned, rows no shorter than their stride allows; runtime/kernel_args.h): a
+  /// pipelined copy may fetch its tiles with TMA (expand-pipelines; printed " tma").
+  bool tma = false;
   SourceLoc loc;
   int rank() const { return static_cast<int>(dim_names.size()); }
 };
@@ -213,6 +217,10 @@ struct Expr {
   /// after the loop ends it; printed ", wgmma=2"), -1 must not (the DSL's `wgmma = 0`,
   /// printed ", wgmma=0"), 0 runs on mma.sync (or is not decided yet).
   int wgmma = 0;
+  /// Copy: fetched by the tensor memory accelerator (one thread issues it, the tile's bytes
+  /// signal the mbarrier at this shared-memory offset, slot by slot; expand-pipelines chose it;
+  /// printed "copy.tma(..., mbarrier=OFFSET)"), -1: by the threads (cp.async or plain).
+  int64_t tma_barrier = -1;
 
   explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(std::move(l)) {}
   ExprPtr clone() const;
@@ -236,6 +244,11 @@ enum class StmtKind {
   AsyncCommit, ///< close the group of asynchronous copies issued since the last commit
   AsyncWait,   ///< wait until at most `pending` committed groups of copies are in flight
   WgmmaWait,   ///< wait for the wgmmas still running into `var` (an accumulator tile)
+  /// one thread initialises `barrier_slots` mbarriers at `barrier_offset` in shared memory,
+  /// each completing a phase after `barrier_arrivals` arrivals and their bytes
+  MbarrierInit,
+  /// wait until mbarrier `value` (a slot) at `barrier_offset` completes phase parity `mask`
+  MbarrierWait,
 };
 
 enum class LoopKind { Serial, Pipelined };
@@ -259,6 +272,9 @@ struct Stmt {
   Block else_body;
   std::string note; ///< Barrier, AsyncWait: why it is there (printed)
   int pending = 0;  ///< AsyncWait: groups that may still be in flight
+  int64_t barrier_offset = -1; ///< MbarrierInit, MbarrierWait: the mbarriers' shared offset
+  int barrier_slots = 0;       ///< MbarrierInit: how many (one per ring slot)
+  int barrier_arrivals = 0;    ///< MbarrierInit: arrivals per phase (TMA copies per slot)
   /// Decl/Assign of a ring buffer (a pipelined copy's target) after expand-pipelines: the
   /// slot it fills.
   ExprPtr slot;

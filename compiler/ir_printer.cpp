@@ -369,14 +369,16 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Load:
   case ExprKind::Copy:
   case ExprKind::AtomicAdd: {
-    std::string s = e.kind == ExprKind::Load   ? "load"
-                    : e.kind == ExprKind::Copy ? (e.async_copy ? "copy.async" : "copy")
-                                               : "atomic_add";
+    std::string s = e.kind == ExprKind::Load ? "load"
+                    : e.kind == ExprKind::Copy
+                        ? (e.tma_barrier >= 0 ? "copy.tma" : e.async_copy ? "copy.async" : "copy")
+                        : "atomic_add";
     s += e.access->speculative ? ".speculative(" : "(";
     s += access_str(*e.access);
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
     if (e.b) s += ", mask=" + print_expr(*e.b);
     if (e.c) s += ", other=" + print_expr(*e.c);
+    if (e.tma_barrier >= 0) s += str(", mbarrier=", e.tma_barrier);
     return s + scratch_arg(e) + ")";
   }
   case ExprKind::Dot:
@@ -529,6 +531,15 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     fmt::format_to(to, "{}async_wait {}{}{}\n", pad, s.pending, s.note.empty() ? "" : "  // ",
                    s.note);
     break;
+  case StmtKind::MbarrierInit:
+    fmt::format_to(to, "{}mbarrier_init @smem[{}] x{} arrivals={}{}{}\n", pad, s.barrier_offset,
+                   s.barrier_slots, s.barrier_arrivals, s.note.empty() ? "" : "  // ", s.note);
+    break;
+  case StmtKind::MbarrierWait:
+    fmt::format_to(to, "{}mbarrier_wait @smem[{}][{}] parity={}{}{}\n", pad, s.barrier_offset,
+                   print_expr(*s.value), print_expr(*s.mask), s.note.empty() ? "" : "  // ",
+                   s.note);
+    break;
   case StmtKind::WgmmaWait:
     fmt::format_to(to, "{}wgmma_wait {}{}{}\n", pad, s.var->name, s.note.empty() ? "" : "  // ",
                    s.note);
@@ -596,6 +607,7 @@ std::string print_kernel(const Kernel& k) {
       }
       fmt::format_to(to, "[{}]", join(dims, ", "));
       if (p.vector_aligned) out += " aligned16";
+      if (p.tma) out += " tma";
     }
     out += "\n";
   }

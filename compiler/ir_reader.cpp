@@ -450,6 +450,7 @@ private:
       }
     }
     if (accept("aligned16")) p.vector_aligned = true;
+    if (accept("tma")) p.tma = true;
     end_of_line();
     if (k_->find_param(p.name) >= 0) dsl::fail_at(p.loc, str("parameter '", p.name, "' twice"));
     k_->params.push_back(std::move(p));
@@ -780,15 +781,17 @@ private:
       expect("]");
       return typed(std::move(e));
     }
-    // Suffixes of memory operations: copy.async, load.speculative.
-    bool async = false, speculative = false;
-    while (is(".") && (peek().text == "async" || peek().text == "speculative")) {
-      (peek().text == "async" ? async : speculative) = true;
+    // Suffixes of memory operations: copy.async, copy.tma, load.speculative.
+    bool async = false, speculative = false, tma = false;
+    while (is(".") &&
+           (peek().text == "async" || peek().text == "speculative" || peek().text == "tma")) {
+      (peek().text == "async" ? async : peek().text == "tma" ? tma : speculative) = true;
       pos_ += 2;
     }
+    if (tma && (async || speculative)) fail("copy.tma takes no other suffix");
     // A call's '(' or '<' follows its name directly; `(a < b)` spaces its operator.
     if (!(is("(") || is("<")) || tok().space_before) {
-      if ((async || speculative)) fail("expected '('");
+      if ((async || speculative || tma)) fail("expected '('");
       int p = k_->find_param(name);
       if (p >= 0 && !k_->params[p].is_tensor && !vars_.count(name)) {
         auto e = make(ExprKind::ParamRef);
@@ -808,6 +811,7 @@ private:
         name != "atomic_add")
       fail(str("'", name, "' takes no suffix"));
     if (async && name != "copy") fail("only copy is asynchronous");
+    if (tma && name != "copy") fail("only copy runs on the tensor memory accelerator");
     if (name == "program_id" || name == "num_programs") {
       auto e = make(name == "program_id" ? ExprKind::ProgramId : ExprKind::NumPrograms);
       expect("(");
@@ -894,7 +898,7 @@ private:
       auto e = make(name == "load"   ? ExprKind::Load
                     : name == "copy" ? ExprKind::Copy
                                      : ExprKind::AtomicAdd);
-      e->async_copy = async;
+      e->async_copy = async || tma;
       expect("(");
       e->access = std::make_unique<Access>(access());
       e->access->speculative = speculative;
@@ -912,11 +916,15 @@ private:
           e->c = expr();
         } else if (e->kind == ExprKind::AtomicAdd && e->scratch_region < 0 && is("scratch")) {
           scratch_arg(*e);
+        } else if (tma && e->tma_barrier < 0 && accept("mbarrier")) {
+          expect("=");
+          e->tma_barrier = integer("the mbarrier's shared-memory offset");
         } else {
           fail(e->kind == ExprKind::AtomicAdd ? "expected mask=, other= or scratch="
                                               : "expected mask= or other=");
         }
       }
+      if (tma && e->tma_barrier < 0) fail("copy.tma needs mbarrier=OFFSET");
       expect(")");
       return typed(std::move(e));
     }
@@ -1111,6 +1119,38 @@ private:
     if (accept("async_wait")) {
       auto s = std::make_unique<Stmt>(StmtKind::AsyncWait);
       s->pending = small_int("the groups in flight", 0, 64);
+      s->note = trailing_note();
+      end_of_line();
+      advance_line();
+      return s;
+    }
+    if (accept("mbarrier_init") || accept("mbarrier_wait")) {
+      const bool init = toks_[pos_ - 1].text == "mbarrier_init";
+      auto s = std::make_unique<Stmt>(init ? StmtKind::MbarrierInit : StmtKind::MbarrierWait);
+      expect("@");
+      expect("smem");
+      expect("[");
+      s->barrier_offset = integer("the mbarriers' shared-memory offset");
+      expect("]");
+      if (init) {
+        // mbarrier_init @smem[OFF] xSLOTS arrivals=N
+        const int col = tok().col;
+        const int64_t n = times_suffix("the mbarrier count (one per ring slot)");
+        if (n < 1 || n > 64)
+          fail_at(static_cast<int>(line_) + 1, col, "the mbarrier count out of range [1, 64]");
+        s->barrier_slots = static_cast<int>(n);
+        expect("arrivals");
+        expect("=");
+        s->barrier_arrivals = small_int("the arrivals per phase", 1, 64);
+      } else {
+        // mbarrier_wait @smem[OFF][SLOT] parity=EXPR
+        expect("[");
+        s->value = expr();
+        expect("]");
+        expect("parity");
+        expect("=");
+        s->mask = expr();
+      }
       s->note = trailing_note();
       end_of_line();
       advance_line();

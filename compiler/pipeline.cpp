@@ -25,6 +25,7 @@ void run_specialise(PassState& s) {
   so.arch = s.options->arch;
   so.smem_limit = s.options->smem_limit;
   so.vector_aligned = s.options->vector_aligned;
+  so.tma_params = s.options->tma_params;
   so.index32 = s.options->index32;
   so.debug_bounds = s.options->debug_bounds;
   s.kernel = specialise(*s.ast, *s.bindings, so);

@@ -21,6 +21,9 @@ struct CompileOptions {
   std::string arch = default_arch();    ///< target GPU architecture (compiler/target.h)
   int smem_limit = 227 * 1024;          ///< shared memory a block may use on the target (SMEM)
   std::set<std::string> vector_aligned; ///< tensors proven 16-byte friendly at launch
+  /// Tensors the launcher can describe to the tensor memory accelerator (sm_90: a pipelined
+  /// copy into a 128-byte-swizzled tile may fetch them with TMA).
+  std::set<std::string> tma_params;
   /// Every element offset of every tensor fits in 31 bits (proven at launch): index math in
   /// 32-bit integers, which halves the address arithmetic of gathers.
   bool index32 = false;

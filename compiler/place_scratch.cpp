@@ -150,6 +150,8 @@ private:
     case StmtKind::AsyncCommit:
     case StmtKind::AsyncWait:
     case StmtKind::WgmmaWait:
+    case StmtKind::MbarrierInit:
+    case StmtKind::MbarrierWait:
       return;
     }
   }

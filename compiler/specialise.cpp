@@ -238,6 +238,9 @@ private:
       q.zero_init = p.zero_init;
       q.loc = p.loc;
       q.vector_aligned = options_.vector_aligned.count(p.name) > 0;
+      // (Scratch tensors are the runtime's own: their maps are not built.)
+      q.tma = q.vector_aligned && !p.is_scratch && p.type.dims.size() >= 2 &&
+              options_.tma_params.count(p.name) > 0;
       int index = static_cast<int>(k_->params.size());
       for (size_t axis = 0; axis < p.type.dims.size(); ++axis) {
         const dsl::Expr& written = *p.type.dims[axis];

@@ -28,6 +28,7 @@ struct SpecialiseOptions {
   std::string arch = default_arch();    ///< the target (compiler/target.h)
   int smem_limit = 48 * 1024;           ///< value of SMEM in `where` (bytes per block)
   std::set<std::string> vector_aligned; ///< tensors the launcher proved 16-byte friendly
+  std::set<std::string> tma_params;     ///< tensors the launcher can give TMA (CompileOptions)
   bool index32 = false;                 ///< the launcher proved 32-bit element offsets suffice
   bool debug_bounds = false;            ///< CompileOptions::debug_bounds
 };

@@ -34,6 +34,19 @@ struct BoundsSite {
   bool gather = false;
 };
 
+/// A tensor map (CUtensorMap) a kernel takes after its parameters, one per tensor and box
+/// that its TMA copies fetch: the launcher encodes it from the argument (runtime/tma_map.h).
+struct TmaMapSpec {
+  int param = -1;     ///< which parameter (a rank-2 tensor)
+  int box_rows = 0;   ///< the box: rows (outer) x box_cols (inner) elements
+  int box_cols = 64;  ///< 128 bytes of 16-bit elements: one swizzle span
+  int elem_bytes = 2;
+  bool operator==(const TmaMapSpec& o) const {
+    return param == o.param && box_rows == o.box_rows && box_cols == o.box_cols &&
+           elem_bytes == o.elem_bytes;
+  }
+};
+
 /// Source code one backend generated for one kernel variant, and what a launch needs.
 struct GeneratedKernel {
   std::string source;
@@ -45,6 +58,8 @@ struct GeneratedKernel {
   /// parameters; a nonzero `site` there after the launch is bounds_sites[site - 1].
   bool debug_bounds = false;
   std::vector<BoundsSite> bounds_sites;
+  /// Tensor maps passed after the parameters (before the debug record), in this order.
+  std::vector<TmaMapSpec> tma_maps;
 };
 
 /// The tile one matrix instruction computes: M x N outputs, K deep.

@@ -130,6 +130,16 @@ private:
     case StmtKind::AsyncWait:
       check(s.pending >= 0, &s, "async_wait with a negative count");
       break;
+    case StmtKind::MbarrierInit:
+      check(s.barrier_offset >= 0 && s.barrier_offset % 8 == 0 &&
+                s.barrier_offset + 8 * s.barrier_slots <= k_.smem_bytes,
+            &s, "mbarriers outside the kernel's shared memory, or not 8-byte aligned");
+      check(s.barrier_slots >= 1 && s.barrier_arrivals >= 1, &s, "mbarrier_init of nothing");
+      break;
+    case StmtKind::MbarrierWait:
+      need(s.value && s.mask, "slot or parity");
+      check(s.barrier_offset >= 0, &s, "mbarrier_wait without its mbarriers");
+      break;
     case StmtKind::WgmmaWait:
       need(s.var != nullptr, "accumulator");
       check(s.var->type.space == Space::Frag && s.var->type.dtype == DType::F32, &s,

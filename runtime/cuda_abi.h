@@ -27,6 +27,19 @@ using CUevent = CUevent_st*;
 using CUgraph = CUgraph_st*;
 using CUgraphExec = CUgraphExec_st*;
 
+/// CUtensorMap (cuda.h: 16 opaque 8-byte words, 64-byte aligned) and the values of the
+/// CUtensorMap* enums cuTensorMapEncodeTiled takes.
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1;
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2;
+inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_SWIZZLE_128B = 3;
+inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3;
+inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0; // out of range: zeros
+
 /// CUstreamCaptureMode: only this thread's potentially unsafe calls end a capture in error.
 inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 

@@ -115,6 +115,8 @@ struct CudaDriverLoader {
       out.reason = str("libcuda.so.1 has no ", missing, " (NVIDIA driver too old for tilejit)");
       return out;
     }
+    std::string optional;
+    bind(lib, d->cuTensorMapEncodeTiled, {"cuTensorMapEncodeTiled"}, optional);
 
     if (cu::CUresult r = d->cuInit(0); r != cu::CUDA_SUCCESS) {
       out.reason = str("cuInit failed: ", d->error_name(r), ": ", d->error_string(r));

@@ -108,6 +108,15 @@ public:
   cu::CUresult (*cuGraphLaunch)(cu::CUgraphExec exec, cu::CUstream stream) = nullptr;
   cu::CUresult (*cuGraphExecDestroy)(cu::CUgraphExec exec) = nullptr;
   cu::CUresult (*cuGraphDestroy)(cu::CUgraph graph) = nullptr;
+  /// Optional (CUDA 12 drivers and newer): null where the driver lacks it, and then no kernel
+  /// is compiled with TMA copies (runtime.cpp asks has_tensor_maps()).
+  cu::CUresult (*cuTensorMapEncodeTiled)(cu::CUtensorMap* map, int data_type, unsigned rank,
+                                         void* global_address, const unsigned long long* dims,
+                                         const unsigned long long* strides_bytes,
+                                         const unsigned* box, const unsigned* element_strides,
+                                         int interleave, int swizzle, int l2_promotion,
+                                         int oob_fill) = nullptr;
+  bool has_tensor_maps() const { return cuTensorMapEncodeTiled != nullptr; }
 
 private:
   CudaDriver() = default;

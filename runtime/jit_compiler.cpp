@@ -26,6 +26,7 @@ CompiledVariant jit_compile(const JitRequest& r) {
   v.index32 = ir->index32;
   v.debug_bounds = g.debug_bounds;
   v.bounds_sites = std::move(g.bounds_sites);
+  v.tma_maps = std::move(g.tma_maps);
 
   const Toolchain& toolchain = toolchain_for(v.language);
   v.cache_key = ModuleCache::make_key(v.source, toolchain.headers(), toolchain.options(), v.arch,

@@ -42,6 +42,8 @@ struct CompiledVariant {
   /// after its parameters; a nonzero site there after the launch names bounds_sites[site-1].
   bool debug_bounds = false;
   std::vector<BoundsSite> bounds_sites;
+  /// Tensor maps the launch passes after the parameters (GeneratedKernel::tma_maps).
+  std::vector<TmaMapSpec> tma_maps;
   std::vector<dsl::Diagnostic> warnings; ///< from the passes (a loop that runs serially...)
 };
 

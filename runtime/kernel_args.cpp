@@ -44,6 +44,10 @@ void KernelArgs::add_tensor(const void* data, const int64_t* shape, const int64_
   }
 }
 
+void KernelArgs::add_bytes(const void* data, size_t bytes) {
+  std::memcpy(reserve(bytes), data, bytes);
+}
+
 void KernelArgs::add_scalar(DType dtype, const HostValue& v) {
   unsigned char* bytes = reserve(dtype_size(dtype));
   auto put = [&](auto x) { std::memcpy(bytes, &x, sizeof x); };

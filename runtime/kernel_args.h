@@ -24,6 +24,8 @@ public:
   void add_tensor(const void* data, const int64_t* shape, const int64_t* strides, size_t rank,
                   bool index32);
   void add_scalar(DType dtype, const HostValue& v);
+  /// A field copied as it is (a tensor map: 128 bytes; cuLaunchKernel copies it by value).
+  void add_bytes(const void* data, size_t bytes);
   /// Forgets the fields, keeps the memory.
   void clear();
   /// The void* array cuLaunchKernel takes; valid until the next add or clear.

@@ -9,6 +9,7 @@
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/kernel_args.h"
+#include "runtime/tma_map.h"
 #include "runtime/launch_signature.h"
 #include "runtime/module_cache.h"
 #include "runtime/runtime_access.h"
@@ -514,6 +515,8 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   }
   size_t next = 0;
   bool index32 = true;
+  // TMA copies need the driver's tensor maps (CUDA 12+) and a GPU whose arch has them.
+  const bool tensor_maps = CudaDriver::available() && CudaDriver::get().has_tensor_maps();
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const auto& p = kernel.params[i];
     if (p.is_scratch) {
@@ -534,6 +537,10 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
       if (vector_aligned(view)) {
         options.vector_aligned.insert(p.name);
         key += "|a:" + p.name;
+      }
+      if (tensor_maps && tma_compatible(view)) {
+        options.tma_params.insert(p.name);
+        key += "|t:" + p.name;
       }
       index32 = index32 && offsets_fit_int32(view);
     }
@@ -795,6 +802,20 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
     else
       packed.add_scalar(e.param_dtypes[i], dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.f)
                                                                           : HostValue::of_int(a.i));
+  }
+  // Tensor maps of the arguments the kernel's TMA copies read, after the parameters.
+  for (const TmaMapSpec& spec : e.variant->compiled.tma_maps) {
+    size_t arg = 0; // the argument of parameter spec.param (scratch tensors take none)
+    for (int i = 0; i < spec.param; ++i) arg += kernel.params[i].is_scratch ? 0 : 1;
+    TJ_ICHECK(!kernel.params[spec.param].is_scratch && arg < args.size() && args[arg].is_tensor,
+              "a tensor map for a parameter that is not a tensor argument");
+    const Tensor& t = args[arg].tensor;
+    const cu::CUtensorMap map =
+        e.broadcasts && !e.broadcast_dims[spec.param].empty()
+            ? encode_tma_map(broadcast_view(t, e.broadcast_dims[spec.param]), spec,
+                             kernel.params[spec.param].name)
+            : encode_tma_map(t, spec, kernel.params[spec.param].name);
+    packed.add_bytes(&map, sizeof map);
   }
   // Debug mode: the kernel's last argument is the tj::BoundsRecord* it reports into.
   const bool debug = e.variant->compiled.debug_bounds;

@@ -5,6 +5,7 @@
 #include "compiler/cuda/cuda_emitter.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/plan_shared_memory.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -446,7 +447,34 @@ emit_gathered_rows_copy(Emitter& em, const ir::Access& a, const AccessPlan& p, c
   return true;
 }
 
+void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
+  const ir::Access& a = *e.access;
+  line(str("// ", dst_var->name, " <- ", ir::print_expr(e)));
+  AccessPlan p = plan_access(*this, a);
+  TJ_ICHECK(p.hoisted.size() == 2 && !p.gathered && dst_var->smem_swizzle == 128,
+            "a TMA copy of a rank-2 range into a swizzled tile");
+  const int64_t rows = dst_var->type.shape[0], cols = dst_var->type.shape[1];
+  const int esize = dtype_size(dst_var->type.dtype);
+  const std::string map = tma_map(a.param, static_cast<int>(rows));
+  const std::string dst = fresh("tj_dst");
+  line(str(storage_type(dst_var->type.dtype), "* const ", dst, " = ", shared_ptr(dst_var), ";"));
+  auto slot = stage_index_.find(dst_var);
+  TJ_ICHECK(slot != stage_index_.end(), "a TMA copy outside a pipeline's producer");
+  // One thread announces the tile's bytes on the slot's mbarrier and issues one box per 64
+  // columns (each box a column block of the swizzled tile); the bytes complete its phase.
+  open("if (threadIdx.x == 0)");
+  const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
+  line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
+  line(str("tj::tma_load_2d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var), ">(", dst,
+           ", &", map, ", ", p.hoisted[1], ", ", p.hoisted[0], ", ", bar, ");"));
+  close();
+}
+
 void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer) {
+  if (e.tma_barrier >= 0) {
+    emit_tma_copy(e, dst_var);
+    return;
+  }
   const ir::Access& a = *e.access;
   if (e.b) prepare(*e.b);
   if (e.c) prepare(*e.c);

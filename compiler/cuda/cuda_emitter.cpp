@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 
@@ -119,6 +120,21 @@ std::string Emitter::smem_index(const ir::Var* v, const std::string& r,
   return str(r, " * ", v->smem_row_stride, " + ", c);
 }
 
+std::string Emitter::mbarriers(int64_t offset) {
+  return str("reinterpret_cast<unsigned long long*>(tj_smem + ", offset, ")");
+}
+
+std::string Emitter::tma_map(int param, int box_rows) {
+  TmaMapSpec spec;
+  spec.param = param;
+  spec.box_rows = box_rows;
+  spec.elem_bytes = dtype_size(k_.params[param].dtype);
+  spec.box_cols = 128 / spec.elem_bytes;
+  auto it = std::find(tma_maps_.begin(), tma_maps_.end(), spec);
+  if (it == tma_maps_.end()) it = tma_maps_.insert(tma_maps_.end(), spec);
+  return str("tj_tma", it - tma_maps_.begin());
+}
+
 std::string Emitter::shared_ptr(const ir::Var* v) const {
   std::string t = storage_type(v->type.dtype);
   std::string off = std::to_string(v->smem_offset);
@@ -201,6 +217,10 @@ GeneratedKernel Emitter::run() {
     else
       fmt::format_to(to, "const {} {}", storage_type(p.dtype), sanitize(p.name));
   }
+  // Tensor maps: kernel parameters (the TMA reads them through their generic address).
+  for (size_t i = 0; i < tma_maps_.size(); ++i)
+    fmt::format_to(to, "{}const __grid_constant__ tj::TmaMap tj_tma{}",
+                   k_.params.empty() && i == 0 ? "" : ",\n    ", i);
   if (k_.debug_bounds) // where the first out-of-range subscript is recorded
     fmt::format_to(to, "{}tj::BoundsRecord* tj_bounds", k_.params.empty() ? "" : ",\n    ");
   fmt::format_to(to, ") {{\n{}}}\n", out_);
@@ -211,6 +231,7 @@ GeneratedKernel Emitter::run() {
   g.smem_bytes = k_.smem_bytes;
   g.debug_bounds = k_.debug_bounds;
   g.bounds_sites = std::move(bounds_sites_);
+  g.tma_maps = tma_maps_;
   return g;
 }
 
@@ -363,6 +384,19 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     return;
   case StmtKind::AsyncCommit:
     line("tj::cp_async_commit();");
+    return;
+  case StmtKind::MbarrierInit:
+    // One thread sets up the ring's mbarriers; the barrier after this publishes them.
+    open("if (threadIdx.x == 0)");
+    line(str("tj::mbarrier_init_all<", s.barrier_slots, ">(", mbarriers(s.barrier_offset), ", ",
+             s.barrier_arrivals, ");"));
+    close();
+    return;
+  case StmtKind::MbarrierWait:
+    prepare(*s.value);
+    prepare(*s.mask);
+    line(str("tj::mbarrier_wait(", mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ",
+             scalar(*s.mask), "); // this iteration's TMA copies landed"));
     return;
   case StmtKind::WgmmaWait:
     // The loop's dots left their last wgmmas running into the accumulator (expand-pipelines).

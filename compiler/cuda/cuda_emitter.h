@@ -91,6 +91,11 @@ public:
   void emit_load(const ir::Expr& e, const std::string& dst);
   void emit_store(const ir::Stmt& s);
   void emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer);
+  /// A producer's copy on the tensor memory accelerator (expand-pipelines chose it).
+  void emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var);
+  /// The kernel parameter holding the tensor map of `param` with boxes of `box_rows` rows.
+  std::string tma_map(int param, int box_rows);
+  static std::string mbarriers(int64_t offset); ///< the mbarriers at a shared offset
   void emit_tile_atomic(const ir::Expr& e);
   void emit_prefetch(const ir::Expr& e);
   std::string emit_scalar_atomic(const ir::Expr& e);
@@ -159,6 +164,7 @@ public:
   std::map<const ir::Var*, const ir::Expr*> single_value_; ///< scalars assigned once: their value
   std::map<const ir::Var*, const ir::Stmt*> loop_of_;      ///< loop variables: their loop
   std::vector<BoundsSite> bounds_sites_;                   ///< debug mode
+  std::vector<TmaMapSpec> tma_maps_;                       ///< parameters after the tensors
 
   // ---- scratch regions: place-scratch chose each user's half and placed the barriers; the
   // emitter prints them and checks, as it prints, that no two users in a row share a half.

@@ -381,6 +381,8 @@ private:
     case ir::StmtKind::AsyncCommit:
     case ir::StmtKind::AsyncWait:
     case ir::StmtKind::WgmmaWait:
+    case ir::StmtKind::MbarrierInit:
+    case ir::StmtKind::MbarrierWait:
       return Flow::Next; // one program runs as a whole: nothing to wait for
     }
     return Flow::Next;

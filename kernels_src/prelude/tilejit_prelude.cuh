@@ -11,6 +11,7 @@
 #include "tj/reduce.cuh"
 #include "tj/shared.cuh"
 #include "tj/tensor.cuh"
+#include "tj/tma.cuh"
 #include "tj/types.cuh"
 #include "tj/unpack.cuh"
 #include "tj/wgmma.cuh"

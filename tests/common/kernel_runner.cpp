@@ -10,9 +10,9 @@ const KernelRunner& cpu() {
   return runner;
 }
 
-KernelRunner interpreter_runner(const std::string& after) {
-  return [after](const std::string& source, const Bindings& config,
-                 const std::vector<TestArg>& args) {
+KernelRunner interpreter_runner(const std::string& after, bool as_launched) {
+  return [after, as_launched](const std::string& source, const Bindings& config,
+                              const std::vector<TestArg>& args) {
     auto [path, name] = split_source(source);
     // grad:<path>#<kernel>: the kernel reverse mode derives from <kernel> (its only kernel).
     std::optional<std::string> forward = gradient_source(path);
@@ -27,7 +27,16 @@ KernelRunner interpreter_runner(const std::string& after) {
             dtype_is_float(a.scalar_dtype) ? HostValue::of_float(a.scalar)
                                            : HostValue::of_int(static_cast<int64_t>(a.scalar))));
     }
-    ref::run_tile(module.kernel(name), config, host, {}, after);
+    CompileOptions options;
+    const dsl::Kernel& kernel = module.kernel(name);
+    if (as_launched) {
+      options.index32 = true;
+      for (const auto& p : kernel.params) {
+        options.vector_aligned.insert(p.name);
+        if (!p.is_scratch) options.tma_params.insert(p.name);
+      }
+    }
+    ref::run_tile(kernel, config, host, options, after);
   };
 }
 

@@ -45,7 +45,10 @@ std::pair<std::string, std::string> split_source(const std::string& source);
 std::string test_data_path(const std::string& relative);
 
 /// The reference interpreter, running the IR after pass `after` (default: infer-types).
-KernelRunner interpreter_runner(const std::string& after = "infer-types");
+/// `as_launched`: compiled as a launch with well-formed tensors would be (16-byte aligned
+/// rows the TMA can describe, 32-bit offsets), so that the passes after specialise take the
+/// paths such arguments get (TMA copies, 16-byte vectors).
+KernelRunner interpreter_runner(const std::string& after = "infer-types", bool as_launched = false);
 /// One interpreter_runner() for a test binary's checks (the ref_*_test files share it).
 const KernelRunner& cpu();
 

@@ -2,6 +2,7 @@
 // and N, K not a multiple of the tile, split along K, several configurations
 // (tests/common/dequant_checks.cpp).
 #include "dequant_checks.h"
+#include "support/text.h"
 
 #include <gtest/gtest.h>
 
@@ -37,6 +38,23 @@ TEST(RefDequant, W4A16PackedGroupSizesAndActOrder) {
                      {{"BN", "64"}, {"BM", "8"}, {"BK", "128"}, {"STEPS", "1"}});
   check_w4a16_packed(cpu(), DType::F16, 17, 64, 1160, 128, false,
                      {{"BN", "64"}, {"BM", "16"}, {"BK", "64"}, {"STEPS", "4"}, {"STAGES", "3"}});
+}
+
+TEST(RefDequant, W4A16OnHopperAfterTheLoweringPasses) {
+  // WG = 1, SA = 1 on sm_90a, compiled as a launch with well-formed tensors would be: the dot
+  // on wgmma, left running across iterations at 3+ stages (the ring's producer one slot
+  // further behind), x fetched by TMA (its mbarriers). Run after expand-pipelines and after
+  // the last pass, with fewer tiles than stages, a split K and a partial last slice.
+  for (const char* pass : {"expand-pipelines", "place-scratch"}) {
+    SCOPED_TRACE(str("after ", pass));
+    KernelRunner run = interpreter_runner(pass, /*as_launched=*/true);
+    for (const char* stages : {"2", "3", "4"}) {
+      const Bindings cfg = {{"WG", "1"}, {"SA", "1"},    {"BN", "64"},        {"BM", "16"},
+                            {"BK", "64"}, {"STEPS", "3"}, {"STAGES", stages}};
+      check_w4a16_packed(run, DType::F16, 17, 64, 448, 64, false, cfg);
+      check_w4a16_packed(run, DType::BF16, 5, 70, 128, 128, false, cfg);
+    }
+  }
 }
 
 TEST(RefDequant, W8A16OnTensorCores) {

@@ -383,7 +383,10 @@ TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
        {"STEPS", "5"}, {"STAGES", "4"}},
       {{"WG", "1"}, {"SA", "1"}, {"BN", "64"}, {"BM", "128"}, {"STEPS", "2"}, {"STAGES", "3"}},
       {{"WG", "1"}, {"SA", "1"}, {"BN", "64"}, {"BM", "32"}, {"STEPS", "2"}, {"STAGES", "3"},
-       {"CLUSTER", "2"}}};
+       {"CLUSTER", "2"}},
+      // OCC = 2: registers capped at 128 so that two programs share a multiprocessor
+      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "128"}, {"WARPS", "8"}, {"BK", "64"},
+       {"STEPS", "40"}, {"STAGES", "3"}, {"OCC", "2"}}};
   for (int again = 0; again < 2; ++again)
     for (const Bindings& cfg : configs) {
       check_w4a16_packed(run, DType::F16, 300, 300, 1000 + 24, 128, false, cfg);
@@ -395,6 +398,7 @@ TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
   check_w4a16_packed(run, DType::F16, 2048, 640, 2560, 128, false, configs[6]);
   check_w4a16_packed(run, DType::BF16, 2048, 640, 2560, 128, false, configs[10]);
   check_w4a16_packed(run, DType::F16, 256, 2560, 9728, 128, false, configs[11]);
+  check_w4a16_packed(run, DType::BF16, 1000, 384, 2560, 128, false, configs[14]);
   for (int64_t group : {32, -1})
     check_w4a16_packed(run, DType::F16, 5, 37, 136 + 8 * 15, group, true,
                        {{"WG", "1"}, {"BN", "64"}, {"BM", "8"}, {"BK", "32"}});

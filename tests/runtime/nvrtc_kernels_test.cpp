@@ -100,6 +100,35 @@ std::vector<Variant> variants() {
         {"STAGES", "2"},
         {"WARPS", "8"}},
        true},
+      // 4 stages: the wgmmas left running across iterations, x by TMA (aligned); two blocks
+      // per multiprocessor (OCC = 2: 128 registers; BM 64 spills 188 bytes with 64-bit
+      // indices and unaligned tensors, BM 32 none)
+      {"workloads/dequant_gemm.tile#w4a16_tc",
+       {{"T", "bf16"},
+        {"G", "128"},
+        {"ACT", "0"},
+        {"WG", "1"},
+        {"SA", "1"},
+        {"BN", "128"},
+        {"BM", "256"},
+        {"BK", "64"},
+        {"STEPS", "40"},
+        {"STAGES", "4"},
+        {"WARPS", "8"}},
+       true},
+      {"workloads/dequant_gemm.tile#w4a16_tc",
+       {{"T", "f16"},
+        {"G", "128"},
+        {"ACT", "0"},
+        {"WG", "1"},
+        {"SA", "1"},
+        {"BN", "128"},
+        {"BM", "32"},
+        {"STEPS", "10"},
+        {"STAGES", "3"},
+        {"WARPS", "8"},
+        {"OCC", "2"}},
+       true},
       {"workloads/dequant_gemm.tile#w4a16_tc",
        {{"T", "bf16"}, {"G", "64"}, {"ACT", "0"}, {"SA", "1"}, {"BK", "64"}, {"BM", "32"}}},
       {"workloads/dequant_gemm.tile#w8a16_mma", {{"T", "f16"}}},
@@ -132,8 +161,11 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         r.options.smem_limit = std::string(arch) == "sm_80" ? 163 * 1024 : 227 * 1024;
         // Scratch tensors are the runtime's own allocations, aligned whatever the caller's
         // tensors are (Runtime marks them so): only the caller's tensors are left unaligned.
-        for (const auto& p : k.params)
+        for (const auto& p : k.params) {
           if (aligned || p.is_scratch) r.options.vector_aligned.insert(p.name);
+          // As the runtime says of aligned, well-formed arguments on a driver with tensor maps.
+          if (aligned && !p.is_scratch) r.options.tma_params.insert(p.name);
+        }
         CompiledVariant c = jit_compile(r);
         EXPECT_FALSE(c.binary.empty());
         EXPECT_GT(c.resources.registers, 0) << "no resource report";
@@ -146,9 +178,14 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         EXPECT_NE(c.source.find("#line"), std::string::npos);
         // WG = 1 is a request: Hopper's sm_90a takes it, other archs keep mma.sync.
         const auto wg = r.bindings.find("WG");
-        if (wg != r.bindings.end() && wg->second == "1")
+        if (wg != r.bindings.end() && wg->second == "1") {
           EXPECT_EQ(c.source.find("tj::dot_q4_wgmma<") != std::string::npos,
                     std::string(arch) == "sm_90a");
+        }
+        // The x tile of a wgmma dot comes by TMA where the argument allows it (aligned).
+        const bool tma = c.source.find("tj::tma_load_2d_sw128<") != std::string::npos;
+        EXPECT_EQ(tma, c.tma_maps.size() > 0);
+        if (tma) EXPECT_TRUE(aligned && std::string(arch) == "sm_90a");
       }
   }
 }

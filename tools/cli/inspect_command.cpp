@@ -134,8 +134,13 @@ void inspect(const InspectOptions& o) {
       complete_for_inspection(k, parse_assignments(o.set, "--set"), options.smem_limit);
   options.index32 = !o.index64;
   options.debug_bounds = o.debug;
+  // As a launch with well-formed tensors would (aligned rows the TMA can describe), unless
+  // --unaligned shows the other variant.
   if (!o.unaligned)
-    for (const auto& p : k.params) options.vector_aligned.insert(p.name);
+    for (const auto& p : k.params) {
+      options.vector_aligned.insert(p.name);
+      options.tma_params.insert(p.name);
+    }
   std::vector<dsl::Diagnostic> warnings;
   auto show_warnings = [&] {
     for (const auto& w : warnings) std::cerr << w.render() << "\n";

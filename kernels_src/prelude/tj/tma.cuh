@@ -1,0 +1,74 @@
+// Hopper's tensor memory accelerator (TMA, sm_90): a tensor map argument, the mbarriers a
+// pipelined loop's TMA copies signal, and the 2-D tile load into a 128-byte-swizzled shared
+// tile (the layout tj::swizzle128 addresses and wgmma reads).
+#pragma once
+
+#include "tj/memory.cuh"
+
+namespace tj {
+
+/// A CUtensorMap, encoded by the launcher (runtime/tma_map.cpp) and passed by value as a
+/// __grid_constant__ kernel parameter: the TMA reads it through its generic address.
+struct alignas(64) TmaMap {
+  unsigned long long opaque[16];
+};
+
+/// One thread: N mbarriers, each completing a phase after `arrivals` arrivals (and the bytes
+/// they announce), made visible to the other threads' and the TMA's later use (a barrier
+/// after this publishes them to the block).
+template <int N> TJ_DEVICE void mbarrier_init_all(unsigned long long* bars, int arrivals) {
+#if __CUDA_ARCH__ >= 900
+  for (int i = 0; i < N; ++i)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bars + i)),
+                 "r"(arrivals)
+                 : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+/// This thread's arrival on `bar`, announcing `bytes` that TMA copies will deliver to it.
+TJ_DEVICE void mbarrier_expect_tx(unsigned long long* bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
+/// Waits until `bar` completes the phase of this parity (its bytes landed, visible to this
+/// thread). A phase that never completes is a compiler bug, not a slow copy: after about 2^28
+/// polls (seconds) the kernel traps, so the launch fails instead of hanging.
+TJ_DEVICE void mbarrier_wait(unsigned long long* bar, int parity) {
+#if __CUDA_ARCH__ >= 900
+  const unsigned addr = smem_addr(bar);
+  for (unsigned polls = 0;; ++polls) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+    if (done) return;
+    if (polls == (1u << 28)) __trap();
+  }
+#endif
+}
+
+/// BLOCKS boxes of ROWS x 128 bytes from the map at (col, row) (elements, innermost first),
+/// box b's columns col + b * (128 bytes) into `dst` + b * ROWS * 128 bytes: the column blocks
+/// of a swizzle128<ROWS> tile, 1024-byte aligned. Out-of-range elements arrive as zeros; the
+/// whole boxes' bytes count towards `bar`'s phase.
+template <int BLOCKS, int ROWS, class T>
+TJ_DEVICE void tma_load_2d_sw128(T* dst, const TmaMap* map, int col, int row,
+                                 unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  for (int b = 0; b < BLOCKS; ++b)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst) + b * ROWS * 128),
+                 "l"(map), "r"(col + b * static_cast<int>(128 / sizeof(T))), "r"(row),
+                 "r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+
+} // namespace tj
