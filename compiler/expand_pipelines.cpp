@@ -174,11 +174,10 @@ private:
       Stmt& s = *sp;
       if (s.kind != StmtKind::Assign || !s.value || s.value->kind != ExprKind::Dot) continue;
       const Expr& d = *s.value;
-      const bool in_place =
-          d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef && d.c->var == s.var &&
-          d.layout == s.var->layout && d.b->kind == ExprKind::Trans &&
-          d.b->a->kind == ExprKind::VarRef &&
-          std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
+      const bool in_place = d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef &&
+                            d.c->var == s.var && d.layout == s.var->layout &&
+                            d.b->kind == ExprKind::Trans && d.b->a->kind == ExprKind::VarRef &&
+                            std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
       if (!in_place) continue;
       if (found) return nullptr; // one accumulator's group per loop
       found = &s;
@@ -328,12 +327,11 @@ private:
     Var* write = fresh(v->name + "_write", kIndex, loc);
     main->body.push_back(
         decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
-    main->body.push_back(
-        decl(write,
-             binary(dsl::BinaryOp::Mod,
-                    binary(dsl::BinaryOp::Add, ref(it, loc), constant(D, loc), loc),
-                    constant(S, loc), loc),
-             loc));
+    main->body.push_back(decl(
+        write,
+        binary(dsl::BinaryOp::Mod, binary(dsl::BinaryOp::Add, ref(it, loc), constant(D, loc), loc),
+               constant(S, loc), loc),
+        loc));
     for (Var* r : rings) r->read_slot = read;
     if (barriers >= 0) {
       // This iteration's TMA copies: slot `read` completes its (it / S)-th phase.
@@ -347,8 +345,8 @@ private:
     }
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
-      main->body.push_back(decl(
-          ahead, binary(dsl::BinaryOp::Add, ref(v, loc), constant(D * step, loc), loc), loc));
+      main->body.push_back(
+          decl(ahead, binary(dsl::BinaryOp::Add, ref(v, loc), constant(D * step, loc), loc), loc));
       auto guard = std::make_unique<Stmt>(StmtKind::If, loc);
       guard->value = before_end(ref(ahead, loc), hi, step, loc);
       std::map<const Var*, Var*> renamed;

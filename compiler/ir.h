@@ -270,8 +270,8 @@ struct Stmt {
   int unroll = 0; ///< For: `unroll = N` (0: the backend decides)
   Block body;
   Block else_body;
-  std::string note; ///< Barrier, AsyncWait: why it is there (printed)
-  int pending = 0;  ///< AsyncWait: groups that may still be in flight
+  std::string note;            ///< Barrier, AsyncWait: why it is there (printed)
+  int pending = 0;             ///< AsyncWait: groups that may still be in flight
   int64_t barrier_offset = -1; ///< MbarrierInit, MbarrierWait: the mbarriers' shared offset
   int barrier_slots = 0;       ///< MbarrierInit: how many (one per ring slot)
   int barrier_arrivals = 0;    ///< MbarrierInit: arrivals per phase (TMA copies per slot)

@@ -369,10 +369,11 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Load:
   case ExprKind::Copy:
   case ExprKind::AtomicAdd: {
-    std::string s = e.kind == ExprKind::Load ? "load"
-                    : e.kind == ExprKind::Copy
-                        ? (e.tma_barrier >= 0 ? "copy.tma" : e.async_copy ? "copy.async" : "copy")
-                        : "atomic_add";
+    std::string s = e.kind == ExprKind::Load   ? "load"
+                    : e.kind == ExprKind::Copy ? (e.tma_barrier >= 0 ? "copy.tma"
+                                                  : e.async_copy     ? "copy.async"
+                                                                     : "copy")
+                                               : "atomic_add";
     s += e.access->speculative ? ".speculative(" : "(";
     s += access_str(*e.access);
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);
@@ -575,19 +576,18 @@ std::string print_kernel(const Kernel& k) {
   if (!k.after_pass.empty()) fmt::format_to(to, "// after {}\n", k.after_pass);
   fmt::format_to(to, "kernel {}", k.name);
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
-  fmt::format_to(to,
-                 "\n  threads {}{}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
-                 "grid rank {}{}, target {}{}, source {}\n",
-                 k.threads,
-                 k.blocks_per_sm ? fmt::format(", blocks per sm {}", k.blocks_per_sm)
-                                 : std::string(),
-                 k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes,
-                 k.smem_limit, k.grid_rank,
-                 k.cluster_size() > 1
-                     ? fmt::format(", cluster {} {} {}", k.cluster[0], k.cluster[1], k.cluster[2])
-                     : std::string(),
-                 k.target ? k.target->arch() : std::string("none"),
-                 k.debug_bounds ? ", debug bounds" : "", quote(k.source_path));
+  fmt::format_to(
+      to,
+      "\n  threads {}{}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
+      "grid rank {}{}, target {}{}, source {}\n",
+      k.threads,
+      k.blocks_per_sm ? fmt::format(", blocks per sm {}", k.blocks_per_sm) : std::string(),
+      k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes, k.smem_limit, k.grid_rank,
+      k.cluster_size() > 1
+          ? fmt::format(", cluster {} {} {}", k.cluster[0], k.cluster[1], k.cluster[2])
+          : std::string(),
+      k.target ? k.target->arch() : std::string("none"), k.debug_bounds ? ", debug bounds" : "",
+      quote(k.source_path));
   for (const auto& p : k.params) {
     fmt::format_to(to, "  param {}{}{}: {}", p.is_scratch ? "scratch " : "",
                    p.zero_init ? "zeroed " : "", p.name, dtype_name(p.dtype));

@@ -37,9 +37,9 @@ struct BoundsSite {
 /// A tensor map (CUtensorMap) a kernel takes after its parameters, one per tensor and box
 /// that its TMA copies fetch: the launcher encodes it from the argument (runtime/tma_map.h).
 struct TmaMapSpec {
-  int param = -1;     ///< which parameter (a rank-2 tensor)
-  int box_rows = 0;   ///< the box: rows (outer) x box_cols (inner) elements
-  int box_cols = 64;  ///< 128 bytes of 16-bit elements: one swizzle span
+  int param = -1;    ///< which parameter (a rank-2 tensor)
+  int box_rows = 0;  ///< the box: rows (outer) x box_cols (inner) elements
+  int box_cols = 64; ///< 128 bytes of 16-bit elements: one swizzle span
   int elem_bytes = 2;
   bool operator==(const TmaMapSpec& o) const {
     return param == o.param && box_rows == o.box_rows && box_cols == o.box_cols &&

@@ -49,7 +49,7 @@ TEST(RefDequant, W4A16OnHopperAfterTheLoweringPasses) {
     SCOPED_TRACE(str("after ", pass));
     KernelRunner run = interpreter_runner(pass, /*as_launched=*/true);
     for (const char* stages : {"2", "3", "4"}) {
-      const Bindings cfg = {{"WG", "1"}, {"SA", "1"},    {"BN", "64"},        {"BM", "16"},
+      const Bindings cfg = {{"WG", "1"},  {"SA", "1"},    {"BN", "64"},      {"BM", "16"},
                             {"BK", "64"}, {"STEPS", "3"}, {"STAGES", stages}};
       check_w4a16_packed(run, DType::F16, 17, 64, 448, 64, false, cfg);
       check_w4a16_packed(run, DType::BF16, 5, 70, 128, 128, false, cfg);

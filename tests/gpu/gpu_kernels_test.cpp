@@ -377,16 +377,40 @@ TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
       // SA = 1 with 3+ stages: each tile's last wgmmas run on into the next iteration (the ring
       // one slot further behind): a whole K, split K, more stages than a slice has tiles, and
       // a cluster whose last slice lies past K (a loop of no iterations).
-      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "256"}, {"WARPS", "8"}, {"BK", "64"},
-       {"STEPS", "40"}, {"STAGES", "3"}},
-      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"BK", "64"},
-       {"STEPS", "5"}, {"STAGES", "4"}},
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "128"},
+       {"BM", "256"},
+       {"WARPS", "8"},
+       {"BK", "64"},
+       {"STEPS", "40"},
+       {"STAGES", "3"}},
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "128"},
+       {"BM", "64"},
+       {"WARPS", "8"},
+       {"BK", "64"},
+       {"STEPS", "5"},
+       {"STAGES", "4"}},
       {{"WG", "1"}, {"SA", "1"}, {"BN", "64"}, {"BM", "128"}, {"STEPS", "2"}, {"STAGES", "3"}},
-      {{"WG", "1"}, {"SA", "1"}, {"BN", "64"}, {"BM", "32"}, {"STEPS", "2"}, {"STAGES", "3"},
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "64"},
+       {"BM", "32"},
+       {"STEPS", "2"},
+       {"STAGES", "3"},
        {"CLUSTER", "2"}},
       // OCC = 2: registers capped at 128 so that two programs share a multiprocessor
-      {{"WG", "1"}, {"SA", "1"}, {"BN", "128"}, {"BM", "128"}, {"WARPS", "8"}, {"BK", "64"},
-       {"STEPS", "40"}, {"STAGES", "3"}, {"OCC", "2"}}};
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "128"},
+       {"BM", "128"},
+       {"WARPS", "8"},
+       {"BK", "64"},
+       {"STEPS", "40"},
+       {"STAGES", "3"},
+       {"OCC", "2"}}};
   for (int again = 0; again < 2; ++again)
     for (const Bindings& cfg : configs) {
       check_w4a16_packed(run, DType::F16, 300, 300, 1000 + 24, 128, false, cfg);

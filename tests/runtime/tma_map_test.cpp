@@ -25,15 +25,15 @@ TEST(TmaMap, ContiguousAlignedMatricesQualify) {
 }
 
 TEST(TmaMap, WhatTheAcceleratorCannotDescribeIsRefused) {
-  EXPECT_FALSE(tma_compatible(view(2, DType::F16, {64, 128}, {128, 1})));  // base not 16-aligned
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 100}, {100, 1})));  // rows 200 bytes apart
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {1, 64})));   // columns not contiguous
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {0, 1})));    // broadcast rows
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {64, 1})));   // overlapping rows
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {0, 128}, {128, 1})));   // empty
-  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {128}, {1})));           // rank 1
+  EXPECT_FALSE(tma_compatible(view(2, DType::F16, {64, 128}, {128, 1}))); // base not 16-aligned
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 100}, {100, 1}))); // rows 200 bytes apart
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {1, 64})));  // columns not contiguous
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {0, 1})));   // broadcast rows
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {64, 128}, {64, 1})));  // overlapping rows
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {0, 128}, {128, 1})));  // empty
+  EXPECT_FALSE(tma_compatible(view(0, DType::F16, {128}, {1})));          // rank 1
   EXPECT_FALSE(tma_compatible(view(0, DType::F16, {2, 4, 8}, {32, 8, 1}))); // rank 3
-  EXPECT_FALSE(tma_compatible(view(0, DType::F64, {4, 4}, {4, 1})));       // 8-byte elements
+  EXPECT_FALSE(tma_compatible(view(0, DType::F64, {4, 4}, {4, 1})));        // 8-byte elements
   Tensor none = view(0, DType::F16, {4, 8}, {8, 1});
   none.data = nullptr;
   EXPECT_FALSE(tma_compatible(none));

@@ -253,11 +253,21 @@ TEST(WorkloadInterface, DequantShapesOnTheInterpreter) {
   // With 3+ stages the wgmma dot is left running into the next iteration and the ring's
   // producer runs one tile less ahead (expand-pipelines): whole K, and K split in two slices.
   check_dequant_shape({{"M", "11"}, {"N", "72"}, {"K", "320"}, {"G", "64"}}, DType::BF16,
-                      {{"SA", "1"}, {"WG", "1"}, {"BK", "64"}, {"BN", "64"}, {"BM", "16"},
-                       {"STAGES", "3"}, {"STEPS", "5"}});
+                      {{"SA", "1"},
+                       {"WG", "1"},
+                       {"BK", "64"},
+                       {"BN", "64"},
+                       {"BM", "16"},
+                       {"STAGES", "3"},
+                       {"STEPS", "5"}});
   check_dequant_shape({{"M", "7"}, {"N", "40"}, {"K", "512"}, {"G", "64"}}, DType::F16,
-                      {{"SA", "1"}, {"WG", "1"}, {"BK", "64"}, {"BN", "64"}, {"BM", "8"},
-                       {"STAGES", "4"}, {"STEPS", "4"}});
+                      {{"SA", "1"},
+                       {"WG", "1"},
+                       {"BK", "64"},
+                       {"BN", "64"},
+                       {"BM", "8"},
+                       {"STAGES", "4"},
+                       {"STEPS", "4"}});
   check_dequant_shape({{"M", "5"}, {"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::BF16);
   check_dequant_shape({{"M", "17"}, {"N", "70"}, {"K", "300"}, {"BITS", "8"}}, DType::F16,
                       {{"BK", "64"}, {"STEPS", "1"}});

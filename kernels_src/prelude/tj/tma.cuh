@@ -19,8 +19,7 @@ struct alignas(64) TmaMap {
 template <int N> TJ_DEVICE void mbarrier_init_all(unsigned long long* bars, int arrivals) {
 #if __CUDA_ARCH__ >= 900
   for (int i = 0; i < N; ++i)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bars + i)),
-                 "r"(arrivals)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bars + i)), "r"(arrivals)
                  : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
