@@ -12,6 +12,7 @@
 #include "support/version.h"
 #include "tuner/search_space.h"
 
+#include <charconv>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -55,6 +56,35 @@ std::vector<size_t> warm_start_seeds(TuneDatabase& db, const TuneKey& key, const
   return seeds;
 }
 
+std::vector<size_t> suggested_seeds(const SearchSpace& space, const std::vector<Config>& suggested,
+                                    const std::vector<size_t>& taken,
+                                    std::vector<std::string>* skipped) {
+  std::vector<size_t> out;
+  for (const Config& given : suggested) {
+    TuneConfig c = space.tune_config(space.default_index());
+    std::string bad;
+    for (const auto& [name, value] : given) {
+      int64_t v = 0;
+      const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (!c.count(name) || err != std::errc() || end != value.data() + value.size()) {
+        bad = str(name, "=", value, ": not a tunable value of the kernel");
+        break;
+      }
+      c[name] = v;
+    }
+    auto index = bad.empty() ? space.index_of(c) : std::nullopt;
+    if (!index) {
+      if (skipped)
+        skipped->push_back(bad.empty() ? config_to_string(c) + ": " + space.why_not(c) : bad);
+      continue;
+    }
+    if (std::find(taken.begin(), taken.end(), *index) == taken.end() &&
+        std::find(out.begin(), out.end(), *index) == out.end())
+      out.push_back(*index);
+  }
+  return out;
+}
+
 TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& identity) {
   TJ_ICHECK(r.runtime && r.check && r.prepare_check, "tune request incomplete");
   Runtime& rt = *r.runtime;
@@ -92,14 +122,19 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   so.repeats = r.repeats;
   so.batch_size = 16;
   so.seeds = warm_start_seeds(db, out.key, space, r.warm_start);
+  const size_t nearby = so.seeds.size();
+  std::vector<std::string> skipped;
+  for (size_t i : suggested_seeds(space, r.suggested, so.seeds, &skipped)) so.seeds.push_back(i);
   auto strategy = make_strategy(r.strategy, space, so);
   out.strategy = strategy->name();
   log(str(kernel.name, ": ", space.size(), " configurations (", space.pruned(),
           " pruned by constraints), strategy ", strategy->name(), ", budget ",
           to_string(r.budget)));
-  if (!so.seeds.empty())
-    log(str("  measured first: the winners of ", so.seeds.size(),
-            " nearby tuned shape(s) of this kernel"));
+  if (nearby > 0)
+    log(str("  measured first: the winners of ", nearby, " nearby tuned shape(s) of this kernel"));
+  if (so.seeds.size() > nearby)
+    log(str("  and ", so.seeds.size() - nearby, " configuration(s) the workload suggests"));
+  for (const std::string& s : skipped) log(str("  a suggestion not in this space: ", s));
 
   KernelTimer timer;
   rt.arch(); // initialise device queries before compiling on worker threads

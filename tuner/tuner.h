@@ -43,6 +43,9 @@ struct TuneRequest {
   /// Measure the winners of the nearest shapes already tuned (same kernel, source, generics
   /// and machine) first, at most this many; 0 = start from the default alone.
   int warm_start = 8;
+  /// Configurations measured right after those nearby winners (a workload's suggestions:
+  /// Step::suggested), each given by some tunables, the rest at their defaults.
+  std::vector<Config> suggested;
   std::function<void(const TuneProgress&)> progress;
   std::function<void(const std::string&)> log;
 };
@@ -61,6 +64,12 @@ struct TuneOutcome {
 /// Config indices of the winners of the nearest shapes tuned before (nearest first, distinct,
 /// at most `limit`), for TuneRequest::warm_start. Winners whose config is no longer in the
 /// space (the tune clause changed, or a constraint prunes it) are skipped.
+/// The indices of `suggested` configurations in `space` (tunables not named keep the
+/// default's value), in order, without repeats or ones already in `taken`; those not in the
+/// space (a value not offered, a broken constraint) are left out and named in `skipped`.
+std::vector<size_t> suggested_seeds(const SearchSpace& space, const std::vector<Config>& suggested,
+                                    const std::vector<size_t>& taken,
+                                    std::vector<std::string>* skipped = nullptr);
 std::vector<size_t> warm_start_seeds(TuneDatabase& db, const TuneKey& key, const SearchSpace& space,
                                      int limit);
 

@@ -134,6 +134,7 @@ public:
       linear.args.push_back(StepArg::of(b));
     linear.generics = {{"G", std::to_string(s_.kernel_group())}, {"ACT", s_.act_order ? "1" : "0"}};
     linear.writes = {"y"};
+    linear.suggested = suggested_linear_configs();
     return {repack, linear};
   }
 
@@ -151,6 +152,34 @@ public:
   }
 
 private:
+  /// What won at this M on an H200 (2026-11-28: bench/results/2026-11-28-88a519c-dequant-tma-
+  /// h200.md and -14dbe2d-dequant-inflight-h200.md): the wgmma tiles with the scales folded in
+  /// (WG = 1, SA = 1; mma.sync elsewhere, where they are still valid), for the tuner to measure
+  /// first: the space has about a hundred thousand points, and a budgeted search rarely lands
+  /// on 128 x 256 tiles with all of K by chance. Act-order gathers x (no wgmma): none.
+  std::vector<Config> suggested_linear_configs() const {
+    if (s_.act_order || s_.m < 32) return {};
+    const int64_t group = s_.kernel_group(); // a tile holds one group: BK <= G
+    auto wgmma = [group](int bn, int warps, int bm, int64_t bk, int steps, int stages) {
+      bk = std::min(bk, group);
+      return Config{{"WG", "1"},
+                    {"SA", "1"},
+                    {"BN", std::to_string(bn)},
+                    {"WARPS", std::to_string(warps)},
+                    {"BM", std::to_string(bm)},
+                    {"BK", std::to_string(bk)},
+                    {"STEPS", std::to_string(steps)},
+                    {"STAGES", std::to_string(stages)}};
+    };
+    if (s_.m >= 1024)
+      return {wgmma(128, 8, 256, 128, 80, 3), wgmma(128, 8, 128, 128, 80, 3),
+              wgmma(128, 8, 256, 64, 80, 4)};
+    if (s_.m >= 128)
+      return {wgmma(128, 8, 128, 128, 80, 4), wgmma(128, 8, 64, 128, 10, 3),
+              wgmma(128, 8, 64, 128, 80, 2)};
+    return {wgmma(64, 4, 64, 128, 80, 4), wgmma(64, 4, 32, 128, 10, 2)};
+  }
+
   DequantShape s_;
   std::optional<DequantCase> case_;
 };

@@ -43,6 +43,12 @@ struct Step {
   Config generics;                 ///< generic values no tensor fixes (paged_sparse's G)
   std::vector<std::string> writes; ///< the buffers this step writes
   bool one_time = false;           ///< set-up (a weight repack): once per problem, timed apart
+  /// Tunables of configurations the tuner measures first for this step (after the database's
+  /// nearby winners): the ones that won on similar shapes where they were measured, so that a
+  /// budgeted search starts from them. Unnamed tunables keep their defaults; one that is not a
+  /// valid configuration here (a constraint, a smaller GPU) is skipped. The search still
+  /// measures the rest of the space and keeps whatever is fastest.
+  std::vector<Config> suggested;
 };
 
 /// One way to compute a problem's outputs: a host sequence of steps. A problem may offer several

@@ -80,6 +80,7 @@ TunedPlan tune_plan(const WorkloadKernels& kernels, const Problem& problem, cons
   auto config_of = [&](size_t i) { return chosen[i].empty() ? gpu.config(i, {}) : chosen[i]; };
   for (size_t k = 0; k < steps.size(); ++k) {
     TuneRequest r = base_request(o, rt, gpu.kernel(k), gpu.args(k), steps[k].generics);
+    r.suggested = steps[k].suggested;
     // Before a checked run: the outputs of this step and the later ones poisoned, the earlier
     // steps run again (their outputs are this step's inputs, and an in-place step may have
     // changed them while the previous candidate was timed).

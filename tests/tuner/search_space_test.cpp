@@ -1,6 +1,7 @@
 // SearchSpace: size and pruning against brute force and against specialise's own constraint
 // check, declared defaults (valid or not), neighbours, pinned tunables, and errors.
 #include "tuner/search_space.h"
+#include "tuner/tuner.h"
 
 #include "compiler/kernel_library.h"
 #include "compiler/specialise.h"
@@ -282,6 +283,36 @@ TEST(SearchSpace, MillionPointSpaceIsQuickAndExact) {
   EXPECT_EQ(space.describe(i), "A=496,B=500");
   EXPECT_EQ(space.neighbours(i).size(), 3u); // A=497 = 7 * 71 is pruned
   EXPECT_EQ(space.index_of(TuneConfig{{"A", 497}, {"B", 500}}), std::nullopt);
+}
+
+// A workload's suggested configurations (Step::suggested) as the tuner measures them first:
+// unnamed tunables at the default's values, in order, no repeats, none already taken; the
+// ones not in the space are skipped with the reason.
+TEST(SuggestedSeeds, CompletedWithTheDefaultsInOrderWithoutRepeats) {
+  LoadedModule m = load_tile_text("tiles.tile", tile_text(kTune, kWhere));
+  SearchSpace space(m.kernel(), kF16D64, 48 * 1024);
+  std::vector<std::string> skipped;
+  const std::vector<size_t> seeds =
+      suggested_seeds(space,
+                      {{{"BN", "32"}},
+                       {{"BN", "32"}, {"STAGES", "2"}},  // the same point: the default's STAGES
+                       {{"BN", "128"}, {"STAGES", "4"}}, // 64 KiB of tiles: over the 48 KiB
+                       {{"BN", "48"}},                   // not a choice
+                       {{"XX", "1"}},                    // not a tunable
+                       {{"BN", "3x"}},                   // not a number
+                       {{"WARPS", "8"}, {"BN", "16"}}},
+                      {}, &skipped);
+  ASSERT_EQ(seeds.size(), 2u);
+  EXPECT_EQ(space.describe(seeds[0]), "BN=32,STAGES=2,WARPS=4");
+  EXPECT_EQ(space.describe(seeds[1]), "BN=16,STAGES=2,WARPS=8");
+  ASSERT_EQ(skipped.size(), 4u);
+  EXPECT_NE(skipped[0].find("BN=128,STAGES=4,WARPS=4"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[1].find("48"), std::string::npos) << skipped[1];
+  EXPECT_NE(skipped[2].find("XX=1: not a tunable value"), std::string::npos) << skipped[2];
+  EXPECT_NE(skipped[3].find("BN=3x"), std::string::npos) << skipped[3];
+  // One already measured first (a nearby shape's winner) is not proposed again.
+  EXPECT_TRUE(suggested_seeds(space, {{{"BN", "32"}}}, {seeds[0]}).empty());
+  EXPECT_TRUE(suggested_seeds(space, {}, {}).empty());
 }
 
 } // namespace

@@ -5,9 +5,12 @@
 #include "toy_workload.h"
 #include "workload_checks.h"
 
+#include "compiler/kernel_library.h"
 #include "nvrtc_test_support.h"
 #include "support/error.h"
 #include "test_util.h"
+#include "tuner/search_space.h"
+#include "tuner/tuner.h"
 #include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
 #include "workloads/hbv_reference.h"
@@ -271,6 +274,34 @@ TEST(WorkloadInterface, DequantShapesOnTheInterpreter) {
   check_dequant_shape({{"M", "5"}, {"N", "33"}, {"K", "70"}, {"BITS", "8"}}, DType::BF16);
   check_dequant_shape({{"M", "17"}, {"N", "70"}, {"K", "300"}, {"BITS", "8"}}, DType::F16,
                       {{"BK", "64"}, {"STEPS", "1"}});
+}
+
+// dequant_gemm suggests the wgmma tiles that won on an H200 to the tuner for M >= 32 (measured
+// first, then the rest of the space): every suggestion is a valid configuration of w4a16_tc for
+// the shape (group sizes 64 and 128, both dtypes), none for decode or act-order.
+TEST(WorkloadInterface, DequantSuggestionsAreValidConfigurations) {
+  auto w = workloads::find_workload("dequant_gemm");
+  LoadedModule m = load_embedded_tile("workloads/dequant_gemm.tile");
+  for (DType t : {DType::F16, DType::BF16})
+    for (const char* g : {"64", "128"})
+      for (const char* act : {"0", "1"}) {
+        std::optional<SearchSpace> space; // the same for every M (the generics are T, G, ACT)
+        for (const char* mm : {"1", "64", "256", "2048"}) {
+          auto p =
+              w->parse_shape({{"M", mm}, {"N", "6144"}, {"K", "2560"}, {"G", g}, {"ACT", act}}, t);
+          const workloads::Step linear = p->plans()[0].steps.at(1); // plans() is a value
+          ASSERT_EQ(linear.kernel, "w4a16_tc");
+          SCOPED_TRACE(p->name());
+          EXPECT_EQ(linear.suggested.empty(), std::string(mm) == "1" || std::string(act) == "1");
+          Bindings generics(linear.generics.begin(), linear.generics.end());
+          generics["T"] = dtype_name(t);
+          if (!space) space.emplace(m.kernel("w4a16_tc"), generics, 227 * 1024);
+          std::vector<std::string> skipped;
+          EXPECT_EQ(suggested_seeds(*space, linear.suggested, {}, &skipped).size(),
+                    linear.suggested.size());
+          EXPECT_TRUE(skipped.empty()) << skipped.front();
+        }
+      }
 }
 
 TEST(WorkloadInterface, DequantEmptyBatch) {
