@@ -276,6 +276,9 @@ private:
     if (t.kind != Token::Ident || t.text.size() < 2 || t.text[0] != 'x' ||
         t.text.find_first_not_of("0123456789", 1) != std::string::npos)
       fail(str("expected 'x' and ", what, " but got ", describe(t)));
+    // (Nine digits at most: every count printed IR holds is far below 10^9, and a longer one
+    // would overflow std::stoll.)
+    if (t.text.size() > 10) fail(str(what, " ", t.text.substr(1), " out of range"));
     ++pos_;
     return std::stoll(t.text.substr(1));
   }
