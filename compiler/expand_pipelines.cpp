@@ -1,6 +1,6 @@
 #include "compiler/expand_pipelines.h"
 
-#include "compiler/target.h"
+#include "compiler/async_choices.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -161,68 +161,6 @@ private:
     return c;
   }
 
-  /// The dot a pipelined loop may leave running past its iteration (wgmma = 2): a wgmma dot
-  /// the body runs every iteration as `acc = dot(a, b, acc)` (emitted in place), acc touched by
-  /// nothing else in the loop, b one of the loop's rings. Its wgmmas then overlap the next
-  /// iteration's barrier, copies and unpacking, which the ring allows when the producer writes
-  /// one slot further behind (the slot the running wgmmas read is not the next one it fills).
-  /// Needs S >= 3 so that a copy is still issued ahead; otherwise the dot waits for itself.
-  static Stmt* in_flight_dot(Block& body, const std::vector<Var*>& rings, int S) {
-    if (S < 3) return nullptr;
-    Stmt* found = nullptr;
-    for (StmtPtr& sp : body) {
-      Stmt& s = *sp;
-      if (s.kind != StmtKind::Assign || !s.value || s.value->kind != ExprKind::Dot) continue;
-      const Expr& d = *s.value;
-      const bool in_place = d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef &&
-                            d.c->var == s.var && d.layout == s.var->layout &&
-                            d.b->kind == ExprKind::Trans && d.b->a->kind == ExprKind::VarRef &&
-                            std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
-      if (!in_place) continue;
-      if (found) return nullptr; // one accumulator's group per loop
-      found = &s;
-    }
-    if (!found) return nullptr;
-    // acc: read once (the dot's own acc operand) and written once (its assignment).
-    int uses = 0;
-    for_each_stmt(body, [&](Stmt& s) {
-      if ((s.kind == StmtKind::Decl || s.kind == StmtKind::Assign) && s.var == found->var &&
-          &s != found)
-        uses += 2;
-      for_each_expr_root(s, [&](ExprPtr& root) {
-        for_each_node(*root, [&](Expr& n) {
-          if (n.var == found->var) ++uses;
-        });
-      });
-    });
-    return uses == 1 ? found : nullptr;
-  }
-
-  /// Whether a producer's copy may run on the tensor memory accelerator: on Hopper, a plain
-  /// rank-2 range (no mask, no other) of a tensor the launcher can describe (Param::tma) into a
-  /// 128-byte-swizzled tile of 16-bit values whose rows are whole swizzle spans (TMA writes
-  /// that swizzle itself), with 32-bit coordinates. One thread then issues the tile instead of
-  /// every thread its 16-byte pieces (with their addresses and bounds checks).
-  bool tma_copy(const Stmt& s) const {
-    if (!k_.target || !k_.target->warpgroup_mma() || !k_.index32) return false;
-    if (s.kind != StmtKind::Decl && s.kind != StmtKind::Assign) return false;
-    if (s.pipeline_role != Role::Producer || !s.value || s.value->kind != ExprKind::Copy)
-      return false;
-    const Expr& c = *s.value;
-    const Var* v = s.var;
-    if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2)
-      return false;
-    const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
-    if (rows < 1 || rows > 256 || cols % 64 != 0 || c.b || c.c || !c.access) return false;
-    const Access& a = *c.access;
-    if (a.param < 0 || a.indices.size() != 2) return false;
-    const Param& p = k_.params[a.param];
-    if (!p.tma || p.rank() != 2 || p.dtype != v->type.dtype) return false;
-    for (const AccessIndex& ix : a.indices)
-      if (ix.kind != AccessIndex::Kind::Range || ix.zip >= 0) return false;
-    return a.indices[0].extent == rows && a.indices[1].extent == cols;
-  }
-
   /// The body without its producers (the ifs around them keep what else they hold).
   Block consumers(Block& body) {
     Block out;
@@ -261,13 +199,13 @@ private:
     int tma_copies = 0;
     int64_t barriers = -1;
     if (loop_depth_ == 0) {
-      for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(*sp);
+      for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(k_, *sp);
       const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
       if (tma_copies > 0 && at + 8 * S <= k_.smem_limit) {
         barriers = at;
         k_.smem_bytes = at + 8 * S;
         for (StmtPtr& sp : loop.body)
-          if (tma_copy(*sp)) sp->value->tma_barrier = barriers;
+          if (tma_copy(k_, *sp)) sp->value->tma_barrier = barriers;
       }
     }
     Block out;

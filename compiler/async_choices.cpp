@@ -1,0 +1,62 @@
+#include "compiler/async_choices.h"
+
+#include "compiler/target.h"
+
+#include <algorithm>
+
+namespace tilejit {
+
+using namespace ir;
+
+Stmt* in_flight_dot(Block& body, const std::vector<Var*>& rings, int stages) {
+  if (stages < 3) return nullptr;
+  Stmt* found = nullptr;
+  for (StmtPtr& sp : body) {
+    Stmt& s = *sp;
+    if (s.kind != StmtKind::Assign || !s.value || s.value->kind != ExprKind::Dot) continue;
+    const Expr& d = *s.value;
+    const bool in_place = d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef &&
+                          d.c->var == s.var && d.layout == s.var->layout &&
+                          d.b->kind == ExprKind::Trans && d.b->a->kind == ExprKind::VarRef &&
+                          std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
+    if (!in_place) continue;
+    if (found) return nullptr; // one accumulator's group per loop
+    found = &s;
+  }
+  if (!found) return nullptr;
+  // acc: read once (the dot's own acc operand) and written once (its assignment).
+  int uses = 0;
+  for_each_stmt(body, [&](Stmt& s) {
+    if ((s.kind == StmtKind::Decl || s.kind == StmtKind::Assign) && s.var == found->var &&
+        &s != found)
+      uses += 2;
+    for_each_expr_root(s, [&](ExprPtr& root) {
+      for_each_node(*root, [&](Expr& n) {
+        if (n.var == found->var) ++uses;
+      });
+    });
+  });
+  return uses == 1 ? found : nullptr;
+}
+
+bool tma_copy(const Kernel& k, const Stmt& s) {
+  if (!k.target || !k.target->warpgroup_mma() || !k.index32) return false;
+  if (s.kind != StmtKind::Decl && s.kind != StmtKind::Assign) return false;
+  if (s.pipeline_role != Stmt::PipelineRole::Producer || !s.value ||
+      s.value->kind != ExprKind::Copy)
+    return false;
+  const Expr& c = *s.value;
+  const Var* v = s.var;
+  if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2) return false;
+  const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
+  if (rows < 1 || rows > 256 || cols % 64 != 0 || c.b || c.c || !c.access) return false;
+  const Access& a = *c.access;
+  if (a.param < 0 || a.indices.size() != 2) return false;
+  const Param& p = k.params[a.param];
+  if (!p.tma || p.rank() != 2 || p.dtype != v->type.dtype) return false;
+  for (const AccessIndex& ix : a.indices)
+    if (ix.kind != AccessIndex::Kind::Range || ix.zip >= 0) return false;
+  return a.indices[0].extent == rows && a.indices[1].extent == cols;
+}
+
+} // namespace tilejit
