@@ -3,7 +3,6 @@
 #include "compiler/async_choices.h"
 #include "support/text.h"
 
-#include <algorithm>
 #include <map>
 #include <set>
 
