@@ -19,6 +19,11 @@
 // iterations ahead instead of S-1 (the slot the running wgmmas read is not the next one
 // filled), and the loop sits in `if lo < hi { loop; wgmma_wait acc }`.
 //
+// A producer's copy the tensor memory accelerator can do (async_choices.h: tma_copy) is issued
+// by one thread with the loop's mbarriers, one per slot after the planned shared memory: an
+// `mbarrier_init` (and a barrier) before the prologue, an `mbarrier_wait` for slot `read`'s
+// phase (it / S) % 2 after the loop's barrier. Only in a loop that no other loop encloses.
+//
 // (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
 // around producers are kept (a block-sparse loop that skips a block neither copies nor reads
 // it). It also decides which copies run asynchronously: a copy the body does for itself is
