@@ -111,6 +111,7 @@ std::unique_ptr<DequantData> make_dequant_data(const DequantShape& s, uint64_t s
                 static_cast<size_t>(words_n) * 4);
   }
   d->qweight_t = HostBuffer(DType::I32, {s.n, s.k / 8});
+  if (s.act_order) d->xp = HostBuffer(s.dtype, {s.m, s.k});
   return d;
 }
 

@@ -41,6 +41,7 @@ struct DequantData {
   DequantShape shape;
   ref::HostBuffer x, y;
   ref::HostBuffer qweight, g_idx, gptq_scales, gptq_zeros, perm, scales, qzeros, qweight_t;
+  ref::HostBuffer xp; ///< act-order: x's columns in the repacked order (permute_tc; else empty)
   ref::HostBuffer w, w_scales;
 };
 

@@ -33,6 +33,7 @@ public:
                  {"y", &d.y}};
     else
       by_name = {{"x", &d.x}, {"w", &d.w}, {"scales", &d.w_scales}, {"y", &d.y}};
+    if (d.shape.bits == 4 && d.shape.act_order) by_name["xp"] = &d.xp;
     auto it = by_name.find(name);
     if (it == by_name.end())
       throw Error(fmt::format("dequant_gemm (int{}) has no buffer '{}'", d.shape.bits, name));
@@ -78,17 +79,20 @@ public:
               {"scales", s_.dtype, {N}, R::input},
               {"y", s_.dtype, {M, N}, R::output}};
     const int64_t groups = s_.kernel_groups(), words_n = (N + 7) / 8;
-    return {{"x", s_.dtype, {M, K}, R::input},
-            {"qweight", DType::I32, {K / 8, N}, R::input},
-            {"perm", DType::I32, {K}, R::input},
-            {"scales", s_.dtype, {groups, N}, R::input},
-            {"qzeros", DType::I32, {groups, words_n}, R::input},
-            {"qweight_t", DType::I32, {N, K / 8}, R::intermediate},
-            // GPTQ's tensors as stored, for the gptq_gemv plan (no repack).
-            {"g_idx", DType::I32, {K}, R::input},
-            {"gptq_scales", s_.dtype, {s_.groups(), N}, R::input},
-            {"gptq_zeros", DType::I32, {s_.groups(), words_n}, R::input},
-            {"y", s_.dtype, {M, N}, R::output}};
+    std::vector<BufferSpec> out = {{"x", s_.dtype, {M, K}, R::input},
+                                   {"qweight", DType::I32, {K / 8, N}, R::input},
+                                   {"perm", DType::I32, {K}, R::input},
+                                   {"scales", s_.dtype, {groups, N}, R::input},
+                                   {"qzeros", DType::I32, {groups, words_n}, R::input},
+                                   {"qweight_t", DType::I32, {N, K / 8}, R::intermediate},
+                                   // GPTQ's tensors as stored, for the gptq_gemv plan (no repack).
+                                   {"g_idx", DType::I32, {K}, R::input},
+                                   {"gptq_scales", s_.dtype, {s_.groups(), N}, R::input},
+                                   {"gptq_zeros", DType::I32, {s_.groups(), words_n}, R::input},
+                                   {"y", s_.dtype, {M, N}, R::output}};
+    // x's columns in the repacked order, for act-order's permute_tc plan (per call).
+    if (s_.act_order) out.push_back({"xp", s_.dtype, {M, K}, R::intermediate});
+    return out;
   }
 
   /// int4 has a second plan: w4a16_gemv on GPTQ's tensors as stored (g_idx, no repack, CUDA
@@ -99,6 +103,25 @@ public:
     if (s_.bits == 8) {
       out[0] = {"int8_mma", "w8a16_mma (tensor cores, split-K)", steps()};
       return out;
+    }
+    if (s_.act_order) {
+      // x permuted per call, then the kernel without act-order's in-loop gather (on Hopper:
+      // wgmma with x's tiles by TMA); the tuner times it against repack_tc.
+      std::vector<Step> permuted = steps();
+      Step permute;
+      permute.label = "permute";
+      permute.kernel = "permute_cols";
+      for (const char* b : {"x", "perm", "xp"}) permute.args.push_back(StepArg::of(b));
+      permute.writes = {"xp"};
+      Step& linear = permuted.back();
+      linear.args[0] = StepArg::of("xp");
+      linear.generics["ACT"] = "0";
+      linear.suggested = suggested_linear_configs(/*x_in_order=*/true);
+      permuted.insert(permuted.end() - 1, permute);
+      out.push_back({"permute_tc",
+                     "w4_repack once; per call x's columns permuted, then w4a16_tc without the "
+                     "gather",
+                     permuted});
     }
     Step gemv;
     gemv.label = "linear";
@@ -152,13 +175,14 @@ public:
   }
 
 private:
-  /// What won at this M on an H200 (2026-11-28: bench/results/2026-11-28-88a519c-dequant-tma-
+  /// What won at this M on an H200 (`x_in_order`: for permute_tc's linear, whose x is
+  /// permuted already) (2026-11-28: bench/results/2026-11-28-88a519c-dequant-tma-
   /// h200.md and -14dbe2d-dequant-inflight-h200.md): the wgmma tiles with the scales folded in
   /// (WG = 1, SA = 1; mma.sync elsewhere, where they are still valid), for the tuner to measure
   /// first: the space has about a hundred thousand points, and a budgeted search rarely lands
   /// on 128 x 256 tiles with all of K by chance. Act-order gathers x (no wgmma): none.
-  std::vector<Config> suggested_linear_configs() const {
-    if (s_.act_order || s_.m < 32) return {};
+  std::vector<Config> suggested_linear_configs(bool x_in_order = false) const {
+    if ((s_.act_order && !x_in_order) || s_.m < 32) return {};
     const int64_t group = s_.kernel_group(); // a tile holds one group: BK <= G
     auto wgmma = [group](int bn, int warps, int bm, int64_t bk, int steps, int stages) {
       bk = std::min(bk, group);
@@ -192,6 +216,7 @@ public:
   }
   std::vector<KernelSource> kernels() const override {
     return {{"w4_repack", kDequantSource},
+            {"permute_cols", kDequantSource},
             {"w4a16_tc", kDequantSource},
             {"w8a16_mma", kDequantSource},
             {"w4a16_gemv", kDequantSource}};

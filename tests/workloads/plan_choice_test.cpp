@@ -54,12 +54,23 @@ TEST(PlanChoice, Int4DequantOffersTheGptqGemvPlan) {
   auto w = find_workload("dequant_gemm");
   auto p = w->parse_shape({{"N", "64"}, {"K", "128"}, {"ACT", "1"}}, DType::F16);
   auto plans = p->plans();
-  ASSERT_EQ(plans.size(), 2u);
+  ASSERT_EQ(plans.size(), 3u);
   EXPECT_EQ(plans[0].name, "repack_tc");
   EXPECT_EQ(plans[0].steps.size(), 2u);
-  EXPECT_EQ(plans[1].name, "gptq_gemv");
-  ASSERT_EQ(plans[1].steps.size(), 1u);
-  EXPECT_EQ(plans[1].steps[0].kernel, "w4a16_gemv");
+  // Act-order: x permuted per call, then the kernel without its gather (ACT = 0) reads it.
+  EXPECT_EQ(plans[1].name, "permute_tc");
+  ASSERT_EQ(plans[1].steps.size(), 3u);
+  EXPECT_EQ(plans[1].steps[1].kernel, "permute_cols");
+  EXPECT_FALSE(plans[1].steps[1].one_time);
+  EXPECT_EQ(plans[1].steps[2].generics.at("ACT"), "0");
+  EXPECT_EQ(plans[1].steps[2].args[0].buffer, "xp");
+  EXPECT_EQ(plans[2].name, "gptq_gemv");
+  ASSERT_EQ(plans[2].steps.size(), 1u);
+  EXPECT_EQ(plans[2].steps[0].kernel, "w4a16_gemv");
+  // Without act-order there is nothing to permute.
+  auto q = w->parse_shape({{"N", "64"}, {"K", "128"}}, DType::F16);
+  ASSERT_EQ(q->plans().size(), 2u);
+  EXPECT_EQ(q->plans()[1].name, "gptq_gemv");
 }
 
 TEST(PlanChoice, TheKeyNamesTheWorkloadShapeAndGenerics) {

@@ -304,6 +304,24 @@ TEST(WorkloadInterface, DequantSuggestionsAreValidConfigurations) {
       }
 }
 
+// Act-order's permute_tc plan on the interpreter: x's columns permuted per call, then
+// w4a16_tc without the gather, against the float64 reference (odd M and N, K past a tile,
+// group sizes 64 and one group, both dtypes), and on an empty batch.
+TEST(WorkloadInterface, DequantActOrderWithXPermuted) {
+  auto w = workloads::find_workload("dequant_gemm");
+  for (DType t : {DType::F16, DType::BF16})
+    for (const char* g : {"64", "-1"}) {
+      auto p = w->parse_shape({{"M", "11"}, {"N", "72"}, {"K", "320"}, {"G", g}, {"ACT", "1"}}, t);
+      auto data = p->make_data(fresh_seed());
+      workloads::Comparison c = run_problem_on_interpreter(
+          *w, *p, *data, {{"permute_cols:BK", "64"}, {"linear:BK", "64"}}, "permute_tc");
+      EXPECT_TRUE(c.ok) << p->name() << ": " << c.summary();
+    }
+  auto p = w->parse_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}, {"ACT", "1"}}, DType::F16);
+  auto data = p->make_data(fresh_seed());
+  EXPECT_TRUE(run_problem_on_interpreter(*w, *p, *data, {}, "permute_tc").ok);
+}
+
 TEST(WorkloadInterface, DequantEmptyBatch) {
   check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}}, DType::F16);
   check_dequant_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}, {"BITS", "8"}}, DType::F16);
