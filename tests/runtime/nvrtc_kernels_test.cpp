@@ -134,7 +134,7 @@ std::vector<Variant> variants() {
       {"workloads/dequant_gemm.tile#w8a16_mma", {{"T", "f16"}}},
       {"workloads/dequant_gemm.tile#permute_cols", {{"T", "f16"}}},
       {"workloads/dequant_gemm.tile#permute_cols",
-       {{"T", "bf16"}, {"BM", "64"}, {"BK", "256"}, {"WARPS", "8"}}},
+       {{"T", "bf16"}, {"BM", "16"}, {"BK", "1024"}, {"WARPS", "8"}}},
       {"workloads/hbv.tile#hbv_forward", {}},
       {"workloads/hbv.tile#hbv_forward", {{"BB", "256"}, {"WARPS", "8"}}},
       // (At the largest tiles, 128 weights per thread, the unaligned path's element-wise loads

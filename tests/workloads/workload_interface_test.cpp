@@ -314,12 +314,18 @@ TEST(WorkloadInterface, DequantActOrderWithXPermuted) {
       auto p = w->parse_shape({{"M", "11"}, {"N", "72"}, {"K", "320"}, {"G", g}, {"ACT", "1"}}, t);
       auto data = p->make_data(fresh_seed());
       workloads::Comparison c = run_problem_on_interpreter(
-          *w, *p, *data, {{"permute_cols:BK", "64"}, {"linear:BK", "64"}}, "permute_tc");
+          *w, *p, *data,
+          {{"permute_cols:BK", "128"}, {"permute_cols:BM", "4"}, {"linear:BK", "64"}},
+          "permute_tc");
       EXPECT_TRUE(c.ok) << p->name() << ": " << c.summary();
     }
-  auto p = w->parse_shape({{"M", "0"}, {"N", "40"}, {"K", "64"}, {"ACT", "1"}}, DType::F16);
-  auto data = p->make_data(fresh_seed());
-  EXPECT_TRUE(run_problem_on_interpreter(*w, *p, *data, {}, "permute_tc").ok);
+  // The defaults (one row per program, 512 columns: K = 704 ends inside a program), and M = 0.
+  for (const char* m : {"3", "0"}) {
+    auto p = w->parse_shape({{"M", m}, {"N", "40"}, {"K", "704"}, {"ACT", "1"}}, DType::F16);
+    auto data = p->make_data(fresh_seed());
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, {}, "permute_tc");
+    EXPECT_TRUE(c.ok) << p->name() << ": " << c.summary();
+  }
 }
 
 TEST(WorkloadInterface, DequantEmptyBatch) {
