@@ -5,20 +5,16 @@
 #   RUNS="LAYER=qkv,M=256,BITS=4|WG=1,SA=1,BN=128,BM=128,WARPS=8,STEPS=80,STAGES=3" tools/device_dequant_profile.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
-export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
-B=.device/bin/tilejit
-NCU=${NCU:-ncu}
-STALLS=$(printf "smsp__average_warps_issue_stalled_%s_per_issue_active.ratio," long_scoreboard barrier short_scoreboard mio_throttle lg_throttle wait math_pipe_throttle not_selected selected dispatch_stall no_instruction membar sleeping)
-EXTRA=sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__cycles_active.avg,smsp__issue_active.avg.pct_of_peak_sustained_active
-KEEP="Duration|Achieved Occupancy|Registers Per|Waves Per SM|Warp Cycles Per Issued|Grid Size|Block Size|Dynamic Shared|Memory Throughput|L2 Cache Throughput|Compute \(SM\)|stalled|gmma|lts__|bank_conflicts|inst_executed|cycles_active|issue_active"
+source tools/ncu_common.sh
+EXTRA=lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__cycles_active.avg,smsp__issue_active.avg.pct_of_peak_sustained_active
+KEEP="Duration|Achieved Occupancy|Registers Per|Waves Per SM|Warp Cycles Per Issued|Grid Size|Block Size|Dynamic Shared|Memory Throughput|L2 Cache Throughput|Compute \(SM\)|stalled|lts__|bank_conflicts|inst_executed|cycles_active|issue_active"
 i=0
 for r in ${RUNS:?RUNS=\"SHAPE|SET ...\"}; do
   shape=${r%%|*}; set=${r#*|}; i=$((i + 1))
   echo "=== $shape $set"
   $NCU --clock-control none -k regex:w4a16_tc -c 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --metrics "$STALLS$EXTRA" \
+    --metrics "$STALLS,$EXTRA" \
     "$B" bench --workload dequant_gemm --plan repack_tc --shape "$shape" --set "linear:${set//,/,linear:}" \
     --repeats 1 >"$out/ncu-$i.txt" 2>&1
   grep -E "$KEEP" "$out/ncu-$i.txt" | grep -v "^==PROF==" | head -50

@@ -6,12 +6,7 @@
 # on the same cases with those configurations, for a side-by-side reading.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
-export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
-B=.device/bin/tilejit
-NCU=${NCU:-ncu}
-STALLS=$(printf "smsp__average_warps_issue_stalled_%s_per_issue_active.ratio," long_scoreboard barrier short_scoreboard mio_throttle lg_throttle wait math_pipe_throttle not_selected selected dispatch_stall no_instruction membar drain branch_resolving imc_miss)
-STALLS=${STALLS%,}
+source tools/ncu_common.sh
 EXTRA=dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,lts__t_sector_hit_rate.pct,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__cycles_active.avg
 KEEP="Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Waves Per SM|Warp Cycles Per Issued|Grid Size|Block Size|Dynamic Shared|stalled|dram__bytes|inst_executed|sector_hit|wavefronts|cycles_active|paged_sparse"
 for c in ${CASES:-D256/ps16/ctx131072/r0.05}; do
