@@ -3,7 +3,8 @@
 # (layer, M) beside fp16 cuBLAS in the same run (medians, L2 flushed), the best of each value of
 # a tunable (default WG: mma.sync against wgmma) tabulated last. Carry .device (tools/stage_device.sh).
 #   LAYERS="qkv down" MS="64 256 2048" SPLIT=WG TESTS='GpuDequant.*' tools/device_dequant_sweep.sh
-# SWEEP_<M> overrides the sweep of one M (a `tilejit bench --sweep` spec for the linear step).
+# SWEEP_<M> overrides the sweep of one M (a `tilejit bench --sweep` spec for the linear step;
+# several specs separated by ';' are swept one after another, e.g. pairs of BN and WARPS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; logs=/tmp/tilejit-logs; mkdir -p "$out" "$logs"
@@ -28,12 +29,15 @@ default_sweep() {
 for layer in ${LAYERS:-qkv}; do
   all=20; [ "$layer" = down ] && all=80
   for m in ${MS:-1 16 64 256 2048}; do
-    var=SWEEP_$m; spec=${!var:-$(default_sweep "$m" "$all")}
-    start=$(date +%s)
-    timeout "${SWEEP_TIMEOUT:-240}" "$B" bench --workload dequant_gemm --plan repack_tc \
-      --shape "LAYER=$layer,M=$m,BITS=4" --sweep "$spec" --repeats 20 --out "$out/sweeps.jsonl" \
-      >>"$logs/bench.txt" 2>>"$logs/bench.err"
-    echo "$layer M=$m: exit $? ($(( $(date +%s) - start )) s)"
+    var=SWEEP_$m; specs=${!var:-$(default_sweep "$m" "$all")}
+    IFS=';' read -ra spec_list <<<"$specs"
+    for spec in "${spec_list[@]}"; do
+      start=$(date +%s)
+      timeout "${SWEEP_TIMEOUT:-240}" "$B" bench --workload dequant_gemm --plan repack_tc \
+        --shape "LAYER=$layer,M=$m,BITS=4" --sweep "$spec" --repeats 20 --out "$out/sweeps.jsonl" \
+        >>"$logs/bench.txt" 2>>"$logs/bench.err"
+      echo "$layer M=$m $spec: exit $? ($(( $(date +%s) - start )) s)"
+    done
   done
 done
 layers=$(echo ${LAYERS:-qkv} | tr ' ' ','); ms=$(echo ${MS:-1 16 64 256 2048} | tr ' ' ',')

@@ -198,10 +198,14 @@ private:
     if (s_.m >= 1024)
       return {wgmma(128, 8, 256, 128, 80, 3), wgmma(128, 8, 128, 128, 80, 3),
               wgmma(128, 8, 256, 64, 80, 4)};
+    // With the split's cheaper epilogue
+    // (bench/results/2026-11-28-be511a2-dequant-split-epilogue-h200.md): down at M = 256 wins with
+    // 128 x 256 tiles in slices of 20 tiles, at M = 64 with 64 x 64 tiles in slices of 10.
     if (s_.m >= 128)
-      return {wgmma(128, 8, 128, 128, 80, 4), wgmma(128, 8, 64, 128, 10, 3),
-              wgmma(128, 8, 64, 128, 80, 2)};
-    return {wgmma(64, 4, 64, 128, 80, 4), wgmma(64, 4, 32, 128, 10, 2)};
+      return {wgmma(128, 8, 128, 128, 80, 4), wgmma(128, 8, 256, 128, 20, 3),
+              wgmma(128, 8, 64, 128, 10, 3), wgmma(128, 8, 64, 128, 80, 2)};
+    return {wgmma(64, 4, 64, 128, 80, 4), wgmma(64, 4, 64, 128, 10, 2),
+            wgmma(64, 4, 32, 128, 10, 2)};
   }
 
   DequantShape s_;

@@ -294,14 +294,20 @@ static int vector_width(Emitter& em, const ir::Access& a, const AccessPlan& p, c
   const int lvec = l->kind == LayoutKind::Blocked ? l->vec : l->kind == LayoutKind::MmaAcc ? 2 : 1;
   if (lvec <= 1) return 1;
   if (!p.param->vector_aligned) return 1;
+  // A layout's run of vec elements may be wider than one access (an f16 store's 8 columns read
+  // back as f32): its halves are contiguous too, so a run of 16 bytes at most is taken.
+  int vec = lvec;
+  while (vec > 1 && vec * dtype_size(p.param->dtype) > 16) vec /= 2;
+  if (vec <= 1) return 1;
   int last = static_cast<int>(a.indices.size()) - 1;
   if (p.last_range_dim != last || a.indices[last].kind != AccessIndex::Kind::Range) return 1;
-  if (p.tile_axis[last] != node.type.rank() - 1) return 1;
-  if (node.type.shape.back() % lvec != 0) return 1;
-  if (em.divisibility(*a.indices[last].index) % lvec != 0) return 1;
-  int bytes = lvec * dtype_size(p.param->dtype);
-  if (bytes > 16 || bytes < 2) return 1;
-  return lvec;
+  // A scalar stored to a range (a broadcast) has the access's shape.
+  const std::vector<int64_t> shape = node.type.is_scalar() ? a.shape() : node.type.shape;
+  if (p.tile_axis[last] != static_cast<int>(shape.size()) - 1) return 1;
+  if (shape.back() % vec != 0) return 1;
+  if (em.divisibility(*a.indices[last].index) % vec != 0) return 1;
+  if (vec * dtype_size(p.param->dtype) < 2) return 1;
+  return vec;
 }
 
 void Emitter::emit_load(const ir::Expr& e, const std::string& dst) {
@@ -491,6 +497,7 @@ void Emitter::emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_produ
     return this->smem_index(dst_var, str(L, "::r(", idx, ")"), str(L, "::c(", idx, ")"));
   };
   int vec = vector_width(*this, a, p, l, e);
+  if (vec != l->vec) vec = 1; // the copy paths below move the layout's whole runs
   bool mask_per_row = !e.b || e.b->type.is_scalar() || e.b->type.shape.back() == 1 ||
                       e.b->type.rank() < e.type.rank();
   bool zero_other =
