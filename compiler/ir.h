@@ -149,6 +149,9 @@ const char* math_fn_name(MathFn f);
 enum class ReduceOp { Sum, Max, Min, Prod };
 const char* reduce_op_name(ReduceOp op);
 
+/// Expr::scratch_region of a cluster_sum that exchanges through the dead tiles' bytes.
+constexpr int kExchangeRegion = 2;
+
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -207,8 +210,11 @@ struct Expr {
   /// producers; false for a copy a pipelined loop's body does for itself, whose wait would
   /// also wait for the prefetched stages.
   bool async_copy = false;
-  /// Reduce, Scan, Convert to registers, uniform AtomicAdd: the half of the scratch area the
-  /// operation exchanges values through (place-scratch), -1 before or when it needs none.
+  /// Reduce, Scan, Convert to registers, uniform AtomicAdd, ClusterSum: the half of the scratch
+  /// area the operation exchanges values through (place-scratch), -1 before or when it needs
+  /// none; kExchangeRegion: a tile's cluster_sum where no shared tile is live, through the
+  /// bytes from the start of shared memory over the dead tiles (plan-shared-memory; printed
+  /// ", scratch=exchange").
   int scratch_region = -1;
   bool literal = false; ///< Const written as a literal: adopts its partner's dtype
   /// Dot: 1 runs on Hopper's warpgroup tensor cores (wgmma; select-wgmma chose it, its B tile

@@ -72,6 +72,7 @@ std::string access_str(const Access& a) {
 
 /// ", scratch=N" once place-scratch gave the operation a half of the scratch area.
 std::string scratch_arg(const Expr& e) {
+  if (e.scratch_region == ir::kExchangeRegion) return ", scratch=exchange";
   return e.scratch_region >= 0 ? str(", scratch=", e.scratch_region) : std::string();
 }
 

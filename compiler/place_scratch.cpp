@@ -19,8 +19,9 @@ bool uses_scratch(const ir::Kernel& k, const ir::Expr& e) {
     return e.a->layout && e.a->layout->warps_along(e.axis) > 1;
   case ExprKind::Scan:
     return true;
-  case ExprKind::ClusterSum:
-    return k.cluster_size() > 1; // a cluster of one program: its own value
+  case ExprKind::ClusterSum: // a cluster of one program: its own value; the exchange over the
+                             // dead tiles (plan-shared-memory) is no half of the scratch area
+    return k.cluster_size() > 1 && e.scratch_region != ir::kExchangeRegion;
   case ExprKind::Convert:
     return e.type.space == Space::Frag;
   case ExprKind::AtomicAdd:

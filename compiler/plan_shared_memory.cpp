@@ -2,6 +2,7 @@
 
 #include "compiler/assign_layouts.h"
 #include "compiler/specialise.h"
+#include "support/error.h"
 #include "support/text.h"
 
 #include <algorithm>
@@ -111,6 +112,14 @@ bool SharedLiveness::overlap(const ir::Var* a, const ir::Var* b) const {
   return ia->second.first <= ib->second.last && ib->second.first <= ia->second.last;
 }
 
+bool SharedLiveness::none_live_at(const ir::Stmt& s) const {
+  auto at = at_.find(&s);
+  TJ_ICHECK(at != at_.end(), "a statement the liveness numbering did not see");
+  for (const auto& [v, iv] : live_)
+    if (iv.first <= at->second && at->second <= iv.last) return false;
+  return true;
+}
+
 bool SharedLiveness::may_share(const ir::Var* a, const ir::Var* b) const {
   // Ring buffers keep storage of their own: the pipeline synchronises them itself, so
   // insert-barriers does not order them against other tiles.
@@ -128,6 +137,7 @@ void SharedLiveness::number(ir::Block& b) {
   for (auto& sp : b) {
     ir::Stmt& s = *sp;
     const int64_t start = next_++;
+    at_[&s] = start;
     std::set<ir::Var*> reads, writes;
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& n) {
@@ -151,12 +161,22 @@ void SharedLiveness::number(ir::Block& b) {
 }
 
 void plan_shared_memory(ir::Kernel& k) {
-  int64_t scratch = 0;
+  SharedLiveness live(k);
+  int64_t scratch = 0, exchange = 0;
   ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& e) {
         if (e.kind == ExprKind::ClusterSum && k.cluster_size() == 1) return; // its own value
-        scratch = std::max(scratch, scratch_need(e, k.threads, k.layouts.warp_size()));
+        const int64_t need = scratch_need(e, k.threads, k.layouts.warp_size());
+        // A tile's values (the accumulator's size) where no tile is live: through the bytes
+        // from the start of shared memory, the dead tiles' included (the emitter waits for
+        // every copy and thread first; the sum ends with a barrier of the cluster).
+        if (e.kind == ExprKind::ClusterSum && !e.type.is_scalar() && live.none_live_at(s)) {
+          e.scratch_region = ir::kExchangeRegion;
+          exchange = std::max(exchange, need);
+          return;
+        }
+        scratch = std::max(scratch, need);
       });
     });
   });
@@ -164,7 +184,6 @@ void plan_shared_memory(ir::Kernel& k) {
   // (between its write and its read) instead of two (codegen tracks the alternation).
   k.scratch_bytes = 2 * round_up(scratch, 16);
   const int64_t base = round_up(k.scratch_bytes, 128);
-  SharedLiveness live(k);
   const std::set<const ir::Var*> q4_b = q4_dot_b_operands(k);
   std::vector<ir::Var*> tiles;
   for (auto& vp : k.vars) {
@@ -217,12 +236,13 @@ void plan_shared_memory(ir::Kernel& k) {
     placed.push_back(v);
     offset = std::max(offset, round_up(at + bytes, 128));
   }
-  k.smem_bytes = offset;
+  k.smem_bytes = std::max(offset, round_up(exchange, 128));
   if (k.smem_bytes > k.smem_limit) {
     std::vector<std::string> parts;
     for (auto& vp : k.vars)
       if (vp->type.space == Space::Shared)
         parts.push_back(str(vp->name, " ", shared_tile_bytes(*vp) * vp->stages));
+    if (exchange > 0) parts.push_back(str("cluster_sum's exchange ", exchange));
     throw ConstraintError(str("kernel '", k.name, "' needs ", k.smem_bytes,
                               " bytes of shared memory (", tilejit::join(parts, ", "),
                               "), over the ", k.smem_limit, " bytes a block may use"));

@@ -1,9 +1,11 @@
 // Pass plan-shared-memory: places every shared tile (declared ones, ring buffers of pipelined
 // copies, operands staged for the tensor cores) and the scratch area that reductions, layout
-// conversions and scans share. Tiles whose lifetimes do not overlap share storage (ring
-// buffers excepted: the pipeline synchronises them itself). Rows of 2-D tiles are padded by 16
-// bytes so that ldmatrix and column accesses avoid bank conflicts; tiles have at least 16 rows so
-// that padded MMA fragments read inside the tile.
+// conversions and scans share. A tile's cluster_sum where no tile is live exchanges its values
+// through the bytes from the start of shared memory, over the dead tiles (a split-K sum after
+// its K loop: an accumulator-sized exchange beside the ring would not fit). Tiles whose lifetimes
+// do not overlap share storage (ring buffers excepted: the pipeline synchronises them itself). Rows
+// of 2-D tiles are padded by 16 bytes so that ldmatrix and column accesses avoid bank conflicts;
+// tiles have at least 16 rows so that padded MMA fragments read inside the tile.
 #pragma once
 
 #include "compiler/ir.h"
@@ -32,6 +34,9 @@ public:
   /// Whether the plan may give two tiles the same bytes: single buffers (a ring keeps storage
   /// of its own), both used, never live at once.
   bool may_share(const ir::Var* a, const ir::Var* b) const;
+  /// Whether no tile (ring buffers included) is live at statement `s`: its bytes may then hold
+  /// something else for the statement's duration (a cluster_sum's exchange).
+  bool none_live_at(const ir::Stmt& s) const;
 
 private:
   struct Interval {
@@ -51,6 +56,7 @@ private:
   std::map<const ir::Var*, std::vector<Use>> uses_;
   std::map<const ir::Var*, Interval> live_;
   std::vector<Loop> loops_;
+  std::map<const ir::Stmt*, int64_t> at_; ///< each statement's number
 };
 
 /// Bytes one buffer of a shared tile occupies (rows x padded row stride).

@@ -227,7 +227,14 @@ private:
     auto need = [&](bool ok, const char* what) {
       check(ok, nullptr, str(what, " missing in '", print_expr(e), "'"));
     };
-    if (after("place-scratch"))
+    if (e.scratch_region == kExchangeRegion)
+      check(e.kind == ExprKind::ClusterSum && !e.type.is_scalar() && k_.cluster_size() > 1 &&
+                e.layout && e.layout->per_thread() * k_.threads * 4 <= k_.smem_bytes,
+            nullptr,
+            str("'", print_expr(e),
+                "' exchanges over the tiles' bytes, which only a tile's cluster_sum in a cluster "
+                "of several programs does, within the kernel's shared memory"));
+    else if (after("place-scratch"))
       check(uses_scratch(k_, e) ? (e.scratch_region == 0 || e.scratch_region == 1)
                                 : e.scratch_region == -1,
             nullptr,

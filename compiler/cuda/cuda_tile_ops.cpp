@@ -231,8 +231,17 @@ void Emitter::emit_cluster_sum(const ir::Expr& e, const std::string& dst) {
   line(str(T, " ", dst, "[", L, "::N];"));
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
            "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
-  line(str("tj::cluster_sum_tile<", programs, ", ", L, "::N>(", dst, ", ", next_scratch(T, e),
-           ");"));
+  if (e.scratch_region == ir::kExchangeRegion) {
+    // Over the tiles' bytes (no tile is live here: plan-shared-memory): every copy into them
+    // has landed and every thread is done reading them before the first value is written.
+    line("tj::cp_async_wait<0>();");
+    line("__syncthreads(); // the exchange reuses the tiles' and the scratch area's bytes");
+    line(str("tj::cluster_sum_tile<", programs, ", ", L, "::N>(", dst, ", reinterpret_cast<", T,
+             "*>(tj_smem));"));
+  } else {
+    line(str("tj::cluster_sum_tile<", programs, ", ", L, "::N>(", dst, ", ", next_scratch(T, e),
+             ");"));
+  }
   scratch_free(); // it ends with a barrier of the cluster
 }
 

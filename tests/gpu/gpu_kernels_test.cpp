@@ -392,7 +392,8 @@ TEST(GpuDequant, W4A16PackedOnWarpgroupTensorCores) {
 // producer one slot further behind), and x's tiles come by TMA (the test's tensors are
 // aligned and contiguous: tma_compatible); OCC = 2 caps the registers for two programs per
 // multiprocessor. A whole K, split K, more stages than a slice has tiles, a cluster whose last
-// slice lies past K (a loop of no iterations), odd M and N, partial tiles of the TMA's boxes.
+// slice lies past K (a loop of no iterations), odd M and N, partial tiles of the TMA's boxes,
+// clusters that add whole accumulators through the ring's bytes after the loop.
 TEST(GpuDequant, W4A16WgmmaInFlightWithTma) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
@@ -430,7 +431,26 @@ TEST(GpuDequant, W4A16WgmmaInFlightWithTma) {
        {"STEPS", "40"},
        {"STAGES", "3"},
        {"OCC", "2"}},
-      {{"WG", "1"}, {"SA", "0"}, {"BN", "64"}, {"BM", "8"}, {"STEPS", "2"}, {"STAGES", "2"}}};
+      {{"WG", "1"}, {"SA", "0"}, {"BN", "64"}, {"BM", "8"}, {"STEPS", "2"}, {"STAGES", "2"}},
+      // Accumulator-sized cluster sums over the dead ring's bytes (scratch=exchange): 128 x 256
+      // in clusters of 2, 128 x 128 in clusters of 4 (with an empty slice at K = 768).
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "128"},
+       {"BM", "256"},
+       {"WARPS", "8"},
+       {"STEPS", "5"},
+       {"STAGES", "3"},
+       {"CLUSTER", "2"}},
+      {{"WG", "1"},
+       {"SA", "1"},
+       {"BN", "128"},
+       {"BM", "128"},
+       {"WARPS", "8"},
+       {"BK", "64"},
+       {"STEPS", "4"},
+       {"STAGES", "3"},
+       {"CLUSTER", "4"}}};
   for (const Bindings& cfg : configs) {
     check_w4a16_packed(run, DType::F16, 300, 300, 1000 + 24, 128, false, cfg);
     check_w4a16_packed(run, DType::BF16, 77, 200, 768, 128, false, cfg);
@@ -438,6 +458,7 @@ TEST(GpuDequant, W4A16WgmmaInFlightWithTma) {
   check_w4a16_packed(run, DType::BF16, 2048, 640, 2560, 128, false, configs[0]);
   check_w4a16_packed(run, DType::F16, 256, 2560, 9728, 128, false, configs[1]);
   check_w4a16_packed(run, DType::BF16, 1000, 384, 2560, 128, false, configs[4]);
+  check_w4a16_packed(run, DType::F16, 256, 6144, 2560, 128, false, configs[6]);
 }
 
 TEST(GpuDequant, W4A16) {

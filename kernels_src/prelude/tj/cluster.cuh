@@ -18,6 +18,15 @@ TJ_DEVICE void cluster_sync() {
 #endif
 }
 
+/// This block's rank in its cluster.
+TJ_DEVICE unsigned cluster_rank() {
+  unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+
 /// The shared-window address `addr` of this block, in block `rank` of the cluster.
 TJ_DEVICE unsigned map_shared_rank(unsigned addr, unsigned rank) {
   unsigned out = addr;
@@ -51,10 +60,14 @@ template <int P, int N, class T> TJ_DEVICE void cluster_sum_tile(T (&v)[N], T* s
     const int tid = threadIdx.x, threads = blockDim.x;
     TJ_UNROLL for (int e = 0; e < N; ++e) scratch[e * threads + tid] = v[e];
     cluster_sync();
+    const unsigned me = cluster_rank();
     TJ_UNROLL for (int e = 0; e < N; ++e) {
       const unsigned mine = smem_addr(scratch + e * threads + tid);
       T parts[P];
-      TJ_UNROLL for (int r = 0; r < P; ++r) parts[r] = load_cluster(map_shared_rank(mine, r), T());
+      // The others' values through DSMEM, this program's own from its registers (the same
+      // value: every program adds the same P values in the same order).
+      TJ_UNROLL for (int r = 0; r < P; ++r)
+        parts[r] = r == static_cast<int>(me) ? v[e] : load_cluster(map_shared_rank(mine, r), T());
       T s = parts[0];
       TJ_UNROLL for (int r = 1; r < P; ++r) s += parts[r];
       v[e] = s;
