@@ -1,5 +1,6 @@
 #include "compiler/async_choices.h"
 
+#include "compiler/assign_layouts.h"
 #include "compiler/target.h"
 
 #include <algorithm>
@@ -15,9 +16,11 @@ Stmt* in_flight_dot(Block& body, const std::vector<Var*>& rings, int stages) {
     Stmt& s = *sp;
     if (s.kind != StmtKind::Assign || !s.value || s.value->kind != ExprKind::Dot) continue;
     const Expr& d = *s.value;
-    const bool in_place = d.wgmma == 1 && d.c && d.c->kind == ExprKind::VarRef &&
-                          d.c->var == s.var && d.layout == s.var->layout &&
-                          d.b->kind == ExprKind::Trans && d.b->a->kind == ExprKind::VarRef &&
+    // (A 4-bit dot: tj::dot_q4_wgmma has the IN_FLIGHT form; 16-bit dots end when they return.)
+    const bool in_place = d.wgmma == 1 && q4_operand(*d.a).unpack && d.c &&
+                          d.c->kind == ExprKind::VarRef && d.c->var == s.var &&
+                          d.layout == s.var->layout && d.b->kind == ExprKind::Trans &&
+                          d.b->a->kind == ExprKind::VarRef &&
                           std::find(rings.begin(), rings.end(), d.b->a->var) != rings.end();
     if (!in_place) continue;
     if (found) return nullptr; // one accumulator's group per loop

@@ -17,28 +17,53 @@ bool wgmma_n(int64_t n) {
   return n == 8 || n == 16 || n == 32 || n == 64 || n == 96 || n == 128 || n == 192 || n == 256;
 }
 
-/// The shared tile a dot reads as trans(b), when b is a whole shared tile.
-ir::Var* transposed_tile(const ir::Expr& b) {
-  if (b.kind != ExprKind::Trans || b.a->kind != ExprKind::VarRef) return nullptr;
-  ir::Var* v = b.a->var;
+/// The shared tile a dot reads as B: trans(b) (K-major) or b itself (MN-major), when b is a
+/// whole rank-2 shared tile.
+ir::Var* b_tile(const ir::Expr& b) {
+  const ir::Expr& x = b.kind == ExprKind::Trans ? *b.a : b;
+  if (x.kind != ExprKind::VarRef) return nullptr;
+  ir::Var* v = x.var;
   return v->type.space == Space::Shared && v->type.rank() == 2 ? v : nullptr;
+}
+
+bool sixteen_bit(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
+
+/// Whether the accumulator's warps own 16 rows each in whole warpgroups, N a wgmma size.
+bool warpgroup_accumulator(const ir::Expr& dot) {
+  const ir::Layout* lc = dot.layout;
+  if (!lc || lc->kind != ir::LayoutKind::MmaAcc || lc->wn != 1 || lc->wm % 4 != 0) return false;
+  return dot.type.shape[0] == 16 * lc->wm && wgmma_n(dot.type.shape[1]);
 }
 
 /// Whether the dot itself fits wgmma (its B tile's other uses are checked by the caller).
 bool fits_wgmma(const ir::Expr& dot) {
-  const ir::Expr* u = q4_operand(*dot.a).unpack;
-  if (!u) return false;
-  const ir::Expr& a = *u;
-  if (a.int_value != 1 || !a.layout || a.layout->kind != ir::LayoutKind::MmaAcc ||
-      !is_shared_operand(*a.a))
-    return false;
-  if (a.type.dtype != DType::F16 && a.type.dtype != DType::BF16) return false;
-  const ir::Layout* lc = dot.layout;
-  if (!lc || lc->kind != ir::LayoutKind::MmaAcc || lc->wn != 1 || lc->wm % 4 != 0) return false;
-  const int64_t m = dot.type.shape[0], n = dot.type.shape[1], k = a.type.shape[1];
-  if (m != 16 * lc->wm || !wgmma_n(n) || k % 64 != 0) return false;
-  const ir::Var* b = transposed_tile(*dot.b);
-  return b && b->type.dtype == a.type.dtype && b->type.shape == std::vector<int64_t>{n, k};
+  if (!warpgroup_accumulator(dot)) return false;
+  const int64_t n = dot.type.shape[1];
+  const ir::Var* b = b_tile(*dot.b);
+  if (!b) return false;
+  if (const ir::Expr* u = q4_operand(*dot.a).unpack) {
+    const ir::Expr& a = *u;
+    if (a.int_value != 1 || !a.layout || a.layout->kind != ir::LayoutKind::MmaAcc ||
+        !is_shared_operand(*a.a) || !sixteen_bit(a.type.dtype))
+      return false;
+    const int64_t k = a.type.shape[1];
+    return k % 64 == 0 && dot.b->kind == ExprKind::Trans && b->type.dtype == a.type.dtype &&
+           b->type.shape == std::vector<int64_t>{n, k};
+  }
+  // A 16-bit dot: A in shared memory (not the swizzled B itself: ldmatrix reads it padded) or
+  // in registers (an f32 tile rounded to B's type).
+  if (!sixteen_bit(b->type.dtype)) return false;
+  const int64_t k = dot.a->type.shape[1];
+  if (is_shared_operand(*dot.a)) {
+    const ir::Var* a = b_tile(*dot.a);
+    if (!a) return false; // a window of a shared tile: dot_ss's ldmatrix path
+    if (a == b || a->type.dtype != b->type.dtype) return false;
+  }
+  if (dot.b->kind == ExprKind::Trans) // K-major: b [N, K]
+    return k % 64 == 0 && b->type.shape == std::vector<int64_t>{n, k};
+  return n % 64 == 0 && k % 16 == 0 && b->type.shape == std::vector<int64_t>{k, n}; // MN-major
 }
 
 } // namespace
@@ -61,13 +86,13 @@ void select_wgmma(ir::Kernel& k) {
           other_writes.insert(e.var);
         if (e.kind == ExprKind::Dot && e.wgmma >= 0 && fits_wgmma(e)) {
           candidates.push_back(&e);
-          ++dot_reads[transposed_tile(*e.b)];
+          ++dot_reads[b_tile(*e.b)];
         }
       });
     });
   });
   for (ir::Expr* dot : candidates) {
-    ir::Var* b = transposed_tile(*dot->b);
+    ir::Var* b = b_tile(*dot->b);
     if (other_writes.count(b) || reads[b] != dot_reads[b]) continue;
     dot->wgmma = 1;
     b->smem_swizzle = 128;

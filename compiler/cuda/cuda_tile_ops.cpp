@@ -112,12 +112,31 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
              q4.scale ? ", " + scale : "", ");"));
     return;
   }
-  TJ_ICHECK(e.wgmma <= 0, "wgmma is selected only for 4-bit dots");
   // A staged operand (a register tile converted to shared), possibly read transposed.
   auto staged = [](const ir::Expr* x) {
     if (x->kind == ExprKind::Trans) x = x->a.get();
     return x->kind == ExprKind::Convert && x->type.space == Space::Shared;
   };
+  if (e.wgmma > 0) {
+    // A 16-bit dot on the warpgroup tensor cores (select-wgmma): B read through descriptors
+    // from its swizzled tile, K-major (trans(b), b [N][K]) or MN-major (b [K][N] as it lies);
+    // A loaded by ldmatrix from shared memory, or rounded from an f32 register tile.
+    TJ_ICHECK(e.wgmma == 1, "a 16-bit dot left running (wgmma = 2) is not emitted");
+    const ir::Var* bv = (e.b->kind == ExprKind::Trans ? e.b->a : e.b)->var;
+    TJ_ICHECK(bv && bv->smem_swizzle, "wgmma dot without a swizzled B tile");
+    const std::string tail = str(b.transposed ? "false" : "true", ", ", swizzled_rows(*bv), ">(");
+    if (is_shared_operand(*e.a) || staged(e.a.get())) {
+      SharedOperand a = shared_operand(*this, *e.a);
+      line(str("tj::dot_wgmma_sa<", LC, ", ", K, ", ", T, ", ", a.transposed ? "true" : "false",
+               ", ", tail, dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ");"));
+      return;
+    }
+    const ir::Layout* la = k_.layouts.mma_acc(e.a->type.shape[0], K, lc->wm, 1, k_.threads);
+    std::string ra = materialize(*e.a, la);
+    line(str("tj::dot_wgmma_ra<", LC, ", ", layout_name(la), ", ", K, ", ", T, ", ", tail, dst,
+             ", ", ra, ", ", b.ptr, ");"));
+    return;
+  }
   // B's dtype is the operands' (a register A's cast to 16 bits is dropped: dot_rs rounds it).
   if (e.b->type.dtype == DType::F32) {
     // TF32 tensor cores; exact: each operand split into two TF32 parts, three MMAs (3xTF32).

@@ -58,7 +58,10 @@ TEST(GpuAttention, Forward) {
       {},
       {{"BM", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "8"}},
       {{"BM", "64"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "4"}},
-      {{"BM", "16"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
+      {{"BM", "16"}, {"BN", "16"}, {"STAGES", "1"}, {"WARPS", "1"}},
+      // mma.sync where wgmma would fit (WG = 0); the configurations above run both products
+      // on the warpgroup tensor cores on Hopper where D is a multiple of 64 (BN 32 too).
+      {{"BM", "128"}, {"BN", "64"}, {"STAGES", "2"}, {"WARPS", "8"}, {"WG", "0"}}};
   for (const auto& cfg : configs)
     for (bool causal : {false, true}) {
       check_attention_fwd(run, DType::BF16, 2, 8, 2, 1000, 128, causal, false, cfg);

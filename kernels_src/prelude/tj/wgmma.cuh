@@ -1,10 +1,12 @@
 // Hopper's warpgroup tensor cores (wgmma, sm_90a): the 128-byte swizzled shared-memory layout
-// they read, their descriptors and ordering, and one tile dot with a 4-bit A operand unpacked
-// into registers (tj::dot_q4_wgmma, the wgmma form of tj::dot_q4).
+// they read, their descriptors and ordering, one tile dot with a 4-bit A operand unpacked into
+// registers (tj::dot_q4_wgmma, the wgmma form of tj::dot_q4) and the 16-bit tile dots with A
+// from shared memory or registers (tj::dot_wgmma_sa, tj::dot_wgmma_ra: dot_ss and dot_rs).
 #pragma once
 
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
+#include "tj/mma.cuh"
 #include "tj/unpack.cuh"
 #include "tj/wgmma_ops.cuh"
 
@@ -24,6 +26,16 @@ template <int ROWS> TJ_DEVICE int swizzle128(int r, int c) {
 TJ_DEVICE unsigned long long wgmma_desc_sw128(const void* p) {
   const unsigned long long addr = smem_addr(p);
   return ((addr & 0x3ffffull) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+/// The descriptor of an MN-major operand (B stored [K][N], N contiguous: a [K, N] tile read as
+/// it lies) with the 128-byte swizzle (swizzle128<ROWS> with rows k, columns n): N in blocks of
+/// 64 one ROWS x 128-byte block apart (the leading byte offset), 8-row groups of K 1024 bytes
+/// apart (the stride byte offset). `p` is the row of the k16 step (16 rows: 2048 bytes each).
+template <int ROWS> TJ_DEVICE unsigned long long wgmma_desc_sw128_mn(const void* p) {
+  const unsigned long long addr = smem_addr(p);
+  return ((addr & 0x3ffffull) >> 4) | (static_cast<unsigned long long>(ROWS * 128 / 16) << 16) |
+         ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
 /// Orders this thread's earlier register and shared-memory writes before the wgmma that
@@ -142,6 +154,69 @@ TJ_DEVICE void dot_q4_wgmma(float (&acc)[LC::N], const int* sq, int ldq, const i
     wgmma_commit();
     wgmma_wait<0>();
   }
+  wgmma_fence_operand(acc);
+}
+/// One k16 step of a 16-bit B operand on the warpgroup tensor cores: acc += A(k0) @ B(k0).
+/// B_MNMAJOR false: B [K, N] stored [N][K] (K-major, BROWS = N rows), as tj::dot_q4_wgmma
+/// reads it; true: stored [K][N] as it lies (MN-major, BROWS = K rows), imm-trans-b set.
+template <int N, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void wgmma_b_step(float* acc, const unsigned* a, const T* sb, int k0) {
+  if (B_MNMAJOR) {
+    wgmma_rs_mn<N, T>(acc, a, wgmma_desc_sw128_mn<BROWS>(sb + k0 * 64));
+  } else {
+    const unsigned long long step = (k0 >> 6) * (BROWS * 128 / 16) + (k0 & 63) * 2 / 16;
+    wgmma_rs<N, T>(acc, a, wgmma_desc_sw128(sb) + step);
+  }
+}
+
+/// acc += A @ B on the warpgroup tensor cores, for 16-bit tiles: what tj::dot_ss computes, for
+/// an accumulator whose warps own 16 rows each (LC = MmaAcc<M, N, WM, 1, NT>, WM a multiple of
+/// 4: warpgroup g computes rows 64g..64g+63). A [M, K] in shared memory as dot_ss reads it
+/// (A_KMAJOR: stored [K][M]), each warp's 16 rows loaded by ldmatrix, all of K before the
+/// first wgmma (a wgmma's A registers stay untouched until it is done); B in a swizzled tile
+/// (wgmma_b_step). Done when it returns (acc readable).
+template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* sb) {
+  static_assert(K % 16 == 0, "dot_wgmma_sa: K must be a multiple of 16");
+  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
+                "dot_wgmma_sa: each warp owns 16 rows, and the warps make whole warpgroups");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "dot_wgmma_sa: no wgmma for this N");
+  unsigned a[K / 16][4];
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    load_a_frag<T, A_KMAJOR>(a[kk], sa, lda, LC::wm() * 16, kk * 16);
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operand(acc);
+}
+
+/// acc += A @ B with A in registers: `ra` an f32 tile in LA = MmaAcc<M, K, WM, 1, NT> (an
+/// earlier dot's accumulator, e.g. attention's probabilities), rounded to T here as dot_rs
+/// does; B as in dot_wgmma_sa.
+template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb) {
+  static_assert(K % 16 == 0, "dot_wgmma_ra: K must be a multiple of 16");
+  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
+                "dot_wgmma_ra: each warp owns 16 rows, and the warps make whole warpgroups");
+  static_assert(LA::WN_ == 1 && LA::WM_ == LC::WM_ && LA::WTM == 16,
+                "dot_wgmma_ra: A's warps own the same 16 rows as the accumulator's");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "dot_wgmma_ra: no wgmma for this N");
+  unsigned a[K / 16][4];
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
+    const float* lo = &ra[(2 * kk) * 4];
+    const float* hi = &ra[(2 * kk + 1) * 4];
+    a[kk][0] = pack2<T>(lo[0], lo[1]);
+    a[kk][1] = pack2<T>(lo[2], lo[3]);
+    a[kk][2] = pack2<T>(hi[0], hi[1]);
+    a[kk][3] = pack2<T>(hi[2], hi[3]);
+  }
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
+  wgmma_commit();
+  wgmma_wait<0>();
   wgmma_fence_operand(acc);
 }
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
