@@ -71,6 +71,21 @@ TEST(RefAttention, BackwardWithDqInItsOwnKernel) {
                                 {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
 }
 
+// attn_bwd's transposed form (TR = 1: scores as keys by queries, p^T and ds^T from registers):
+// GQA, causal, odd sizes, one query, f32 exact, and with dq by attn_dq.
+TEST(RefAttention, BackwardTransposed) {
+  check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
+                      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}, {"TR", "1"}});
+  check_attention_bwd(cpu(), DType::BF16, 2, 2, 1, 50, 32, true, false,
+                      {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"TR", "1"}});
+  check_attention_bwd(cpu(), DType::F32, 1, 1, 1, 2, 16, true, true, {{"TR", "1"}});
+  check_attention_bwd(cpu(), DType::F32, 1, 2, 2, 33, 24, true, false,
+                      {{"BN", "16"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "2"}, {"TR", "1"}});
+  check_attention_bwd_dq_kernel(
+      cpu(), DType::F16, 1, 4, 2, 37, 40, true, false,
+      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}, {"TR", "1"}});
+}
+
 TEST(RefAttention, BackwardF32Tf32AndExact) {
   check_attention_bwd(cpu(), DType::F32, 1, 2, 1, 33, 24, true, false,
                       {{"BN", "16"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "2"}});

@@ -121,7 +121,12 @@ TEST(GpuAttention, Backward) {
       {},
       {{"BN", "128"}, {"BM", "32"}, {"STAGES", "2"}, {"WARPS", "8"}},
       {{"BN", "32"}, {"BM", "64"}, {"STAGES", "3"}, {"WARPS", "2"}},
-      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
+      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "1"}},
+      // The transposed form (TR = 1): on Hopper four of its five products on wgmma where D
+      // is a multiple of 64 (8 and 4 warps), and with WG = 0 on mma.sync.
+      {{"BN", "128"}, {"BM", "64"}, {"STAGES", "2"}, {"WARPS", "8"}, {"TR", "1"}},
+      {{"BN", "64"}, {"BM", "32"}, {"STAGES", "3"}, {"WARPS", "4"}, {"TR", "1"}},
+      {{"BN", "64"}, {"BM", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"TR", "1"}, {"WG", "0"}}};
   // Both of the workload's plans: dq by atomics (attn_bwd_dq after), and by attn_dq.
   for (auto check : {check_attention_bwd, check_attention_bwd_dq_kernel})
     for (const auto& cfg : configs)
