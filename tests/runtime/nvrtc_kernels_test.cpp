@@ -141,6 +141,23 @@ std::vector<Variant> variants() {
       // need about 255 registers on sm_90a and ptxas spills some; aligned tensors do not.)
       {"workloads/dequant_gemm.tile#w8a16_mma",
        {{"T", "bf16"}, {"BN", "128"}, {"BK", "64"}, {"WARPS", "4"}, {"STEPS", "1"}}},
+      // attention with both products on wgmma (sm_90a), and the transposed backward (four).
+      {"workloads/attention.tile#attn_fwd",
+       {{"T", "bf16"}, {"D", "128"}, {"CAUSAL", "1"}, {"EXACT", "0"}, {"WG", "1"}}},
+      {"workloads/attention.tile#attn_bwd",
+       {{"T", "f16"},
+        {"D", "64"},
+        {"CAUSAL", "0"},
+        {"EXACT", "0"},
+        {"TR", "1"},
+        {"WG", "1"},
+        {"BN", "64"},
+        {"BM", "64"},
+        {"WARPS", "4"}}},
+      // gated_delta's linear attention, causal and anti-causal (the backward's form).
+      {"workloads/gated_delta.tile#linear_attn", {{"T", "bf16"}, {"DK", "128"}}},
+      {"workloads/gated_delta.tile#linear_attn",
+       {{"T", "f16"}, {"DK", "64"}, {"REV", "1"}, {"C", "32"}, {"BV", "32"}, {"WARPS", "2"}}},
   };
 }
 
@@ -182,8 +199,9 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         // WG = 1 is a request: Hopper's sm_90a takes it, other archs keep mma.sync.
         const auto wg = r.bindings.find("WG");
         if (wg != r.bindings.end() && wg->second == "1") {
-          EXPECT_EQ(c.source.find("tj::dot_q4_wgmma<") != std::string::npos,
-                    std::string(arch) == "sm_90a");
+          const bool on_wgmma = c.source.find("tj::dot_q4_wgmma<") != std::string::npos ||
+                                c.source.find("tj::dot_wgmma_") != std::string::npos;
+          EXPECT_EQ(on_wgmma, std::string(arch) == "sm_90a");
         }
         // The x tile of a wgmma dot comes by TMA where the argument allows it (aligned).
         const bool tma = c.source.find("tj::tma_load_2d_sw128<") != std::string::npos;

@@ -1,0 +1,156 @@
+#include "linear_attn_checks.h"
+
+#include "support/text.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace tilejit::test {
+namespace {
+
+constexpr const char* kKernel = "embedded:workloads/gated_delta.tile#linear_attn";
+
+int64_t tile16(int64_t d) {
+  return (d + 15) / 16 * 16;
+}
+
+/// A [B, NT, H, D] tensor in float64 (the rounded inputs, or perturbed copies of them).
+struct Seq {
+  std::vector<double> x;
+  int64_t b = 0, nt = 0, h = 0, d = 0;
+  explicit Seq(const HostBuffer& buf) {
+    const auto& s = buf.shape();
+    b = s[0], nt = s[1], h = s[2], d = s[3];
+    x.resize(static_cast<size_t>(buf.numel()));
+    for (int64_t i = 0; i < buf.numel(); ++i) x[static_cast<size_t>(i)] = buf.get(i);
+  }
+  double& operator()(int64_t bi, int64_t t, int64_t hi, int64_t di) {
+    return x[static_cast<size_t>(((bi * nt + t) * h + hi) * d + di)];
+  }
+  double operator()(int64_t bi, int64_t t, int64_t hi, int64_t di) const {
+    return x[static_cast<size_t>(((bi * nt + t) * h + hi) * d + di)];
+  }
+};
+
+/// out[b, t, h, :] = scale * sum over the steps s that t sees of (x_t . y_s) z_s: the causal
+/// (s <= t) or anti-causal (s >= t) product, in float64.
+std::vector<double> reference(const Seq& x, const Seq& y, const Seq& z, double scale, bool rev) {
+  std::vector<double> out(static_cast<size_t>(x.b * x.nt * x.h * z.d), 0.0);
+  for (int64_t b = 0; b < x.b; ++b)
+    for (int64_t h = 0; h < x.h; ++h)
+      for (int64_t t = 0; t < x.nt; ++t) {
+        double* row = &out[static_cast<size_t>(((b * x.nt + t) * x.h + h) * z.d)];
+        for (int64_t s = rev ? t : 0; s <= (rev ? x.nt - 1 : t); ++s) {
+          double w = 0;
+          for (int64_t d = 0; d < x.d; ++d) w += x(b, t, h, d) * y(b, s, h, d);
+          for (int64_t d = 0; d < z.d; ++d) row[d] += scale * w * z(b, s, h, d);
+        }
+      }
+  return out;
+}
+
+std::vector<double> reference(const HostBuffer& x, const HostBuffer& y, const HostBuffer& z,
+                              double scale, bool rev) {
+  return reference(Seq(x), Seq(y), Seq(z), scale, rev);
+}
+
+/// The loss sum(do * o) of the forward, in float64.
+double loss(const Seq& q, const Seq& k, const Seq& v, const Seq& dout, double scale) {
+  const std::vector<double> o = reference(q, k, v, scale, false);
+  double l = 0;
+  for (size_t i = 0; i < o.size(); ++i) l += o[i] * dout.x[i];
+  return l;
+}
+
+/// One launch: out = la(x, y, z) (rev: la_rev), DK the tile width of x and y.
+void launch(const KernelRunner& run, DType t, HostBuffer& x, HostBuffer& y, HostBuffer& z,
+            HostBuffer& out, double scale, bool rev, const Bindings& config) {
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  given["DK"] = std::to_string(tile16(x.shape()[3]));
+  given["REV"] = rev ? "1" : "0";
+  out.poison();
+  run(kKernel, given,
+      {TestArg::of(x), TestArg::of(y), TestArg::of(z), TestArg::of(out),
+       TestArg::f32(static_cast<float>(scale))});
+}
+
+} // namespace
+
+void check_linear_attn(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                       int64_t kh, int64_t vh, bool rev, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("linear_attn ", dtype_name(t), " B=", b, " NT=", nt, " H=", h, " KH=", kh,
+                   " VH=", vh, rev ? " REV " : " ", config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}), o(t, {b, nt, h, vh});
+  fill_uniform(q, rng, -1, 1);
+  fill_uniform(k, rng, -1, 1);
+  fill_uniform(v, rng, -1, 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kh));
+  launch(run, t, q, k, v, o, scale, rev, config);
+  expect_close(o, reference(q, k, v, scale, rev), 2e-2);
+}
+
+void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                int64_t kh, int64_t vh, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("linear_attn backward ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
+                   " KH=", kh, " VH=", vh, " ", config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}),
+      dout(t, {b, nt, h, vh}), dq(t, {b, nt, h, kh}), dk(t, {b, nt, h, kh}), dv(t, {b, nt, h, vh});
+  fill_uniform(q, rng, -1, 1);
+  fill_uniform(k, rng, -1, 1);
+  fill_uniform(v, rng, -1, 1);
+  fill_uniform(dout, rng, -1, 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kh));
+  launch(run, t, dout, v, k, dq, scale, false, config);
+  launch(run, t, k, q, dout, dv, scale, true, config);
+  launch(run, t, v, dout, q, dk, scale, true, config);
+  // The gradients of sum(do * o), o_t = scale sum_{s <= t} (q_t . k_s) v_s, from their
+  // closed forms: dq_t = scale sum_{s <= t} (do_t . v_s) k_s, dv_s = scale sum_{t >= s}
+  // (q_t . k_s) do_t, dk_s = scale sum_{t >= s} (do_t . v_s) q_t; the closed forms are checked
+  // first against central differences of the float64 loss at a few random elements.
+  const Seq sq(q), sk(k), sv(v), sdo(dout);
+  const std::vector<double> rq = reference(sdo, sv, sk, scale, false);
+  const std::vector<double> rv = reference(sk, sq, sdo, scale, true);
+  const std::vector<double> rk = reference(sv, sdo, sq, scale, true);
+  struct Input {
+    const char* name;
+    const Seq& x;
+    const std::vector<double>& grad;
+  };
+  for (const Input& in : {Input{"q", sq, rq}, Input{"k", sk, rk}, Input{"v", sv, rv}})
+    for (int trial = 0; trial < 3; ++trial) {
+      const size_t i = rng() % in.x.x.size();
+      Seq plus = in.x, minus = in.x;
+      const double step = 1e-4;
+      plus.x[i] += step;
+      minus.x[i] -= step;
+      auto with = [&](const Seq& x) {
+        return loss(&in.x == &sq ? x : sq, &in.x == &sk ? x : sk, &in.x == &sv ? x : sv, sdo,
+                    scale);
+      };
+      const double fd = (with(plus) - with(minus)) / (2 * step);
+      EXPECT_NEAR(fd, in.grad[i], 1e-6 * (1 + std::abs(fd)))
+          << "the reference's d" << in.name << " at element " << i;
+    }
+  {
+    SCOPED_TRACE("dq");
+    expect_close(dq, rq, 2e-2);
+  }
+  {
+    SCOPED_TRACE("dv");
+    expect_close(dv, rv, 2e-2);
+  }
+  {
+    SCOPED_TRACE("dk");
+    expect_close(dk, rk, 2e-2);
+  }
+}
+
+} // namespace tilejit::test

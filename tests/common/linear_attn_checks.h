@@ -1,0 +1,24 @@
+// gated_delta's linear attention kernel (kernels_src/workloads/gated_delta.tile, linear_attn)
+// on fresh random inputs, every output element against a float64 reference, outputs poisoned
+// first. Each check takes the runner to use (interpreter or GPU).
+#pragma once
+
+#include "kernel_runner.h"
+
+#include <cstdint>
+
+namespace tilejit::test {
+
+/// linear_attn: q, k [B, NT, H, KH], v [B, NT, H, VH], scale 1/sqrt(KH); o = scale * sum over
+/// s <= t (REV: s >= t) of (q_t . k_s) v_s against float64 (relative error 2e-2: 16-bit inputs
+/// and the state rounded to them for the tensor cores). `config` is forced on the kernel.
+void check_linear_attn(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                       int64_t kh, int64_t vh, bool rev, const Bindings& config);
+
+/// The backward as the workload runs it, four launches of linear_attn with exchanged operands:
+/// dq = la(do, v, k), dv = la_rev(k, q, do), dk = la_rev(v, do, q); dq, dk and dv against
+/// float64 gradients of sum(do * o) taken from the definition (relative error 2e-2).
+void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                int64_t kh, int64_t vh, const Bindings& config);
+
+} // namespace tilejit::test

@@ -1,0 +1,34 @@
+// gated_delta's linear attention kernel on the reference interpreter
+// (tests/common/linear_attn_checks.cpp): causal and anti-causal, T not a multiple of the chunk
+// (one step included), head dims that are not multiples of 16, Dk != Dv, VH split over programs,
+// 16-bit inputs; the backward as the workload runs it (four launches with exchanged operands).
+#include "linear_attn_checks.h"
+
+#include <gtest/gtest.h>
+
+namespace tilejit::test {
+namespace {
+
+const Bindings kSmall = {{"C", "16"}, {"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+
+TEST(RefLinearAttn, CausalOddSizes) {
+  check_linear_attn(cpu(), DType::F16, 2, 37, 3, 24, 40, false, kSmall);
+  check_linear_attn(cpu(), DType::BF16, 1, 70, 2, 32, 16, false,
+                    {{"C", "32"}, {"BV", "16"}, {"STAGES", "3"}, {"WARPS", "2"}});
+  check_linear_attn(cpu(), DType::F16, 1, 1, 1, 8, 8, false, kSmall); // one step
+}
+
+TEST(RefLinearAttn, AntiCausal) {
+  check_linear_attn(cpu(), DType::F16, 1, 45, 2, 16, 24, true, kSmall);
+  check_linear_attn(cpu(), DType::BF16, 2, 33, 1, 40, 32, true,
+                    {{"C", "16"}, {"BV", "32"}, {"STAGES", "1"}, {"WARPS", "1"}});
+}
+
+TEST(RefLinearAttn, Backward) {
+  check_linear_attn_backward(cpu(), DType::F16, 1, 37, 2, 24, 40, kSmall);
+  check_linear_attn_backward(cpu(), DType::BF16, 2, 20, 1, 16, 16,
+                             {{"C", "16"}, {"BV", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
+}
+
+} // namespace
+} // namespace tilejit::test
