@@ -13,6 +13,7 @@
 #include "tuner/tuner.h"
 #include "workloads/attention_workload.h"
 #include "workloads/dequant_gemm_workload.h"
+#include "workloads/gated_delta_workload.h"
 #include "workloads/hbv_reference.h"
 #include "workloads/hbv_workload.h"
 #include "workloads/paged_sparse_workload.h"
@@ -55,8 +56,7 @@ TEST(WorkloadRegistry, FindsRegisteredWorkloadsAndNamesTheOthers) {
   EXPECT_NE(unknown.find("unknown workload 'nope'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("paged_sparse"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("toy_chain"), std::string::npos) << unknown;
-  std::string planned = error_of([] { workloads::find_workload("gated_delta"); });
-  EXPECT_NE(planned.find("not implemented yet"), std::string::npos) << planned;
+  EXPECT_EQ(workloads::find_workload("gated_delta")->name(), "gated_delta");
   for (const auto& [name, summary] : workloads::planned_workloads())
     EXPECT_NE(name, "paged_sparse") << "an implemented workload is not planned";
 }
@@ -363,6 +363,67 @@ TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
   check_attention_shape(
       {{"H", "2"}, {"N", "130"}, {"D", "16"}, {"CAUSAL", "1"}, {"DENSITY", "40"}, {"BLOCK", "64"}},
       DType::BF16, small);
+}
+
+// gated_delta's linear attention: the forward and the backward's three launches (one kernel,
+// operands exchanged) against the float64 recurrence: Dk != Dv and not multiples of 16, T not a
+// multiple of the chunk (one step too), several heads and batches, VH split over programs.
+TEST(WorkloadInterface, GatedDeltaLinearShapesOnTheInterpreter) {
+  auto w = workloads::find_workload("gated_delta");
+  const Config small = {{"C", "16"}, {"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+  for (const auto& [items, t] : std::vector<std::pair<std::map<std::string, std::string>, DType>>{
+           {{{"B", "2"}, {"T", "37"}, {"H", "3"}, {"DK", "24"}, {"DV", "40"}}, DType::F16},
+           {{{"T", "1"}, {"D", "8"}}, DType::BF16},
+           {{{"B", "1"}, {"T", "50"}, {"H", "2"}, {"D", "32"}, {"RULE", "linear"}}, DType::BF16}}) {
+    auto p = w->parse_shape(items, t);
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, "default");
+    EXPECT_TRUE(c.ok) << c.summary();
+  }
+  // The forward and the backward's three launches, the anti-causal ones with REV = 1.
+  auto p = w->parse_shape({{"T", "20"}, {"D", "16"}}, DType::F16);
+  EXPECT_EQ(p->steps().size(), 4u);
+  EXPECT_EQ(p->steps()[2].generics.at("REV"), "1");
+}
+
+TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
+  using workloads::parse_linear_attn_shape;
+  auto s =
+      parse_linear_attn_shape({{"b", "4"}, {"t", "2048"}, {"h", "16"}, {"d", "128"}}, DType::BF16);
+  EXPECT_EQ(s.batch * s.heads, 64);
+  EXPECT_EQ(s.key_dim, 128);
+  EXPECT_EQ(s.value_dim, 128);
+  auto odd = parse_linear_attn_shape({{"T", "9"}, {"DK", "24"}, {"DV", "40"}}, DType::F16);
+  EXPECT_EQ(odd.key_tile(), 32);
+  EXPECT_EQ(odd.value_tile(), 48);
+  EXPECT_EQ(odd.heads, 1);
+  auto err = [](std::map<std::string, std::string> items) {
+    return error_of([&] { workloads::parse_linear_attn_shape(items, DType::F16); });
+  };
+  EXPECT_NE(err({{"D", "32"}}).find("needs T"), std::string::npos);
+  EXPECT_NE(err({{"T", "8"}}).find("needs D, or DK and DV"), std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"DK", "8"}}).find("needs D, or DK and DV"), std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"DV", "8"}}).find("give D (both head dims) or DK and DV"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "300"}}).find("D=300 must be from 1 to 256"), std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"DK", "8"}, {"DV", "0"}}).find("DV=0 must be from 1 to 256"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"H", "0"}}).find("H=0 must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "-8"}, {"D", "8"}}).find("T=-8: expected a non-negative"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}}).find("not implemented yet"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"rule", "gated"}}).find("RULE=gated: expected linear"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"N", "8"}}).find("gated_delta has no size 'N'"),
+            std::string::npos);
+  auto w = workloads::find_workload("gated_delta");
+  EXPECT_EQ(w->cases(DType::BF16).size(), 5u);
+  EXPECT_EQ(w->cases(DType::BF16).back()->name(), "linear/B4/T8192/H16/D128");
+  EXPECT_EQ(w->cases(DType::BF16).front()->shape_json().dump(),
+            R"({"B":128,"DK":32,"DV":32,"H":4,"T":256,"rule":"linear"})");
 }
 
 // hbv: the forward, the gradients zeroed and the backward reverse mode derives, against the
@@ -711,6 +772,11 @@ TEST(AttentionShape, MutatedShapesGiveAProblemOrAnError) {
 
 TEST(HbvShape, MutatedShapesGiveAProblemOrAnError) {
   check_mutated_shapes("hbv", "hbv_shapes.txt", "0123456789=,-.eEBTbt \x01");
+}
+
+TEST(GatedDeltaShape, MutatedShapesGiveAProblemOrAnError) {
+  check_mutated_shapes("gated_delta", "gated_delta_shapes.txt",
+                       "0123456789=,-.eEBTHDKVRULinearlt \x01");
 }
 
 TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {

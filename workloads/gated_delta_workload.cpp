@@ -1,0 +1,209 @@
+#include "workloads/gated_delta_workload.h"
+
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <optional>
+#include <set>
+
+namespace tilejit::workloads {
+namespace {
+
+constexpr const char* kSource = "embedded:workloads/gated_delta.tile";
+
+class LinearAttnHostData final : public ProblemData {
+public:
+  explicit LinearAttnHostData(std::unique_ptr<LinearAttnData> d) : d_(std::move(d)) {}
+
+  ref::HostBuffer& buffer(const std::string& name) override {
+    LinearAttnData& d = *d_;
+    std::map<std::string, ref::HostBuffer*> by_name = {
+        {"q", &d.q}, {"k", &d.k},   {"v", &d.v},   {"dout", &d.dout},
+        {"o", &d.o}, {"dq", &d.dq}, {"dk", &d.dk}, {"dv", &d.dv}};
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw Error(fmt::format("gated_delta has no buffer '{}'", name));
+    return *it->second;
+  }
+
+  Comparison compare() override {
+    LinearAttnErrors e = compare_linear_attn(*d_);
+    Comparison c;
+    c.ok = e.ok();
+    c.errors = {{"o", e.o}, {"dq", e.dq}, {"dk", e.dk}, {"dv", e.dv}};
+    if (e.nan) c.problems = fmt::format("{} NaN or inf in the outputs", e.nan);
+    return c;
+  }
+
+private:
+  std::unique_ptr<LinearAttnData> d_;
+};
+
+class LinearAttnProblem final : public Problem {
+public:
+  LinearAttnProblem(LinearAttnShape shape, std::optional<LinearAttnCase> grid_case)
+      : s_(std::move(shape)), case_(std::move(grid_case)) {}
+
+  std::string name() const override {
+    if (case_) return case_->name();
+    return fmt::format("linear/B{}/T{}/H{}/DK{}/DV{}", s_.batch, s_.steps, s_.heads, s_.key_dim,
+                       s_.value_dim);
+  }
+  std::string describe() const override { return s_.describe(); }
+  DType dtype() const override { return s_.dtype; }
+  std::string variant() const override { return "linear_attn_fwd_bwd"; }
+
+  std::vector<BufferSpec> buffers() const override {
+    using R = BufferRole;
+    const std::vector<int64_t> key = {s_.batch, s_.steps, s_.heads, s_.key_dim};
+    const std::vector<int64_t> value = {s_.batch, s_.steps, s_.heads, s_.value_dim};
+    const DType t = s_.dtype;
+    return {{"q", t, key, R::input},      {"k", t, key, R::input},    {"v", t, value, R::input},
+            {"dout", t, value, R::input}, {"o", t, value, R::output}, {"dq", t, key, R::output},
+            {"dk", t, key, R::output},    {"dv", t, value, R::output}};
+  }
+
+  /// o = la(q, k, v); dq = la(do, v, k); dv = la_rev(k, q, do); dk = la_rev(v, do, q): one
+  /// kernel, its "q" and "k" DK = the tile width of the first two operands.
+  std::vector<Step> steps() const override {
+    const Arg scale = Arg::f32(static_cast<float>(s_.scale()));
+    const std::string key = std::to_string(s_.key_tile()), value = std::to_string(s_.value_tile());
+    auto step = [&](const char* label, const char* x, const char* y, const char* z, const char* out,
+                    const std::string& dk, bool rev) {
+      Step s;
+      s.label = label;
+      s.kernel = "linear_attn";
+      s.args = {StepArg::of(x), StepArg::of(y), StepArg::of(z), StepArg::of(out),
+                StepArg::value(scale)};
+      s.generics = {{"DK", dk}, {"REV", rev ? "1" : "0"}};
+      s.writes = {out};
+      return s;
+    };
+    return {step("forward", "q", "k", "v", "o", key, false),
+            step("dq", "dout", "v", "k", "dq", value, false),
+            step("dv", "k", "q", "dout", "dv", key, true),
+            step("dk", "v", "dout", "q", "dk", value, true)};
+  }
+
+  std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
+    return std::make_unique<LinearAttnHostData>(make_linear_attn_data(s_, seed));
+  }
+
+  FloorWork floor() const override {
+    const double elem = static_cast<double>(dtype_size(s_.dtype));
+    const double rows = static_cast<double>(s_.batch * s_.steps * s_.heads);
+    const double kd = static_cast<double>(s_.key_dim), vd = static_cast<double>(s_.value_dim);
+    // q, k, dq, dk and v, do, o, dv read or written once each.
+    return {rows * (4 * kd + 4 * vd) * elem, linear_attn_flops(s_)};
+  }
+
+  nlohmann::json shape_json() const override {
+    return {{"B", s_.batch},    {"T", s_.steps},      {"H", s_.heads},
+            {"DK", s_.key_dim}, {"DV", s_.value_dim}, {"rule", "linear"}};
+  }
+
+private:
+  LinearAttnShape s_;
+  std::optional<LinearAttnCase> case_;
+};
+
+class GatedDeltaWorkload final : public Workload {
+public:
+  std::string name() const override { return "gated_delta"; }
+  std::string summary() const override {
+    return "chunked linear attention (the gated delta rule to come): forward + backward";
+  }
+  std::vector<KernelSource> kernels() const override { return {{"linear_attn", kSource}}; }
+  std::vector<std::string> peers() const override {
+    return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "
+            "PyTorch recurrence (the shared yardstick; the project's own peer script is still "
+            "to come)"};
+  }
+  std::vector<DType> dtypes() const override { return {DType::BF16, DType::F16}; }
+  std::vector<std::unique_ptr<Problem>> cases(DType dtype) const override {
+    std::vector<std::unique_ptr<Problem>> out;
+    for (const LinearAttnCase& c : linear_attn_cases())
+      out.push_back(make_linear_attn_problem(c.shape(dtype), &c));
+    return out;
+  }
+  std::unique_ptr<Problem> parse_shape(const std::map<std::string, std::string>& items,
+                                       DType dtype) const override {
+    return make_linear_attn_problem(parse_linear_attn_shape(items, dtype));
+  }
+  std::string shape_help() const override {
+    return "B         batch (default 1)\n"
+           "T         sequence length (the steps of the recurrence)\n"
+           "H         heads (default 1)\n"
+           "D         head dim of q, k and v (1 to 256), or DK and DV apart\n"
+           "RULE      linear: causal unnormalised linear attention (default; delta: the gated "
+           "delta rule, not implemented yet)";
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Problem> make_linear_attn_problem(const LinearAttnShape& shape,
+                                                  const LinearAttnCase* grid_case) {
+  return std::make_unique<LinearAttnProblem>(
+      shape, grid_case ? std::optional<LinearAttnCase>(*grid_case) : std::nullopt);
+}
+
+std::shared_ptr<const Workload> make_gated_delta_workload() {
+  return std::make_shared<GatedDeltaWorkload>();
+}
+
+LinearAttnShape parse_linear_attn_shape(const std::map<std::string, std::string>& given,
+                                        DType dtype) {
+  static const std::set<std::string> known = {"B", "T", "H", "D", "DK", "DV", "RULE"};
+  // RULE's value is a word: take it out before the integer sizes are read.
+  std::map<std::string, std::string> sizes = given;
+  std::string rule = "linear";
+  for (auto it = sizes.begin(); it != sizes.end(); ++it) {
+    std::string key = it->first;
+    for (char& ch : key) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (key == "RULE") {
+      rule = it->second;
+      sizes.erase(it);
+      break;
+    }
+  }
+  if (rule != "linear") {
+    if (rule == "delta")
+      throw Error("--shape RULE=delta: the gated delta rule is not implemented yet (RULE=linear "
+                  "is: causal linear attention)");
+    throw Error(fmt::format("--shape RULE={}: expected linear (or, to come, delta)", rule));
+  }
+  const std::map<std::string, std::string> items =
+      normalize_shape_items(sizes, known, "gated_delta", "B, T, H, D (or DK and DV) and RULE");
+  auto has = [&](const char* k) { return items.count(k) > 0; };
+  auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
+  LinearAttnShape s;
+  s.dtype = dtype;
+  if (!has("T")) throw Error("--shape for gated_delta needs T (it takes B, T, H, D or DK and DV)");
+  if (has("D") && (has("DK") || has("DV")))
+    throw Error("--shape: give D (both head dims) or DK and DV, not both");
+  if (!has("D") && !(has("DK") && has("DV")))
+    throw Error("--shape for gated_delta needs D, or DK and DV (the head dims)");
+  s.batch = has("B") ? count("B") : 1;
+  s.steps = count("T");
+  s.heads = has("H") ? count("H") : 1;
+  s.key_dim = has("D") ? count("D") : count("DK");
+  s.value_dim = has("D") ? count("D") : count("DV");
+  if (s.batch < 1 || s.heads < 1)
+    throw Error(fmt::format("--shape: B={} and H={} must be at least 1", s.batch, s.heads));
+  if (s.batch > 65535 || s.heads > 65535)
+    throw Error(fmt::format("--shape: B={} and H={} must be at most 65535 (grid dimensions)",
+                            s.batch, s.heads));
+  for (auto [name, dim] : {std::pair<const char*, int64_t>{"DK", s.key_dim}, {"DV", s.value_dim}})
+    if (dim < 1 || dim > 256)
+      throw Error(fmt::format("--shape: {}={} must be from 1 to 256", has("D") ? "D" : name, dim));
+  if (s.steps > (int64_t(1) << 24)) throw Error(fmt::format("--shape: T={} is over 2^24", s.steps));
+  const double elems = double(s.batch) * double(s.steps) * double(s.heads) *
+                       double(std::max(s.key_dim, s.value_dim));
+  if (elems > double(int64_t(1) << 32))
+    throw Error(fmt::format("--shape: a tensor would hold {:.3g} elements, over 2^32", elems));
+  return s;
+}
+
+} // namespace tilejit::workloads
