@@ -7,6 +7,7 @@
 #include "example_checks.h"
 #include "gpu_runner.h"
 #include "hbv_checks.h"
+#include "linear_attn_checks.h"
 #include "paged_sparse_checks.h"
 #include "pipeline_checks.h"
 #include "test_util.h"
@@ -136,6 +137,27 @@ TEST(GpuAttention, Backward) {
         check(run, DType::F32, 1, 2, 1, 100, 64, causal, false, cfg);
         check(run, DType::F32, 1, 2, 2, 77, 32, causal, true, cfg);
       }
+}
+
+// gated_delta's linear attention: causal and anti-causal, odd T and head dims, Dk != Dv, VH
+// split over programs, both 16-bit dtypes, several chunk sizes; the backward's three launches.
+TEST(GpuLinearAttn, ForwardAndBackward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {
+      {},
+      {{"C", "32"}, {"BV", "32"}, {"STAGES", "3"}, {"WARPS", "2"}},
+      {{"C", "64"}, {"BV", "128"}, {"STAGES", "2"}, {"WARPS", "8"}},
+      {{"C", "128"}, {"BV", "64"}, {"STAGES", "1"}, {"WARPS", "8"}},
+      {{"C", "16"}, {"BV", "16"}, {"STAGES", "1"}, {"WARPS", "1"}}};
+  for (const auto& cfg : configs)
+    for (bool rev : {false, true}) {
+      check_linear_attn(run, DType::BF16, 2, 1000, 3, 128, 128, rev, cfg);
+      check_linear_attn(run, DType::F16, 3, 257, 2, 40, 72, rev, cfg);
+      check_linear_attn(run, DType::F16, 1, 1, 1, 8, 8, rev, cfg);
+    }
+  check_linear_attn_backward(run, DType::BF16, 2, 300, 2, 64, 64, {});
+  check_linear_attn_backward(run, DType::F16, 1, 129, 3, 24, 40, configs[1]);
 }
 
 TEST(GpuExamples, Softmax) {

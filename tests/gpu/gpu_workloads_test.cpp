@@ -263,6 +263,27 @@ TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
 // A shape with two plans (dense attention: dq by atomics or by attn_dq): both are tuned and
 // timed, the faster kept in the database; a warm database answers with it; run follows it; a
 // pinned plan stays the choice.
+// gated_delta through the interface: the grid's small shape and odd user shapes (Dk != Dv, T
+// not a multiple of the chunk), each with the defaults and a forced configuration.
+TEST(GpuWorkloads, GatedDeltaLinearShapes) {
+  REQUIRE_GPU();
+  auto rt = runtime();
+  auto w = workloads::find_workload("gated_delta");
+  workloads::WorkloadKernels kernels(*rt, *w);
+  std::vector<std::unique_ptr<workloads::Problem>> problems;
+  problems.push_back(std::move(w->cases(DType::BF16).front()));
+  problems.push_back(w->parse_shape(
+      {{"B", "3"}, {"T", "333"}, {"H", "5"}, {"DK", "40"}, {"DV", "72"}}, DType::F16));
+  problems.push_back(w->parse_shape({{"T", "1"}, {"D", "128"}}, DType::BF16));
+  for (const auto& p : problems) {
+    SCOPED_TRACE(p->describe());
+    auto data = p->make_data(fresh_seed());
+    workloads::ProblemOnGpu gpu(kernels, *p, *data);
+    check_problem(gpu, {});
+    check_problem(gpu, {{"C", "32"}, {"BV", "32"}, {"STAGES", "3"}, {"WARPS", "2"}});
+  }
+}
+
 TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
   REQUIRE_GPU();
   auto w = workloads::find_workload("attention");
