@@ -11,7 +11,7 @@ out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
 export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
 B=.device/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout "${TEST_TIMEOUT:-300}" $B/gpu_kernels_test --gtest_filter='GpuLinearAttn.*:GpuAttention.Backward' \
+timeout "${TEST_TIMEOUT:-300}" $B/gpu_kernels_test --gtest_filter='GpuLinearAttn.*:GpuGatedDelta.*:GpuAttention.Backward' \
   >"$out/kernels.log" 2>&1
 echo "gpu_kernels_test: exit $?"
 timeout 200 $B/gpu_workloads_test --gtest_filter='GpuWorkloads.GatedDelta*' >"$out/workloads.log" 2>&1

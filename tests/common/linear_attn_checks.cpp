@@ -153,4 +153,79 @@ void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int
   }
 }
 
+void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                 int64_t kh, int64_t vh, bool norm, bool with_h0,
+                                 const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("gated_delta_recurrent ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
+                   " KH=", kh, " VH=", vh, norm ? " NORM" : "", with_h0 ? " H0 " : " ",
+                   config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}),
+      g(DType::F32, {b, nt, h}), beta(DType::F32, {b, nt, h}), h0(DType::F32, {b, h, kh, vh}),
+      o(t, {b, nt, h, vh}), ht(DType::F32, {b, h, kh, vh});
+  fill_uniform(q, rng, -1, 1);
+  const double kmax = norm ? 1.0 : 1.0 / std::sqrt(static_cast<double>(kh));
+  fill_uniform(k, rng, -kmax, kmax);
+  fill_uniform(v, rng, -1, 1);
+  fill_uniform(g, rng, -0.5, 0);
+  fill_uniform(beta, rng, 0.05, 0.95);
+  fill_uniform(h0, rng, -1, 1);
+  o.poison();
+  ht.poison();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kh));
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  given["DK"] = std::to_string(tile16(kh));
+  given["NORM"] = norm ? "1" : "0";
+  given["H0"] = with_h0 ? "1" : "0";
+  run("embedded:workloads/gated_delta.tile#gated_delta_recurrent", given,
+      {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(g), TestArg::of(beta),
+       TestArg::of(h0), TestArg::of(o), TestArg::of(ht), TestArg::f32(static_cast<float>(scale))});
+  // The recurrence in float64 from the rounded inputs.
+  std::vector<double> ro(static_cast<size_t>(o.numel())), rh(static_cast<size_t>(ht.numel()));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi) {
+      const int64_t state0 = (bi * h + hi) * kh * vh;
+      std::vector<double> S(static_cast<size_t>(kh * vh), 0.0);
+      if (with_h0)
+        for (int64_t i = 0; i < kh * vh; ++i) S[i] = h0.get(state0 + i);
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int64_t kq = ((bi * nt + ti) * h + hi) * kh, vo = ((bi * nt + ti) * h + hi) * vh;
+        const int64_t gb = (bi * nt + ti) * h + hi;
+        std::vector<double> kt(kh), qt(kh);
+        double kn = 0, qn = 0;
+        for (int64_t i = 0; i < kh; ++i) {
+          kt[i] = k.get(kq + i), qt[i] = q.get(kq + i);
+          kn += kt[i] * kt[i], qn += qt[i] * qt[i];
+        }
+        if (norm)
+          for (int64_t i = 0; i < kh; ++i)
+            kt[i] /= std::sqrt(kn + 1e-6), qt[i] /= std::sqrt(qn + 1e-6);
+        const double decay = std::exp(g.get(gb)), bt = beta.get(gb);
+        for (double& x : S) x *= decay;
+        for (int64_t j = 0; j < vh; ++j) {
+          double ks = 0;
+          for (int64_t i = 0; i < kh; ++i) ks += kt[i] * S[i * vh + j];
+          const double u = bt * (v.get(vo + j) - ks);
+          for (int64_t i = 0; i < kh; ++i) S[i * vh + j] += kt[i] * u;
+        }
+        for (int64_t j = 0; j < vh; ++j) {
+          double os = 0;
+          for (int64_t i = 0; i < kh; ++i) os += qt[i] * S[i * vh + j];
+          ro[vo + j] = scale * os;
+        }
+      }
+      for (int64_t i = 0; i < kh * vh; ++i) rh[state0 + i] = S[i];
+    }
+  {
+    SCOPED_TRACE("o");
+    expect_close(o, ro, 2e-2);
+  }
+  {
+    SCOPED_TRACE("ht");
+    expect_close(ht, rh, 2e-2);
+  }
+}
+
 } // namespace tilejit::test

@@ -21,4 +21,12 @@ void check_linear_attn(const KernelRunner& run, DType t, int64_t b, int64_t nt, 
 void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
                                 int64_t kh, int64_t vh, const Bindings& config);
 
+/// gated_delta_recurrent: q, k [B, NT, H, KH], v [B, NT, H, VH], g (log decay in [-0.5, 0))
+/// and beta (in (0.05, 0.95)) f32 [B, NT, H], h0 [B, H, KH, VH] when `with_h0`; o and the final
+/// state ht against a float64 recurrence (relative error 2e-2). `norm`: q and k L2-normalised
+/// in the kernel (else k drawn small enough, |k|^2 <= 1, for the rule to stay stable).
+void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                 int64_t kh, int64_t vh, bool norm, bool with_h0,
+                                 const Bindings& config);
+
 } // namespace tilejit::test

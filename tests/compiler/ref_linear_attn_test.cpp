@@ -30,5 +30,16 @@ TEST(RefLinearAttn, Backward) {
                              {{"C", "16"}, {"BV", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
 }
 
+// The gated delta rule's recurrent form: normalised q and k or not, with an initial state or not,
+// odd sizes (Dk != Dv, not multiples of 16), VH split over programs, one step.
+TEST(RefGatedDelta, RecurrentForward) {
+  const Bindings small = {{"BV", "16"}, {"WARPS", "1"}};
+  check_gated_delta_recurrent(cpu(), DType::F16, 2, 23, 3, 24, 40, true, false, small);
+  check_gated_delta_recurrent(cpu(), DType::BF16, 1, 30, 2, 32, 16, true, true,
+                              {{"BV", "32"}, {"WARPS", "2"}});
+  check_gated_delta_recurrent(cpu(), DType::F16, 1, 17, 1, 16, 24, false, true, small);
+  check_gated_delta_recurrent(cpu(), DType::BF16, 1, 1, 1, 8, 8, true, false, small);
+}
+
 } // namespace
 } // namespace tilejit::test

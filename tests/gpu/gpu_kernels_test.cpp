@@ -160,6 +160,23 @@ TEST(GpuLinearAttn, ForwardAndBackward) {
   check_linear_attn_backward(run, DType::F16, 1, 129, 3, 24, 40, configs[1]);
 }
 
+// The gated delta rule's recurrent form: normalised or not, with h0 or not, odd sizes, several
+// splits of VH, the long shapes' head dims.
+TEST(GpuGatedDelta, RecurrentForward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<Bindings> configs = {{},
+                                         {{"BV", "16"}, {"WARPS", "1"}},
+                                         {{"BV", "64"}, {"WARPS", "8"}},
+                                         {{"BV", "128"}, {"WARPS", "4"}}};
+  for (const auto& cfg : configs) {
+    check_gated_delta_recurrent(run, DType::BF16, 2, 500, 3, 128, 128, true, true, cfg);
+    check_gated_delta_recurrent(run, DType::F16, 3, 257, 2, 40, 72, true, false, cfg);
+    check_gated_delta_recurrent(run, DType::F16, 1, 100, 2, 32, 32, false, true, cfg);
+    check_gated_delta_recurrent(run, DType::BF16, 1, 1, 1, 8, 8, true, false, cfg);
+  }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

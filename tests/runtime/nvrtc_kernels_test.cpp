@@ -158,6 +158,9 @@ std::vector<Variant> variants() {
       {"workloads/gated_delta.tile#linear_attn", {{"T", "bf16"}, {"DK", "128"}}},
       {"workloads/gated_delta.tile#linear_attn",
        {{"T", "f16"}, {"DK", "64"}, {"REV", "1"}, {"C", "32"}, {"BV", "32"}, {"WARPS", "2"}}},
+      {"workloads/gated_delta.tile#gated_delta_recurrent", {{"T", "bf16"}, {"DK", "128"}}},
+      {"workloads/gated_delta.tile#gated_delta_recurrent",
+       {{"T", "f16"}, {"DK", "48"}, {"NORM", "0"}, {"H0", "1"}, {"BV", "128"}, {"WARPS", "8"}}},
   };
 }
 
