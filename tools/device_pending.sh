@@ -23,7 +23,7 @@ for sh in "B=4,H=16,N=4096,D=128" "B=4,H=16,N=4096,D=128,CAUSAL=1"; do
     >>"$out/bench.log" 2>&1
   echo "attention $sh: exit $?"
 done
-for sh in "B=4,T=2048,H=16,D=128" "B=128,T=1024,H=4,D=32"; do
+for sh in "B=4,T=2048,H=16,D=128" "B=128,T=1024,H=4,D=32" "B=4,T=2048,H=16,D=128,RULE=delta"; do
   timeout 120 $B/tilejit bench --workload gated_delta --shape "$sh" --dtype bf16 --repeats 10 \
     --out "$out/gated_delta.jsonl" >>"$out/bench.log" 2>&1
   echo "gated_delta $sh: exit $?"

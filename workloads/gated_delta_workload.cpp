@@ -13,6 +13,11 @@ namespace {
 
 constexpr const char* kSource = "embedded:workloads/gated_delta.tile";
 
+std::string upper(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return text;
+}
+
 class LinearAttnHostData final : public ProblemData {
 public:
   explicit LinearAttnHostData(std::unique_ptr<LinearAttnData> d) : d_(std::move(d)) {}
@@ -108,13 +113,119 @@ private:
   std::optional<LinearAttnCase> case_;
 };
 
+class GatedDeltaHostData final : public ProblemData {
+public:
+  explicit GatedDeltaHostData(std::unique_ptr<GatedDeltaData> d) : d_(std::move(d)) {}
+
+  ref::HostBuffer& buffer(const std::string& name) override {
+    GatedDeltaData& d = *d_;
+    std::map<std::string, ref::HostBuffer*> by_name = {
+        {"q", &d.q},       {"k", &d.k},   {"v", &d.v}, {"g", &d.g},
+        {"beta", &d.beta}, {"h0", &d.h0}, {"o", &d.o}, {"ht", &d.ht}};
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw Error(fmt::format("gated_delta has no buffer '{}'", name));
+    return *it->second;
+  }
+
+  Comparison compare() override {
+    GatedDeltaErrors e = compare_gated_delta(*d_);
+    Comparison c;
+    c.ok = e.ok();
+    c.errors = {{"o", e.o}, {"ht", e.ht}};
+    if (e.nan) c.problems = fmt::format("{} NaN or inf in the outputs", e.nan);
+    return c;
+  }
+
+private:
+  std::unique_ptr<GatedDeltaData> d_;
+};
+
+/// The gated delta rule's forward (o and the final state), one launch of its recurrent form.
+class GatedDeltaProblem final : public Problem {
+public:
+  explicit GatedDeltaProblem(GatedDeltaShape shape) : s_(std::move(shape)) {}
+
+  std::string name() const override {
+    return fmt::format("delta/B{}/T{}/H{}/DK{}/DV{}{}{}", s_.batch, s_.steps, s_.heads, s_.key_dim,
+                       s_.value_dim, s_.normalize ? "" : "/raw", s_.initial_state ? "/h0" : "");
+  }
+  std::string describe() const override { return s_.describe(); }
+  DType dtype() const override { return s_.dtype; }
+  std::string variant() const override { return "gated_delta_fwd"; }
+
+  std::vector<BufferSpec> buffers() const override {
+    using R = BufferRole;
+    const std::vector<int64_t> key = {s_.batch, s_.steps, s_.heads, s_.key_dim};
+    const std::vector<int64_t> value = {s_.batch, s_.steps, s_.heads, s_.value_dim};
+    const std::vector<int64_t> gate = {s_.batch, s_.steps, s_.heads};
+    const std::vector<int64_t> state = {s_.batch, s_.heads, s_.key_dim, s_.value_dim};
+    const DType t = s_.dtype;
+    return {{"q", t, key, R::input},
+            {"k", t, key, R::input},
+            {"v", t, value, R::input},
+            {"g", DType::F32, gate, R::input},
+            {"beta", DType::F32, gate, R::input},
+            {"h0", DType::F32, state, R::input},
+            {"o", t, value, R::output},
+            {"ht", DType::F32, state, R::output}};
+  }
+
+  std::vector<Step> steps() const override {
+    Step s;
+    s.label = "forward";
+    s.kernel = "gated_delta_recurrent";
+    s.args = {StepArg::of("q"),
+              StepArg::of("k"),
+              StepArg::of("v"),
+              StepArg::of("g"),
+              StepArg::of("beta"),
+              StepArg::of("h0"),
+              StepArg::of("o"),
+              StepArg::of("ht"),
+              StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
+    s.generics = {{"DK", std::to_string(s_.key_tile())},
+                  {"NORM", s_.normalize ? "1" : "0"},
+                  {"H0", s_.initial_state ? "1" : "0"}};
+    s.writes = {"o", "ht"};
+    return {s};
+  }
+  std::vector<Plan> plans() const override {
+    return {{"recurrent", "the rule step by step (gated_delta_recurrent)", steps()}};
+  }
+
+  std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
+    return std::make_unique<GatedDeltaHostData>(make_gated_delta_data(s_, seed));
+  }
+
+  FloorWork floor() const override {
+    const double elem = static_cast<double>(dtype_size(s_.dtype));
+    const double rows = static_cast<double>(s_.batch * s_.steps * s_.heads);
+    const double kd = static_cast<double>(s_.key_dim), vd = static_cast<double>(s_.value_dim);
+    const double states = static_cast<double>(s_.batch * s_.heads) * kd * vd * 4;
+    // q, k, v, o once, g and beta, the states in (when given) and out.
+    return {rows * ((2 * kd + 2 * vd) * elem + 8) + states * (s_.initial_state ? 2 : 1),
+            gated_delta_flops(s_)};
+  }
+
+  nlohmann::json shape_json() const override {
+    return {{"B", s_.batch},        {"T", s_.steps},         {"H", s_.heads},
+            {"DK", s_.key_dim},     {"DV", s_.value_dim},    {"rule", "delta"},
+            {"norm", s_.normalize}, {"h0", s_.initial_state}};
+  }
+
+private:
+  GatedDeltaShape s_;
+};
+
 class GatedDeltaWorkload final : public Workload {
 public:
   std::string name() const override { return "gated_delta"; }
   std::string summary() const override {
-    return "chunked linear attention (the gated delta rule to come): forward + backward";
+    return "causal linear attention (forward + backward) and the gated delta rule (forward)";
   }
-  std::vector<KernelSource> kernels() const override { return {{"linear_attn", kSource}}; }
+  std::vector<KernelSource> kernels() const override {
+    return {{"linear_attn", kSource}, {"gated_delta_recurrent", kSource}};
+  }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "
             "PyTorch recurrence (the shared yardstick; the project's own peer script is still "
@@ -129,6 +240,8 @@ public:
   }
   std::unique_ptr<Problem> parse_shape(const std::map<std::string, std::string>& items,
                                        DType dtype) const override {
+    if (shape_rule(items) == "delta")
+      return std::make_unique<GatedDeltaProblem>(parse_gated_delta_rule_shape(items, dtype));
     return make_linear_attn_problem(parse_linear_attn_shape(items, dtype));
   }
   std::string shape_help() const override {
@@ -136,8 +249,11 @@ public:
            "T         sequence length (the steps of the recurrence)\n"
            "H         heads (default 1)\n"
            "D         head dim of q, k and v (1 to 256), or DK and DV apart\n"
-           "RULE      linear: causal unnormalised linear attention (default; delta: the gated "
-           "delta rule, not implemented yet)";
+           "RULE      linear: causal unnormalised linear attention, forward and backward "
+           "(default); delta: the gated delta rule, forward (g and beta per step)\n"
+           "NORM      delta: 1 L2-normalises q and k in the kernel (default), 0 takes them as "
+           "given\n"
+           "H0        delta: 1 starts from an initial state h0 (default 0: from zero)";
   }
 };
 
@@ -153,32 +269,33 @@ std::shared_ptr<const Workload> make_gated_delta_workload() {
   return std::make_shared<GatedDeltaWorkload>();
 }
 
-LinearAttnShape parse_linear_attn_shape(const std::map<std::string, std::string>& given,
-                                        DType dtype) {
-  static const std::set<std::string> known = {"B", "T", "H", "D", "DK", "DV", "RULE"};
+namespace {
+
+/// The sizes --shape gives either rule (B, T, H, D or DK and DV), and the delta rule's flags.
+struct ShapeItems {
+  std::string rule = "linear";
+  LinearAttnShape sizes;
+  bool normalize = true, initial_state = false;
+};
+
+ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dtype) {
+  static const std::set<std::string> known = {"B", "T", "H", "D", "DK", "DV", "NORM", "H0"};
+  ShapeItems out;
   // RULE's value is a word: take it out before the integer sizes are read.
   std::map<std::string, std::string> sizes = given;
-  std::string rule = "linear";
-  for (auto it = sizes.begin(); it != sizes.end(); ++it) {
-    std::string key = it->first;
-    for (char& ch : key) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    if (key == "RULE") {
-      rule = it->second;
+  for (auto it = sizes.begin(); it != sizes.end(); ++it)
+    if (upper(it->first) == "RULE") {
+      out.rule = it->second;
       sizes.erase(it);
       break;
     }
-  }
-  if (rule != "linear") {
-    if (rule == "delta")
-      throw Error("--shape RULE=delta: the gated delta rule is not implemented yet (RULE=linear "
-                  "is: causal linear attention)");
-    throw Error(fmt::format("--shape RULE={}: expected linear (or, to come, delta)", rule));
-  }
-  const std::map<std::string, std::string> items =
-      normalize_shape_items(sizes, known, "gated_delta", "B, T, H, D (or DK and DV) and RULE");
+  if (out.rule != "linear" && out.rule != "delta")
+    throw Error(fmt::format("--shape RULE={}: expected linear or delta", out.rule));
+  const std::map<std::string, std::string> items = normalize_shape_items(
+      sizes, known, "gated_delta", "B, T, H, D (or DK and DV), RULE, NORM and H0");
   auto has = [&](const char* k) { return items.count(k) > 0; };
   auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
-  LinearAttnShape s;
+  LinearAttnShape& s = out.sizes;
   s.dtype = dtype;
   if (!has("T")) throw Error("--shape for gated_delta needs T (it takes B, T, H, D or DK and DV)");
   if (has("D") && (has("DK") || has("DV")))
@@ -203,6 +320,46 @@ LinearAttnShape parse_linear_attn_shape(const std::map<std::string, std::string>
                        double(std::max(s.key_dim, s.value_dim));
   if (elems > double(int64_t(1) << 32))
     throw Error(fmt::format("--shape: a tensor would hold {:.3g} elements, over 2^32", elems));
+  const double state = double(s.batch) * double(s.heads) * double(s.key_dim) * double(s.value_dim);
+  if (state > double(int64_t(1) << 32))
+    throw Error(fmt::format("--shape: the state would hold {:.3g} elements, over 2^32", state));
+  for (const char* k : {"NORM", "H0"})
+    if (has(k)) {
+      if (out.rule != "delta")
+        throw Error(fmt::format("--shape {}: is for RULE=delta (the gated delta rule)", k));
+      if (count(k) > 1) throw Error(fmt::format("--shape {}={}: expected 0 or 1", k, items.at(k)));
+    }
+  out.normalize = !has("NORM") || count("NORM") == 1;
+  out.initial_state = has("H0") && count("H0") == 1;
+  return out;
+}
+
+} // namespace
+
+std::string shape_rule(const std::map<std::string, std::string>& items) {
+  for (const auto& [key, value] : items)
+    if (upper(key) == "RULE") return value;
+  return "linear";
+}
+
+LinearAttnShape parse_linear_attn_shape(const std::map<std::string, std::string>& given,
+                                        DType dtype) {
+  ShapeItems p = parse_items(given, dtype);
+  if (p.rule != "linear")
+    throw Error(fmt::format("--shape RULE={}: not a linear attention shape", p.rule));
+  return p.sizes;
+}
+
+GatedDeltaShape parse_gated_delta_rule_shape(const std::map<std::string, std::string>& given,
+                                             DType dtype) {
+  ShapeItems p = parse_items(given, dtype);
+  if (p.rule != "delta")
+    throw Error(fmt::format("--shape RULE={}: not a gated delta rule shape", p.rule));
+  GatedDeltaShape s;
+  s.batch = p.sizes.batch, s.steps = p.sizes.steps, s.heads = p.sizes.heads;
+  s.key_dim = p.sizes.key_dim, s.value_dim = p.sizes.value_dim;
+  s.normalize = p.normalize, s.initial_state = p.initial_state;
+  s.dtype = dtype;
   return s;
 }
 

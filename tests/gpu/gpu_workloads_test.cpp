@@ -263,8 +263,9 @@ TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
 // A shape with two plans (dense attention: dq by atomics or by attn_dq): both are tuned and
 // timed, the faster kept in the database; a warm database answers with it; run follows it; a
 // pinned plan stays the choice.
-// gated_delta through the interface: the grid's small shape and odd user shapes (Dk != Dv, T
-// not a multiple of the chunk), each with the defaults and a forced configuration.
+// gated_delta through the interface: linear attention on the grid's small shape and odd user
+// shapes (Dk != Dv, T not a multiple of the chunk), the delta rule's recurrent forward, each
+// with the defaults and a forced configuration.
 TEST(GpuWorkloads, GatedDeltaLinearShapes) {
   REQUIRE_GPU();
   auto rt = runtime();
@@ -275,12 +276,21 @@ TEST(GpuWorkloads, GatedDeltaLinearShapes) {
   problems.push_back(w->parse_shape(
       {{"B", "3"}, {"T", "333"}, {"H", "5"}, {"DK", "40"}, {"DV", "72"}}, DType::F16));
   problems.push_back(w->parse_shape({{"T", "1"}, {"D", "128"}}, DType::BF16));
+  // The gated delta rule's recurrent forward: the long shapes' dims, and odd ones with h0.
+  problems.push_back(w->parse_shape(
+      {{"B", "2"}, {"T", "700"}, {"H", "4"}, {"D", "128"}, {"RULE", "delta"}}, DType::BF16));
+  problems.push_back(w->parse_shape(
+      {{"T", "99"}, {"H", "3"}, {"DK", "40"}, {"DV", "24"}, {"RULE", "delta"}, {"H0", "1"}},
+      DType::F16));
   for (const auto& p : problems) {
     SCOPED_TRACE(p->describe());
     auto data = p->make_data(fresh_seed());
     workloads::ProblemOnGpu gpu(kernels, *p, *data);
     check_problem(gpu, {});
-    check_problem(gpu, {{"C", "32"}, {"BV", "32"}, {"STAGES", "3"}, {"WARPS", "2"}});
+    if (p->plans().front().name == "recurrent")
+      check_problem(gpu, {{"BV", "16"}, {"WARPS", "2"}});
+    else
+      check_problem(gpu, {{"C", "32"}, {"BV", "32"}, {"STAGES", "3"}, {"WARPS", "2"}});
   }
 }
 

@@ -368,7 +368,7 @@ TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
 // gated_delta's linear attention: the forward and the backward's three launches (one kernel,
 // operands exchanged) against the float64 recurrence: Dk != Dv and not multiples of 16, T not a
 // multiple of the chunk (one step too), several heads and batches, VH split over programs.
-TEST(WorkloadInterface, GatedDeltaLinearShapesOnTheInterpreter) {
+TEST(WorkloadInterface, GatedDeltaShapesOnTheInterpreter) {
   auto w = workloads::find_workload("gated_delta");
   const Config small = {{"C", "16"}, {"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
   for (const auto& [items, t] : std::vector<std::pair<std::map<std::string, std::string>, DType>>{
@@ -379,6 +379,21 @@ TEST(WorkloadInterface, GatedDeltaLinearShapesOnTheInterpreter) {
     SCOPED_TRACE(p->describe());
     auto data = p->make_data(fresh_seed());
     workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, "default");
+    EXPECT_TRUE(c.ok) << c.summary();
+  }
+  // The gated delta rule (RULE=delta): its recurrent forward, with and without normalisation and
+  // an initial state, odd sizes, one step.
+  const Config rule_small = {{"BV", "16"}, {"WARPS", "1"}};
+  for (const auto& [items, t] : std::vector<std::pair<std::map<std::string, std::string>, DType>>{
+           {{{"B", "2"}, {"T", "23"}, {"H", "3"}, {"DK", "24"}, {"DV", "40"}, {"RULE", "delta"}},
+            DType::F16},
+           {{{"T", "30"}, {"D", "32"}, {"RULE", "delta"}, {"NORM", "0"}, {"H0", "1"}}, DType::BF16},
+           {{{"T", "1"}, {"D", "8"}, {"RULE", "delta"}, {"H0", "1"}}, DType::F16}}) {
+    auto p = w->parse_shape(items, t);
+    SCOPED_TRACE(p->describe());
+    EXPECT_EQ(p->plans().front().name, "recurrent");
+    auto data = p->make_data(fresh_seed());
+    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, rule_small, "recurrent");
     EXPECT_TRUE(c.ok) << c.summary();
   }
   // The forward and the backward's three launches, the anti-causal ones with REV = 1.
@@ -413,10 +428,31 @@ TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
             std::string::npos);
   EXPECT_NE(err({{"T", "-8"}, {"D", "8"}}).find("T=-8: expected a non-negative"),
             std::string::npos);
-  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}}).find("not implemented yet"),
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}}).find("not a linear attention shape"),
             std::string::npos);
-  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"rule", "gated"}}).find("RULE=gated: expected linear"),
+  EXPECT_NE(
+      err({{"T", "8"}, {"D", "8"}, {"rule", "gated"}}).find("RULE=gated: expected linear or delta"),
+      std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"NORM", "1"}}).find("NORM: is for RULE=delta"),
             std::string::npos);
+  // The delta rule's flags.
+  using workloads::parse_gated_delta_rule_shape;
+  auto d = parse_gated_delta_rule_shape({{"T", "9"}, {"D", "64"}, {"Rule", "delta"}}, DType::BF16);
+  EXPECT_TRUE(d.normalize);
+  EXPECT_FALSE(d.initial_state);
+  d = parse_gated_delta_rule_shape(
+      {{"T", "9"}, {"DK", "24"}, {"DV", "8"}, {"RULE", "delta"}, {"norm", "0"}, {"h0", "1"}},
+      DType::F16);
+  EXPECT_FALSE(d.normalize);
+  EXPECT_TRUE(d.initial_state);
+  EXPECT_EQ(d.key_tile(), 32);
+  auto derr = [](std::map<std::string, std::string> items) {
+    return error_of([&] { workloads::parse_gated_delta_rule_shape(items, DType::F16); });
+  };
+  EXPECT_NE(
+      derr({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}, {"H0", "2"}}).find("H0=2: expected 0 or 1"),
+      std::string::npos);
+  EXPECT_NE(derr({{"T", "8"}, {"D", "8"}}).find("not a gated delta rule shape"), std::string::npos);
   EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"N", "8"}}).find("gated_delta has no size 'N'"),
             std::string::npos);
   auto w = workloads::find_workload("gated_delta");
@@ -776,7 +812,7 @@ TEST(HbvShape, MutatedShapesGiveAProblemOrAnError) {
 
 TEST(GatedDeltaShape, MutatedShapesGiveAProblemOrAnError) {
   check_mutated_shapes("gated_delta", "gated_delta_shapes.txt",
-                       "0123456789=,-.eEBTHDKVRULinearlt \x01");
+                       "0123456789=,-.eEBTHDKVRULNOMinearldt \x01");
 }
 
 TEST(DequantShape, MutatedShapesGiveAProblemOrAnError) {

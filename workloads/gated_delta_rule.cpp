@@ -1,0 +1,108 @@
+#include "workloads/gated_delta_rule.h"
+
+#include "workloads/host_parallel.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tilejit::workloads {
+
+std::string GatedDeltaShape::describe() const {
+  return fmt::format("{} B={} T={} H={} Dk={} Dv={} delta{}{}", dtype_name(dtype), batch, steps,
+                     heads, key_dim, value_dim, normalize ? " norm" : "",
+                     initial_state ? " h0" : "");
+}
+
+double GatedDeltaShape::scale() const {
+  return 1.0 / std::sqrt(static_cast<double>(key_dim));
+}
+
+std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, uint64_t seed) {
+  auto d = std::make_unique<GatedDeltaData>();
+  d->shape = s;
+  const std::vector<int64_t> key = {s.batch, s.steps, s.heads, s.key_dim};
+  const std::vector<int64_t> value = {s.batch, s.steps, s.heads, s.value_dim};
+  const std::vector<int64_t> gate = {s.batch, s.steps, s.heads};
+  const std::vector<int64_t> state = {s.batch, s.heads, s.key_dim, s.value_dim};
+  d->q = ref::HostBuffer(s.dtype, key);
+  d->k = ref::HostBuffer(s.dtype, key);
+  d->v = ref::HostBuffer(s.dtype, value);
+  d->g = ref::HostBuffer(DType::F32, gate);
+  d->beta = ref::HostBuffer(DType::F32, gate);
+  d->h0 = ref::HostBuffer(DType::F32, state);
+  d->o = ref::HostBuffer(s.dtype, value);
+  d->ht = ref::HostBuffer(DType::F32, state);
+  const uint64_t base = splitmix(seed);
+  const double kmax = s.normalize ? 1.0 : 1.0 / std::sqrt(static_cast<double>(s.key_dim));
+  fill_uniform(d->q, splitmix(base + 1), -1, 1);
+  fill_uniform(d->k, splitmix(base + 2), -kmax, kmax);
+  fill_uniform(d->v, splitmix(base + 3), -1, 1);
+  fill_uniform(d->g, splitmix(base + 4), -0.5, 0);
+  fill_uniform(d->beta, splitmix(base + 5), 0.05, 0.95);
+  fill_uniform(d->h0, splitmix(base + 6), -1, 1);
+  d->o.poison();
+  d->ht.poison();
+  return d;
+}
+
+GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
+  const GatedDeltaShape& s = d.shape;
+  const int64_t T = s.steps, H = s.heads, DK = s.key_dim, DV = s.value_dim;
+  const double scale = s.scale();
+  GatedDeltaErrors e;
+  for (const ref::HostBuffer* out : {&d.o, &d.ht})
+    for (int64_t i = 0; i < out->numel(); ++i)
+      if (!std::isfinite(out->get(i))) ++e.nan;
+  double o_diff = 0, o_ref = 0, h_diff = 0, h_ref = 0;
+  std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}};
+  if (s.batch * s.heads > 1) heads.push_back({s.batch - 1, s.heads - 1});
+  for (const auto& [b, h] : heads) {
+    const int64_t state0 = (b * H + h) * DK * DV;
+    std::vector<double> S(static_cast<size_t>(DK * DV), 0.0), kt(DK), qt(DK);
+    if (s.initial_state)
+      for (int64_t i = 0; i < DK * DV; ++i) S[i] = d.h0.get(state0 + i);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t row = (b * T + t) * H + h, kq = row * DK, vo = row * DV;
+      double kn = 0, qn = 0;
+      for (int64_t i = 0; i < DK; ++i) {
+        kt[i] = d.k.get(kq + i), qt[i] = d.q.get(kq + i);
+        kn += kt[i] * kt[i], qn += qt[i] * qt[i];
+      }
+      if (s.normalize)
+        for (int64_t i = 0; i < DK; ++i)
+          kt[i] /= std::sqrt(kn + 1e-6), qt[i] /= std::sqrt(qn + 1e-6);
+      const double decay = std::exp(d.g.get(row)), beta = d.beta.get(row);
+      for (double& x : S) x *= decay;
+      for (int64_t j = 0; j < DV; ++j) {
+        double ks = 0;
+        for (int64_t i = 0; i < DK; ++i) ks += kt[i] * S[i * DV + j];
+        const double u = beta * (d.v.get(vo + j) - ks);
+        for (int64_t i = 0; i < DK; ++i) S[i * DV + j] += kt[i] * u;
+      }
+      for (int64_t j = 0; j < DV; ++j) {
+        double os = 0;
+        for (int64_t i = 0; i < DK; ++i) os += qt[i] * S[i * DV + j];
+        const double r = scale * os, x = d.o.get(vo + j);
+        o_diff += (x - r) * (x - r), o_ref += r * r;
+      }
+    }
+    for (int64_t i = 0; i < DK * DV; ++i) {
+      const double x = d.ht.get(state0 + i);
+      h_diff += (x - S[i]) * (x - S[i]), h_ref += S[i] * S[i];
+    }
+  }
+  auto rel = [](double diff, double ref) {
+    return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
+  };
+  e.o = rel(o_diff, o_ref), e.ht = rel(h_diff, h_ref);
+  return e;
+}
+
+double gated_delta_flops(const GatedDeltaShape& s) {
+  const double dk = static_cast<double>(s.key_dim), dv = static_cast<double>(s.value_dim);
+  // Per step: decay (Dk Dv), k S (2 Dk Dv), the update (2 Dk Dv), q S (2 Dk Dv).
+  return 7 * dk * dv * static_cast<double>(s.batch * s.steps * s.heads);
+}
+
+} // namespace tilejit::workloads

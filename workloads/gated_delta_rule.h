@@ -1,0 +1,51 @@
+// The gated delta rule (WORKLOADS.md section 4), forward: shapes, random inputs, a float64
+// reference of the recurrence (on sampled heads) and the FLOP count. Used by the workload
+// (gated_delta_workload.cpp, RULE=delta) and the tests.
+#pragma once
+
+#include "compiler/ref/run_tile.h"
+
+#include <tilejit/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilejit::workloads {
+
+/// Layout [B, T, H, D]: q and k KEY_DIM wide, v and o VALUE_DIM wide; g and beta [B, T, H] f32;
+/// the states h0 and ht [B, H, KEY_DIM, VALUE_DIM] f32.
+struct GatedDeltaShape {
+  int64_t batch = 1, steps = 256, heads = 4, key_dim = 32, value_dim = 32;
+  bool normalize = true;      ///< q and k L2-normalised over Dk in the kernel
+  bool initial_state = false; ///< start from h0 (else from zero)
+  DType dtype = DType::BF16;
+  std::string describe() const; ///< "bf16 B=128 T=256 H=4 Dk=32 Dv=32 delta norm h0"
+  int64_t key_tile() const { return (key_dim + 15) / 16 * 16; }
+  double scale() const; ///< 1 / sqrt(key_dim)
+};
+
+/// Inputs (q, k, v in [-1, 1), g in [-0.5, 0), beta in (0.05, 0.95), h0 in [-1, 1); without
+/// normalisation k in [-1, 1) / sqrt(Dk), so that the rule stays stable) and outputs (o, ht).
+struct GatedDeltaData {
+  GatedDeltaShape shape;
+  ref::HostBuffer q, k, v, g, beta, h0, o, ht;
+};
+std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& shape, uint64_t seed);
+
+struct GatedDeltaErrors {
+  double o = 0, ht = 0; ///< relative L2 over the reference heads: (0, 0) and (B - 1, H - 1)
+  int64_t nan = 0;      ///< NaN or inf anywhere in the outputs
+  static constexpr double kTol = 2e-2;
+  bool ok() const { return nan == 0 && o <= kTol && ht <= kTol; }
+};
+
+/// Compares o and ht with the float64 recurrence S = S exp(g_t); u = beta_t (v_t - k_t S);
+/// S += k_t^T u; o_t = scale q_t S (q_t, k_t normalised first when asked).
+GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d);
+
+/// FLOPs of the recurrence: per step and head the decay, k S, the rank-1 update and q S.
+double gated_delta_flops(const GatedDeltaShape& s);
+
+} // namespace tilejit::workloads
