@@ -169,6 +169,18 @@ TJ_DEVICE void wgmma_b_step(float* acc, const unsigned* a, const T* sb, int k0) 
   }
 }
 
+/// acc += A @ B for all of K, A's k16 fragments already in registers: the wgmmas issued back to
+/// back as one group (A's registers untouched until it is done), done when it returns.
+template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void wgmma_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4], const T* sb) {
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operand(acc);
+}
+
 /// acc += A @ B on the warpgroup tensor cores, for 16-bit tiles: what tj::dot_ss computes, for
 /// an accumulator whose warps own 16 rows each (LC = MmaAcc<M, N, WM, 1, NT>, WM a multiple of
 /// 4: warpgroup g computes rows 64g..64g+63). A [M, K] in shared memory as dot_ss reads it
@@ -184,12 +196,7 @@ TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* 
   unsigned a[K / 16][4];
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
     load_a_frag<T, A_KMAJOR>(a[kk], sa, lda, LC::wm() * 16, kk * 16);
-  wgmma_fence();
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
-  wgmma_commit();
-  wgmma_wait<0>();
-  wgmma_fence_operand(acc);
+  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 
 /// acc += A @ B with A in registers: `ra` an f32 tile in LA = MmaAcc<M, K, WM, 1, NT> (an
@@ -212,12 +219,7 @@ TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const
     a[kk][2] = pack2<T>(hi[0], hi[1]);
     a[kk][3] = pack2<T>(hi[2], hi[3]);
   }
-  wgmma_fence();
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
-  wgmma_commit();
-  wgmma_wait<0>();
-  wgmma_fence_operand(acc);
+  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
 
