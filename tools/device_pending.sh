@@ -5,6 +5,8 @@
 # defaults), a short table last. Carry .device (tools/stage_device.sh with gpu_kernels_test and
 # gpu_workloads_test staged):
 #   tools/stage_device.sh build/tests/gpu/gpu_workloads_test; run: tools/device_pending.sh
+# (about 6-8 minutes: GpuAttention.Backward alone took 73 s before its three TR = 1
+# configurations were added).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
