@@ -13,6 +13,17 @@ namespace {
 
 constexpr const char* kSource = "embedded:workloads/gated_delta.tile";
 
+/// {B, T, H} plus D (one head dim) or DK and DV, as the yardstick's rows name them.
+nlohmann::json head_dims_json(nlohmann::json j, int64_t key_dim, int64_t value_dim) {
+  if (key_dim == value_dim) {
+    j["D"] = key_dim;
+  } else {
+    j["DK"] = key_dim;
+    j["DV"] = value_dim;
+  }
+  return j;
+}
+
 std::string upper(std::string text) {
   for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return text;
@@ -57,7 +68,9 @@ public:
   }
   std::string describe() const override { return s_.describe(); }
   DType dtype() const override { return s_.dtype; }
-  std::string variant() const override { return "linear_attn_fwd_bwd"; }
+  // The shared yardstick's variant and shape keys (../shared/peers/gated_delta.py), so that
+  // its rows pair with these.
+  std::string variant() const override { return "linear_attn.fwd_bwd"; }
 
   std::vector<BufferSpec> buffers() const override {
     using R = BufferRole;
@@ -104,8 +117,8 @@ public:
   }
 
   nlohmann::json shape_json() const override {
-    return {{"B", s_.batch},    {"T", s_.steps},      {"H", s_.heads},
-            {"DK", s_.key_dim}, {"DV", s_.value_dim}, {"rule", "linear"}};
+    return head_dims_json({{"B", s_.batch}, {"T", s_.steps}, {"H", s_.heads}}, s_.key_dim,
+                          s_.value_dim);
   }
 
 private:
@@ -151,7 +164,7 @@ public:
   }
   std::string describe() const override { return s_.describe(); }
   DType dtype() const override { return s_.dtype; }
-  std::string variant() const override { return "gated_delta_fwd"; }
+  std::string variant() const override { return "gated_delta_rule.fwd"; }
 
   std::vector<BufferSpec> buffers() const override {
     using R = BufferRole;
@@ -208,9 +221,13 @@ public:
   }
 
   nlohmann::json shape_json() const override {
-    return {{"B", s_.batch},        {"T", s_.steps},         {"H", s_.heads},
-            {"DK", s_.key_dim},     {"DV", s_.value_dim},    {"rule", "delta"},
-            {"norm", s_.normalize}, {"h0", s_.initial_state}};
+    // The yardstick's rows: q and k normalised in the kernel, no initial state; other flags
+    // are named.
+    nlohmann::json j = head_dims_json({{"B", s_.batch}, {"T", s_.steps}, {"H", s_.heads}},
+                                      s_.key_dim, s_.value_dim);
+    if (!s_.normalize) j["norm"] = false;
+    if (s_.initial_state) j["h0"] = true;
+    return j;
   }
 
 private:

@@ -489,7 +489,12 @@ TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
   EXPECT_EQ(w->cases(DType::BF16).size(), 5u);
   EXPECT_EQ(w->cases(DType::BF16).back()->name(), "linear/B4/T8192/H16/D128");
   EXPECT_EQ(w->cases(DType::BF16).front()->shape_json().dump(),
-            R"({"B":128,"DK":32,"DV":32,"H":4,"T":256,"rule":"linear"})");
+            R"({"B":128,"D":32,"H":4,"T":256})");
+  EXPECT_EQ(w->cases(DType::BF16).front()->variant(), "linear_attn.fwd_bwd");
+  auto delta = w->parse_shape(
+      {{"T", "9"}, {"DK", "16"}, {"DV", "8"}, {"RULE", "delta"}, {"H0", "1"}}, DType::BF16);
+  EXPECT_EQ(delta->variant(), "gated_delta_rule.fwd");
+  EXPECT_EQ(delta->shape_json().dump(), R"({"B":1,"DK":16,"DV":8,"H":1,"T":9,"h0":true})");
 }
 
 // hbv: the forward, the gradients zeroed and the backward reverse mode derives, against the
