@@ -54,7 +54,7 @@ GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
   for (const ref::HostBuffer* out : {&d.o, &d.ht})
     for (int64_t i = 0; i < out->numel(); ++i)
       if (!std::isfinite(out->get(i))) ++e.nan;
-  double o_diff = 0, o_ref = 0, h_diff = 0, h_ref = 0;
+  RelativeL2 eo, eh;
   std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}};
   if (s.batch * s.heads > 1) heads.push_back({s.batch - 1, s.heads - 1});
   for (const auto& [b, h] : heads) {
@@ -83,19 +83,12 @@ GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
       for (int64_t j = 0; j < DV; ++j) {
         double os = 0;
         for (int64_t i = 0; i < DK; ++i) os += qt[i] * S[i * DV + j];
-        const double r = scale * os, x = d.o.get(vo + j);
-        o_diff += (x - r) * (x - r), o_ref += r * r;
+        eo.add(d.o.get(vo + j), scale * os);
       }
     }
-    for (int64_t i = 0; i < DK * DV; ++i) {
-      const double x = d.ht.get(state0 + i);
-      h_diff += (x - S[i]) * (x - S[i]), h_ref += S[i] * S[i];
-    }
+    for (int64_t i = 0; i < DK * DV; ++i) eh.add(d.ht.get(state0 + i), S[i]);
   }
-  auto rel = [](double diff, double ref) {
-    return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
-  };
-  e.o = rel(o_diff, o_ref), e.ht = rel(h_diff, h_ref);
+  e.o = eo.value(), e.ht = eh.value();
   return e;
 }
 

@@ -29,27 +29,42 @@ std::string upper(std::string text) {
   return text;
 }
 
+/// The buffer called `name` among a problem's host buffers; an unknown name is an error.
+ref::HostBuffer& named_buffer(const std::map<std::string, ref::HostBuffer*>& by_name,
+                              const std::string& name) {
+  auto it = by_name.find(name);
+  if (it == by_name.end()) throw Error(fmt::format("gated_delta has no buffer '{}'", name));
+  return *it->second;
+}
+
+Comparison comparison(bool ok, std::vector<std::pair<std::string, double>> errors, int64_t nan) {
+  Comparison c;
+  c.ok = ok;
+  c.errors = std::move(errors);
+  if (nan) c.problems = fmt::format("{} NaN or inf in the outputs", nan);
+  return c;
+}
+
 class LinearAttnHostData final : public ProblemData {
 public:
   explicit LinearAttnHostData(std::unique_ptr<LinearAttnData> d) : d_(std::move(d)) {}
 
   ref::HostBuffer& buffer(const std::string& name) override {
     LinearAttnData& d = *d_;
-    std::map<std::string, ref::HostBuffer*> by_name = {
-        {"q", &d.q}, {"k", &d.k},   {"v", &d.v},   {"dout", &d.dout},
-        {"o", &d.o}, {"dq", &d.dq}, {"dk", &d.dk}, {"dv", &d.dv}};
-    auto it = by_name.find(name);
-    if (it == by_name.end()) throw Error(fmt::format("gated_delta has no buffer '{}'", name));
-    return *it->second;
+    return named_buffer({{"q", &d.q},
+                         {"k", &d.k},
+                         {"v", &d.v},
+                         {"dout", &d.dout},
+                         {"o", &d.o},
+                         {"dq", &d.dq},
+                         {"dk", &d.dk},
+                         {"dv", &d.dv}},
+                        name);
   }
 
   Comparison compare() override {
     LinearAttnErrors e = compare_linear_attn(*d_);
-    Comparison c;
-    c.ok = e.ok();
-    c.errors = {{"o", e.o}, {"dq", e.dq}, {"dk", e.dk}, {"dv", e.dv}};
-    if (e.nan) c.problems = fmt::format("{} NaN or inf in the outputs", e.nan);
-    return c;
+    return comparison(e.ok(), {{"o", e.o}, {"dq", e.dq}, {"dk", e.dk}, {"dv", e.dv}}, e.nan);
   }
 
 private:
@@ -132,21 +147,20 @@ public:
 
   ref::HostBuffer& buffer(const std::string& name) override {
     GatedDeltaData& d = *d_;
-    std::map<std::string, ref::HostBuffer*> by_name = {
-        {"q", &d.q},       {"k", &d.k},   {"v", &d.v}, {"g", &d.g},
-        {"beta", &d.beta}, {"h0", &d.h0}, {"o", &d.o}, {"ht", &d.ht}};
-    auto it = by_name.find(name);
-    if (it == by_name.end()) throw Error(fmt::format("gated_delta has no buffer '{}'", name));
-    return *it->second;
+    return named_buffer({{"q", &d.q},
+                         {"k", &d.k},
+                         {"v", &d.v},
+                         {"g", &d.g},
+                         {"beta", &d.beta},
+                         {"h0", &d.h0},
+                         {"o", &d.o},
+                         {"ht", &d.ht}},
+                        name);
   }
 
   Comparison compare() override {
     GatedDeltaErrors e = compare_gated_delta(*d_);
-    Comparison c;
-    c.ok = e.ok();
-    c.errors = {{"o", e.o}, {"ht", e.ht}};
-    if (e.nan) c.problems = fmt::format("{} NaN or inf in the outputs", e.nan);
-    return c;
+    return comparison(e.ok(), {{"o", e.o}, {"ht", e.ht}}, e.nan);
   }
 
 private:

@@ -1,5 +1,7 @@
 #include "workloads/host_parallel.h"
 
+#include <cmath>
+
 #include "compiler/ref/float_formats.h"
 
 #include <algorithm>
@@ -62,6 +64,10 @@ void fill_random_bytes(ref::HostBuffer& b, uint64_t seed) {
       std::memcpy(bytes + at, &v, static_cast<size_t>(len));
     }
   });
+}
+
+double RelativeL2::value() const {
+  return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
 }
 
 } // namespace tilejit::workloads

@@ -23,6 +23,17 @@ void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& bod
 /// Fills `b` with uniform values in [lo, hi), rounded to its dtype (floats; any dtype).
 void fill_uniform(ref::HostBuffer& b, uint64_t seed, double lo, double hi);
 
+/// ||out - ref|| / ||ref|| accumulated element by element (||out - ref|| when ref is all zero):
+/// the relative L2 error the workloads' comparisons report.
+struct RelativeL2 {
+  double diff = 0, ref = 0;
+  void add(double out, double r) {
+    diff += (out - r) * (out - r);
+    ref += r * r;
+  }
+  double value() const;
+};
+
 /// Fills `b`'s bytes at random (int32 words: eight uniform nibbles each; int8: uniform).
 void fill_random_bytes(ref::HostBuffer& b, uint64_t seed);
 

@@ -65,20 +65,6 @@ std::vector<std::pair<int64_t, int64_t>> linear_attn_reference_heads(const Linea
   return {{0, 0}, {s.batch - 1, s.heads - 1}};
 }
 
-namespace {
-
-/// Accumulates ||out - ref||^2 and ||ref||^2 for one head of one output.
-struct Norms {
-  double diff = 0, ref = 0;
-  void add(double out, double r) {
-    diff += (out - r) * (out - r);
-    ref += r * r;
-  }
-  double relative() const { return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff); }
-};
-
-} // namespace
-
 LinearAttnErrors compare_linear_attn(const LinearAttnData& d) {
   const LinearAttnShape& s = d.shape;
   const int64_t T = s.steps, H = s.heads, DK = s.key_dim, DV = s.value_dim;
@@ -90,7 +76,7 @@ LinearAttnErrors compare_linear_attn(const LinearAttnData& d) {
   for (const ref::HostBuffer* out : {&d.o, &d.dq, &d.dk, &d.dv})
     for (int64_t i = 0; i < out->numel(); ++i)
       if (!std::isfinite(out->get(i))) ++e.nan;
-  Norms no, nq, nk, nv;
+  RelativeL2 no, nq, nk, nv;
   for (const auto& [b, h] : linear_attn_reference_heads(s)) {
     // Forward and dq walk t upwards with S [DK][DV] (and its transpose for dq); dk and dv walk
     // downwards with R [DK][DV].
@@ -127,7 +113,7 @@ LinearAttnErrors compare_linear_attn(const LinearAttnData& d) {
       }
     }
   }
-  e.o = no.relative(), e.dq = nq.relative(), e.dk = nk.relative(), e.dv = nv.relative();
+  e.o = no.value(), e.dq = nq.value(), e.dk = nk.value(), e.dv = nv.value();
   return e;
 }
 
