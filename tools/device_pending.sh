@@ -18,7 +18,13 @@ timeout "${TEST_TIMEOUT:-300}" $B/gpu_kernels_test --gtest_filter='GpuLinearAttn
 echo "gpu_kernels_test: exit $?"
 timeout 200 $B/gpu_workloads_test --gtest_filter='GpuWorkloads.GatedDelta*' >"$out/workloads.log" 2>&1
 echo "gpu_workloads_test: exit $?"
-grep -hE "^\[  (FAILED|     OK)|Failure|relative error" "$out/kernels.log" "$out/workloads.log" | head -20
+# hbv's and paged_sparse's kernels after the vector-width change (db95d17), and the semantics suite.
+timeout 150 $B/gpu_kernels_test --gtest_filter='GpuHbv.*:GpuPagedSparse.*' >"$out/hbv_paged.log" 2>&1
+echo "gpu_kernels_test hbv/paged: exit $?"
+timeout 150 $B/gpu_semantics_test >"$out/semantics.log" 2>&1
+echo "gpu_semantics_test: exit $?"
+grep -hE "^\[  (FAILED|     OK)|Failure|relative error" "$out/kernels.log" "$out/workloads.log" "$out/hbv_paged.log" "$out/semantics.log" | grep -v "     OK" | head -20
+grep -chE "^\[       OK" "$out"/*.log
 for sh in "B=4,H=16,N=4096,D=128" "B=4,H=16,N=4096,D=128,CAUSAL=1"; do
   timeout 120 $B/tilejit bench --workload attention --shape "$sh" --dtype bf16 --plan atomic_dq \
     --sweep "backward:TR=0|1,BN=64|128,BM=64,WARPS=4|8" --repeats 10 --out "$out/attn_bwd.jsonl" \

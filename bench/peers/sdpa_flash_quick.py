@@ -1,9 +1,10 @@
 """FlashAttention-2 and cuDNN attention through SDPA, timed the way `tilejit bench` times.
 
-    python3 bench/peers/sdpa_flash_quick.py [--out FILE.jsonl]
+    python3 bench/peers/sdpa_flash_quick.py [--out FILE.jsonl] [--shapes N:D[:causal],...]
 
-For four bf16 shapes (B=4 H=16: N=8192 D=128 with and without causal, N=2048 D=64 and D=128)
-it times SDPA with the flash (FlashAttention-2) and cuDNN backends forced: the forward, and the
+For four bf16 shapes by default (B=4 H=16: N=8192 D=128 with and without causal, N=2048 D=64
+and D=128), or the B=4 H=16 shapes `--shapes` lists (`--shapes long`: issue 16's twelve, N in
+{2048, 8192, 16384}, D in {64, 128}, causal and not), it times SDPA with the flash (FlashAttention-2) and cuDNN backends forced: the forward, and the
 backward as autograd.grad of the forward's output. L2 flushed (256 MB memset) before each call,
 CUDA events, median of 30 after 3 warm-ups. Beside the times, each backend's peak memory of one
 forward + backward (`<backend>_fwdbwd_peak_bytes`: the bytes live at the call's peak, q, k, v and
@@ -19,7 +20,21 @@ import sys
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="also append the JSON lines to this file")
+    p.add_argument("--shapes", help="N:D[:causal] comma-separated (B=4 H=16), or `long`")
     args = p.parse_args()
+    shapes = [(4, 16, 8192, 128, False), (4, 16, 8192, 128, True),
+              (4, 16, 2048, 64, False), (4, 16, 2048, 128, False)]
+    if args.shapes == "long":
+        shapes = [(4, 16, n, d, c) for n in (2048, 8192, 16384) for d in (64, 128)
+                  for c in (False, True)]
+    elif args.shapes:
+        shapes = []
+        for item in args.shapes.split(","):
+            f = item.split(":")
+            if len(f) not in (2, 3) or not all(x.isdigit() for x in f[:2]) or (
+                    len(f) == 3 and f[2] != "causal"):
+                p.error(f"--shapes: '{item}' is not N:D or N:D:causal")
+            shapes.append((4, 16, int(f[0]), int(f[1]), len(f) == 3))
     import torch
     if not torch.cuda.is_available():
         print("sdpa_flash_quick: no CUDA device; nothing to time", file=sys.stderr)
@@ -43,8 +58,7 @@ def main():
         return torch.cuda.max_memory_allocated() - base + sum(t.nbytes for t in inputs)
 
     out = open(args.out, "a") if args.out else None
-    for (B, H, N, D, causal) in [(4, 16, 8192, 128, False), (4, 16, 8192, 128, True),
-                                 (4, 16, 2048, 64, False), (4, 16, 2048, 128, False)]:
+    for (B, H, N, D, causal) in shapes:
         q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16,
                                requires_grad=True) for _ in range(3))
         do = torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad arguments to the attention and hbv peer scripts are refused before torch is imported, with
+"""Bad arguments to the attention (fp32 GQA, SDPA quick, flex block-sparse) and hbv peer scripts are refused before torch is imported, with
 a message naming the argument (no GPU or torch needed).
 
     python3 tests/bench/test_peer_args.py
@@ -31,6 +31,20 @@ def main():
         r = run("hbv_peer.py", *args)
         if r.returncode != 2 or want not in r.stderr:
             failures.append(f"hbv_peer.py {' '.join(args)}: exit {r.returncode}, "
+                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for args, want in [(["--shapes", "2048:x"], "'2048:x' is not N:D or N:D:causal"),
+                       (["--shapes", "2048:64:sideways"], "is not N:D or N:D:causal"),
+                       (["--shapes", "2048"], "'2048' is not N:D")]:
+        r = run("sdpa_flash_quick.py", *args)
+        if r.returncode != 2 or want not in r.stderr:
+            failures.append(f"sdpa_flash_quick.py {' '.join(args)}: exit {r.returncode}, "
+                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for args, want in [(["--n", "8192,x"], "--n '8192,x' is not a comma-separated list"),
+                       (["--densities", "10,0"], "--densities 0 is outside 1..100"),
+                       (["--n", "64"], "--n 64 is outside 128..")]:
+        r = run("flex_sparse.py", *args)
+        if r.returncode != 2 or want not in r.stderr:
+            failures.append(f"flex_sparse.py {' '.join(args)}: exit {r.returncode}, "
                             f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
     for f in failures:
         print("FAIL:", f)

@@ -50,6 +50,20 @@ TEST(RefAttention, SparseBackwardMasksListsAndEmptyRows) {
                              {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
 }
 
+// The block-sparse backward's transposed form (TR = 1): the same cases' kinds (per-head masks
+// under GQA, broadcast masks, causal, odd N, tiles below the block, empty rows).
+TEST(RefAttention, SparseBackwardTransposed) {
+  check_attention_sparse_bwd(
+      cpu(), DType::F16, 1, 4, 2, 70, 40, 32, 1, 4, 0.5, false,
+      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}, {"TR", "1"}});
+  check_attention_sparse_bwd(
+      cpu(), DType::BF16, 2, 2, 1, 77, 32, 16, 2, 1, 0.5, true,
+      {{"BN", "16"}, {"BM", "16"}, {"STAGES", "3"}, {"WARPS", "2"}, {"TR", "1"}});
+  check_attention_sparse_bwd(
+      cpu(), DType::F32, 1, 2, 2, 50, 16, 32, 1, 1, 0.6, true,
+      {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"TR", "1"}});
+}
+
 TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
   check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
                       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});

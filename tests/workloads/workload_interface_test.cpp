@@ -305,33 +305,40 @@ TEST(WorkloadInterface, DequantSuggestionsAreValidConfigurations) {
 }
 
 // attention's suggestions (the wgmma forms, measured first): valid configurations of their
-// kernels for 16-bit shapes with D a multiple of 64, both plans; none for f32 or other D.
+// kernels for 16-bit shapes with D a multiple of 64, both plans, and the block-sparse backward
+// (blocks of 128 and 64); none for f32 or other D, nor for the block-sparse forward.
 TEST(WorkloadInterface, AttentionSuggestionsAreValidConfigurations) {
   auto w = workloads::find_workload("attention");
   LoadedModule m = load_embedded_tile("workloads/attention.tile");
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     for (const char* d : {"64", "128", "40"})
-      for (const char* causal : {"0", "1"}) {
-        auto p = w->parse_shape(
-            {{"B", "2"}, {"H", "4"}, {"N", "1000"}, {"D", d}, {"CAUSAL", causal}}, t);
-        SCOPED_TRACE(p->describe());
-        const bool wgmma = t != DType::F32 && std::string(d) != "40";
-        for (const workloads::Plan& plan : p->plans())
-          for (const workloads::Step& step : plan.steps) {
-            if (step.label != "forward" && step.label != "backward") {
-              EXPECT_TRUE(step.suggested.empty()) << step.label;
-              continue;
-            }
-            EXPECT_EQ(step.suggested.empty(), !wgmma) << plan.name << " " << step.label;
-            Bindings generics(step.generics.begin(), step.generics.end());
-            generics["T"] = dtype_name(t);
-            SearchSpace space(m.kernel(step.kernel), generics, 227 * 1024);
-            std::vector<std::string> skipped;
-            EXPECT_EQ(suggested_seeds(space, step.suggested, {}, &skipped).size(),
-                      step.suggested.size());
-            EXPECT_TRUE(skipped.empty()) << skipped.front();
+      for (const char* causal : {"0", "1"})
+        for (const char* sparse : {"", "128", "64"}) {
+          Bindings shape = {{"B", "2"}, {"H", "4"}, {"N", "1000"}, {"D", d}, {"CAUSAL", causal}};
+          if (*sparse) {
+            shape["DENSITY"] = "30";
+            shape["BLOCK"] = sparse;
           }
-      }
+          auto p = w->parse_shape(shape, t);
+          SCOPED_TRACE(p->describe());
+          const bool wgmma = t != DType::F32 && std::string(d) != "40";
+          for (const workloads::Plan& plan : p->plans())
+            for (const workloads::Step& step : plan.steps) {
+              if (step.label != "forward" && step.label != "backward") {
+                EXPECT_TRUE(step.suggested.empty()) << step.label;
+                continue;
+              }
+              const bool suggests = wgmma && (!*sparse || step.label == "backward");
+              EXPECT_EQ(step.suggested.empty(), !suggests) << plan.name << " " << step.label;
+              Bindings generics(step.generics.begin(), step.generics.end());
+              generics["T"] = dtype_name(t);
+              SearchSpace space(m.kernel(step.kernel), generics, 227 * 1024);
+              std::vector<std::string> skipped;
+              EXPECT_EQ(suggested_seeds(space, step.suggested, {}, &skipped).size(),
+                        step.suggested.size());
+              EXPECT_TRUE(skipped.empty()) << skipped.front();
+            }
+        }
 }
 
 // Act-order's permute_tc plan on the interpreter: x's columns permuted per call, then

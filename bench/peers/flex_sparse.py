@@ -1,0 +1,90 @@
+"""Block-sparse attention through torch.compile(flex_attention), timed the way `tilejit bench` times.
+
+    python3 bench/peers/flex_sparse.py [--out FILE.jsonl] [--n 8192,16384] [--densities 10,25,50]
+
+bf16, B=4 H=16 D=128, blocks of 128, not causal: for each N and density (percent) a random block
+mask per head in which each query block keeps max(1, round(density * nb)) key blocks, its
+diagonal block among them (as the shared yardstick and `tilejit bench --shape ...,DENSITY=`
+build theirs), given to flex as a BlockMask of full blocks (BlockMask.from_kv_blocks). Times the
+forward (inputs requiring grad, as the yardstick does: one compile) and the forward + backward
+(autograd.grad of the output against a random do). L2 flushed before each call, CUDA events,
+median of 30 after 3 warm-ups. One JSON line per (N, density) on stdout (and FILE when given).
+Head (0, 0)'s o is checked against a float64 reference; the relative error goes in the row.
+"""
+import argparse
+import json
+import sys
+
+
+def int_list(text, name, lo, hi):
+    try:
+        vals = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} '{text}' is not a comma-separated list of integers")
+    bad = [v for v in vals if not lo <= v <= hi]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{name} {bad[0]} is outside {lo}..{hi}")
+    return vals
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    p.add_argument("--n", default="8192,16384",
+                   type=lambda s: int_list(s, "--n", 128, 1 << 20), help="sequence lengths")
+    p.add_argument("--densities", default="10,25,50",
+                   type=lambda s: int_list(s, "--densities", 1, 100), help="percent kept")
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("flex_sparse: no CUDA device; nothing to time", file=sys.stderr)
+        return 0
+    from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+    from flushed_timer import FlushedTimer
+    timer = FlushedTimer(torch)
+    flex = torch.compile(flex_attention, dynamic=False)
+    out = open(args.out, "a") if args.out else None
+    B, H, D, BLK = 4, 16, 128, 128
+    gen = torch.Generator().manual_seed(0)
+    for N in args.n:
+        nb = (N + BLK - 1) // BLK
+        q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16,
+                               requires_grad=True) for _ in range(3))
+        do = torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)
+        for dens in args.densities:
+            keep = max(1, min(nb, round(dens / 100 * nb)))
+            scores = torch.rand(H, nb, nb, generator=gen)
+            ar = torch.arange(nb)
+            scores[:, ar, ar] = 2.0  # the diagonal block always kept
+            kept = torch.topk(scores, keep, dim=-1).indices.sort(dim=-1).values
+            idx = torch.zeros(1, H, nb, nb, dtype=torch.int32)
+            idx[0, :, :, :keep] = kept.to(torch.int32)
+            cnt = torch.full((1, H, nb), keep, dtype=torch.int32)
+            idx, cnt = idx.cuda(), cnt.cuda()
+            bm = BlockMask.from_kv_blocks(torch.zeros_like(cnt), idx, cnt, idx, BLOCK_SIZE=BLK,
+                                          seq_lengths=(N, N))
+            row = {"B": B, "H": H, "N": N, "D": D, "block": BLK, "density_percent": dens,
+                   "kept_blocks": keep, "device": torch.cuda.get_device_name()}
+            o = flex(q, k, v, block_mask=bm)
+            # Head (0, 0) in float64: scores outside the kept blocks are -inf.
+            keep_el = torch.zeros(nb, nb, dtype=torch.bool)
+            keep_el[ar.unsqueeze(1).expand(nb, keep), kept[0]] = True
+            el = keep_el.repeat_interleave(BLK, 0).repeat_interleave(BLK, 1)[:N, :N].cuda()
+            s = (q[0, 0].double() @ k[0, 0].double().T) / D ** 0.5
+            ref = torch.softmax(s.masked_fill(~el, float("-inf")), -1) @ v[0, 0].double()
+            row["rel_err_o"] = ((o[0, 0].double() - ref).norm() / ref.norm()).item()
+            del s, ref, el, o
+            row["flex_fwd_ms"] = timer.median_ms(lambda: flex(q, k, v, block_mask=bm))
+            row["flex_fwdbwd_ms"] = timer.median_ms(
+                lambda: torch.autograd.grad(flex(q, k, v, block_mask=bm), (q, k, v), do))
+            line = json.dumps(row)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

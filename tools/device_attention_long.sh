@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Issue 16's long bf16 shapes (B=4 H=16, N in {2048, 8192, 16384}, D in {64, 128}, causal and
+# not) and its block-sparse ones, tilejit beside SDPA's FlashAttention-2 and cuDNN backends and
+# compiled flex_attention in the same call. One part per device call (each fits the 10-minute
+# limit); carry .device (tools/stage_device.sh build/tests/gpu/gpu_workloads_test):
+#   tools/device_attention_long.sh dense-a   # GPU tests (Backward, SparseBackward), N 2048 and 8192
+#   tools/device_attention_long.sh dense-b   # N 16384
+#   tools/device_attention_long.sh sparse    # 10/25/50% density at N 8192 and 16384 against flex
+# tilejit: the forward at its defaults (WG = 1), the backward in its transposed form (TR = 1,
+# BN 128, BM 64, 8 warps: the best of the 2026-11-28 sweep at N = 4096), dq by atomics; medians
+# of 10 with the L2 flushed, every output checked against float64 on sampled heads.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+part=${1:?usage: device_attention_long.sh dense-a|dense-b|sparse}
+out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
+export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
+B=.device/bin
+PY=/opt/torch/.venv/bin/python3
+[ -x "$PY" ] || PY=python3
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+BWD=(--set backward:TR=1 backward:BN=128 backward:BM=64 backward:WARPS=8 backward:STAGES=2)
+bench() { # shape
+  timeout 150 $B/tilejit bench --workload attention --shape "$1" --dtype bf16 --plan atomic_dq \
+    "${BWD[@]}" --repeats 10 --out "$out/tilejit.jsonl" >>"$out/bench.log" 2>&1
+  echo "tilejit $1: exit $?"
+}
+case $part in
+dense-a)
+  timeout 240 $B/gpu_kernels_test --gtest_filter='GpuAttention.Backward:GpuAttention.SparseBackward' \
+    >"$out/tests.log" 2>&1
+  echo "gpu_kernels_test: exit $?"
+  grep -hE "^\[  FAILED|Failure|exception" "$out/tests.log" | head -10
+  grep -hE "^\[       OK" "$out/tests.log"
+  shapes=(); peer=""
+  for n in 2048 8192; do for d in 64 128; do for c in "" ",CAUSAL=1"; do
+    shapes+=("B=4,H=16,N=$n,D=$d$c"); peer+="$n:$d${c:+:causal},"
+  done; done; done ;;
+dense-b)
+  shapes=(); peer=""
+  for d in 64 128; do for c in "" ",CAUSAL=1"; do
+    shapes+=("B=4,H=16,N=16384,D=$d$c"); peer+="16384:$d${c:+:causal},"
+  done; done ;;
+sparse)
+  shapes=()
+  for n in 8192 16384; do for p in 10 25 50; do shapes+=("B=4,H=16,N=$n,D=128,DENSITY=$p"); done; done ;;
+*) echo "unknown part '$part' (dense-a, dense-b or sparse)" >&2; exit 2 ;;
+esac
+for sh in "${shapes[@]}"; do bench "$sh"; done
+if [ "$part" = sparse ]; then
+  (cd bench/peers && timeout 300 $PY flex_sparse.py --out "$out/flex.jsonl" >"$out/peer.log" 2>&1)
+else
+  (cd bench/peers && timeout 300 $PY sdpa_flash_quick.py --shapes "${peer%,}" --out "$out/sdpa.jsonl" \
+    >"$out/peer.log" 2>&1)
+fi
+echo "peer: exit $?"; tail -3 "$out/peer.log"
+$PY - "$out" "$part" <<'PY'
+import json, os, sys
+o, part = sys.argv[1], sys.argv[2]
+def rows(f):
+    p = os.path.join(o, f)
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+def split(r):
+    f = sum(s["ms"] for s in r.get("steps", []) if s["step"] == "forward")
+    return f, sum(s["ms"] for s in r.get("steps", []) if s["step"] != "forward")
+if part == "sparse":
+    peers = {(r["N"], r["kept_blocks"]): r for r in rows("flex.jsonl")}
+    print("| B4 H16 D128 bf16 | tj fwd | flex fwd | x | tj fwd+bwd | flex fwd+bwd | x | ok |")
+    for r in rows("tilejit.jsonl"):
+        s = r["shape"]; f, b = split(r); nb = -(-s["N"] // s["block"])
+        kept = round(s["density"] * nb); p = peers.get((s["N"], kept), {})
+        pf, pb = p.get("flex_fwd_ms", float("nan")), p.get("flex_fwdbwd_ms", float("nan"))
+        print(f"| N={s['N']} {kept}/{nb} blocks | {f:.3f} | {pf:.3f} | {pf/f:.2f} | "
+              f"{f+b:.3f} | {pb:.3f} | {pb/(f+b):.2f} | {r.get('correct')} |")
+else:
+    peers = {(r["N"], r["D"], r["causal"]): r for r in rows("sdpa.jsonl")}
+    print("| B4 H16 bf16 | tj fwd | FA2 | x | cuDNN | x | tj bwd | FA2 | x | cuDNN | x | ok |")
+    for r in rows("tilejit.jsonl"):
+        s = r["shape"]; f, b = split(r)
+        p = peers.get((s["N"], s["D"], s.get("causal", False)), {})
+        nan = float("nan")
+        ff, cf = p.get("flash_fwd_ms", nan), p.get("cudnn_fwd_ms", nan)
+        fb, cb = p.get("flash_bwd_ms", nan), p.get("cudnn_bwd_ms", nan)
+        c = " causal" if s.get("causal") else ""
+        print(f"| N={s['N']} D={s['D']}{c} | {f:.3f} | {ff:.3f} | {ff/f:.2f} | {cf:.3f} | {cf/f:.2f} | "
+              f"{b:.3f} | {fb:.3f} | {fb/b:.2f} | {cb:.3f} | {cb/b:.2f} | {r.get('correct')} |")
+PY
