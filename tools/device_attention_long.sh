@@ -36,6 +36,14 @@ dense-a)
     shapes+=("B=4,H=16,N=$n,D=$d$c"); peer+="$n:$d${c:+:causal},"
   done; done; done ;;
 dense-b)
+  # D = 64's backward: both forms and their tiles at N = 8192 (the fixed TR = 1 tile was
+  # 0.85-0.91x FlashAttention-2 there, 2026-11-28).
+  for c in "" ",CAUSAL=1"; do
+    timeout 150 $B/tilejit bench --workload attention --shape "B=4,H=16,N=8192,D=64$c" --dtype bf16 \
+      --plan atomic_dq --sweep "backward:TR=0|1,BN=64|128,BM=32|64,WARPS=4|8,STAGES=2" --repeats 10 \
+      --out "$out/sweep64.jsonl" >>"$out/bench.log" 2>&1
+    echo "sweep D=64$c: exit $?"
+  done
   shapes=(); peer=""
   for d in 64 128; do for c in "" ",CAUSAL=1"; do
     shapes+=("B=4,H=16,N=16384,D=$d$c"); peer+="16384:$d${c:+:causal},"
@@ -83,4 +91,13 @@ else:
         c = " causal" if s.get("causal") else ""
         print(f"| N={s['N']} D={s['D']}{c} | {f:.3f} | {ff:.3f} | {ff/f:.2f} | {cf:.3f} | {cf/f:.2f} | "
               f"{b:.3f} | {fb:.3f} | {fb/b:.2f} | {cb:.3f} | {cb/b:.2f} | {r.get('correct')} |")
+sweep = {}
+for r in rows("sweep64.jsonl"):
+    st = {x["step"]: x["ms"] for x in r.get("steps", [])}
+    if r.get("correct") and "backward" in st:
+        sweep.setdefault(r["shape"].get("causal"), []).append(
+            (st["backward"], r["config"].split("backward:")[1].split()[0]))
+for causal, v in sorted(sweep.items()):
+    print(f"| N=8192 D=64 causal={causal}: attn_bwd step, fastest four | " +
+          " | ".join(f"{ms:.3f} {cfg}" for ms, cfg in sorted(v)[:4]) + " |")
 PY

@@ -353,7 +353,8 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   }
   if (dq_kernel) {
     Bindings dq_config = given;
-    dq_config.erase("TR"); // attn_bwd's own form (transposed or not)
+    dq_config.erase("TR"); // attn_bwd's own form (transposed or not) and its wgmma switch
+    dq_config.erase("WG");
     run(src + "attn_dq", dq_config,
         {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
          TestArg::of(delta), TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
