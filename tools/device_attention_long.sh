@@ -6,12 +6,13 @@
 #   tools/device_attention_long.sh dense-a   # GPU tests (Backward, SparseBackward), N 2048 and 8192
 #   tools/device_attention_long.sh dense-b   # N 16384
 #   tools/device_attention_long.sh sparse    # 10/25/50% density at N 8192 and 16384 against flex
+#   tools/device_attention_long.sh dq-kernel # D = 64 (and D = 128 non-causal) with dq by attn_dq
 # tilejit: the forward at its defaults (WG = 1), the backward in its transposed form (TR = 1,
 # BN 128, BM 64, 8 warps: the best of the 2026-11-28 sweep at N = 4096), dq by atomics; medians
 # of 10 with the L2 flushed, every output checked against float64 on sampled heads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: device_attention_long.sh dense-a|dense-b|sparse}
+part=${1:?usage: device_attention_long.sh dense-a|dense-b|sparse|dq-kernel}
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
 export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
 B=.device/bin
@@ -19,8 +20,9 @@ PY=/opt/torch/.venv/bin/python3
 [ -x "$PY" ] || PY=python3
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 BWD=(--set backward:TR=1 backward:BN=128 backward:BM=64 backward:WARPS=8 backward:STAGES=2)
+PLAN=atomic_dq
 bench() { # shape
-  timeout 150 $B/tilejit bench --workload attention --shape "$1" --dtype bf16 --plan atomic_dq \
+  timeout 150 $B/tilejit bench --workload attention --shape "$1" --dtype bf16 --plan $PLAN \
     "${BWD[@]}" --repeats 10 --out "$out/tilejit.jsonl" >>"$out/bench.log" 2>&1
   echo "tilejit $1: exit $?"
 }
@@ -48,10 +50,27 @@ dense-b)
   for d in 64 128; do for c in "" ",CAUSAL=1"; do
     shapes+=("B=4,H=16,N=16384,D=$d$c"); peer+="16384:$d${c:+:causal},"
   done; done ;;
+dq-kernel)
+  # The dq_kernel plan (attn_bwd without atomics, then attn_dq) with the transposed backward at
+  # BN 64, BM 64, 4 warps: the best D = 64 backward of the sweeps (9.94 ms at N = 8192 against
+  # the atomics plan's 10.82), on every D = 64 shape and D = 128's two non-causal long ones.
+  PLAN=dq_kernel
+  BWD=(--set backward:TR=1 backward:BN=64 backward:BM=64 backward:WARPS=4 backward:STAGES=2)
+  shapes=(); peer=""
+  for n in 2048 8192 16384; do for c in "" ",CAUSAL=1"; do
+    shapes+=("B=4,H=16,N=$n,D=64$c"); peer+="$n:64${c:+:causal},"
+  done; done
+  shapes+=("B=4,H=16,N=8192,D=128" "B=4,H=16,N=16384,D=128"); peer+="8192:128,16384:128," ;;
 sparse)
+  # D = 64's backward with dq in its own kernel (attn_dq: no atomics; its three products on
+  # wgmma at 4 warps) against the atomics plan's best of dense-b's sweep.
+  timeout 150 $B/tilejit bench --workload attention --shape "B=4,H=16,N=8192,D=64" --dtype bf16 \
+    --plan dq_kernel --sweep "backward:TR=0|1,BN=64|128,BM=32|64,WARPS=4|8,STAGES=2" --repeats 10 \
+    --out "$out/sweep64.jsonl" >>"$out/bench.log" 2>&1
+  echo "sweep D=64 dq_kernel: exit $?"
   shapes=()
   for n in 8192 16384; do for p in 10 25 50; do shapes+=("B=4,H=16,N=$n,D=128,DENSITY=$p"); done; done ;;
-*) echo "unknown part '$part' (dense-a, dense-b or sparse)" >&2; exit 2 ;;
+*) echo "unknown part '$part' (dense-a, dense-b, sparse or dq-kernel)" >&2; exit 2 ;;
 esac
 for sh in "${shapes[@]}"; do bench "$sh"; done
 if [ "$part" = sparse ]; then
@@ -95,9 +114,10 @@ sweep = {}
 for r in rows("sweep64.jsonl"):
     st = {x["step"]: x["ms"] for x in r.get("steps", [])}
     if r.get("correct") and "backward" in st:
-        sweep.setdefault(r["shape"].get("causal"), []).append(
-            (st["backward"], r["config"].split("backward:")[1].split()[0]))
-for causal, v in sorted(sweep.items()):
-    print(f"| N=8192 D=64 causal={causal}: attn_bwd step, fastest four | " +
+        plan = r["config"].split()[0]
+        sweep.setdefault((r["shape"].get("causal"), plan), []).append(
+            (sum(st.values()) - st.get("forward", 0), r["config"].split("backward:")[1].split()[0]))
+for (causal, plan), v in sorted(sweep.items()):
+    print(f"| N=8192 D=64 causal={causal} {plan}: backward steps, fastest four | " +
           " | ".join(f"{ms:.3f} {cfg}" for ms, cfg in sorted(v)[:4]) + " |")
 PY

@@ -126,17 +126,22 @@ public:
     // Hopper's warpgroup tensor cores take both forward products, and four of the transposed
     // backward's five, where D is a multiple of 64 (16-bit inputs): those forms are measured
     // first (2026-11-28, H200: the forward 1.45-1.49x its mma.sync form, the transposed
-    // backward 1.18-1.24x the other at N=4096 D=128). Elsewhere they are ordinary
-    // configurations (mma.sync). Block-sparse kernels take tiles that divide the block.
+    // backward 1.18-1.24x the other at N=4096 D=128; the backward's fastest tiles were BN 128,
+    // BM 64, 8 warps at D = 128 and, at D = 64, BN 64, BM 64, 4 warps with dq by attn_dq or BN
+    // 128, BM 32, 4 warps with atomics). Elsewhere they are ordinary configurations
+    // (mma.sync). Block-sparse kernels take tiles that divide the block.
     if (s_.dtype != DType::F32 && s_.tile_width() % 64 == 0) {
       if (!s_.sparse())
         forward.suggested = {
             {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}},
             {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"WG", "1"}},
             {{"BM", "64"}, {"BN", "128"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}}};
-      if (!s_.sparse() || s_.block == 128)
+      if (!s_.sparse() || s_.block == 128) {
         backward.suggested.push_back(
             {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}});
+        backward.suggested.push_back(
+            {{"TR", "1"}, {"BN", "128"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "2"}});
+      }
       backward.suggested.push_back(
           {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}});
       backward.suggested.push_back(
