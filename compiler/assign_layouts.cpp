@@ -297,6 +297,7 @@ private:
       if (e.axis < 0 || e.a->type.rank() != 2) return nullptr;
       return table_.slice(natural_or_default(*e.a), e.axis);
     case ExprKind::Scan:
+    case ExprKind::SolveTril:  // through shared memory, back in the operand's own layout
     case ExprKind::ClusterSum: // element by element, in the operand's own layout
       return natural_or_default(*e.a);
     case ExprKind::Unpack:
@@ -511,6 +512,7 @@ private:
     }
     case ExprKind::Reduce:
     case ExprKind::Scan:
+    case ExprKind::SolveTril:
     case ExprKind::ClusterSum:
       place(e.a, natural_or_default(*e.a));
       return;

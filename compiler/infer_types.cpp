@@ -543,6 +543,21 @@ private:
       e->type = Type{rt, t.shape, Space::Frag};
       return;
     }
+    case ExprKind::SolveTril: {
+      expr(e->a);
+      const Type& t = e->a->type;
+      if (t.rank() != 2 || t.shape[0] != t.shape[1])
+        error(e->loc, str("solve_tril takes a square [C, C] tile; this one is ",
+                          t.is_scalar() ? std::string("a scalar") : shape_str(t.shape)));
+      if (!dtype_is_float(t.dtype))
+        error(e->loc, str("solve_tril of a ", dtype_name(t.dtype), " tile; it takes floats"));
+      if (t.shape[0] > 256)
+        error(e->loc, str("solve_tril of a [", t.shape[0], ", ", t.shape[1],
+                          "] tile: at most 256 rows (it is solved in shared memory)"));
+      e->a = cast_to(std::move(e->a), DType::F32);
+      e->type = Type{DType::F32, t.shape, Space::Frag};
+      return;
+    }
     case ExprKind::ClusterSum: {
       expr(e->a);
       const Type& t = e->a->type;

@@ -119,6 +119,8 @@ enum class ExprKind {
   Dot,         ///< a @ b (+ c): tensor cores, f32 accumulate
   Reduce,      ///< reduce `reduce_op` over `axis` (-1 = all axes -> scalar)
   Scan,        ///< inclusive cumulative `reduce_op` (sum or prod) along `axis`
+  SolveTril,   ///< (I + A)^-1 where A is the strictly lower part of the square tile a (its
+               ///< diagonal and upper part are not read): unit lower triangular, f32
   AtomicAdd,   ///< atomic add of a to the access; scalar access returns the old value
   Fence,       ///< memory fence across the device (before a flag/counter update)
   Prefetch,    ///< hint: bring the accessed elements into L2 (no value, no effect on results)

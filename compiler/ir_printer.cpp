@@ -146,6 +146,7 @@ Type implied_type(const Expr& e) {
     return Type{};
   case ExprKind::Unary:
   case ExprKind::Scan:
+  case ExprKind::SolveTril:
   case ExprKind::ClusterSum:
     return of(e.a->type.dtype, e.a->type.shape);
   case ExprKind::Binary:
@@ -234,6 +235,7 @@ const Layout* implied_layout(const Expr& e) {
   case ExprKind::Unary:
   case ExprKind::Cast:
   case ExprKind::Scan:
+  case ExprKind::SolveTril:
   case ExprKind::ClusterSum:
     return e.a->layout;
   case ExprKind::Binary:
@@ -396,6 +398,8 @@ std::string print_bare(const Expr& e) {
   case ExprKind::Scan:
     return str("scan_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
                scratch_arg(e), ")");
+  case ExprKind::SolveTril:
+    return str("solve_tril(", print_expr(*e.a), scratch_arg(e), ")");
   case ExprKind::ClusterSum:
     return str("cluster_sum(", print_expr(*e.a), scratch_arg(e), ")");
   case ExprKind::Fence:

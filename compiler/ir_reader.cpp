@@ -992,6 +992,14 @@ private:
       expect(")");
       return typed(make(ExprKind::Fence));
     }
+    if (name == "solve_tril") {
+      auto e = make(ExprKind::SolveTril);
+      expect("(");
+      e->a = expr();
+      if (accept(",")) scratch_arg(*e);
+      expect(")");
+      return typed(std::move(e));
+    }
     if (name == "cluster_sum") {
       auto e = make(ExprKind::ClusterSum);
       expect("(");

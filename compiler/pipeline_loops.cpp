@@ -42,6 +42,7 @@ std::string cannot_run_ahead(ir::Expr& e) {
     if (n.kind == ExprKind::Dot) what = "dot";
     if (n.kind == ExprKind::Reduce) what = str("reduce_", ir::reduce_op_name(n.reduce_op));
     if (n.kind == ExprKind::Scan) what = "a scan";
+    if (n.kind == ExprKind::SolveTril) what = "solve_tril";
     if (n.kind == ExprKind::Convert) what = "a layout conversion";
   });
   return what;

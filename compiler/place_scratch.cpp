@@ -18,6 +18,7 @@ bool uses_scratch(const ir::Kernel& k, const ir::Expr& e) {
     if (e.axis < 0) return k.threads > k.target->warp_size();
     return e.a->layout && e.a->layout->warps_along(e.axis) > 1;
   case ExprKind::Scan:
+  case ExprKind::SolveTril:
     return true;
   case ExprKind::ClusterSum: // a cluster of one program: its own value; the exchange over the
                              // dead tiles (plan-shared-memory) is no half of the scratch area

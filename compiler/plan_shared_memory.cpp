@@ -34,6 +34,8 @@ int64_t scratch_need(const ir::Expr& e, int threads, int warp) {
   }
   case ExprKind::Scan:
     return e.type.numel() * elem;
+  case ExprKind::SolveTril: // the tile and its inverse
+    return 2 * e.type.numel() * 4;
   case ExprKind::ClusterSum: // each thread's values, where the cluster's other programs read them
     if (e.type.is_scalar()) return 16;
     return e.layout ? e.layout->per_thread() * threads * 4 : 0;

@@ -795,6 +795,11 @@ private:
       x->a = lower_expr(*e.args[0]);
       return x;
     }
+    case BK::SolveTril: {
+      auto x = std::make_unique<ir::Expr>(ExprKind::SolveTril, e.loc);
+      x->a = lower_expr(*e.args[0]);
+      return x;
+    }
     case BK::Where: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Select, e.loc);
       x->a = lower_expr(*e.args[0]);

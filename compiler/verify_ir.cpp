@@ -264,6 +264,7 @@ private:
     case ExprKind::Trans:
     case ExprKind::Reduce:
     case ExprKind::Scan:
+    case ExprKind::SolveTril:
     case ExprKind::ClusterSum:
     case ExprKind::Convert:
     case ExprKind::Unpack:
@@ -317,6 +318,11 @@ private:
     case ExprKind::Scan:
     case ExprKind::ClusterSum:
       same_shape(e, e.a->type.shape);
+      break;
+    case ExprKind::SolveTril:
+      same_shape(e, e.a->type.shape);
+      check(t.rank() == 2 && t.shape[0] == t.shape[1] && t.dtype == DType::F32, nullptr,
+            str("'", print_expr(e), "' of type ", t.str(), ": solve_tril takes a square f32 tile"));
       break;
     case ExprKind::Math: {
       auto b = e.b ? broadcast(e.a->type.shape, e.b->type.shape) : e.a->type.shape;

@@ -36,6 +36,7 @@ const std::vector<BuiltinInfo>& all_builtins() {
       {"reduce_min", BuiltinKind::ReduceMin, 1, 1, {"axis"}, "reduce_min(x, axis=)"},
       {"cumsum", BuiltinKind::CumSum, 1, 1, {"axis"}, "cumsum(x, axis=)"},
       {"cumprod", BuiltinKind::CumProd, 1, 1, {"axis"}, "cumprod(x, axis=)"},
+      {"solve_tril", BuiltinKind::SolveTril, 1, 1, {}, "solve_tril(a)"},
       {"cluster_sum", BuiltinKind::ClusterSum, 1, 1, {}, "cluster_sum(x)"},
       {"where", BuiltinKind::Where, 3, 3, {}, "where(cond, a, b)"},
       {"min", BuiltinKind::Min, 2, 2, {}, "min(a, b)"},

@@ -25,6 +25,7 @@ enum class BuiltinKind {
   ReduceMin,
   CumSum,
   CumProd,
+  SolveTril, ///< solve_tril(a): (I + A)^-1 for a square tile's strictly lower part A
   ClusterSum,
   Where,
   Min,

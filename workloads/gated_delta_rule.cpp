@@ -9,9 +9,9 @@
 namespace tilejit::workloads {
 
 std::string GatedDeltaShape::describe() const {
-  return fmt::format("{} B={} T={} H={} Dk={} Dv={} delta{}{}", dtype_name(dtype), batch, steps,
-                     heads, key_dim, value_dim, normalize ? " norm" : "",
-                     initial_state ? " h0" : "");
+  return fmt::format("{} B={} T={} H={} Dk={} Dv={} delta{}{} chunk {}", dtype_name(dtype), batch,
+                     steps, heads, key_dim, value_dim, normalize ? " norm" : "",
+                     initial_state ? " h0" : "", chunk);
 }
 
 double GatedDeltaShape::scale() const {
@@ -43,6 +43,12 @@ std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, 
   fill_uniform(d->h0, splitmix(base + 6), -1, 1);
   d->o.poison();
   d->ht.poison();
+  d->qn = ref::HostBuffer(s.dtype, key);
+  d->kn = ref::HostBuffer(s.dtype, key);
+  d->w = ref::HostBuffer(s.dtype, key);
+  d->u = ref::HostBuffer(s.dtype, value);
+  d->gc = ref::HostBuffer(DType::F32, gate);
+  for (ref::HostBuffer* x : {&d->qn, &d->kn, &d->w, &d->u, &d->gc}) x->poison();
   return d;
 }
 

@@ -20,6 +20,7 @@ struct GatedDeltaShape {
   int64_t batch = 1, steps = 256, heads = 4, key_dim = 32, value_dim = 32;
   bool normalize = true;      ///< q and k L2-normalised over Dk in the kernel
   bool initial_state = false; ///< start from h0 (else from zero)
+  int64_t chunk = 64;         ///< the chunked form's steps per chunk (16, 32 or 64)
   DType dtype = DType::BF16;
   std::string describe() const; ///< "bf16 B=128 T=256 H=4 Dk=32 Dv=32 delta norm h0"
   int64_t key_tile() const { return (key_dim + 15) / 16 * 16; }
@@ -31,6 +32,9 @@ struct GatedDeltaShape {
 struct GatedDeltaData {
   GatedDeltaShape shape;
   ref::HostBuffer q, k, v, g, beta, h0, o, ht;
+  /// The chunked form's intermediates (poisoned): q and k normalised, w and u (the WY form's
+  /// products, in the inputs' dtype) and the chunk-local cumulative g.
+  ref::HostBuffer qn, kn, w, u, gc;
 };
 std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& shape, uint64_t seed);
 

@@ -154,7 +154,12 @@ public:
                          {"beta", &d.beta},
                          {"h0", &d.h0},
                          {"o", &d.o},
-                         {"ht", &d.ht}},
+                         {"ht", &d.ht},
+                         {"qn", &d.qn},
+                         {"kn", &d.kn},
+                         {"w", &d.w},
+                         {"u", &d.u},
+                         {"gc", &d.gc}},
                         name);
   }
 
@@ -167,14 +172,18 @@ private:
   std::unique_ptr<GatedDeltaData> d_;
 };
 
-/// The gated delta rule's forward (o and the final state), one launch of its recurrent form.
+/// The gated delta rule's forward (o and the final state): in chunks (the WY form: a launch
+/// that prepares every chunk at once, then one that walks them in order; the default plan) or
+/// step by step (one launch of the recurrent form).
 class GatedDeltaProblem final : public Problem {
 public:
   explicit GatedDeltaProblem(GatedDeltaShape shape) : s_(std::move(shape)) {}
 
   std::string name() const override {
-    return fmt::format("delta/B{}/T{}/H{}/DK{}/DV{}{}{}", s_.batch, s_.steps, s_.heads, s_.key_dim,
-                       s_.value_dim, s_.normalize ? "" : "/raw", s_.initial_state ? "/h0" : "");
+    return fmt::format("delta/B{}/T{}/H{}/DK{}/DV{}{}{}{}", s_.batch, s_.steps, s_.heads,
+                       s_.key_dim, s_.value_dim, s_.normalize ? "" : "/raw",
+                       s_.initial_state ? "/h0" : "",
+                       s_.chunk != 64 ? fmt::format("/C{}", s_.chunk) : "");
   }
   std::string describe() const override { return s_.describe(); }
   DType dtype() const override { return s_.dtype; }
@@ -194,10 +203,45 @@ public:
             {"beta", DType::F32, gate, R::input},
             {"h0", DType::F32, state, R::input},
             {"o", t, value, R::output},
-            {"ht", DType::F32, state, R::output}};
+            {"ht", DType::F32, state, R::output},
+            {"qn", t, key, R::intermediate},
+            {"kn", t, key, R::intermediate},
+            {"w", t, key, R::intermediate},
+            {"u", t, value, R::intermediate},
+            {"gc", DType::F32, gate, R::intermediate}};
   }
 
+  /// The chunked form: gated_delta_prepare (w, u, the cumulative g; q and k normalised when
+  /// asked), then gated_delta_chunk over the chunks in order, both with chunk size C.
   std::vector<Step> steps() const override {
+    const std::string dk = std::to_string(s_.key_tile()), c = std::to_string(s_.chunk);
+    Step prepare;
+    prepare.label = "prepare";
+    prepare.kernel = "gated_delta_prepare";
+    prepare.args = {StepArg::of("q"),    StepArg::of("k"),  StepArg::of("v"),  StepArg::of("g"),
+                    StepArg::of("beta"), StepArg::of("qn"), StepArg::of("kn"), StepArg::of("w"),
+                    StepArg::of("u"),    StepArg::of("gc")};
+    prepare.generics = {{"DK", dk}, {"C", c}, {"NORM", s_.normalize ? "1" : "0"}};
+    prepare.writes = {"w", "u", "gc"};
+    if (s_.normalize) prepare.writes.push_back("qn"), prepare.writes.push_back("kn");
+    Step forward;
+    forward.label = "forward";
+    forward.kernel = "gated_delta_chunk";
+    forward.args = {StepArg::of(s_.normalize ? "qn" : "q"),
+                    StepArg::of(s_.normalize ? "kn" : "k"),
+                    StepArg::of("w"),
+                    StepArg::of("u"),
+                    StepArg::of("gc"),
+                    StepArg::of("h0"),
+                    StepArg::of("o"),
+                    StepArg::of("ht"),
+                    StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
+    forward.generics = {{"DK", dk}, {"C", c}, {"H0", s_.initial_state ? "1" : "0"}};
+    forward.writes = {"o", "ht"};
+    return {prepare, forward};
+  }
+
+  std::vector<Step> recurrent_steps() const {
     Step s;
     s.label = "forward";
     s.kernel = "gated_delta_recurrent";
@@ -217,7 +261,9 @@ public:
     return {s};
   }
   std::vector<Plan> plans() const override {
-    return {{"recurrent", "the rule step by step (gated_delta_recurrent)", steps()}};
+    return {{"chunked", "chunks of C steps in the WY form (gated_delta_prepare, gated_delta_chunk)",
+             steps()},
+            {"recurrent", "the rule step by step (gated_delta_recurrent)", recurrent_steps()}};
   }
 
   std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
@@ -241,6 +287,7 @@ public:
                                       s_.key_dim, s_.value_dim);
     if (!s_.normalize) j["norm"] = false;
     if (s_.initial_state) j["h0"] = true;
+    if (s_.chunk != 64) j["chunk"] = s_.chunk;
     return j;
   }
 
@@ -255,7 +302,10 @@ public:
     return "causal linear attention (forward + backward) and the gated delta rule (forward)";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"linear_attn", kSource}, {"gated_delta_recurrent", kSource}};
+    return {{"linear_attn", kSource},
+            {"gated_delta_recurrent", kSource},
+            {"gated_delta_prepare", kSource},
+            {"gated_delta_chunk", kSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "
@@ -284,7 +334,8 @@ public:
            "(default); delta: the gated delta rule, forward (g and beta per step)\n"
            "NORM      delta: 1 L2-normalises q and k in the kernel (default), 0 takes them as "
            "given\n"
-           "H0        delta: 1 starts from an initial state h0 (default 0: from zero)";
+           "H0        delta: 1 starts from an initial state h0 (default 0: from zero)\n"
+           "CHUNK     delta: steps per chunk of the chunked form, 16, 32 or 64 (default 64)";
   }
 };
 
@@ -307,10 +358,12 @@ struct ShapeItems {
   std::string rule = "linear";
   LinearAttnShape sizes;
   bool normalize = true, initial_state = false;
+  int64_t chunk = 64;
 };
 
 ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dtype) {
-  static const std::set<std::string> known = {"B", "T", "H", "D", "DK", "DV", "NORM", "H0"};
+  static const std::set<std::string> known = {"B",  "T",    "H",  "D",    "DK",
+                                              "DV", "NORM", "H0", "CHUNK"};
   ShapeItems out;
   // RULE's value is a word: take it out before the integer sizes are read.
   std::map<std::string, std::string> sizes = given;
@@ -323,7 +376,7 @@ ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dt
   if (out.rule != "linear" && out.rule != "delta")
     throw Error(fmt::format("--shape RULE={}: expected linear or delta", out.rule));
   const std::map<std::string, std::string> items = normalize_shape_items(
-      sizes, known, "gated_delta", "B, T, H, D (or DK and DV), RULE, NORM and H0");
+      sizes, known, "gated_delta", "B, T, H, D (or DK and DV), RULE, NORM, H0 and CHUNK");
   auto has = [&](const char* k) { return items.count(k) > 0; };
   auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   LinearAttnShape& s = out.sizes;
@@ -360,6 +413,14 @@ ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dt
         throw Error(fmt::format("--shape {}: is for RULE=delta (the gated delta rule)", k));
       if (count(k) > 1) throw Error(fmt::format("--shape {}={}: expected 0 or 1", k, items.at(k)));
     }
+  if (has("CHUNK")) {
+    if (out.rule != "delta")
+      throw Error("--shape CHUNK: is for RULE=delta (linear attention's chunk is a tunable, C)");
+    out.chunk = count("CHUNK");
+    if (out.chunk != 16 && out.chunk != 32 && out.chunk != 64)
+      throw Error(fmt::format("--shape CHUNK={}: expected 16, 32 or 64 (steps per chunk)",
+                              items.at("CHUNK")));
+  }
   out.normalize = !has("NORM") || count("NORM") == 1;
   out.initial_state = has("H0") && count("H0") == 1;
   return out;
@@ -390,6 +451,7 @@ GatedDeltaShape parse_gated_delta_rule_shape(const std::map<std::string, std::st
   s.batch = p.sizes.batch, s.steps = p.sizes.steps, s.heads = p.sizes.heads;
   s.key_dim = p.sizes.key_dim, s.value_dim = p.sizes.value_dim;
   s.normalize = p.normalize, s.initial_state = p.initial_state;
+  s.chunk = p.chunk;
   s.dtype = dtype;
   return s;
 }

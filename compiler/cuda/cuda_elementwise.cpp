@@ -359,6 +359,13 @@ void Emitter::prepare(const ir::Expr& e) {
     materialized_[&e] = Value{Value::Kind::Array, name, e.a->layout, e.type.dtype};
     return;
   }
+  case ExprKind::SolveTril: {
+    prepare(*e.a);
+    std::string name = fresh("t");
+    emit_solve_tril(e, name);
+    materialized_[&e] = Value{Value::Kind::Array, name, e.a->layout, DType::F32};
+    return;
+  }
   case ExprKind::ClusterSum: {
     prepare(*e.a);
     std::string name = fresh("t");

@@ -65,8 +65,20 @@ bool is_cpp_reserved(const std::string& n) {
   return words.count(n) > 0;
 }
 
+/// A DSL name that could be mistaken for a generated one (temporaries t<N>, layouts L<N>,
+/// helpers tj_*, shared tiles' <name>_s) or is a C++ word. Names ending in '_' are in the set
+/// too, so that appending one keeps every name distinct.
+bool needs_suffix(const std::string& n) {
+  if (is_cpp_reserved(n) || n.rfind("tj_", 0) == 0) return true;
+  if (!n.empty() && n.back() == '_') return true;
+  if (n.size() >= 2 && n.compare(n.size() - 2, 2, "_s") == 0) return true;
+  const bool generated_form = n.size() >= 2 && (n[0] == 't' || n[0] == 'L') &&
+                              n.find_first_not_of("0123456789", 1) == std::string::npos;
+  return generated_form;
+}
+
 std::string sanitize(const std::string& n) {
-  return is_cpp_reserved(n) ? n + "_" : n;
+  return needs_suffix(n) ? n + "_" : n;
 }
 
 } // namespace

@@ -148,6 +148,7 @@ public:
   void emit_reduce(const ir::Expr& e, const std::string& dst);
   std::string emit_full_reduce(const ir::Expr& e);
   void emit_scan(const ir::Expr& e, const std::string& dst);
+  void emit_solve_tril(const ir::Expr& e, const std::string& dst);
   void emit_cluster_sum(const ir::Expr& e, const std::string& dst);
   void emit_convert(const ir::Expr& e, const std::string& dst);
   void emit_stage(const ir::Expr& e);

@@ -220,6 +220,17 @@ void Emitter::emit_scan(const ir::Expr& e, const std::string& dst) {
            next_scratch(RT, e), ");"));
 }
 
+void Emitter::emit_solve_tril(const ir::Expr& e, const std::string& dst) {
+  const ir::Layout* l = e.a->layout;
+  TJ_ICHECK(l, "solve_tril operand without a layout");
+  const std::string L = layout_name(l);
+  line(str("// ", ir::print_expr(e)));
+  line(str("float ", dst, "[", L, "::N];"));
+  line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
+           "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
+  line(str("tj::solve_tril<", L, ", false>(", dst, ", ", next_scratch("float", e), ");"));
+}
+
 void Emitter::emit_cluster_sum(const ir::Expr& e, const std::string& dst) {
   const std::string T = compute_type(e.type.dtype); // f32 or i32 (infer_types)
   const int programs = k_.cluster_size();

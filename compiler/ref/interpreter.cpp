@@ -645,6 +645,8 @@ private:
       return reduce(e);
     case ExprKind::Scan:
       return scan(e);
+    case ExprKind::SolveTril:
+      return solve_tril(e);
     case ExprKind::AtomicAdd:
       return atomic_add(e);
     case ExprKind::Fence:
@@ -1026,6 +1028,30 @@ private:
         }
       }
     return a;
+  }
+
+  /// X = (I + A)^-1 for A the strictly lower part of a [C, C] f32 tile, by forward
+  /// substitution as the GPU does it: X[i][j] = -sum_{k=j..i-1} A[i][k] X[k][j] (X[j][j] = 1),
+  /// an f32 sum in ascending k.
+  Value solve_tril(const Expr& e) {
+    Value a = eval(*e.a);
+    TJ_ICHECK(a.shape.size() == 2 && a.shape[0] == a.shape[1] && a.dtype == DType::F32,
+              "solve_tril operand");
+    const int64_t c = a.shape[0];
+    Value x = a;
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        if (j >= i) {
+          x.f[i * c + j] = j == i ? 1.0 : 0.0;
+          continue;
+        }
+        double acc = 0;
+        for (int64_t k = j; k < i; ++k)
+          acc = round_float(DType::F32,
+                            acc + round_float(DType::F32, a.f[i * c + k] * x.f[k * c + j]));
+        x.f[i * c + j] = -acc;
+      }
+    return x;
   }
 
   const ir::Kernel& k_;

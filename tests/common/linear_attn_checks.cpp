@@ -153,6 +153,82 @@ void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int
   }
 }
 
+namespace {
+
+/// The gated delta rule's inputs (fresh, random) and outputs (poisoned), and its float64
+/// recurrence from the rounded inputs.
+struct GatedDeltaCase {
+  int64_t b, nt, h, kh, vh;
+  bool norm, with_h0;
+  HostBuffer q, k, v, g, beta, h0, o, ht;
+  double scale;
+  GatedDeltaCase(DType t, int64_t b_, int64_t nt_, int64_t h_, int64_t kh_, int64_t vh_, bool norm_,
+                 bool with_h0_, std::mt19937& rng)
+      : b(b_), nt(nt_), h(h_), kh(kh_), vh(vh_), norm(norm_), with_h0(with_h0_),
+        q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}), g(DType::F32, {b, nt, h}),
+        beta(DType::F32, {b, nt, h}), h0(DType::F32, {b, h, kh, vh}), o(t, {b, nt, h, vh}),
+        ht(DType::F32, {b, h, kh, vh}), scale(1.0 / std::sqrt(static_cast<double>(kh))) {
+    fill_uniform(q, rng, -1, 1);
+    const double kmax = norm ? 1.0 : 1.0 / std::sqrt(static_cast<double>(kh));
+    fill_uniform(k, rng, -kmax, kmax);
+    fill_uniform(v, rng, -1, 1);
+    fill_uniform(g, rng, -0.5, 0);
+    fill_uniform(beta, rng, 0.05, 0.95);
+    fill_uniform(h0, rng, -1, 1);
+    o.poison();
+    ht.poison();
+  }
+
+  /// o and ht against the recurrence, step by step in float64 (relative error 2e-2).
+  void expect_matches_recurrence() const {
+    std::vector<double> ro(static_cast<size_t>(o.numel())), rh(static_cast<size_t>(ht.numel()));
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t hi = 0; hi < h; ++hi) {
+        const int64_t state0 = (bi * h + hi) * kh * vh;
+        std::vector<double> S(static_cast<size_t>(kh * vh), 0.0);
+        if (with_h0)
+          for (int64_t i = 0; i < kh * vh; ++i) S[i] = h0.get(state0 + i);
+        for (int64_t ti = 0; ti < nt; ++ti) {
+          const int64_t kq = ((bi * nt + ti) * h + hi) * kh, vo = ((bi * nt + ti) * h + hi) * vh;
+          const int64_t gb = (bi * nt + ti) * h + hi;
+          std::vector<double> kt(kh), qt(kh);
+          double kn = 0, qn = 0;
+          for (int64_t i = 0; i < kh; ++i) {
+            kt[i] = k.get(kq + i), qt[i] = q.get(kq + i);
+            kn += kt[i] * kt[i], qn += qt[i] * qt[i];
+          }
+          if (norm)
+            for (int64_t i = 0; i < kh; ++i)
+              kt[i] /= std::sqrt(kn + 1e-6), qt[i] /= std::sqrt(qn + 1e-6);
+          const double decay = std::exp(g.get(gb)), bt = beta.get(gb);
+          for (double& x : S) x *= decay;
+          for (int64_t j = 0; j < vh; ++j) {
+            double ks = 0;
+            for (int64_t i = 0; i < kh; ++i) ks += kt[i] * S[i * vh + j];
+            const double u = bt * (v.get(vo + j) - ks);
+            for (int64_t i = 0; i < kh; ++i) S[i * vh + j] += kt[i] * u;
+          }
+          for (int64_t j = 0; j < vh; ++j) {
+            double os = 0;
+            for (int64_t i = 0; i < kh; ++i) os += qt[i] * S[i * vh + j];
+            ro[vo + j] = scale * os;
+          }
+        }
+        for (int64_t i = 0; i < kh * vh; ++i) rh[state0 + i] = S[i];
+      }
+    {
+      SCOPED_TRACE("o");
+      expect_close(o, ro, 2e-2);
+    }
+    {
+      SCOPED_TRACE("ht");
+      expect_close(ht, rh, 2e-2);
+    }
+  }
+};
+
+} // namespace
+
 void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
                                  int64_t kh, int64_t vh, bool norm, bool with_h0,
                                  const Bindings& config) {
@@ -161,71 +237,53 @@ void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, in
                    " KH=", kh, " VH=", vh, norm ? " NORM" : "", with_h0 ? " H0 " : " ",
                    config_text(config), " seed=", seed));
   std::mt19937 rng(seed);
-  HostBuffer q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}),
-      g(DType::F32, {b, nt, h}), beta(DType::F32, {b, nt, h}), h0(DType::F32, {b, h, kh, vh}),
-      o(t, {b, nt, h, vh}), ht(DType::F32, {b, h, kh, vh});
-  fill_uniform(q, rng, -1, 1);
-  const double kmax = norm ? 1.0 : 1.0 / std::sqrt(static_cast<double>(kh));
-  fill_uniform(k, rng, -kmax, kmax);
-  fill_uniform(v, rng, -1, 1);
-  fill_uniform(g, rng, -0.5, 0);
-  fill_uniform(beta, rng, 0.05, 0.95);
-  fill_uniform(h0, rng, -1, 1);
-  o.poison();
-  ht.poison();
-  const double scale = 1.0 / std::sqrt(static_cast<double>(kh));
+  GatedDeltaCase c(t, b, nt, h, kh, vh, norm, with_h0, rng);
   Bindings given = config;
   given["T"] = dtype_name(t);
   given["DK"] = std::to_string(tile16(kh));
   given["NORM"] = norm ? "1" : "0";
   given["H0"] = with_h0 ? "1" : "0";
   run("embedded:workloads/gated_delta.tile#gated_delta_recurrent", given,
-      {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(g), TestArg::of(beta),
-       TestArg::of(h0), TestArg::of(o), TestArg::of(ht), TestArg::f32(static_cast<float>(scale))});
-  // The recurrence in float64 from the rounded inputs.
-  std::vector<double> ro(static_cast<size_t>(o.numel())), rh(static_cast<size_t>(ht.numel()));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t hi = 0; hi < h; ++hi) {
-      const int64_t state0 = (bi * h + hi) * kh * vh;
-      std::vector<double> S(static_cast<size_t>(kh * vh), 0.0);
-      if (with_h0)
-        for (int64_t i = 0; i < kh * vh; ++i) S[i] = h0.get(state0 + i);
-      for (int64_t ti = 0; ti < nt; ++ti) {
-        const int64_t kq = ((bi * nt + ti) * h + hi) * kh, vo = ((bi * nt + ti) * h + hi) * vh;
-        const int64_t gb = (bi * nt + ti) * h + hi;
-        std::vector<double> kt(kh), qt(kh);
-        double kn = 0, qn = 0;
-        for (int64_t i = 0; i < kh; ++i) {
-          kt[i] = k.get(kq + i), qt[i] = q.get(kq + i);
-          kn += kt[i] * kt[i], qn += qt[i] * qt[i];
-        }
-        if (norm)
-          for (int64_t i = 0; i < kh; ++i)
-            kt[i] /= std::sqrt(kn + 1e-6), qt[i] /= std::sqrt(qn + 1e-6);
-        const double decay = std::exp(g.get(gb)), bt = beta.get(gb);
-        for (double& x : S) x *= decay;
-        for (int64_t j = 0; j < vh; ++j) {
-          double ks = 0;
-          for (int64_t i = 0; i < kh; ++i) ks += kt[i] * S[i * vh + j];
-          const double u = bt * (v.get(vo + j) - ks);
-          for (int64_t i = 0; i < kh; ++i) S[i * vh + j] += kt[i] * u;
-        }
-        for (int64_t j = 0; j < vh; ++j) {
-          double os = 0;
-          for (int64_t i = 0; i < kh; ++i) os += qt[i] * S[i * vh + j];
-          ro[vo + j] = scale * os;
-        }
-      }
-      for (int64_t i = 0; i < kh * vh; ++i) rh[state0 + i] = S[i];
-    }
-  {
-    SCOPED_TRACE("o");
-    expect_close(o, ro, 2e-2);
-  }
-  {
-    SCOPED_TRACE("ht");
-    expect_close(ht, rh, 2e-2);
-  }
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
+       TestArg::of(c.h0), TestArg::of(c.o), TestArg::of(c.ht),
+       TestArg::f32(static_cast<float>(c.scale))});
+  c.expect_matches_recurrence();
+}
+
+void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                               int64_t kh, int64_t vh, bool norm, bool with_h0, int64_t chunk,
+                               const Bindings& prepare_config, const Bindings& chunk_config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("gated_delta chunked ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
+                   " KH=", kh, " VH=", vh, norm ? " NORM" : "", with_h0 ? " H0" : "", " C=", chunk,
+                   " prepare ", config_text(prepare_config), " chunk ", config_text(chunk_config),
+                   " seed=", seed));
+  std::mt19937 rng(seed);
+  GatedDeltaCase c(t, b, nt, h, kh, vh, norm, with_h0, rng);
+  // The intermediates are poisoned too: every element the second kernel reads must have
+  // been written by the first.
+  HostBuffer qn(t, {b, nt, h, kh}), kn(t, {b, nt, h, kh}), w(t, {b, nt, h, kh}),
+      u(t, {b, nt, h, vh}), gc(DType::F32, {b, nt, h});
+  for (HostBuffer* x : {&qn, &kn, &w, &u, &gc}) x->poison();
+  const std::string src = "embedded:workloads/gated_delta.tile#";
+  Bindings given = prepare_config;
+  given["T"] = dtype_name(t);
+  given["DK"] = std::to_string(tile16(kh));
+  given["C"] = std::to_string(chunk);
+  given["NORM"] = norm ? "1" : "0";
+  run(src + "gated_delta_prepare", given,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
+       TestArg::of(qn), TestArg::of(kn), TestArg::of(w), TestArg::of(u), TestArg::of(gc)});
+  Bindings given2 = chunk_config;
+  given2["T"] = dtype_name(t);
+  given2["DK"] = std::to_string(tile16(kh));
+  given2["C"] = std::to_string(chunk);
+  given2["H0"] = with_h0 ? "1" : "0";
+  run(src + "gated_delta_chunk", given2,
+      {TestArg::of(norm ? qn : c.q), TestArg::of(norm ? kn : c.k), TestArg::of(w), TestArg::of(u),
+       TestArg::of(gc), TestArg::of(c.h0), TestArg::of(c.o), TestArg::of(c.ht),
+       TestArg::f32(static_cast<float>(c.scale))});
+  c.expect_matches_recurrence();
 }
 
 } // namespace tilejit::test

@@ -41,5 +41,19 @@ TEST(RefGatedDelta, RecurrentForward) {
   check_gated_delta_recurrent(cpu(), DType::BF16, 1, 1, 1, 8, 8, true, false, small);
 }
 
+// The chunked form (gated_delta_prepare, then gated_delta_chunk): T past a chunk and not a
+// multiple of it, one step, normalised or not, h0 or not, Dk != Dv and not multiples of 16, VH
+// split over programs and over prepare's loop, chunks of 16 and 32.
+TEST(RefGatedDelta, ChunkedForward) {
+  const Bindings prep = {{"BV", "16"}, {"WARPS", "1"}};
+  const Bindings chunk = {{"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+  check_gated_delta_chunked(cpu(), DType::F16, 2, 37, 3, 24, 40, true, false, 16, prep, chunk);
+  check_gated_delta_chunked(cpu(), DType::BF16, 1, 45, 2, 32, 16, true, true, 32,
+                            {{"BV", "32"}, {"WARPS", "2"}},
+                            {{"BV", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
+  check_gated_delta_chunked(cpu(), DType::F16, 1, 17, 1, 16, 24, false, true, 16, prep, chunk);
+  check_gated_delta_chunked(cpu(), DType::BF16, 1, 1, 1, 8, 8, true, false, 16, prep, chunk);
+}
+
 } // namespace
 } // namespace tilejit::test

@@ -186,6 +186,26 @@ TEST(GpuGatedDelta, RecurrentForward) {
   }
 }
 
+// The gated delta rule in chunks (gated_delta_prepare, then gated_delta_chunk): normalised or
+// not, h0 or not, T not a multiple of the chunk, one step, odd head dims, chunks of 16, 32, 64,
+// several splits of VH, the long shapes' head dims.
+TEST(GpuGatedDelta, ChunkedForward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::vector<std::pair<Bindings, Bindings>> configs = {
+      {{}, {}},
+      {{{"BV", "32"}, {"WARPS", "2"}}, {{"BV", "32"}, {"STAGES", "3"}, {"WARPS", "4"}}},
+      {{{"BV", "128"}, {"WARPS", "8"}}, {{"BV", "128"}, {"STAGES", "1"}, {"WARPS", "8"}}},
+      {{{"BV", "16"}, {"WARPS", "1"}}, {{"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}}}};
+  for (const auto& [prep, chunk] : configs)
+    for (int64_t c : {64, 32, 16}) {
+      check_gated_delta_chunked(run, DType::BF16, 2, 500, 3, 128, 128, true, true, c, prep, chunk);
+      check_gated_delta_chunked(run, DType::F16, 3, 257, 2, 40, 72, true, false, c, prep, chunk);
+      check_gated_delta_chunked(run, DType::F16, 1, 100, 2, 32, 32, false, true, c, prep, chunk);
+      check_gated_delta_chunked(run, DType::BF16, 1, 1, 1, 8, 8, true, false, c, prep, chunk);
+    }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

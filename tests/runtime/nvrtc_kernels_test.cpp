@@ -170,6 +170,17 @@ std::vector<Variant> variants() {
       {"workloads/gated_delta.tile#linear_attn",
        {{"T", "f16"}, {"DK", "64"}, {"REV", "1"}, {"C", "32"}, {"BV", "32"}, {"WARPS", "2"}}},
       {"workloads/gated_delta.tile#gated_delta_recurrent", {{"T", "bf16"}, {"DK", "128"}}},
+      // The gated delta rule in chunks (solve_tril in the first), the long shapes' and the
+      // small shapes' head dims.
+      {"workloads/gated_delta.tile#gated_delta_prepare", {{"T", "bf16"}, {"DK", "128"}}},
+      {"workloads/gated_delta.tile#gated_delta_prepare",
+       {{"T", "f16"}, {"DK", "32"}, {"C", "32"}, {"NORM", "0"}, {"BV", "32"}, {"WARPS", "2"}}},
+      // (Its default, BV = 64 with 8 warps, spills 72 bytes on sm_80 with unaligned tensors;
+      // aligned, and on sm_90a, it does not.)
+      {"workloads/gated_delta.tile#gated_delta_chunk",
+       {{"T", "bf16"}, {"DK", "128"}, {"BV", "32"}, {"WARPS", "8"}}},
+      {"workloads/gated_delta.tile#gated_delta_chunk",
+       {{"T", "f16"}, {"DK", "32"}, {"C", "32"}, {"H0", "1"}, {"BV", "32"}, {"WARPS", "4"}}},
       {"workloads/gated_delta.tile#gated_delta_recurrent",
        {{"T", "f16"}, {"DK", "48"}, {"NORM", "0"}, {"H0", "1"}, {"BV", "128"}, {"WARPS", "8"}}},
   };

@@ -418,20 +418,39 @@ TEST(WorkloadInterface, GatedDeltaShapesOnTheInterpreter) {
     workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, "default");
     EXPECT_TRUE(c.ok) << c.summary();
   }
-  // The gated delta rule (RULE=delta): its recurrent forward, with and without normalisation and
-  // an initial state, odd sizes, one step.
-  const Config rule_small = {{"BV", "16"}, {"WARPS", "1"}};
+  // The gated delta rule (RULE=delta), both plans: chunked (the default; chunks of 16 and 32,
+  // T past a chunk) and recurrent, with and without normalisation and an initial state, odd
+  // sizes, one step, no steps (ht = h0).
+  const Config rule_small = {{"BV", "16"}, {"WARPS", "1"}, {"forward:STAGES", "2"}};
   for (const auto& [items, t] : std::vector<std::pair<std::map<std::string, std::string>, DType>>{
-           {{{"B", "2"}, {"T", "23"}, {"H", "3"}, {"DK", "24"}, {"DV", "40"}, {"RULE", "delta"}},
+           {{{"B", "2"},
+             {"T", "23"},
+             {"H", "3"},
+             {"DK", "24"},
+             {"DV", "40"},
+             {"RULE", "delta"},
+             {"CHUNK", "16"}},
             DType::F16},
-           {{{"T", "30"}, {"D", "32"}, {"RULE", "delta"}, {"NORM", "0"}, {"H0", "1"}}, DType::BF16},
-           {{{"T", "1"}, {"D", "8"}, {"RULE", "delta"}, {"H0", "1"}}, DType::F16}}) {
+           {{{"T", "40"},
+             {"D", "32"},
+             {"RULE", "delta"},
+             {"NORM", "0"},
+             {"H0", "1"},
+             {"CHUNK", "32"}},
+            DType::BF16},
+           {{{"T", "1"}, {"D", "8"}, {"RULE", "delta"}, {"H0", "1"}, {"CHUNK", "16"}}, DType::F16},
+           {{{"B", "2"}, {"T", "0"}, {"D", "16"}, {"RULE", "delta"}, {"H0", "1"}}, DType::BF16}}) {
     auto p = w->parse_shape(items, t);
     SCOPED_TRACE(p->describe());
-    EXPECT_EQ(p->plans().front().name, "recurrent");
-    auto data = p->make_data(fresh_seed());
-    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, rule_small, "recurrent");
-    EXPECT_TRUE(c.ok) << c.summary();
+    EXPECT_EQ(p->plans().front().name, "chunked");
+    for (const char* plan : {"chunked", "recurrent"}) {
+      SCOPED_TRACE(plan);
+      auto data = p->make_data(fresh_seed());
+      Config config = rule_small;
+      if (std::string(plan) == "recurrent") config.erase("forward:STAGES");
+      workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, config, plan);
+      EXPECT_TRUE(c.ok) << c.summary();
+    }
   }
   // The forward and the backward's three launches, the anti-causal ones with REV = 1.
   auto p = w->parse_shape({{"T", "20"}, {"D", "16"}}, DType::F16);
@@ -490,6 +509,18 @@ TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
       derr({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}, {"H0", "2"}}).find("H0=2: expected 0 or 1"),
       std::string::npos);
   EXPECT_NE(derr({{"T", "8"}, {"D", "8"}}).find("not a gated delta rule shape"), std::string::npos);
+  EXPECT_EQ(d.chunk, 64);
+  EXPECT_EQ(parse_gated_delta_rule_shape(
+                {{"T", "9"}, {"D", "8"}, {"RULE", "delta"}, {"chunk", "32"}}, DType::F16)
+                .chunk,
+            32);
+  EXPECT_NE(derr({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}, {"CHUNK", "48"}})
+                .find("CHUNK=48: expected 16, 32 or 64"),
+            std::string::npos);
+  EXPECT_NE(derr({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}, {"CHUNK", "x"}}).find("CHUNK"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"CHUNK", "16"}}).find("CHUNK: is for RULE=delta"),
+            std::string::npos);
   EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"N", "8"}}).find("gated_delta has no size 'N'"),
             std::string::npos);
   auto w = workloads::find_workload("gated_delta");

@@ -68,4 +68,34 @@ TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
   if (SYNC_AFTER) __syncthreads();
 }
 
+/// v = (I + A)^-1 for A the strictly lower part of the square register tile v (its diagonal
+/// and upper part are not read), through `scratch` (2 * C * C floats: A, then the inverse X).
+/// Forward substitution, one row per step with a barrier after it: thread j computes
+/// X[i][j] = -(A[i][j] + sum_{k=j+1..i-1} A[i][k] X[k][j]) for j < i, reading A's row i at
+/// consecutive k and X's rows at stride C + 1 across threads (no bank conflicts).
+template <class L, bool SYNC_AFTER = true>
+TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
+  constexpr int C = L::C_;
+  static_assert(L::R_ == C, "solve_tril: a square tile");
+  float* a = scratch;
+  float* x = scratch + C * C;
+  TJ_UNROLL for (int e = 0; e < L::N; ++e) {
+    if (L::valid(e)) a[L::r(e) * C + L::c(e)] = v[e];
+  }
+  __syncthreads();
+  for (int i = 1; i < C; ++i) {
+    for (int j = threadIdx.x; j < i; j += L::NT_) {
+      float acc = a[i * C + j];
+      for (int k = j + 1; k < i; ++k) acc = fmaf(a[i * C + k], x[k * C + j], acc);
+      x[i * C + j] = -acc;
+    }
+    __syncthreads();
+  }
+  TJ_UNROLL for (int e = 0; e < L::N; ++e) {
+    const int r = L::r(e), c = L::c(e);
+    if (L::valid(e)) v[e] = r == c ? 1.0f : r < c ? 0.0f : x[r * C + c];
+  }
+  if (SYNC_AFTER) __syncthreads();
+}
+
 } // namespace tj
