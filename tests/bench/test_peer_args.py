@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad arguments to the attention (fp32 GQA, SDPA quick, flex block-sparse) and hbv peer scripts are refused before torch is imported, with
+"""Bad arguments to the attention (fp32 GQA, SDPA quick, flex block-sparse), gated_delta (FLA) and hbv peer scripts are refused before torch is imported, with
 a message naming the argument (no GPU or torch needed).
 
     python3 tests/bench/test_peer_args.py
@@ -45,6 +45,14 @@ def main():
         r = run("flex_sparse.py", *args)
         if r.returncode != 2 or want not in r.stderr:
             failures.append(f"flex_sparse.py {' '.join(args)}: exit {r.returncode}, "
+                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for args, want in [(["--fla", "/nonexistent"], "--fla /nonexistent: no fla package there"),
+                       (["--fla", ".", "--shapes", "4:2048:16"], "'4:2048:16' is not B:T:H:D"),
+                       (["--fla", ".", "--shapes", "4:0:16:128"], "is not B:T:H:D"),
+                       (["--shapes", "4:8:1:8"], "--fla")]:
+        r = run("fla_gated_delta.py", *args)
+        if r.returncode != 2 or want not in r.stderr:
+            failures.append(f"fla_gated_delta.py {' '.join(args)}: exit {r.returncode}, "
                             f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
     for f in failures:
         print("FAIL:", f)

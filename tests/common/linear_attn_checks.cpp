@@ -179,8 +179,8 @@ struct GatedDeltaCase {
     ht.poison();
   }
 
-  /// o and ht against the recurrence, step by step in float64 (relative error 2e-2).
-  void expect_matches_recurrence() const {
+  /// o and ht against the recurrence, step by step in float64 (relative error `tol`).
+  void expect_matches_recurrence(double tol = 2e-2) const {
     std::vector<double> ro(static_cast<size_t>(o.numel())), rh(static_cast<size_t>(ht.numel()));
     for (int64_t bi = 0; bi < b; ++bi)
       for (int64_t hi = 0; hi < h; ++hi) {
@@ -218,11 +218,11 @@ struct GatedDeltaCase {
       }
     {
       SCOPED_TRACE("o");
-      expect_close(o, ro, 2e-2);
+      expect_close(o, ro, tol);
     }
     {
       SCOPED_TRACE("ht");
-      expect_close(ht, rh, 2e-2);
+      expect_close(ht, rh, tol);
     }
   }
 };
@@ -283,7 +283,11 @@ void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int6
       {TestArg::of(norm ? qn : c.q), TestArg::of(norm ? kn : c.k), TestArg::of(w), TestArg::of(u),
        TestArg::of(gc), TestArg::of(c.h0), TestArg::of(c.o), TestArg::of(c.ht),
        TestArg::f32(static_cast<float>(c.scale))});
-  c.expect_matches_recurrence();
+  // The chunked form takes q . k on the tensor cores from normalised copies rounded to T, as
+  // FLA's does (the recurrent form keeps them in f32): at head dims of 16 or less the dot's
+  // cancellation lifts that rounding (0.036 measured at Dk = 8, one bf16 step, on an H200;
+  // 0.004 at Dk = 32 and 128 on the long shapes).
+  c.expect_matches_recurrence(kh <= 16 ? 6e-2 : 2e-2);
 }
 
 } // namespace tilejit::test

@@ -1,0 +1,126 @@
+"""flash-linear-attention's chunk_gated_delta_rule, timed the way `tilejit bench` times.
+
+    python3 bench/peers/fla_gated_delta.py --fla DIR [--shapes B:T:H:D,...] [--out FILE.jsonl]
+
+DIR holds the `fla` package (a checkout of the public fla-org/flash-linear-attention, staged
+next to the binaries for a device call; never committed). For each shape (default: the
+WORKLOADS.md ones, B=128 T in {256, 512, 1024} H=4 D=32 and B=4 T in {2048, 8192} H=16 D=128):
+bf16 q, k, v [B, T, H, D], g = logsigmoid(randn) f32 (the log decay, <= 0), beta =
+sigmoid(randn) bf16 (as FLA's GatedDeltaNet layer passes it), q and k L2-normalised in the
+kernel, the final state returned: the forward, and the forward + backward where FLA's backward
+runs (on Hopper with Triton < 3.7.1 it refuses; the reason is recorded). L2 flushed before each
+call, CUDA events, median of 30 after 3 warm-ups (the first call, Triton's compile and FLA's
+autotuning, is timed apart as first_call_s). One JSON line per shape on stdout (and FILE).
+"""
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import types
+
+
+def shape_list(text):
+    out = []
+    for item in text.split(","):
+        f = item.split(":")
+        if len(f) != 4 or not all(x.isdigit() and int(x) > 0 for x in f):
+            raise argparse.ArgumentTypeError(f"'{item}' is not B:T:H:D (positive integers)")
+        out.append(tuple(int(x) for x in f))
+    return out
+
+
+def import_chunk_gated_delta_rule(root):
+    """FLA's op without running fla/__init__.py or fla/ops/__init__.py (they import every layer
+    and model, and with them transformers): the packages on the way are registered bare, their
+    submodules import as usual."""
+    def bare(name, path):
+        m = types.ModuleType(name)
+        m.__path__ = [path]
+        m.__package__ = name
+        m.__spec__ = importlib.util.spec_from_file_location(
+            name, os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+        sys.modules[name] = m
+        if "." in name:
+            parent, child = name.rsplit(".", 1)
+            setattr(sys.modules[parent], child, m)
+    pkg = os.path.join(root, "fla")
+    for name in ("fla", "fla.ops", "fla.ops.gated_delta_rule", "fla.layers", "fla.models"):
+        bare(name, os.path.join(pkg, *name.split(".")[1:]))
+    sys.modules["fla"].__version__ = "vendored"  # fla.utils reads it
+    try:
+        import einops  # noqa: F401  (FLA's naive references import it; the op does not need it)
+    except ImportError:
+        sys.modules["einops"] = types.SimpleNamespace(rearrange=None, repeat=None)
+    from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule
+    return chunk_gated_delta_rule
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fla", required=True, help="the directory holding the fla package")
+    p.add_argument("--shapes", type=shape_list,
+                   default=[(128, 256, 4, 32), (128, 512, 4, 32), (128, 1024, 4, 32),
+                            (4, 2048, 16, 128), (4, 8192, 16, 128)], help="B:T:H:D,...")
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    args = p.parse_args()
+    if not os.path.isdir(os.path.join(args.fla, "fla")):
+        p.error(f"--fla {args.fla}: no fla package there")
+    import torch
+    if not torch.cuda.is_available():
+        print("fla_gated_delta: no CUDA device; nothing to time", file=sys.stderr)
+        return 0
+    sys.path.insert(0, args.fla)
+    import torch.nn.functional as F
+    chunk_gated_delta_rule = import_chunk_gated_delta_rule(args.fla)
+
+    from flushed_timer import FlushedTimer
+    timer = FlushedTimer(torch)
+    out = open(args.out, "a") if args.out else None
+    for (B, T, H, D) in args.shapes:
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16,
+                               requires_grad=True) for _ in range(3))
+        g = F.logsigmoid(torch.randn(B, T, H, device="cuda")).requires_grad_(True)
+        beta = torch.sigmoid(torch.randn(B, T, H, device="cuda")).to(torch.bfloat16)
+        beta.requires_grad_(True)
+        row = {"B": B, "T": T, "H": H, "D": D, "device": torch.cuda.get_device_name()}
+
+        def fwd():
+            return chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True,
+                                          use_qk_l2norm_in_kernel=True)
+        t0 = time.time()
+        o, ht = fwd()
+        torch.cuda.synchronize()
+        row["first_call_s"] = round(time.time() - t0, 2)
+        with torch.no_grad():
+            row["fla_fwd_ms"] = timer.median_ms(fwd)
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        with torch.no_grad():
+            fwd()
+        torch.cuda.synchronize()
+        row["fla_fwd_peak_extra_bytes"] = torch.cuda.max_memory_allocated() - base
+        do = torch.randn_like(o)
+        try:
+            def fwd_bwd():
+                o2, _ = fwd()
+                return torch.autograd.grad(o2, (q, k, v, g, beta), do)
+            fwd_bwd()
+            row["fla_fwdbwd_ms"] = timer.median_ms(fwd_bwd)
+        except Exception as ex:  # FLA's backward refuses on Hopper with older Triton
+            row["fla_fwdbwd_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
+        line = json.dumps(row)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+        del q, k, v, g, beta, o, ht
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
