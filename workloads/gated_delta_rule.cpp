@@ -43,12 +43,12 @@ std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, 
   fill_uniform(d->h0, splitmix(base + 6), -1, 1);
   d->o.poison();
   d->ht.poison();
-  d->qn = ref::HostBuffer(s.dtype, key);
-  d->kn = ref::HostBuffer(s.dtype, key);
   d->w = ref::HostBuffer(s.dtype, key);
   d->u = ref::HostBuffer(s.dtype, value);
   d->gc = ref::HostBuffer(DType::F32, gate);
-  for (ref::HostBuffer* x : {&d->qn, &d->kn, &d->w, &d->u, &d->gc}) x->poison();
+  d->rq = ref::HostBuffer(DType::F32, gate);
+  d->rk = ref::HostBuffer(DType::F32, gate);
+  for (ref::HostBuffer* x : {&d->w, &d->u, &d->gc, &d->rq, &d->rk}) x->poison();
   return d;
 }
 

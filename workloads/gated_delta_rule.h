@@ -32,9 +32,9 @@ struct GatedDeltaShape {
 struct GatedDeltaData {
   GatedDeltaShape shape;
   ref::HostBuffer q, k, v, g, beta, h0, o, ht;
-  /// The chunked form's intermediates (poisoned): q and k normalised, w and u (the WY form's
-  /// products, in the inputs' dtype) and the chunk-local cumulative g.
-  ref::HostBuffer qn, kn, w, u, gc;
+  /// The chunked form's intermediates (poisoned): w and u (the WY form's products, in the
+  /// inputs' dtype), the chunk-local cumulative g, and q's and k's reciprocal norms per step.
+  ref::HostBuffer w, u, gc, rq, rk;
 };
 std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& shape, uint64_t seed);
 

@@ -155,11 +155,11 @@ public:
                          {"h0", &d.h0},
                          {"o", &d.o},
                          {"ht", &d.ht},
-                         {"qn", &d.qn},
-                         {"kn", &d.kn},
                          {"w", &d.w},
                          {"u", &d.u},
-                         {"gc", &d.gc}},
+                         {"gc", &d.gc},
+                         {"rq", &d.rq},
+                         {"rk", &d.rk}},
                         name);
   }
 
@@ -204,39 +204,45 @@ public:
             {"h0", DType::F32, state, R::input},
             {"o", t, value, R::output},
             {"ht", DType::F32, state, R::output},
-            {"qn", t, key, R::intermediate},
-            {"kn", t, key, R::intermediate},
             {"w", t, key, R::intermediate},
             {"u", t, value, R::intermediate},
-            {"gc", DType::F32, gate, R::intermediate}};
+            {"gc", DType::F32, gate, R::intermediate},
+            {"rq", DType::F32, gate, R::intermediate},
+            {"rk", DType::F32, gate, R::intermediate}};
   }
 
-  /// The chunked form: gated_delta_prepare (w, u, the cumulative g; q and k normalised when
-  /// asked), then gated_delta_chunk over the chunks in order, both with chunk size C.
+  /// The chunked form: gated_delta_prepare (w, u, the cumulative g; q's and k's reciprocal
+  /// norms when normalising), then gated_delta_chunk over the chunks in order, both with chunk
+  /// size C.
   std::vector<Step> steps() const override {
     const std::string dk = std::to_string(s_.key_tile()), c = std::to_string(s_.chunk);
     Step prepare;
     prepare.label = "prepare";
     prepare.kernel = "gated_delta_prepare";
-    prepare.args = {StepArg::of("q"),    StepArg::of("k"),  StepArg::of("v"),  StepArg::of("g"),
-                    StepArg::of("beta"), StepArg::of("qn"), StepArg::of("kn"), StepArg::of("w"),
-                    StepArg::of("u"),    StepArg::of("gc")};
+    prepare.args = {StepArg::of("q"),    StepArg::of("k"), StepArg::of("v"), StepArg::of("g"),
+                    StepArg::of("beta"), StepArg::of("w"), StepArg::of("u"), StepArg::of("gc"),
+                    StepArg::of("rq"),   StepArg::of("rk")};
     prepare.generics = {{"DK", dk}, {"C", c}, {"NORM", s_.normalize ? "1" : "0"}};
     prepare.writes = {"w", "u", "gc"};
-    if (s_.normalize) prepare.writes.push_back("qn"), prepare.writes.push_back("kn");
+    if (s_.normalize) prepare.writes.push_back("rq"), prepare.writes.push_back("rk");
     Step forward;
     forward.label = "forward";
     forward.kernel = "gated_delta_chunk";
-    forward.args = {StepArg::of(s_.normalize ? "qn" : "q"),
-                    StepArg::of(s_.normalize ? "kn" : "k"),
+    forward.args = {StepArg::of("q"),
+                    StepArg::of("k"),
                     StepArg::of("w"),
                     StepArg::of("u"),
                     StepArg::of("gc"),
+                    StepArg::of("rq"),
+                    StepArg::of("rk"),
                     StepArg::of("h0"),
                     StepArg::of("o"),
                     StepArg::of("ht"),
                     StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
-    forward.generics = {{"DK", dk}, {"C", c}, {"H0", s_.initial_state ? "1" : "0"}};
+    forward.generics = {{"DK", dk},
+                        {"C", c},
+                        {"NORM", s_.normalize ? "1" : "0"},
+                        {"H0", s_.initial_state ? "1" : "0"}};
     forward.writes = {"o", "ht"};
     return {prepare, forward};
   }

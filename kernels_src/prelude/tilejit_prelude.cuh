@@ -12,6 +12,7 @@
 #include "tj/shared.cuh"
 #include "tj/tensor.cuh"
 #include "tj/tma.cuh"
+#include "tj/tril.cuh"
 #include "tj/types.cuh"
 #include "tj/unpack.cuh"
 #include "tj/wgmma.cuh"

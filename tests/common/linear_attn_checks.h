@@ -30,10 +30,10 @@ void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, in
                                  const Bindings& config);
 
 /// The chunked form, as the workload runs it: gated_delta_prepare (w, u, the cumulative g, and
-/// q, k normalised when `norm`) then gated_delta_chunk (the chunks in order) with chunk size
-/// `chunk`, each kernel's own configuration forced; the same inputs and float64 recurrence as
-/// check_gated_delta_recurrent (relative error 2e-2; 6e-2 at Dk <= 16, where q . k from 16-bit
-/// normalised copies cancels), intermediates poisoned first.
+/// q's and k's reciprocal norms when `norm`) then gated_delta_chunk (the chunks in order) with
+/// chunk size `chunk`, each kernel's own configuration forced; the same inputs and float64
+/// recurrence as check_gated_delta_recurrent (relative error 2e-2), intermediates poisoned
+/// first.
 void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
                                int64_t kh, int64_t vh, bool norm, bool with_h0, int64_t chunk,
                                const Bindings& prepare_config, const Bindings& chunk_config);

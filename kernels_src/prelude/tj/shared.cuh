@@ -3,6 +3,7 @@
 
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
+#include "tj/tril.cuh"
 
 namespace tj {
 
@@ -69,10 +70,8 @@ TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
 }
 
 /// v = (I + A)^-1 for A the strictly lower part of the square register tile v (its diagonal
-/// and upper part are not read), through `scratch` (2 * C * C floats: A, then the inverse X).
-/// Forward substitution, one row per step with a barrier after it: thread j computes
-/// X[i][j] = -(A[i][j] + sum_{k=j+1..i-1} A[i][k] X[k][j]) for j < i, reading A's row i at
-/// consecutive k and X's rows at stride C + 1 across threads (no bank conflicts).
+/// and upper part are not read), through `scratch` (2 * C * C floats: A, then the inverse X):
+/// tj::tril_inverse (blocks of 16 where C allows, else row by row).
 template <class L, bool SYNC_AFTER = true>
 TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
   constexpr int C = L::C_;
@@ -83,14 +82,7 @@ TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
     if (L::valid(e)) a[L::r(e) * C + L::c(e)] = v[e];
   }
   __syncthreads();
-  for (int i = 1; i < C; ++i) {
-    for (int j = threadIdx.x; j < i; j += L::NT_) {
-      float acc = a[i * C + j];
-      for (int k = j + 1; k < i; ++k) acc = fmaf(a[i * C + k], x[k * C + j], acc);
-      x[i * C + j] = -acc;
-    }
-    __syncthreads();
-  }
+  tril_inverse<C, L::NT_>(a, x, static_cast<int>(threadIdx.x), [] { __syncthreads(); });
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     const int r = L::r(e), c = L::c(e);
     if (L::valid(e)) v[e] = r == c ? 1.0f : r < c ? 0.0f : x[r * C + c];
