@@ -604,4 +604,85 @@ int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t p
                                  config, stream, check_only);
 }
 
+int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                           const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "linear_attn_forward";
+        const auto& args = op_tensors(op, packed, packed_len, 4, "q, k, v, o");
+        tilejit::ops::LinearAttnForwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.o = tensor_arg(op, args[3], "o");
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_linear_attn_forward(a);
+        else
+          tilejit::ops::linear_attn_forward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                            const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "linear_attn_backward";
+        const auto& args = op_tensors(op, packed, packed_len, 7, "q, k, v, dout, dq, dk, dv");
+        tilejit::ops::LinearAttnBackwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.dout = tensor_arg(op, args[3], "dout");
+        a.dq = tensor_arg(op, args[4], "dq");
+        a.dk = tensor_arg(op, args[5], "dk");
+        a.dv = tensor_arg(op, args[6], "dv");
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_linear_attn_backward(a);
+        else
+          tilejit::ops::linear_attn_backward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t packed_len,
+                                int has_h0, int normalize, int64_t chunk, double scale,
+                                const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "gated_delta_rule_forward";
+        const auto& args =
+            op_tensors(op, packed, packed_len, has_h0 ? 8 : 7,
+                       has_h0 ? "q, k, v, g, beta, o, ht, h0" : "q, k, v, g, beta, o, ht");
+        tilejit::ops::GatedDeltaRuleArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.g = tensor_arg(op, args[3], "g");
+        a.beta = tensor_arg(op, args[4], "beta");
+        a.o = tensor_arg(op, args[5], "o");
+        a.ht = tensor_arg(op, args[6], "ht");
+        if (has_h0) a.h0 = tensor_arg(op, args[7], "h0");
+        a.normalize = normalize != 0;
+        a.chunk = chunk;
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_gated_delta_rule_forward(a);
+        else
+          tilejit::ops::gated_delta_rule_forward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
 } // extern "C"

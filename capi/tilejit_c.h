@@ -102,6 +102,18 @@ int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t p
                                  int64_t block, int causal, int exact, double scale,
                                  const char* config, void* stream, int check_only);
 
+/* ops::linear_attn_forward on four tensors: q, k, v, o (given); scale NaN for 1/sqrt(Dk). */
+int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                           const char* config, void* stream, int check_only);
+/* ops::linear_attn_backward on seven tensors: q, k, v, dout, then dq, dk, dv (given). */
+int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
+                            const char* config, void* stream, int check_only);
+/* ops::gated_delta_rule_forward on q, k, v, g, beta, o, ht (given), then h0 when has_h0;
+ * normalize 0 or 1; chunk 16, 32 or 64; scale NaN for 1/sqrt(Dk). */
+int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t packed_len,
+                                int has_h0, int normalize, int64_t chunk, double scale,
+                                const char* config, void* stream, int check_only);
+
 #ifdef __cplusplus
 }
 #endif

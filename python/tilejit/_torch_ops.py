@@ -75,3 +75,58 @@ def _attention_backward(ctx, do, dlse):
 # torch.ops.tilejit.attention_forward is differentiable in q, k and v (through o), also under
 # torch.compile.
 attention_forward.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+@torch.library.custom_op("tilejit::linear_attn_forward", mutates_args=(), device_types="cuda")
+def linear_attn_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        scale: Optional[float] = None) -> torch.Tensor:
+    return ops.linear_attn_forward(q, k, v, scale=scale)
+
+
+@linear_attn_forward.register_fake
+def _(q, k, v, scale=None):
+    return v.new_empty(v.shape)
+
+
+@torch.library.custom_op("tilejit::linear_attn_backward", mutates_args=(), device_types="cuda")
+def linear_attn_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dout: torch.Tensor,
+                         scale: Optional[float] = None
+                         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return ops.linear_attn_backward(q, k, v, dout.contiguous(), scale=scale)
+
+
+@linear_attn_backward.register_fake
+def _(q, k, v, dout, scale=None):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _linear_attn_setup(ctx, inputs, output):
+    q, k, v, scale = inputs
+    ctx.save_for_backward(q, k, v)
+    ctx.scale = scale
+
+
+def _linear_attn_backward(ctx, do):
+    q, k, v = ctx.saved_tensors
+    dq, dk, dv = linear_attn_backward(q, k, v, do, ctx.scale)
+    return dq, dk, dv, None
+
+
+# torch.ops.tilejit.linear_attn_forward is differentiable in q, k and v, also under
+# torch.compile.
+linear_attn_forward.register_autograd(_linear_attn_backward, setup_context=_linear_attn_setup)
+
+
+@torch.library.custom_op("tilejit::gated_delta_rule", mutates_args=(), device_types="cuda")
+def gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                     beta: torch.Tensor, scale: Optional[float] = None,
+                     initial_state: Optional[torch.Tensor] = None, normalize: bool = True,
+                     chunk: int = 64) -> Tuple[torch.Tensor, torch.Tensor]:
+    return ops.gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                                normalize=normalize, chunk=chunk)
+
+
+@gated_delta_rule.register_fake
+def _(q, k, v, g, beta, scale=None, initial_state=None, normalize=True, chunk=64):
+    return (v.new_empty(v.shape),
+            q.new_empty((q.shape[0], q.shape[2], q.shape[3], v.shape[3]), dtype=torch.float32))

@@ -326,3 +326,100 @@ def attention(q, k, v, *, causal=False, scale=None, exact=False, block_mask=None
         return AttentionFunction.apply(q, k, v, causal, scale, exact, block_mask, runtime)
     return attention_forward(q, k, v, causal=causal, scale=scale, exact=exact,
                              block_mask=block_mask, runtime=runtime)[0]
+
+
+def _packed_call(op, fn, tensors, names, args, stream, runtime, check_only):
+    """A C ABI call on packed tensors: fn(handle, packed, len, *args, stream, check_only)."""
+    packed, device = pack_tensors(tensors, names)
+    if stream is None:
+        stream = current_stream(device) if device >= 0 else 0
+    buf = array("q", packed)
+    handle = (runtime or default_runtime())._handle
+    if fn(handle, buf.buffer_info()[0], len(packed), *args, stream, 1 if check_only else 0):
+        raise_last_error()
+
+
+def _like(t, shape=None, float32=False):
+    """A new tensor beside t (its shape, or `shape`), or t itself where t has no usable shape
+    (the C checks then name what is wrong with it)."""
+    s = _shape(t)
+    if s is None or len(s) != 4:
+        return t
+    return _empty(t, s if shape is None else shape, dtype_of_like=not float32)
+
+
+def linear_attn_forward(q, k, v, *, scale=None, out=None, config=None, stream=None, runtime=None,
+                        check_only=False):
+    """Causal, unnormalised linear attention (WORKLOADS.md section 4): o_t = scale * q_t sum over
+    s <= t of k_s^T v_s. q and k [B, T, H, Dk], v [B, T, H, Dv] (f16 or bf16, the last dimension
+    contiguous, head dims 1 to 256); returns o like v. scale defaults to 1/sqrt(Dk)."""
+    op = "linear_attn_forward"
+    if out is None:
+        out = _like(v)
+    _packed_call(op, lib.tj_linear_attn_forward, (q, k, v, out), ("q", "k", "v", "o"),
+                 (_scale_arg(op, scale), config_text(config) if config else None), stream,
+                 runtime, check_only)
+    return out
+
+
+def linear_attn_backward(q, k, v, dout, *, scale=None, dq=None, dk=None, dv=None, config=None,
+                         stream=None, runtime=None, check_only=False):
+    """The gradients (dq, dk, dv) of sum(dout * o) for o = linear_attn_forward(q, k, v) with
+    the same scale: three launches of the forward's kernel with exchanged operands."""
+    op = "linear_attn_backward"
+    dq = _like(q) if dq is None else dq
+    dk = _like(k) if dk is None else dk
+    dv = _like(v) if dv is None else dv
+    _packed_call(op, lib.tj_linear_attn_backward, (q, k, v, dout, dq, dk, dv),
+                 ("q", "k", "v", "dout", "dq", "dk", "dv"),
+                 (_scale_arg(op, scale), config_text(config) if config else None), stream,
+                 runtime, check_only)
+    return dq, dk, dv
+
+
+def linear_attn(q, k, v, *, scale=None, runtime=None):
+    """linear_attn_forward, differentiable: torch tensors that require grad go through a
+    torch.autograd.Function whose backward is linear_attn_backward (no state is kept)."""
+    if any(getattr(t, "requires_grad", False) for t in (q, k, v)):
+        from ._linear_attn_autograd import LinearAttnFunction
+        return LinearAttnFunction.apply(q, k, v, scale, runtime)
+    return linear_attn_forward(q, k, v, scale=scale, runtime=runtime)
+
+
+def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normalize=True,
+                     chunk=64, out=None, final_state=None, config=None, stream=None,
+                     runtime=None, check_only=False):
+    """The gated delta rule's forward (WORKLOADS.md section 4), in chunks: per step
+    S = S exp(g_t); u = beta_t (v_t - k_t S); S = S + k_t^T u; o_t = scale q_t S, q_t and k_t
+    L2-normalised first when `normalize` (x / sqrt(|x|^2 + 1e-6)). q and k [B, T, H, Dk], v
+    [B, T, H, Dv] (f16 or bf16), g (the log decay, <= 0) and beta [B, T, H] float32, initial_state
+    [B, H, Dk, Dv] float32 (zero when None); chunk 16, 32 or 64. Returns (o like v, the final
+    state [B, H, Dk, Dv] float32). torch tensors: a g above 0 is refused (one device sync). The
+    backward is not there yet: inputs that require grad are refused rather than given none."""
+    op = "gated_delta_rule"
+    if any(getattr(t, "requires_grad", False) for t in (q, k, v, g, beta, initial_state)):
+        raise TilejitError(f"{op}: the gated delta rule's backward is not implemented yet; "
+                           "call it under torch.no_grad() or on tensors that do not require grad")
+    if isinstance(chunk, bool) or not isinstance(chunk, int):
+        raise TilejitError(f"{op}: chunk = {chunk!r} must be 16, 32 or 64")
+    flag = _flag(op, "normalize", normalize)
+    if hasattr(g, "dim") and getattr(g, "numel", lambda: 0)() and not check_only:
+        if bool((g > 0).any()):
+            raise TilejitError(f"{op}: tensor 'g' has values above 0; it is the log decay "
+                               "(log of a factor in (0, 1]), so g <= 0")
+    qs, vs = _shape(q), _shape(v)
+    if out is None:
+        out = _like(v)
+    if final_state is None:
+        final_state = (_like(q, (qs[0], qs[2], qs[3], vs[3]), float32=True)
+                       if qs is not None and vs is not None and len(qs) == 4 and len(vs) == 4
+                       else q)
+    tensors = (q, k, v, g, beta, out, final_state)
+    names = ("q", "k", "v", "g", "beta", "o", "ht")
+    if initial_state is not None:
+        tensors += (initial_state,)
+        names += ("h0",)
+    _packed_call(op, lib.tj_gated_delta_rule_forward, tensors, names,
+                 (1 if initial_state is not None else 0, flag, chunk, _scale_arg(op, scale),
+                  config_text(config) if config else None), stream, runtime, check_only)
+    return out, final_state

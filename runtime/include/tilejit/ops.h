@@ -172,4 +172,70 @@ struct AttentionBackwardResult {
 AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardArgs& args);
 void check_attention_backward(const AttentionBackwardArgs& args);
 
+/// Causal, unnormalised linear attention (WORKLOADS.md section 4): o_t = scale * q_t sum over
+/// s <= t of k_s^T v_s. q and k [B, T, H, Dk], v [B, T, H, Dv] (f16 or bf16, one dtype, the last
+/// dimension contiguous, Dk and Dv from 1 to 256); o like v. scale defaults to 1/sqrt(Dk). One
+/// launch of linear_attn (the f32 state carried from chunk to chunk).
+struct LinearAttnForwardArgs {
+  Tensor q, k, v;
+  std::optional<Tensor> o; ///< written when given; allocated on the device otherwise
+  std::optional<double> scale;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of linear_attn (C, BV, STAGES, WARPS)
+};
+
+struct LinearAttnForwardResult {
+  Tensor o;
+  std::shared_ptr<void> storage; ///< owns o when the op allocated it
+};
+
+LinearAttnForwardResult linear_attn_forward(Runtime& rt, const LinearAttnForwardArgs& args);
+void check_linear_attn_forward(const LinearAttnForwardArgs& args);
+
+/// The gradients of sum(dout * o) for o = linear_attn_forward(q, k, v): dout like v; dq and dk
+/// like q, dv like v. Three launches of the same kernel with exchanged operands: dq = la(dout,
+/// v, k), dv = la_rev(k, q, dout), dk = la_rev(v, dout, q) (la_rev: anti-causal).
+struct LinearAttnBackwardArgs {
+  Tensor q, k, v, dout;
+  std::optional<Tensor> dq, dk, dv; ///< written when given; allocated otherwise
+  std::optional<double> scale;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of linear_attn for all three launches
+};
+
+struct LinearAttnBackwardResult {
+  Tensor dq, dk, dv;
+  std::shared_ptr<void> storage;
+};
+
+LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackwardArgs& args);
+void check_linear_attn_backward(const LinearAttnBackwardArgs& args);
+
+/// The gated delta rule's forward (WORKLOADS.md section 4): per step S = S exp(g_t),
+/// u = beta_t (v_t - k_t S), S = S + k_t^T u, o_t = scale q_t S, with q_t and k_t
+/// L2-normalised first when `normalize`. q and k [B, T, H, Dk], v [B, T, H, Dv] (f16 or bf16),
+/// g (the log decay, <= 0: not checked here, the values are on the device) and beta
+/// [B, T, H] f32 contiguous; h0 [B, H, Dk, Dv] f32 the initial state (zero when absent). o like
+/// v and the final state ht [B, H, Dk, Dv] f32. In chunks of `chunk` steps (16, 32 or 64): two
+/// launches (gated_delta_prepare, gated_delta_chunk) and five work buffers of this call ([B, T,
+/// H, Dk] and [B, T, H, Dv] in the inputs' dtype, three [B, T, H] f32).
+struct GatedDeltaRuleArgs {
+  Tensor q, k, v, g, beta;
+  std::optional<Tensor> h0;
+  std::optional<Tensor> o, ht; ///< written when given; allocated otherwise
+  bool normalize = true;
+  int64_t chunk = 64;
+  std::optional<double> scale;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of both kernels (BV, STAGES, WARPS)
+};
+
+struct GatedDeltaRuleResult {
+  Tensor o, ht;
+  std::shared_ptr<void> storage;
+};
+
+GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& args);
+void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& args);
+
 } // namespace tilejit::ops

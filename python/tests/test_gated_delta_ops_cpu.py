@@ -1,0 +1,96 @@
+"""tilejit.ops.linear_attn_forward / linear_attn_backward / gated_delta_rule checks, without a
+GPU (host arrays: every check but the device one comes first, so each bad tensor is named here
+as it would be on the GPU). The checks are the C++ ops' (<tilejit/ops.h>)."""
+
+import numpy
+import pytest
+
+import tilejit
+
+B, T, H, DK, DV = 2, 37, 3, 24, 40
+
+
+def tensors(dtype=numpy.float16):
+    rng = numpy.random.default_rng()
+    return dict(q=rng.random((B, T, H, DK)).astype(dtype),
+                k=rng.random((B, T, H, DK)).astype(dtype),
+                v=rng.random((B, T, H, DV)).astype(dtype),
+                g=-rng.random((B, T, H)).astype(numpy.float32),
+                beta=rng.random((B, T, H)).astype(numpy.float32))
+
+
+def la_forward(rt, **changes):
+    a = tensors()
+    options = {key: changes.pop(key) for key in ("scale", "out") if key in changes}
+    a.update(changes)
+    return tilejit.ops.linear_attn_forward(a["q"], a["k"], a["v"], runtime=rt, check_only=True,
+                                           **options)
+
+
+def la_backward(rt, **changes):
+    a = tensors()
+    a["dout"] = a["v"].copy()
+    options = {key: changes.pop(key) for key in ("scale", "dq", "dk", "dv") if key in changes}
+    a.update(changes)
+    return tilejit.ops.linear_attn_backward(a["q"], a["k"], a["v"], a["dout"], runtime=rt,
+                                            check_only=True, **options)
+
+
+def rule(rt, **changes):
+    a = tensors()
+    options = {key: changes.pop(key) for key in ("scale", "initial_state", "normalize", "chunk",
+                                                 "out", "final_state") if key in changes}
+    a.update(changes)
+    return tilejit.ops.gated_delta_rule(a["q"], a["k"], a["v"], a["g"], a["beta"], runtime=rt,
+                                        check_only=True, **options)
+
+
+def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
+    host = r"tensor 'q' .* is in host memory"
+    with pytest.raises(tilejit.TilejitError, match="linear_attn_forward: " + host):
+        la_forward(cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match="linear_attn_backward: " + host):
+        la_backward(cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: " + host):
+        rule(cpu_runtime)
+    h0 = numpy.zeros((B, H, DK, DV), numpy.float32)
+    with pytest.raises(tilejit.TilejitError, match=host):
+        rule(cpu_runtime, initial_state=h0, normalize=False, chunk=16, scale=0.5)
+
+
+@pytest.mark.parametrize("call, change, message", [
+    (la_forward, lambda a: {"k": a["k"][:, :, :2]}, r"linear_attn_forward: tensor 'k' .* has 2 in dimension 2 but q's = 3"),
+    (la_forward, lambda a: {"v": a["v"][:, :, :2]}, r"tensor 'v' .* has 2 in dimension 2 but q's heads H = 3"),
+    (la_forward, lambda a: {"v": a["v"][:, :30]}, r"tensor 'v' .* has 30 in dimension 1 but q's length T = 37"),
+    (la_forward, lambda a: {"q": numpy.zeros((B, T, H, 300), numpy.float16), "k": numpy.zeros((B, T, H, 300), numpy.float16)}, r"tensor 'q' .* head dim 300 is not from 1 to 256"),
+    (la_forward, lambda a: {"q": a["q"].astype(numpy.float32)}, r"tensor 'q' .* must be f16 or bf16"),
+    (la_forward, lambda a: {"v": a["v"].astype(numpy.float32)}, r"tensor 'v' .* must be f16"),
+    (la_forward, lambda a: {"q": a["q"][0]}, r"tensor 'q' .* must have 4 dimensions: \[B, T, H, Dk\]"),
+    (la_forward, lambda a: {"out": numpy.zeros((B, T, H, DK), numpy.float16)}, r"tensor 'o' .* has 24 in dimension 3 but v's shape and dtype = 40"),
+    (la_forward, lambda a: {"scale": float("nan")}, r"scale = nan is not a finite number"),
+    (la_backward, lambda a: {"dout": a["q"]}, r"linear_attn_backward: tensor 'dout' .* has 24 in dimension 3 but v's shape and dtype = 40"),
+    (la_backward, lambda a: {"dk": numpy.zeros((B, T, H, DK), numpy.float32)}, r"tensor 'dk' .* must be f16"),
+    (rule, lambda a: {"g": a["g"][:, :, :2]}, r"gated_delta_rule_forward: tensor 'g' .* has 2 in dimension 2 but \[B, T, H\] f32, q's B, T and H = 3"),
+    (rule, lambda a: {"beta": a["beta"].astype(numpy.float16)}, r"tensor 'beta' .* must be f32"),
+    (rule, lambda a: {"initial_state": numpy.zeros((B, H, DV, DK), numpy.float32)}, r"tensor 'h0' .* has 40 in dimension 2 but \[B, H, Dk, Dv\] f32 = 24"),
+    (rule, lambda a: {"final_state": numpy.zeros((B, H, DK, DV), numpy.float16)}, r"tensor 'ht' .* must be f32"),
+    (rule, lambda a: {"chunk": 48}, r"chunk = 48 is not 16, 32 or 64"),
+    (rule, lambda a: {"chunk": 32.0}, r"chunk = 32.0 must be 16, 32 or 64"),
+    (rule, lambda a: {"normalize": 1}, r"normalize = 1 must be True or False"),
+    (rule, lambda a: {"g": numpy.zeros((B, H, T), numpy.float32).transpose(0, 2, 1)}, r"tensor 'g' .* must be contiguous"),
+])
+def test_bad_tensors_are_named(cpu_runtime, call, change, message):
+    with pytest.raises(tilejit.TilejitError, match=message):
+        call(cpu_runtime, **change(tensors()))
+
+
+def test_torch_g_above_zero_and_gradients_are_refused(cpu_runtime):
+    torch = pytest.importorskip("torch")
+    q = torch.zeros(1, 4, 1, 8, dtype=torch.bfloat16)
+    g = torch.zeros(1, 4, 1)
+    g[0, 2, 0] = 0.25
+    with pytest.raises(tilejit.TilejitError, match="tensor 'g' has values above 0"):
+        tilejit.ops.gated_delta_rule(q, q, q, g, torch.ones(1, 4, 1), runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match="backward is not implemented yet"):
+        tilejit.ops.gated_delta_rule(q.clone().requires_grad_(True), q, q, -g.abs(),
+                                     torch.ones(1, 4, 1), runtime=cpu_runtime)

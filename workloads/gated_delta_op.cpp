@@ -1,0 +1,205 @@
+// tilejit::ops::linear_attn_forward / linear_attn_backward and gated_delta_rule_forward
+// (<tilejit/ops.h>): gated_delta's kernels (kernels_src/workloads/gated_delta.tile) on an
+// application's tensors. The checks come first and name the tensor; the launches are the
+// Runtime's (tuned configurations).
+#include "support/error.h"
+#include "workloads/op_buffers.h"
+#include "workloads/op_checks.h"
+
+#include <tilejit/ops.h>
+
+#include <cmath>
+
+namespace tilejit::ops {
+namespace {
+
+const char* const kSource = "embedded:workloads/gated_delta.tile";
+const OpChecks la_forward_checks("linear_attn_forward");
+const OpChecks la_backward_checks("linear_attn_backward");
+const OpChecks rule_checks("gated_delta_rule_forward");
+
+/// The kernels' tile width of a head dim: rounded up to 16.
+std::string tile_width(int64_t head_dim) {
+  return std::to_string((head_dim + 15) / 16 * 16);
+}
+
+/// q, k [B, T, H, Dk] and v [B, T, H, Dv]: ranks, one 16-bit dtype, matching B, T and H, head
+/// dims from 1 to 256, rows dense.
+void check_qkv(const OpChecks& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+  c.rank_and_dtype("q", q, 4, {DType::F16, DType::BF16}, "[B, T, H, Dk]");
+  c.rank_and_dtype("k", k, 4, {q.dtype}, "[B, T, H, Dk], q's dtype");
+  c.rank_and_dtype("v", v, 4, {q.dtype}, "[B, T, H, Dv], q's dtype");
+  for (int dim = 0; dim < 4; ++dim) c.size("k", k, dim, q.shape[dim], "q's");
+  const char* what[3] = {"q's batch B", "q's length T", "q's heads H"};
+  for (int dim = 0; dim < 3; ++dim) c.size("v", v, dim, q.shape[dim], what[dim]);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"v", &v}}) {
+    const int64_t d = t->shape[3];
+    if (d < 1 || d > 256)
+      throw Error(str(c.named(name, *t), ": head dim ", d, " is not from 1 to 256"));
+  }
+  for (const auto& [name, t] :
+       {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
+    c.rows_dense(name, *t);
+}
+
+void check_like(const OpChecks& c, const char* name, const Tensor& t, const Tensor& like,
+                const char* like_name) {
+  c.rank_and_dtype(name, t, like.rank(), {like.dtype}, like_name);
+  for (int dim = 0; dim < like.rank(); ++dim) c.size(name, t, dim, like.shape[dim], like_name);
+  c.rows_dense(name, t);
+}
+
+/// A [B, T, H] (or [B, H, Dk, Dv]) f32 tensor, contiguous, of `like`'s sizes.
+void check_f32(const OpChecks& c, const char* name, const Tensor& t,
+               const std::vector<int64_t>& shape, const char* layout) {
+  c.rank_and_dtype(name, t, static_cast<int>(shape.size()), {DType::F32}, layout);
+  for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim)
+    c.size(name, t, dim, shape[dim], layout);
+  c.contiguous(name, t);
+}
+
+double scale_of(const OpChecks& c, const std::optional<double>& scale, const Tensor& q) {
+  if (!scale) return 1.0 / std::sqrt(static_cast<double>(q.shape[3]));
+  if (!std::isfinite(*scale))
+    throw Error(str(c.named("q", q), ": scale = ", *scale, " is not a finite number"));
+  return *scale;
+}
+
+/// One launch of linear_attn: out = la(x, y, z) (anti-causal when `rev`).
+void launch_la(Runtime& rt, const Tensor& x, const Tensor& y, const Tensor& z, const Tensor& out,
+               bool rev, double scale, const Config& user, void* stream) {
+  LaunchOptions lo;
+  lo.stream = stream;
+  lo.config = user;
+  lo.config["DK"] = tile_width(x.shape[3]);
+  lo.config["REV"] = rev ? "1" : "0";
+  static const std::string source = kSource;
+  rt.launch(rt.load(source, "linear_attn"),
+            {Arg::of(x), Arg::of(y), Arg::of(z), Arg::of(out), Arg::f32(static_cast<float>(scale))},
+            lo);
+}
+
+} // namespace
+
+void check_linear_attn_forward(const LinearAttnForwardArgs& a) {
+  const OpChecks& c = la_forward_checks;
+  check_qkv(c, a.q, a.k, a.v);
+  if (a.o) check_like(c, "o", *a.o, a.v, "v's shape and dtype");
+  scale_of(c, a.scale, a.q);
+  c.on_one_gpu({{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"o", a.o ? &*a.o : nullptr}});
+}
+
+LinearAttnForwardResult linear_attn_forward(Runtime& rt, const LinearAttnForwardArgs& a) {
+  check_linear_attn_forward(a);
+  LinearAttnForwardResult out;
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.o = a.o ? *a.o : owned->allocate(a.v.dtype, a.v.shape, a.v.device_index);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (a.v.numel() == 0) return out;
+  launch_la(rt, a.q, a.k, a.v, out.o, false, scale_of(la_forward_checks, a.scale, a.q), a.config,
+            a.stream);
+  return out;
+}
+
+void check_linear_attn_backward(const LinearAttnBackwardArgs& a) {
+  const OpChecks& c = la_backward_checks;
+  check_qkv(c, a.q, a.k, a.v);
+  check_like(c, "dout", a.dout, a.v, "v's shape and dtype");
+  if (a.dq) check_like(c, "dq", *a.dq, a.q, "q's shape and dtype");
+  if (a.dk) check_like(c, "dk", *a.dk, a.k, "k's shape and dtype");
+  if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
+  scale_of(c, a.scale, a.q);
+  c.on_one_gpu({{"q", &a.q},
+                {"k", &a.k},
+                {"v", &a.v},
+                {"dout", &a.dout},
+                {"dq", a.dq ? &*a.dq : nullptr},
+                {"dk", a.dk ? &*a.dk : nullptr},
+                {"dv", a.dv ? &*a.dv : nullptr}});
+}
+
+LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackwardArgs& a) {
+  check_linear_attn_backward(a);
+  LinearAttnBackwardResult out;
+  const int device = a.q.device_index;
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.dq = a.dq ? *a.dq : owned->allocate(a.q.dtype, a.q.shape, device);
+  out.dk = a.dk ? *a.dk : owned->allocate(a.k.dtype, a.k.shape, device);
+  out.dv = a.dv ? *a.dv : owned->allocate(a.v.dtype, a.v.shape, device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (a.q.numel() == 0 || a.v.numel() == 0) return out;
+  const double scale = scale_of(la_backward_checks, a.scale, a.q);
+  launch_la(rt, a.dout, a.v, a.k, out.dq, false, scale, a.config, a.stream);
+  launch_la(rt, a.k, a.q, a.dout, out.dv, true, scale, a.config, a.stream);
+  launch_la(rt, a.v, a.dout, a.q, out.dk, true, scale, a.config, a.stream);
+  return out;
+}
+
+void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& a) {
+  const OpChecks& c = rule_checks;
+  check_qkv(c, a.q, a.k, a.v);
+  const std::vector<int64_t> gate = {a.q.shape[0], a.q.shape[1], a.q.shape[2]};
+  const std::vector<int64_t> state = {a.q.shape[0], a.q.shape[2], a.q.shape[3], a.v.shape[3]};
+  check_f32(c, "g", a.g, gate, "[B, T, H] f32, q's B, T and H");
+  check_f32(c, "beta", a.beta, gate, "[B, T, H] f32, q's B, T and H");
+  if (a.h0) check_f32(c, "h0", *a.h0, state, "[B, H, Dk, Dv] f32");
+  if (a.o) check_like(c, "o", *a.o, a.v, "v's shape and dtype");
+  if (a.ht) check_f32(c, "ht", *a.ht, state, "[B, H, Dk, Dv] f32");
+  if (a.chunk != 16 && a.chunk != 32 && a.chunk != 64)
+    throw Error(str(c.named("q", a.q), ": chunk = ", a.chunk, " is not 16, 32 or 64"));
+  scale_of(c, a.scale, a.q);
+  c.on_one_gpu({{"q", &a.q},
+                {"k", &a.k},
+                {"v", &a.v},
+                {"g", &a.g},
+                {"beta", &a.beta},
+                {"h0", a.h0 ? &*a.h0 : nullptr},
+                {"o", a.o ? &*a.o : nullptr},
+                {"ht", a.ht ? &*a.ht : nullptr}});
+}
+
+GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& a) {
+  check_gated_delta_rule_forward(a);
+  GatedDeltaRuleResult out;
+  const Tensor &q = a.q, &v = a.v;
+  const int device = q.device_index;
+  const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
+  const std::vector<int64_t> state = {q.shape[0], q.shape[2], q.shape[3], v.shape[3]};
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.o = a.o ? *a.o : owned->allocate(v.dtype, v.shape, device);
+  out.ht = a.ht ? *a.ht : owned->allocate(DType::F32, state, device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (out.ht.numel() == 0) return out; // no state: nothing to compute
+  // This call's work buffers (freed after the launches are queued: cuMemFree waits for them).
+  OwnedBuffers work;
+  Tensor w = work.allocate(q.dtype, q.shape, device);
+  Tensor u = work.allocate(v.dtype, v.shape, device);
+  Tensor gc = work.allocate(DType::F32, gate, device);
+  Tensor rq = work.allocate(DType::F32, gate, device);
+  Tensor rk = work.allocate(DType::F32, gate, device);
+  static const std::string source = kSource;
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = a.config;
+  lo.config["DK"] = tile_width(q.shape[3]);
+  lo.config["C"] = std::to_string(a.chunk);
+  lo.config["NORM"] = a.normalize ? "1" : "0";
+  LaunchOptions prepare = lo;
+  prepare.config.erase("STAGES"); // the chunk kernel's alone
+  if (q.shape[1] > 0)
+    rt.launch(rt.load(source, "gated_delta_prepare"),
+              {Arg::of(q), Arg::of(a.k), Arg::of(v), Arg::of(a.g), Arg::of(a.beta), Arg::of(w),
+               Arg::of(u), Arg::of(gc), Arg::of(rq), Arg::of(rk)},
+              prepare);
+  lo.config["H0"] = a.h0 ? "1" : "0";
+  // Without h0 the kernel reads none: ht (its shape) stands in.
+  const Tensor& h0 = a.h0 ? *a.h0 : out.ht;
+  rt.launch(rt.load(source, "gated_delta_chunk"),
+            {Arg::of(q), Arg::of(a.k), Arg::of(w), Arg::of(u), Arg::of(gc), Arg::of(rq),
+             Arg::of(rk), Arg::of(h0), Arg::of(out.o), Arg::of(out.ht),
+             Arg::f32(static_cast<float>(scale_of(rule_checks, a.scale, q)))},
+            lo);
+  return out;
+}
+
+} // namespace tilejit::ops
