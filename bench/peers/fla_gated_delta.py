@@ -1,6 +1,10 @@
-"""flash-linear-attention's chunk_gated_delta_rule, timed the way `tilejit bench` times.
+"""flash-linear-attention's gated delta rule and linear attention, timed as `tilejit bench` times.
 
-    python3 bench/peers/fla_gated_delta.py --fla DIR [--shapes B:T:H:D,...] [--out FILE.jsonl]
+    python3 bench/peers/fla_gated_delta.py --fla DIR [--op delta|linear] [--shapes B:T:H:D,...]
+                                           [--out FILE.jsonl]
+
+--op linear times chunk_linear_attn and fused_chunk_linear_attn (normalize=False: the
+workload's unnormalised form), forward and forward + backward, instead of the rule.
 
 DIR holds the `fla` package (a checkout of the public fla-org/flash-linear-attention, staged
 next to the binaries for a device call; never committed). For each shape (default: the
@@ -31,7 +35,7 @@ def shape_list(text):
     return out
 
 
-def import_chunk_gated_delta_rule(root):
+def import_fla_ops(root):
     """FLA's op without running fla/__init__.py or fla/ops/__init__.py (they import every layer
     and model, and with them transformers): the packages on the way are registered bare, their
     submodules import as usual."""
@@ -46,7 +50,8 @@ def import_chunk_gated_delta_rule(root):
             parent, child = name.rsplit(".", 1)
             setattr(sys.modules[parent], child, m)
     pkg = os.path.join(root, "fla")
-    for name in ("fla", "fla.ops", "fla.ops.gated_delta_rule", "fla.layers", "fla.models"):
+    for name in ("fla", "fla.ops", "fla.ops.gated_delta_rule", "fla.ops.linear_attn",
+                 "fla.layers", "fla.models"):
         bare(name, os.path.join(pkg, *name.split(".")[1:]))
     sys.modules["fla"].__version__ = "vendored"  # fla.utils reads it
     try:
@@ -54,7 +59,38 @@ def import_chunk_gated_delta_rule(root):
     except ImportError:
         sys.modules["einops"] = types.SimpleNamespace(rearrange=None, repeat=None)
     from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule
-    return chunk_gated_delta_rule
+    from fla.ops.linear_attn.chunk import chunk_linear_attn
+    from fla.ops.linear_attn.fused_chunk import fused_chunk_linear_attn
+    return chunk_gated_delta_rule, chunk_linear_attn, fused_chunk_linear_attn
+
+
+def time_linear(torch, timer, fns, B, T, H, D, row):
+    """FLA's linear attention forms (normalize=False), forward and forward + backward."""
+    q, k, v = (torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16) / D ** 0.25
+               for _ in range(3))
+    q, k, v = (x.requires_grad_(True) for x in (q, k, v))
+    do = torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16)
+    for name, fn in fns:
+        def fwd(fn=fn):
+            return fn(q, k, v, normalize=False)[0]
+        t0 = time.time()
+        try:
+            o = fwd()
+            torch.cuda.synchronize()
+            row[f"fla_{name}_first_call_s"] = round(time.time() - t0, 2)
+            with torch.no_grad():
+                row[f"fla_{name}_fwd_ms"] = timer.median_ms(fwd)
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            torch.autograd.grad(fwd(), (q, k, v), do)
+            torch.cuda.synchronize()
+            row[f"fla_{name}_fwdbwd_peak_extra_bytes"] = torch.cuda.max_memory_allocated() - base
+            row[f"fla_{name}_fwdbwd_ms"] = timer.median_ms(
+                lambda: torch.autograd.grad(fwd(), (q, k, v), do))
+            del o
+        except Exception as ex:
+            row[f"fla_{name}_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
 
 
 def main():
@@ -63,6 +99,8 @@ def main():
     p.add_argument("--shapes", type=shape_list,
                    default=[(128, 256, 4, 32), (128, 512, 4, 32), (128, 1024, 4, 32),
                             (4, 2048, 16, 128), (4, 8192, 16, 128)], help="B:T:H:D,...")
+    p.add_argument("--op", choices=("delta", "linear"), default="delta",
+                   help="the gated delta rule (default) or linear attention")
     p.add_argument("--out", help="also append the JSON lines to this file")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.fla, "fla")):
@@ -73,13 +111,25 @@ def main():
         return 0
     sys.path.insert(0, args.fla)
     import torch.nn.functional as F
-    chunk_gated_delta_rule = import_chunk_gated_delta_rule(args.fla)
+    chunk_gated_delta_rule, chunk_linear_attn, fused_chunk_linear_attn = import_fla_ops(args.fla)
 
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
     out = open(args.out, "a") if args.out else None
     for (B, T, H, D) in args.shapes:
         torch.manual_seed(0)
+        if args.op == "linear":
+            row = {"op": "linear_attn", "B": B, "T": T, "H": H, "D": D,
+                   "device": torch.cuda.get_device_name()}
+            time_linear(torch, timer, [("chunk", chunk_linear_attn),
+                                       ("fused_chunk", fused_chunk_linear_attn)], B, T, H, D, row)
+            line = json.dumps(row)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+            torch.cuda.empty_cache()
+            continue
         q, k, v = (torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16,
                                requires_grad=True) for _ in range(3))
         g = F.logsigmoid(torch.randn(B, T, H, device="cuda")).requires_grad_(True)

@@ -16,44 +16,36 @@ def run(script, *args):
                           capture_output=True, text=True, timeout=60)
 
 
+# Per script: (arguments, what stderr must contain); each must exit 2 (argparse's usage error).
+CASES = {
+    "attention_fp32_gqa.py": [(["--group", "3"], "--group 3 must divide 8"),
+                              (["--group", "0"], "--group 0 must divide 8"),
+                              (["--group", "four"], "invalid int value")],
+    "hbv_peer.py": [(["--out", "x.jsonl", "--quick", "--grid"], "--quick and --grid"),
+                    (["--out", "x.jsonl", "--grid", "3"], "unrecognized arguments: 3"),
+                    (["--grid"], "--out")],
+    "sdpa_flash_quick.py": [(["--shapes", "2048:x"], "'2048:x' is not N:D or N:D:causal"),
+                            (["--shapes", "2048:64:sideways"], "is not N:D or N:D:causal"),
+                            (["--shapes", "2048"], "'2048' is not N:D")],
+    "flex_sparse.py": [(["--n", "8192,x"], "--n '8192,x' is not a comma-separated list"),
+                       (["--densities", "10,0"], "--densities 0 is outside 1..100"),
+                       (["--n", "64"], "--n 64 is outside 128..")],
+    "fla_gated_delta.py": [(["--fla", "/nonexistent"], "--fla /nonexistent: no fla package there"),
+                           (["--fla", ".", "--shapes", "4:2048:16"], "'4:2048:16' is not B:T:H:D"),
+                           (["--fla", ".", "--shapes", "4:0:16:128"], "is not B:T:H:D"),
+                           (["--shapes", "4:8:1:8"], "--fla"),
+                           (["--fla", ".", "--op", "gla"], "invalid choice: 'gla'")],
+}
+
+
 def main():
     failures = []
-    for args, want in [(["--group", "3"], "--group 3 must divide 8"),
-                       (["--group", "0"], "--group 0 must divide 8"),
-                       (["--group", "four"], "invalid int value")]:
-        r = run("attention_fp32_gqa.py", *args)
-        if r.returncode != 2 or want not in r.stderr:
-            failures.append(f"attention_fp32_gqa.py {' '.join(args)}: exit {r.returncode}, "
-                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
-    for args, want in [(["--out", "x.jsonl", "--quick", "--grid"], "--quick and --grid"),
-                       (["--out", "x.jsonl", "--grid", "3"], "unrecognized arguments: 3"),
-                       (["--grid"], "--out")]:
-        r = run("hbv_peer.py", *args)
-        if r.returncode != 2 or want not in r.stderr:
-            failures.append(f"hbv_peer.py {' '.join(args)}: exit {r.returncode}, "
-                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
-    for args, want in [(["--shapes", "2048:x"], "'2048:x' is not N:D or N:D:causal"),
-                       (["--shapes", "2048:64:sideways"], "is not N:D or N:D:causal"),
-                       (["--shapes", "2048"], "'2048' is not N:D")]:
-        r = run("sdpa_flash_quick.py", *args)
-        if r.returncode != 2 or want not in r.stderr:
-            failures.append(f"sdpa_flash_quick.py {' '.join(args)}: exit {r.returncode}, "
-                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
-    for args, want in [(["--n", "8192,x"], "--n '8192,x' is not a comma-separated list"),
-                       (["--densities", "10,0"], "--densities 0 is outside 1..100"),
-                       (["--n", "64"], "--n 64 is outside 128..")]:
-        r = run("flex_sparse.py", *args)
-        if r.returncode != 2 or want not in r.stderr:
-            failures.append(f"flex_sparse.py {' '.join(args)}: exit {r.returncode}, "
-                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
-    for args, want in [(["--fla", "/nonexistent"], "--fla /nonexistent: no fla package there"),
-                       (["--fla", ".", "--shapes", "4:2048:16"], "'4:2048:16' is not B:T:H:D"),
-                       (["--fla", ".", "--shapes", "4:0:16:128"], "is not B:T:H:D"),
-                       (["--shapes", "4:8:1:8"], "--fla")]:
-        r = run("fla_gated_delta.py", *args)
-        if r.returncode != 2 or want not in r.stderr:
-            failures.append(f"fla_gated_delta.py {' '.join(args)}: exit {r.returncode}, "
-                            f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
+    for script, cases in CASES.items():
+        for args, want in cases:
+            r = run(script, *args)
+            if r.returncode != 2 or want not in r.stderr:
+                failures.append(f"{script} {' '.join(args)}: exit {r.returncode}, "
+                                f"stderr {r.stderr.strip()!r} (wanted exit 2 and {want!r})")
     for f in failures:
         print("FAIL:", f)
     print("ok" if not failures else f"{len(failures)} failed")
