@@ -52,10 +52,31 @@ std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, 
   return d;
 }
 
+GatedDeltaHead gated_delta_head(const GatedDeltaData& d, int64_t b, int64_t h) {
+  const GatedDeltaShape& s = d.shape;
+  const int64_t T = s.steps, H = s.heads, DK = s.key_dim, DV = s.value_dim;
+  GatedDeltaHead head;
+  head.steps = T, head.key_dim = DK, head.value_dim = DV;
+  head.normalize = s.normalize;
+  head.scale = s.scale();
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t row = (b * T + t) * H + h;
+    for (int64_t i = 0; i < DK; ++i) {
+      head.q.push_back(d.q.get(row * DK + i));
+      head.k.push_back(d.k.get(row * DK + i));
+    }
+    for (int64_t j = 0; j < DV; ++j) head.v.push_back(d.v.get(row * DV + j));
+    head.g.push_back(d.g.get(row));
+    head.beta.push_back(d.beta.get(row));
+  }
+  if (s.initial_state)
+    for (int64_t i = 0; i < DK * DV; ++i) head.h0.push_back(d.h0.get((b * H + h) * DK * DV + i));
+  return head;
+}
+
 GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
   const GatedDeltaShape& s = d.shape;
   const int64_t T = s.steps, H = s.heads, DK = s.key_dim, DV = s.value_dim;
-  const double scale = s.scale();
   GatedDeltaErrors e;
   for (const ref::HostBuffer* out : {&d.o, &d.ht})
     for (int64_t i = 0; i < out->numel(); ++i)
@@ -64,35 +85,11 @@ GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
   std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}};
   if (s.batch * s.heads > 1) heads.push_back({s.batch - 1, s.heads - 1});
   for (const auto& [b, h] : heads) {
-    const int64_t state0 = (b * H + h) * DK * DV;
-    std::vector<double> S(static_cast<size_t>(DK * DV), 0.0), kt(DK), qt(DK);
-    if (s.initial_state)
-      for (int64_t i = 0; i < DK * DV; ++i) S[i] = d.h0.get(state0 + i);
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t row = (b * T + t) * H + h, kq = row * DK, vo = row * DV;
-      double kn = 0, qn = 0;
-      for (int64_t i = 0; i < DK; ++i) {
-        kt[i] = d.k.get(kq + i), qt[i] = d.q.get(kq + i);
-        kn += kt[i] * kt[i], qn += qt[i] * qt[i];
-      }
-      if (s.normalize)
-        for (int64_t i = 0; i < DK; ++i)
-          kt[i] /= std::sqrt(kn + 1e-6), qt[i] /= std::sqrt(qn + 1e-6);
-      const double decay = std::exp(d.g.get(row)), beta = d.beta.get(row);
-      for (double& x : S) x *= decay;
-      for (int64_t j = 0; j < DV; ++j) {
-        double ks = 0;
-        for (int64_t i = 0; i < DK; ++i) ks += kt[i] * S[i * DV + j];
-        const double u = beta * (d.v.get(vo + j) - ks);
-        for (int64_t i = 0; i < DK; ++i) S[i * DV + j] += kt[i] * u;
-      }
-      for (int64_t j = 0; j < DV; ++j) {
-        double os = 0;
-        for (int64_t i = 0; i < DK; ++i) os += qt[i] * S[i * DV + j];
-        eo.add(d.o.get(vo + j), scale * os);
-      }
-    }
-    for (int64_t i = 0; i < DK * DV; ++i) eh.add(d.ht.get(state0 + i), S[i]);
+    const GatedDeltaHeadOutputs ref = gated_delta_head_forward(gated_delta_head(d, b, h));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < DV; ++j)
+        eo.add(d.o.get(((b * T + t) * H + h) * DV + j), ref.o[t * DV + j]);
+    for (int64_t i = 0; i < DK * DV; ++i) eh.add(d.ht.get((b * H + h) * DK * DV + i), ref.ht[i]);
   }
   e.o = eo.value(), e.ht = eh.value();
   return e;

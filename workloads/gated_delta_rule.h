@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/ref/run_tile.h"
+#include "workloads/gated_delta_reference.h"
 
 #include <tilejit/tensor.h>
 
@@ -44,6 +45,9 @@ struct GatedDeltaErrors {
   static constexpr double kTol = 2e-2;
   bool ok() const { return nan == 0 && o <= kTol && ht <= kTol; }
 };
+
+/// Head (b, h) of `d`'s inputs in float64, for the one-head reference.
+GatedDeltaHead gated_delta_head(const GatedDeltaData& d, int64_t b, int64_t h);
 
 /// Compares o and ht with the float64 recurrence S = S exp(g_t); u = beta_t (v_t - k_t S);
 /// S += k_t^T u; o_t = scale q_t S (q_t, k_t normalised first when asked).
