@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call for what landed on 2026-11-28/29 (fourth session) without a GPU run: the
 # blocked solve_tril and the chunked gated delta rule's scaling normalisation
-# (GpuGatedDelta.ChunkedForward), the attention backward test's dq-kernel WG = 0 case
+# (GpuGatedDelta.ChunkedForward), the rule's backward step 1
+# (GpuGatedDelta.BackwardStateGradients), the attention backward test's dq-kernel WG = 0 case
 # (GpuAttention.Backward: its harness threw there), and the gated_delta Python ops' GPU tests;
 # then the rule's and linear attention's times beside FLA (tools/device_gated_delta.sh). Stage:
 #   tools/stage_device.sh build/capi/libtilejit.so.0.1.0, and FLA under .device/fla (see

@@ -192,11 +192,15 @@ GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleA
                Arg::of(u), Arg::of(gc), Arg::of(rq), Arg::of(rk)},
               prepare);
   lo.config["H0"] = a.h0 ? "1" : "0";
-  // Without h0 the kernel reads none: ht (its shape) stands in.
+  // Without h0 the kernel reads none: ht (its shape) stands in. The saved states (SAVE = 0:
+  // none are saved) are ht seen as one chunk's, [B, H, 1, Dk, Dv].
   const Tensor& h0 = a.h0 ? *a.h0 : out.ht;
+  Tensor hs = out.ht;
+  hs.shape.insert(hs.shape.begin() + 2, 1);
+  hs.strides.insert(hs.strides.begin() + 2, hs.strides[1]);
   rt.launch(rt.load(source, "gated_delta_chunk"),
             {Arg::of(q), Arg::of(a.k), Arg::of(w), Arg::of(u), Arg::of(gc), Arg::of(rq),
-             Arg::of(rk), Arg::of(h0), Arg::of(out.o), Arg::of(out.ht),
+             Arg::of(rk), Arg::of(h0), Arg::of(out.o), Arg::of(out.ht), Arg::of(hs),
              Arg::f32(static_cast<float>(scale_of(rule_checks, a.scale, q)))},
             lo);
   return out;

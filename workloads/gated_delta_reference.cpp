@@ -1,5 +1,6 @@
 #include "workloads/gated_delta_reference.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tilejit::workloads {
@@ -83,6 +84,8 @@ GatedDeltaHeadGradients gated_delta_head_backward(const GatedDeltaHead& h,
   d.dg.assign(T, 0.0);
   d.dbeta.assign(T, 0.0);
   std::vector<double> dS = dht.empty() ? std::vector<double>(DK * DV, 0.0) : dht;
+  d.dstates.assign((T + 1) * DK * DV, 0.0);
+  std::copy(dS.begin(), dS.end(), d.dstates.begin() + T * DK * DV);
   for (int64_t t = T - 1; t >= 0; --t) {
     double rq, rk;
     const std::vector<double> q = normalized_row(h.q, t, DK, h.normalize, &rq);
@@ -122,6 +125,7 @@ GatedDeltaHeadGradients gated_delta_head_backward(const GatedDeltaHead& h,
     }
     unnormalize(h.q, t, DK, h.normalize, rq, dqn, d.dq);
     unnormalize(h.k, t, DK, h.normalize, rk, dkn, d.dk);
+    std::copy(dS.begin(), dS.end(), d.dstates.begin() + t * DK * DV);
   }
   d.dh0 = dS;
   return d;

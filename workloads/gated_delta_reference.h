@@ -27,6 +27,9 @@ GatedDeltaHeadOutputs gated_delta_head_forward(const GatedDeltaHead& head);
 
 struct GatedDeltaHeadGradients {
   std::vector<double> dq, dk, dv, dg, dbeta, dh0; ///< shaped like the inputs
+  /// [T + 1, Dk, Dv]: the gradient with respect to the state after t steps (t = 0: h0's,
+  /// t = T: dht), what a chunked backward carries from chunk to chunk.
+  std::vector<double> dstates;
 };
 
 /// The gradients of sum(dout * o) + sum(dht * ht) (dout [T, Dv], dht [Dk, Dv]; an empty dht

@@ -48,7 +48,8 @@ std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, 
   d->gc = ref::HostBuffer(DType::F32, gate);
   d->rq = ref::HostBuffer(DType::F32, gate);
   d->rk = ref::HostBuffer(DType::F32, gate);
-  for (ref::HostBuffer* x : {&d->w, &d->u, &d->gc, &d->rq, &d->rk}) x->poison();
+  d->hs = ref::HostBuffer(DType::F32, {s.batch, s.heads, 1, s.key_dim, s.value_dim});
+  for (ref::HostBuffer* x : {&d->w, &d->u, &d->gc, &d->rq, &d->rk, &d->hs}) x->poison();
   return d;
 }
 

@@ -36,6 +36,7 @@ struct GatedDeltaData {
   /// The chunked form's intermediates (poisoned): w and u (the WY form's products, in the
   /// inputs' dtype), the chunk-local cumulative g, and q's and k's reciprocal norms per step.
   ref::HostBuffer w, u, gc, rq, rk;
+  ref::HostBuffer hs; ///< the chunk kernel's saved states, [B, H, 1, Dk, Dv]: not saved here
 };
 std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& shape, uint64_t seed);
 

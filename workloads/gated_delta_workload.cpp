@@ -155,6 +155,7 @@ public:
                          {"h0", &d.h0},
                          {"o", &d.o},
                          {"ht", &d.ht},
+                         {"hs", &d.hs},
                          {"w", &d.w},
                          {"u", &d.u},
                          {"gc", &d.gc},
@@ -204,6 +205,8 @@ public:
             {"h0", DType::F32, state, R::input},
             {"o", t, value, R::output},
             {"ht", DType::F32, state, R::output},
+            // The chunk kernel's saved states: unused by this forward (SAVE = 0), one state.
+            {"hs", DType::F32, {s_.batch, s_.heads, 1, s_.key_dim, s_.value_dim}, R::intermediate},
             {"w", t, key, R::intermediate},
             {"u", t, value, R::intermediate},
             {"gc", DType::F32, gate, R::intermediate},
@@ -228,17 +231,12 @@ public:
     Step forward;
     forward.label = "forward";
     forward.kernel = "gated_delta_chunk";
-    forward.args = {StepArg::of("q"),
-                    StepArg::of("k"),
-                    StepArg::of("w"),
-                    StepArg::of("u"),
-                    StepArg::of("gc"),
-                    StepArg::of("rq"),
-                    StepArg::of("rk"),
-                    StepArg::of("h0"),
-                    StepArg::of("o"),
-                    StepArg::of("ht"),
-                    StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
+    forward.args = {StepArg::of("q"),  StepArg::of("k"),
+                    StepArg::of("w"),  StepArg::of("u"),
+                    StepArg::of("gc"), StepArg::of("rq"),
+                    StepArg::of("rk"), StepArg::of("h0"),
+                    StepArg::of("o"),  StepArg::of("ht"),
+                    StepArg::of("hs"), StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
     forward.generics = {{"DK", dk},
                         {"C", c},
                         {"NORM", s_.normalize ? "1" : "0"},

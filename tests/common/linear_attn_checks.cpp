@@ -1,5 +1,7 @@
 #include "linear_attn_checks.h"
 
+#include "workloads/gated_delta_reference.h"
+
 #include "support/text.h"
 #include "test_util.h"
 
@@ -263,8 +265,9 @@ void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int6
   // The intermediates are poisoned too: every element the second kernel reads must have
   // been written by the first.
   HostBuffer w(t, {b, nt, h, kh}), u(t, {b, nt, h, vh}), gc(DType::F32, {b, nt, h}),
-      rq(DType::F32, {b, nt, h}), rk(DType::F32, {b, nt, h});
-  for (HostBuffer* x : {&w, &u, &gc, &rq, &rk}) x->poison();
+      rq(DType::F32, {b, nt, h}), rk(DType::F32, {b, nt, h}),
+      hs(DType::F32, {b, h, 1, kh, vh}); // not saved (SAVE = 0)
+  for (HostBuffer* x : {&w, &u, &gc, &rq, &rk, &hs}) x->poison();
   const std::string src = "embedded:workloads/gated_delta.tile#";
   Bindings given = prepare_config;
   given["T"] = dtype_name(t);
@@ -283,8 +286,80 @@ void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int6
   run(src + "gated_delta_chunk", given2,
       {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(w), TestArg::of(u), TestArg::of(gc),
        TestArg::of(rq), TestArg::of(rk), TestArg::of(c.h0), TestArg::of(c.o), TestArg::of(c.ht),
-       TestArg::f32(static_cast<float>(c.scale))});
+       TestArg::of(hs), TestArg::f32(static_cast<float>(c.scale))});
   c.expect_matches_recurrence();
+}
+
+void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                 int64_t kh, int64_t vh, bool norm, bool with_dht, int64_t chunk,
+                                 const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("gated_delta_bwd_state ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
+                   " KH=", kh, " VH=", vh, norm ? " NORM" : "", with_dht ? " DHT" : "",
+                   " C=", chunk, " ", config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  GatedDeltaCase c(t, b, nt, h, kh, vh, norm, false, rng);
+  const int64_t nch = (nt + chunk - 1) / chunk;
+  HostBuffer w(t, {b, nt, h, kh}), u(t, {b, nt, h, vh}), gc(DType::F32, {b, nt, h}),
+      rq(DType::F32, {b, nt, h}), rk(DType::F32, {b, nt, h}), dout(t, {b, nt, h, vh}),
+      dht(DType::F32, {b, h, kh, vh}), dh(DType::F32, {b, h, nch, kh, vh}),
+      du2(DType::F32, {b, nt, h, vh}), dh0(DType::F32, {b, h, kh, vh});
+  fill_uniform(dout, rng, -1, 1);
+  fill_uniform(dht, rng, -1, 1);
+  for (HostBuffer* x : {&w, &u, &gc, &rq, &rk, &dh, &du2, &dh0}) x->poison();
+  const std::string src = "embedded:workloads/gated_delta.tile#";
+  Bindings generics = {{"T", dtype_name(t)},
+                       {"DK", std::to_string(tile16(kh))},
+                       {"C", std::to_string(chunk)},
+                       {"NORM", norm ? "1" : "0"}};
+  run(src + "gated_delta_prepare", generics,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
+       TestArg::of(w), TestArg::of(u), TestArg::of(gc), TestArg::of(rq), TestArg::of(rk)});
+  Bindings given = config;
+  given.insert(generics.begin(), generics.end());
+  given["DHT"] = with_dht ? "1" : "0";
+  run(src + "gated_delta_bwd_state", given,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(w), TestArg::of(gc), TestArg::of(rq),
+       TestArg::of(rk), TestArg::of(dout), TestArg::of(dht), TestArg::of(dh), TestArg::of(du2),
+       TestArg::of(dh0), TestArg::f32(static_cast<float>(c.scale))});
+  // The float64 reverse of the recurrence, head by head: the state gradients at the chunks'
+  // ends and h0's.
+  std::vector<double> rdh(static_cast<size_t>(dh.numel())), rdh0(static_cast<size_t>(dh0.numel()));
+  const int64_t state = kh * vh;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi) {
+      workloads::GatedDeltaHead head;
+      head.steps = nt, head.key_dim = kh, head.value_dim = vh, head.normalize = norm;
+      head.scale = c.scale;
+      std::vector<double> dO, dT;
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int64_t row = (bi * nt + ti) * h + hi;
+        for (int64_t i = 0; i < kh; ++i)
+          head.q.push_back(c.q.get(row * kh + i)), head.k.push_back(c.k.get(row * kh + i));
+        for (int64_t j = 0; j < vh; ++j)
+          head.v.push_back(c.v.get(row * vh + j)), dO.push_back(dout.get(row * vh + j));
+        head.g.push_back(c.g.get(row));
+        head.beta.push_back(c.beta.get(row));
+      }
+      if (with_dht)
+        for (int64_t i = 0; i < state; ++i) dT.push_back(dht.get((bi * h + hi) * state + i));
+      const workloads::GatedDeltaHeadGradients gr =
+          workloads::gated_delta_head_backward(head, dO, dT);
+      for (int64_t ci = 0; ci < nch; ++ci) {
+        const int64_t after = std::min((ci + 1) * chunk, nt);
+        for (int64_t i = 0; i < state; ++i)
+          rdh[((bi * h + hi) * nch + ci) * state + i] = gr.dstates[after * state + i];
+      }
+      for (int64_t i = 0; i < state; ++i) rdh0[(bi * h + hi) * state + i] = gr.dh0[i];
+    }
+  {
+    SCOPED_TRACE("dh");
+    expect_close(dh, rdh, 2e-2);
+  }
+  {
+    SCOPED_TRACE("dh0");
+    expect_close(dh0, rdh0, 2e-2);
+  }
 }
 
 } // namespace tilejit::test

@@ -38,4 +38,12 @@ void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int6
                                int64_t kh, int64_t vh, bool norm, bool with_h0, int64_t chunk,
                                const Bindings& prepare_config, const Bindings& chunk_config);
 
+/// The rule's backward, step 1 (gated_delta_bwd_state, after gated_delta_prepare): the state
+/// gradients it carries, dh at every chunk's end and dh0, against the float64 reverse of the
+/// recurrence (workloads/gated_delta_reference.h), for a random dout and (`with_dht`) dht
+/// (relative error 2e-2).
+void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, int64_t nt,
+                                 int64_t h, int64_t kh, int64_t vh, bool norm, bool with_dht,
+                                 int64_t chunk, const Bindings& config);
+
 } // namespace tilejit::test

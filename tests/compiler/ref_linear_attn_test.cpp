@@ -55,5 +55,15 @@ TEST(RefGatedDelta, ChunkedForward) {
   check_gated_delta_chunked(cpu(), DType::BF16, 1, 1, 1, 8, 8, true, false, 16, prep, chunk);
 }
 
+// The rule's backward, step 1: the state gradients at the chunks' ends and h0's, normalised or
+// not, with a final-state gradient or not, T past a chunk and not a multiple of it, one step.
+TEST(RefGatedDelta, BackwardStateGradients) {
+  const Bindings small = {{"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+  check_gated_delta_bwd_state(cpu(), DType::F16, 2, 37, 3, 24, 40, true, true, 16, small);
+  check_gated_delta_bwd_state(cpu(), DType::BF16, 1, 45, 2, 32, 16, false, false, 32,
+                              {{"BV", "16"}, {"STAGES", "1"}, {"WARPS", "2"}});
+  check_gated_delta_bwd_state(cpu(), DType::F16, 1, 1, 1, 8, 8, true, true, 16, small);
+}
+
 } // namespace
 } // namespace tilejit::test

@@ -206,6 +206,20 @@ TEST(GpuGatedDelta, ChunkedForward) {
     }
 }
 
+// The rule's backward, step 1: the state gradients at every chunk's end and h0's against the
+// float64 reverse of the recurrence; chunks of 64, 32 and 16, odd sizes, dht or not.
+TEST(GpuGatedDelta, BackwardStateGradients) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const Bindings& cfg : std::vector<Bindings>{
+           {}, {{"BV", "32"}, {"STAGES", "3"}, {"WARPS", "4"}}, {{"BV", "128"}, {"STAGES", "1"}}})
+    for (int64_t c : {64, 32, 16}) {
+      check_gated_delta_bwd_state(run, DType::BF16, 2, 500, 3, 128, 128, true, true, c, cfg);
+      check_gated_delta_bwd_state(run, DType::F16, 3, 257, 2, 40, 72, false, false, c, cfg);
+      check_gated_delta_bwd_state(run, DType::BF16, 1, 1, 1, 8, 8, true, true, c, cfg);
+    }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
