@@ -362,4 +362,97 @@ void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, in
   }
 }
 
+void check_gated_delta_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                int64_t kh, int64_t vh, bool norm, bool with_h0, bool with_dht,
+                                int64_t chunk, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("gated_delta backward ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
+                   " KH=", kh, " VH=", vh, norm ? " NORM" : "", with_h0 ? " H0" : "",
+                   with_dht ? " DHT" : "", " C=", chunk, " ", config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  GatedDeltaCase c(t, b, nt, h, kh, vh, norm, with_h0, rng);
+  const int64_t nch = (nt + chunk - 1) / chunk;
+  HostBuffer w(t, {b, nt, h, kh}), u(t, {b, nt, h, vh}), gc(DType::F32, {b, nt, h}),
+      rq(DType::F32, {b, nt, h}), rk(DType::F32, {b, nt, h}), hs(DType::F32, {b, h, nch, kh, vh}),
+      dout(t, {b, nt, h, vh}), dht(DType::F32, {b, h, kh, vh}), dh(DType::F32, {b, h, nch, kh, vh}),
+      du2(DType::F32, {b, nt, h, vh}), dh0(DType::F32, {b, h, kh, vh}), dq(t, {b, nt, h, kh}),
+      dk(t, {b, nt, h, kh}), dv(t, {b, nt, h, vh}), dg(DType::F32, {b, nt, h}),
+      dbeta(DType::F32, {b, nt, h});
+  fill_uniform(dout, rng, -1, 1);
+  fill_uniform(dht, rng, -1, 1);
+  for (HostBuffer* x : {&w, &u, &gc, &rq, &rk, &hs, &dh, &du2, &dh0, &dq, &dk, &dv, &dg, &dbeta})
+    x->poison();
+  const std::string src = "embedded:workloads/gated_delta.tile#";
+  const Bindings generics = {{"T", dtype_name(t)},
+                             {"DK", std::to_string(tile16(kh))},
+                             {"C", std::to_string(chunk)},
+                             {"NORM", norm ? "1" : "0"}};
+  const TestArg scale = TestArg::f32(static_cast<float>(c.scale));
+  run(src + "gated_delta_prepare", generics,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
+       TestArg::of(w), TestArg::of(u), TestArg::of(gc), TestArg::of(rq), TestArg::of(rk)});
+  Bindings fwd = generics;
+  fwd["H0"] = with_h0 ? "1" : "0";
+  fwd["SAVE"] = "1";
+  run(src + "gated_delta_chunk", fwd,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(w), TestArg::of(u), TestArg::of(gc),
+       TestArg::of(rq), TestArg::of(rk), TestArg::of(c.h0), TestArg::of(c.o), TestArg::of(c.ht),
+       TestArg::of(hs), scale});
+  Bindings state = generics;
+  state["DHT"] = with_dht ? "1" : "0";
+  run(src + "gated_delta_bwd_state", state,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(w), TestArg::of(gc), TestArg::of(rq),
+       TestArg::of(rk), TestArg::of(dout), TestArg::of(dht), TestArg::of(dh), TestArg::of(du2),
+       TestArg::of(dh0), scale});
+  Bindings given = config;
+  given.insert(generics.begin(), generics.end());
+  run(src + "gated_delta_bwd_chunk", given,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.beta), TestArg::of(gc),
+       TestArg::of(rq), TestArg::of(rk), TestArg::of(w), TestArg::of(u), TestArg::of(hs),
+       TestArg::of(dh), TestArg::of(du2), TestArg::of(dout), TestArg::of(dq), TestArg::of(dk),
+       TestArg::of(dv), TestArg::of(dg), TestArg::of(dbeta), scale});
+  // The float64 reverse of the recurrence, head by head.
+  std::vector<double> rq_(static_cast<size_t>(dq.numel())), rk_(rq_.size()),
+      rv(static_cast<size_t>(dv.numel())), rg(static_cast<size_t>(dg.numel())), rb(rg.size()),
+      rh0(static_cast<size_t>(dh0.numel()));
+  const int64_t st = kh * vh;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi) {
+      workloads::GatedDeltaHead head;
+      head.steps = nt, head.key_dim = kh, head.value_dim = vh, head.normalize = norm;
+      head.scale = c.scale;
+      std::vector<double> dO, dT;
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int64_t row = (bi * nt + ti) * h + hi;
+        for (int64_t i = 0; i < kh; ++i)
+          head.q.push_back(c.q.get(row * kh + i)), head.k.push_back(c.k.get(row * kh + i));
+        for (int64_t j = 0; j < vh; ++j)
+          head.v.push_back(c.v.get(row * vh + j)), dO.push_back(dout.get(row * vh + j));
+        head.g.push_back(c.g.get(row));
+        head.beta.push_back(c.beta.get(row));
+      }
+      for (int64_t i = 0; i < st && with_h0; ++i)
+        head.h0.push_back(c.h0.get((bi * h + hi) * st + i));
+      for (int64_t i = 0; i < st && with_dht; ++i) dT.push_back(dht.get((bi * h + hi) * st + i));
+      const workloads::GatedDeltaHeadGradients gr =
+          workloads::gated_delta_head_backward(head, dO, dT);
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int64_t row = (bi * nt + ti) * h + hi;
+        for (int64_t i = 0; i < kh; ++i)
+          rq_[row * kh + i] = gr.dq[ti * kh + i], rk_[row * kh + i] = gr.dk[ti * kh + i];
+        for (int64_t j = 0; j < vh; ++j) rv[row * vh + j] = gr.dv[ti * vh + j];
+        rg[row] = gr.dg[ti];
+        rb[row] = gr.dbeta[ti];
+      }
+      for (int64_t i = 0; i < st; ++i) rh0[(bi * h + hi) * st + i] = gr.dh0[i];
+    }
+  const std::pair<const char*, std::pair<const HostBuffer*, const std::vector<double>*>> outs[] = {
+      {"dq", {&dq, &rq_}}, {"dk", {&dk, &rk_}},      {"dv", {&dv, &rv}},
+      {"dg", {&dg, &rg}},  {"dbeta", {&dbeta, &rb}}, {"dh0", {&dh0, &rh0}}};
+  for (const auto& [name, pair] : outs) {
+    SCOPED_TRACE(name);
+    expect_close(*pair.first, *pair.second, 3e-2);
+  }
+}
+
 } // namespace tilejit::test

@@ -46,4 +46,12 @@ void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, in
                                  int64_t h, int64_t kh, int64_t vh, bool norm, bool with_dht,
                                  int64_t chunk, const Bindings& config);
 
+/// The rule's whole backward as the workload will run it: gated_delta_prepare, gated_delta_chunk
+/// saving the chunk states, gated_delta_bwd_state, then gated_delta_bwd_chunk (`config`
+/// forced); dq, dk, dv, dg, dbeta and dh0 against the float64 reverse of the recurrence for a
+/// random dout and (`with_dht`) dht (relative error 3e-2: 16-bit products of gradients).
+void check_gated_delta_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                int64_t kh, int64_t vh, bool norm, bool with_h0, bool with_dht,
+                                int64_t chunk, const Bindings& config);
+
 } // namespace tilejit::test

@@ -65,5 +65,15 @@ TEST(RefGatedDelta, BackwardStateGradients) {
   check_gated_delta_bwd_state(cpu(), DType::F16, 1, 1, 1, 8, 8, true, true, 16, small);
 }
 
+// The rule's whole backward (four launches): every gradient, normalised or not, h0 and dht or
+// not, T past a chunk and not a multiple of it, Dk != Dv and not multiples of 16, one step.
+TEST(RefGatedDelta, Backward) {
+  const Bindings small = {{"BV", "16"}, {"WARPS", "1"}};
+  check_gated_delta_backward(cpu(), DType::F16, 2, 37, 2, 24, 40, true, true, true, 16, small);
+  check_gated_delta_backward(cpu(), DType::BF16, 1, 45, 2, 32, 16, false, false, false, 32,
+                             {{"BV", "32"}, {"WARPS", "2"}});
+  check_gated_delta_backward(cpu(), DType::F16, 2, 1, 3, 8, 8, true, true, true, 16, small);
+}
+
 } // namespace
 } // namespace tilejit::test

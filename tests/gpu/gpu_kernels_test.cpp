@@ -220,6 +220,21 @@ TEST(GpuGatedDelta, BackwardStateGradients) {
     }
 }
 
+// The rule's whole backward (prepare, the forward saving states, step 1, step 2): every
+// gradient against the float64 reverse of the recurrence; chunks of 32 and 16 (64: step 2
+// spills, also checked), odd sizes, h0 and dht or not.
+TEST(GpuGatedDelta, Backward) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const Bindings& cfg :
+       std::vector<Bindings>{{}, {{"BV", "16"}, {"WARPS", "4"}}, {{"BV", "64"}, {"WARPS", "8"}}})
+    for (int64_t c : {32, 16, 64}) {
+      check_gated_delta_backward(run, DType::BF16, 2, 500, 3, 128, 128, true, true, true, c, cfg);
+      check_gated_delta_backward(run, DType::F16, 3, 257, 2, 40, 72, false, false, true, c, cfg);
+      check_gated_delta_backward(run, DType::F16, 2, 1, 3, 8, 8, true, true, false, c, cfg);
+    }
+}
+
 TEST(GpuExamples, Softmax) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();

@@ -192,6 +192,11 @@ std::vector<Variant> variants() {
        {{"T", "bf16"}, {"DK", "128"}, {"DHT", "1"}, {"BV", "32"}, {"WARPS", "8"}}},
       {"workloads/gated_delta.tile#gated_delta_bwd_state",
        {{"T", "f16"}, {"DK", "32"}, {"C", "16"}, {"NORM", "0"}, {"BV", "64"}, {"WARPS", "4"}}},
+      // Step 2 at C = 32 (at C = 64 it spills: see the kernel).
+      {"workloads/gated_delta.tile#gated_delta_bwd_chunk",
+       {{"T", "bf16"}, {"DK", "128"}, {"C", "32"}, {"BV", "32"}, {"WARPS", "8"}}},
+      {"workloads/gated_delta.tile#gated_delta_bwd_chunk",
+       {{"T", "f16"}, {"DK", "32"}, {"C", "32"}, {"NORM", "0"}, {"BV", "16"}, {"WARPS", "8"}}},
       {"workloads/gated_delta.tile#gated_delta_recurrent",
        {{"T", "f16"}, {"DK", "48"}, {"NORM", "0"}, {"H0", "1"}, {"BV", "128"}, {"WARPS", "8"}}},
   };
