@@ -28,6 +28,14 @@ done
 (cd bench/peers && timeout "${PEER_TIMEOUT:-150}" $PY fla_gated_delta.py --fla ../../.device/fla \
   --shapes "$(IFS=,; echo "${shapes[*]}")" --out "$out/fla.jsonl" >"$out/peer.log" 2>&1)
 echo "fla: exit $?"; tail -2 "$out/peer.log"
+# The rule's forward + backward (BWD=1; chunks of 32, where its step 2 does not spill, and 64).
+for s in 128:256:4:32:32 4:2048:16:128:32 4:2048:16:128:64; do
+  IFS=: read -r b t h d c <<<"$s"
+  timeout 90 $B/tilejit bench --workload gated_delta \
+    --shape "B=$b,T=$t,H=$h,D=$d,RULE=delta,BWD=1,CHUNK=$c" --dtype bf16 --repeats 10 \
+    --out "$out/tilejit_bwd.jsonl" >>"$out/bench.log" 2>&1
+  echo "tilejit delta fwd+bwd $s: exit $?"
+done
 # Linear attention, forward + backward, beside FLA's chunk and fused_chunk forms.
 for s in 128:1024:4:32 4:2048:16:128; do
   IFS=: read -r b t h d <<<"$s"
@@ -50,6 +58,13 @@ for r in rows("tilejit.jsonl"):
     p = fla.get((s["B"], s["T"], s["H"], s.get("D")), {}).get("fla_fwd_ms", float("nan"))
     print(f"| B={s['B']} T={s['T']} H={s['H']} D={s.get('D')} | {st.get('prepare', 0):.3f} | "
           f"{st.get('forward', 0):.3f} | {r['ms']:.3f} | {p:.3f} | {p / r['ms']:.2f} | {r.get('correct')} |")
+print("| bf16 gated delta fwd+bwd | chunk | steps ms | fwd+bwd ms | bwd / fwd | ok (errors) |")
+for r in rows("tilejit_bwd.jsonl"):
+    s = r["shape"]; st = {x["step"]: x["ms"] for x in r["steps"]}
+    f = st.get("prepare", 0) + st.get("forward", 0)
+    print(f"| B={s['B']} T={s['T']} H={s['H']} D={s.get('D')} | {s.get('chunk', 64)} | "
+          f"{' '.join(f'{k}={v:.3f}' for k, v in st.items())} | {r['ms']:.3f} | {r['ms'] / f:.2f} | "
+          f"{r.get('correct')} {r.get('errors')} |")
 fl = {(r["B"], r["T"], r["H"], r["D"]): r for r in rows("fla_linear.jsonl")}
 print("| bf16 linear attn | tj fwd ms | tj fwd+bwd ms | FLA chunk fwd+bwd | FLA fused_chunk fwd+bwd | ok |")
 for r in rows("tilejit_linear.jsonl"):

@@ -9,9 +9,9 @@
 namespace tilejit::workloads {
 
 std::string GatedDeltaShape::describe() const {
-  return fmt::format("{} B={} T={} H={} Dk={} Dv={} delta{}{} chunk {}", dtype_name(dtype), batch,
+  return fmt::format("{} B={} T={} H={} Dk={} Dv={} delta{}{} chunk {}{}", dtype_name(dtype), batch,
                      steps, heads, key_dim, value_dim, normalize ? " norm" : "",
-                     initial_state ? " h0" : "", chunk);
+                     initial_state ? " h0" : "", chunk, backward ? " forward+backward" : "");
 }
 
 double GatedDeltaShape::scale() const {
@@ -48,8 +48,25 @@ std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& s, 
   d->gc = ref::HostBuffer(DType::F32, gate);
   d->rq = ref::HostBuffer(DType::F32, gate);
   d->rk = ref::HostBuffer(DType::F32, gate);
-  d->hs = ref::HostBuffer(DType::F32, {s.batch, s.heads, 1, s.key_dim, s.value_dim});
+  d->hs = ref::HostBuffer(DType::F32,
+                          {s.batch, s.heads, s.backward ? s.chunks() : 1, s.key_dim, s.value_dim});
   for (ref::HostBuffer* x : {&d->w, &d->u, &d->gc, &d->rq, &d->rk, &d->hs}) x->poison();
+  if (s.backward) {
+    d->dout = ref::HostBuffer(s.dtype, value);
+    d->dht = ref::HostBuffer(DType::F32, state);
+    fill_uniform(d->dout, splitmix(base + 7), -1, 1);
+    fill_uniform(d->dht, splitmix(base + 8), -1, 1);
+    d->dq = ref::HostBuffer(s.dtype, key);
+    d->dk = ref::HostBuffer(s.dtype, key);
+    d->dv = ref::HostBuffer(s.dtype, value);
+    d->dg = ref::HostBuffer(DType::F32, gate);
+    d->dbeta = ref::HostBuffer(DType::F32, gate);
+    d->dh0 = ref::HostBuffer(DType::F32, state);
+    d->dh = ref::HostBuffer(DType::F32, {s.batch, s.heads, s.chunks(), s.key_dim, s.value_dim});
+    d->du2 = ref::HostBuffer(DType::F32, value);
+    for (ref::HostBuffer* x : {&d->dq, &d->dk, &d->dv, &d->dg, &d->dbeta, &d->dh0, &d->dh, &d->du2})
+      x->poison();
+  }
   return d;
 }
 
@@ -79,20 +96,44 @@ GatedDeltaErrors compare_gated_delta(const GatedDeltaData& d) {
   const GatedDeltaShape& s = d.shape;
   const int64_t T = s.steps, H = s.heads, DK = s.key_dim, DV = s.value_dim;
   GatedDeltaErrors e;
-  for (const ref::HostBuffer* out : {&d.o, &d.ht})
+  std::vector<const ref::HostBuffer*> outs = {&d.o, &d.ht};
+  if (s.backward) outs.insert(outs.end(), {&d.dq, &d.dk, &d.dv, &d.dg, &d.dbeta, &d.dh0});
+  for (const ref::HostBuffer* out : outs)
     for (int64_t i = 0; i < out->numel(); ++i)
       if (!std::isfinite(out->get(i))) ++e.nan;
-  RelativeL2 eo, eh;
+  RelativeL2 eo, eh, edq, edk, edv, edg, edb, edh0;
   std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}};
   if (s.batch * s.heads > 1) heads.push_back({s.batch - 1, s.heads - 1});
   for (const auto& [b, h] : heads) {
-    const GatedDeltaHeadOutputs ref = gated_delta_head_forward(gated_delta_head(d, b, h));
+    const GatedDeltaHead head = gated_delta_head(d, b, h);
+    const GatedDeltaHeadOutputs ref = gated_delta_head_forward(head);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t j = 0; j < DV; ++j)
         eo.add(d.o.get(((b * T + t) * H + h) * DV + j), ref.o[t * DV + j]);
     for (int64_t i = 0; i < DK * DV; ++i) eh.add(d.ht.get((b * H + h) * DK * DV + i), ref.ht[i]);
+    if (!s.backward) continue;
+    std::vector<double> dout, dht;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < DV; ++j) dout.push_back(d.dout.get(((b * T + t) * H + h) * DV + j));
+    for (int64_t i = 0; i < DK * DV; ++i) dht.push_back(d.dht.get((b * H + h) * DK * DV + i));
+    const GatedDeltaHeadGradients gr = gated_delta_head_backward(head, dout, dht);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t row = (b * T + t) * H + h;
+      for (int64_t i = 0; i < DK; ++i) {
+        edq.add(d.dq.get(row * DK + i), gr.dq[t * DK + i]);
+        edk.add(d.dk.get(row * DK + i), gr.dk[t * DK + i]);
+      }
+      for (int64_t j = 0; j < DV; ++j) edv.add(d.dv.get(row * DV + j), gr.dv[t * DV + j]);
+      edg.add(d.dg.get(row), gr.dg[t]);
+      edb.add(d.dbeta.get(row), gr.dbeta[t]);
+    }
+    for (int64_t i = 0; i < DK * DV; ++i) edh0.add(d.dh0.get((b * H + h) * DK * DV + i), gr.dh0[i]);
   }
   e.o = eo.value(), e.ht = eh.value();
+  if (s.backward) {
+    e.dq = edq.value(), e.dk = edk.value(), e.dv = edv.value(), e.dg = edg.value();
+    e.dbeta = edb.value(), e.dh0 = edh0.value();
+  }
   return e;
 }
 

@@ -22,9 +22,11 @@ struct GatedDeltaShape {
   bool normalize = true;      ///< q and k L2-normalised over Dk in the kernel
   bool initial_state = false; ///< start from h0 (else from zero)
   int64_t chunk = 64;         ///< the chunked form's steps per chunk (16, 32 or 64)
+  bool backward = false;      ///< also the gradients of sum(dout * o) + sum(dht * ht)
   DType dtype = DType::BF16;
   std::string describe() const; ///< "bf16 B=128 T=256 H=4 Dk=32 Dv=32 delta norm h0"
   int64_t key_tile() const { return (key_dim + 15) / 16 * 16; }
+  int64_t chunks() const { return (steps + chunk - 1) / chunk; }
   double scale() const; ///< 1 / sqrt(key_dim)
 };
 
@@ -36,15 +38,26 @@ struct GatedDeltaData {
   /// The chunked form's intermediates (poisoned): w and u (the WY form's products, in the
   /// inputs' dtype), the chunk-local cumulative g, and q's and k's reciprocal norms per step.
   ref::HostBuffer w, u, gc, rq, rk;
-  ref::HostBuffer hs; ///< the chunk kernel's saved states, [B, H, 1, Dk, Dv]: not saved here
+  /// The chunk kernel's saved states: [B, H, chunks, Dk, Dv] with the backward, else [B, H, 1,
+  /// Dk, Dv] (not written).
+  ref::HostBuffer hs;
+  /// With the backward: dout and dht (random inputs), the gradients (poisoned outputs) and the
+  /// backward's intermediates (the state gradients dh [B, H, chunks, Dk, Dv] and dU, f32).
+  ref::HostBuffer dout, dht, dq, dk, dv, dg, dbeta, dh0, dh, du2;
 };
 std::unique_ptr<GatedDeltaData> make_gated_delta_data(const GatedDeltaShape& shape, uint64_t seed);
 
 struct GatedDeltaErrors {
   double o = 0, ht = 0; ///< relative L2 over the reference heads: (0, 0) and (B - 1, H - 1)
-  int64_t nan = 0;      ///< NaN or inf anywhere in the outputs
+  /// With the backward: the gradients' relative L2 over the same heads.
+  double dq = 0, dk = 0, dv = 0, dg = 0, dbeta = 0, dh0 = 0;
+  int64_t nan = 0; ///< NaN or inf anywhere in the outputs
   static constexpr double kTol = 2e-2;
-  bool ok() const { return nan == 0 && o <= kTol && ht <= kTol; }
+  static constexpr double kGradTol = 3e-2; ///< products of gradients rounded to 16 bits
+  bool ok() const {
+    return nan == 0 && o <= kTol && ht <= kTol && dq <= kGradTol && dk <= kGradTol &&
+           dv <= kGradTol && dg <= kGradTol && dbeta <= kGradTol && dh0 <= kGradTol;
+  }
 };
 
 /// Head (b, h) of `d`'s inputs in float64, for the one-head reference.

@@ -147,26 +147,26 @@ public:
 
   ref::HostBuffer& buffer(const std::string& name) override {
     GatedDeltaData& d = *d_;
-    return named_buffer({{"q", &d.q},
-                         {"k", &d.k},
-                         {"v", &d.v},
-                         {"g", &d.g},
-                         {"beta", &d.beta},
-                         {"h0", &d.h0},
-                         {"o", &d.o},
-                         {"ht", &d.ht},
-                         {"hs", &d.hs},
-                         {"w", &d.w},
-                         {"u", &d.u},
-                         {"gc", &d.gc},
-                         {"rq", &d.rq},
-                         {"rk", &d.rk}},
+    return named_buffer({{"q", &d.q},         {"k", &d.k},     {"v", &d.v},       {"g", &d.g},
+                         {"beta", &d.beta},   {"h0", &d.h0},   {"o", &d.o},       {"ht", &d.ht},
+                         {"hs", &d.hs},       {"w", &d.w},     {"u", &d.u},       {"gc", &d.gc},
+                         {"rq", &d.rq},       {"rk", &d.rk},   {"dout", &d.dout}, {"dht", &d.dht},
+                         {"dq", &d.dq},       {"dk", &d.dk},   {"dv", &d.dv},     {"dg", &d.dg},
+                         {"dbeta", &d.dbeta}, {"dh0", &d.dh0}, {"dh", &d.dh},     {"du2", &d.du2}},
                         name);
   }
 
   Comparison compare() override {
     GatedDeltaErrors e = compare_gated_delta(*d_);
-    return comparison(e.ok(), {{"o", e.o}, {"ht", e.ht}}, e.nan);
+    std::vector<std::pair<std::string, double>> errors = {{"o", e.o}, {"ht", e.ht}};
+    if (d_->shape.backward)
+      errors.insert(errors.end(), {{"dq", e.dq},
+                                   {"dk", e.dk},
+                                   {"dv", e.dv},
+                                   {"dg", e.dg},
+                                   {"dbeta", e.dbeta},
+                                   {"dh0", e.dh0}});
+    return comparison(e.ok(), std::move(errors), e.nan);
   }
 
 private:
@@ -175,20 +175,24 @@ private:
 
 /// The gated delta rule's forward (o and the final state): in chunks (the WY form: a launch
 /// that prepares every chunk at once, then one that walks them in order; the default plan) or
-/// step by step (one launch of the recurrent form).
+/// step by step (one launch of the recurrent form). With BWD=1 also its backward, after the
+/// chunked forward (which then saves the chunk states): two more launches, the state
+/// gradients chunk by chunk from the last, then every other gradient per chunk.
 class GatedDeltaProblem final : public Problem {
 public:
   explicit GatedDeltaProblem(GatedDeltaShape shape) : s_(std::move(shape)) {}
 
   std::string name() const override {
-    return fmt::format("delta/B{}/T{}/H{}/DK{}/DV{}{}{}{}", s_.batch, s_.steps, s_.heads,
-                       s_.key_dim, s_.value_dim, s_.normalize ? "" : "/raw",
-                       s_.initial_state ? "/h0" : "",
-                       s_.chunk != 64 ? fmt::format("/C{}", s_.chunk) : "");
+    return fmt::format(
+        "delta/B{}/T{}/H{}/DK{}/DV{}{}{}{}", s_.batch, s_.steps, s_.heads, s_.key_dim, s_.value_dim,
+        s_.normalize ? "" : "/raw", s_.initial_state ? "/h0" : "",
+        s_.chunk != 64 ? fmt::format("/C{}", s_.chunk) : "", s_.backward ? "/bwd" : "");
   }
   std::string describe() const override { return s_.describe(); }
   DType dtype() const override { return s_.dtype; }
-  std::string variant() const override { return "gated_delta_rule.fwd"; }
+  std::string variant() const override {
+    return s_.backward ? "gated_delta_rule.fwd_bwd" : "gated_delta_rule.fwd";
+  }
 
   std::vector<BufferSpec> buffers() const override {
     using R = BufferRole;
@@ -196,22 +200,39 @@ public:
     const std::vector<int64_t> value = {s_.batch, s_.steps, s_.heads, s_.value_dim};
     const std::vector<int64_t> gate = {s_.batch, s_.steps, s_.heads};
     const std::vector<int64_t> state = {s_.batch, s_.heads, s_.key_dim, s_.value_dim};
+    const std::vector<int64_t> states = {s_.batch, s_.heads, s_.chunks(), s_.key_dim, s_.value_dim};
     const DType t = s_.dtype;
-    return {{"q", t, key, R::input},
-            {"k", t, key, R::input},
-            {"v", t, value, R::input},
-            {"g", DType::F32, gate, R::input},
-            {"beta", DType::F32, gate, R::input},
-            {"h0", DType::F32, state, R::input},
-            {"o", t, value, R::output},
-            {"ht", DType::F32, state, R::output},
-            // The chunk kernel's saved states: unused by this forward (SAVE = 0), one state.
-            {"hs", DType::F32, {s_.batch, s_.heads, 1, s_.key_dim, s_.value_dim}, R::intermediate},
-            {"w", t, key, R::intermediate},
-            {"u", t, value, R::intermediate},
-            {"gc", DType::F32, gate, R::intermediate},
-            {"rq", DType::F32, gate, R::intermediate},
-            {"rk", DType::F32, gate, R::intermediate}};
+    std::vector<BufferSpec> out = {
+        {"q", t, key, R::input},
+        {"k", t, key, R::input},
+        {"v", t, value, R::input},
+        {"g", DType::F32, gate, R::input},
+        {"beta", DType::F32, gate, R::input},
+        {"h0", DType::F32, state, R::input},
+        {"o", t, value, R::output},
+        {"ht", DType::F32, state, R::output},
+        // The chunk kernel's saved states: the backward's, or one unused state (SAVE = 0).
+        {"hs", DType::F32,
+         s_.backward ? states
+                     : std::vector<int64_t>{s_.batch, s_.heads, 1, s_.key_dim, s_.value_dim},
+         R::intermediate},
+        {"w", t, key, R::intermediate},
+        {"u", t, value, R::intermediate},
+        {"gc", DType::F32, gate, R::intermediate},
+        {"rq", DType::F32, gate, R::intermediate},
+        {"rk", DType::F32, gate, R::intermediate}};
+    if (s_.backward)
+      out.insert(out.end(), {{"dout", t, value, R::input},
+                             {"dht", DType::F32, state, R::input},
+                             {"dq", t, key, R::output},
+                             {"dk", t, key, R::output},
+                             {"dv", t, value, R::output},
+                             {"dg", DType::F32, gate, R::output},
+                             {"dbeta", DType::F32, gate, R::output},
+                             {"dh0", DType::F32, state, R::output},
+                             {"dh", DType::F32, states, R::intermediate},
+                             {"du2", DType::F32, value, R::intermediate}});
+    return out;
   }
 
   /// The chunked form: gated_delta_prepare (w, u, the cumulative g; q's and k's reciprocal
@@ -242,7 +263,31 @@ public:
                         {"NORM", s_.normalize ? "1" : "0"},
                         {"H0", s_.initial_state ? "1" : "0"}};
     forward.writes = {"o", "ht"};
-    return {prepare, forward};
+    if (!s_.backward) return {prepare, forward};
+    forward.generics["SAVE"] = "1";
+    forward.writes.push_back("hs");
+    const Arg scale = Arg::f32(static_cast<float>(s_.scale()));
+    Step state;
+    state.label = "bwd_state";
+    state.kernel = "gated_delta_bwd_state";
+    state.args = {StepArg::of("q"),    StepArg::of("k"),   StepArg::of("w"),
+                  StepArg::of("gc"),   StepArg::of("rq"),  StepArg::of("rk"),
+                  StepArg::of("dout"), StepArg::of("dht"), StepArg::of("dh"),
+                  StepArg::of("du2"),  StepArg::of("dh0"), StepArg::value(scale)};
+    state.generics = {{"DK", dk}, {"C", c}, {"NORM", s_.normalize ? "1" : "0"}, {"DHT", "1"}};
+    state.writes = {"dh", "du2", "dh0"};
+    Step grads;
+    grads.label = "bwd_chunk";
+    grads.kernel = "gated_delta_bwd_chunk";
+    grads.args = {
+        StepArg::of("q"),    StepArg::of("k"),     StepArg::of("v"),     StepArg::of("beta"),
+        StepArg::of("gc"),   StepArg::of("rq"),    StepArg::of("rk"),    StepArg::of("w"),
+        StepArg::of("u"),    StepArg::of("hs"),    StepArg::of("dh"),    StepArg::of("du2"),
+        StepArg::of("dout"), StepArg::of("dq"),    StepArg::of("dk"),    StepArg::of("dv"),
+        StepArg::of("dg"),   StepArg::of("dbeta"), StepArg::value(scale)};
+    grads.generics = {{"DK", dk}, {"C", c}, {"NORM", s_.normalize ? "1" : "0"}};
+    grads.writes = {"dq", "dk", "dv", "dg", "dbeta"};
+    return {prepare, forward, state, grads};
   }
 
   std::vector<Step> recurrent_steps() const {
@@ -265,8 +310,11 @@ public:
     return {s};
   }
   std::vector<Plan> plans() const override {
-    return {{"chunked", "chunks of C steps in the WY form (gated_delta_prepare, gated_delta_chunk)",
-             steps()},
+    Plan chunked = {"chunked",
+                    "chunks of C steps in the WY form (gated_delta_prepare, gated_delta_chunk)",
+                    steps()};
+    if (s_.backward) return {chunked}; // the recurrent form has no backward
+    return {chunked,
             {"recurrent", "the rule step by step (gated_delta_recurrent)", recurrent_steps()}};
   }
 
@@ -303,13 +351,16 @@ class GatedDeltaWorkload final : public Workload {
 public:
   std::string name() const override { return "gated_delta"; }
   std::string summary() const override {
-    return "causal linear attention (forward + backward) and the gated delta rule (forward)";
+    return "causal linear attention (forward + backward) and the gated delta rule (forward; with "
+           "BWD=1 forward + backward)";
   }
   std::vector<KernelSource> kernels() const override {
     return {{"linear_attn", kSource},
             {"gated_delta_recurrent", kSource},
             {"gated_delta_prepare", kSource},
-            {"gated_delta_chunk", kSource}};
+            {"gated_delta_chunk", kSource},
+            {"gated_delta_bwd_state", kSource},
+            {"gated_delta_bwd_chunk", kSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "
@@ -339,7 +390,8 @@ public:
            "NORM      delta: 1 L2-normalises q and k in the kernel (default), 0 takes them as "
            "given\n"
            "H0        delta: 1 starts from an initial state h0 (default 0: from zero)\n"
-           "CHUNK     delta: steps per chunk of the chunked form, 16, 32 or 64 (default 64)";
+           "CHUNK     delta: steps per chunk of the chunked form, 16, 32 or 64 (default 64)\n"
+           "BWD       delta: 1 adds the backward (every gradient, from random dout and dht)";
   }
 };
 
@@ -363,11 +415,12 @@ struct ShapeItems {
   LinearAttnShape sizes;
   bool normalize = true, initial_state = false;
   int64_t chunk = 64;
+  bool backward = false;
 };
 
 ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dtype) {
-  static const std::set<std::string> known = {"B",  "T",    "H",  "D",    "DK",
-                                              "DV", "NORM", "H0", "CHUNK"};
+  static const std::set<std::string> known = {"B",  "T",    "H",  "D",     "DK",
+                                              "DV", "NORM", "H0", "CHUNK", "BWD"};
   ShapeItems out;
   // RULE's value is a word: take it out before the integer sizes are read.
   std::map<std::string, std::string> sizes = given;
@@ -380,7 +433,7 @@ ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dt
   if (out.rule != "linear" && out.rule != "delta")
     throw Error(fmt::format("--shape RULE={}: expected linear or delta", out.rule));
   const std::map<std::string, std::string> items = normalize_shape_items(
-      sizes, known, "gated_delta", "B, T, H, D (or DK and DV), RULE, NORM, H0 and CHUNK");
+      sizes, known, "gated_delta", "B, T, H, D (or DK and DV), RULE, NORM, H0, CHUNK and BWD");
   auto has = [&](const char* k) { return items.count(k) > 0; };
   auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   LinearAttnShape& s = out.sizes;
@@ -411,7 +464,7 @@ ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dt
   const double state = double(s.batch) * double(s.heads) * double(s.key_dim) * double(s.value_dim);
   if (state > double(int64_t(1) << 32))
     throw Error(fmt::format("--shape: the state would hold {:.3g} elements, over 2^32", state));
-  for (const char* k : {"NORM", "H0"})
+  for (const char* k : {"NORM", "H0", "BWD"})
     if (has(k)) {
       if (out.rule != "delta")
         throw Error(fmt::format("--shape {}: is for RULE=delta (the gated delta rule)", k));
@@ -427,6 +480,7 @@ ShapeItems parse_items(const std::map<std::string, std::string>& given, DType dt
   }
   out.normalize = !has("NORM") || count("NORM") == 1;
   out.initial_state = has("H0") && count("H0") == 1;
+  out.backward = has("BWD") && count("BWD") == 1;
   return out;
 }
 
@@ -456,6 +510,7 @@ GatedDeltaShape parse_gated_delta_rule_shape(const std::map<std::string, std::st
   s.key_dim = p.sizes.key_dim, s.value_dim = p.sizes.value_dim;
   s.normalize = p.normalize, s.initial_state = p.initial_state;
   s.chunk = p.chunk;
+  s.backward = p.backward;
   s.dtype = dtype;
   return s;
 }

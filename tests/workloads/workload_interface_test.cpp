@@ -452,6 +452,46 @@ TEST(WorkloadInterface, GatedDeltaShapesOnTheInterpreter) {
       EXPECT_TRUE(c.ok) << c.summary();
     }
   }
+  // The rule's backward (BWD=1, the chunked plan only): every gradient against the float64
+  // reverse of the recurrence, normalised or not, h0 or not, T past a chunk, one step.
+  for (const auto& [items, t] :
+       std::vector<std::pair<std::map<std::string, std::string>, DType>>{{{{"B", "2"},
+                                                                           {"T", "37"},
+                                                                           {"H", "2"},
+                                                                           {"DK", "24"},
+                                                                           {"DV", "40"},
+                                                                           {"RULE", "delta"},
+                                                                           {"CHUNK", "16"},
+                                                                           {"BWD", "1"}},
+                                                                          DType::F16},
+                                                                         {{{"T", "40"},
+                                                                           {"D", "16"},
+                                                                           {"RULE", "delta"},
+                                                                           {"NORM", "0"},
+                                                                           {"H0", "1"},
+                                                                           {"CHUNK", "32"},
+                                                                           {"BWD", "1"}},
+                                                                          DType::BF16},
+                                                                         {{{"B", "2"},
+                                                                           {"T", "1"},
+                                                                           {"H", "3"},
+                                                                           {"D", "8"},
+                                                                           {"RULE", "delta"},
+                                                                           {"H0", "1"},
+                                                                           {"CHUNK", "16"},
+                                                                           {"BWD", "1"}},
+                                                                          DType::F16}}) {
+    auto p = w->parse_shape(items, t);
+    SCOPED_TRACE(p->describe());
+    ASSERT_EQ(p->plans().size(), 1u);
+    EXPECT_EQ(p->variant(), "gated_delta_rule.fwd_bwd");
+    EXPECT_EQ(p->steps().size(), 4u);
+    auto data = p->make_data(fresh_seed());
+    workloads::Comparison c =
+        run_problem_on_interpreter(*w, *p, *data, {{"BV", "16"}, {"WARPS", "1"}}, "chunked");
+    EXPECT_TRUE(c.ok) << c.summary();
+    EXPECT_EQ(c.errors.size(), 8u);
+  }
   // The forward and the backward's three launches, the anti-causal ones with REV = 1.
   auto p = w->parse_shape({{"T", "20"}, {"D", "16"}}, DType::F16);
   EXPECT_EQ(p->steps().size(), 4u);
@@ -521,6 +561,14 @@ TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
             std::string::npos);
   EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"CHUNK", "16"}}).find("CHUNK: is for RULE=delta"),
             std::string::npos);
+  EXPECT_NE(derr({{"T", "8"}, {"D", "8"}, {"RULE", "delta"}, {"BWD", "2"}})
+                .find("BWD=2: expected 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"BWD", "1"}}).find("BWD: is for RULE=delta"),
+            std::string::npos);
+  EXPECT_TRUE(parse_gated_delta_rule_shape(
+                  {{"T", "9"}, {"D", "8"}, {"RULE", "delta"}, {"bwd", "1"}}, DType::F16)
+                  .backward);
   EXPECT_NE(err({{"T", "8"}, {"D", "8"}, {"N", "8"}}).find("gated_delta has no size 'N'"),
             std::string::npos);
   auto w = workloads::find_workload("gated_delta");
