@@ -685,4 +685,48 @@ int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t pa
       -1);
 }
 
+int tj_gated_delta_rule_backward(void* runtime, const int64_t* packed, int64_t packed_len,
+                                 int has_h0, int has_dht, int normalize, int64_t chunk,
+                                 double scale, const char* config, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "gated_delta_rule_backward";
+        const int n = 12 + (has_h0 ? 1 : 0) + (has_dht ? 1 : 0);
+        const char* names = has_h0 && has_dht
+                                ? "q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0, h0, dht"
+                            : has_h0  ? "q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0, h0"
+                            : has_dht ? "q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0, dht"
+                                      : "q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0";
+        const auto& args = op_tensors(op, packed, packed_len, n, names);
+        tilejit::ops::GatedDeltaRuleBackwardArgs a;
+        tilejit::ops::GatedDeltaRuleArgs& f = a.forward;
+        f.q = tensor_arg(op, args[0], "q");
+        f.k = tensor_arg(op, args[1], "k");
+        f.v = tensor_arg(op, args[2], "v");
+        f.g = tensor_arg(op, args[3], "g");
+        f.beta = tensor_arg(op, args[4], "beta");
+        a.dout = tensor_arg(op, args[5], "dout");
+        a.dq = tensor_arg(op, args[6], "dq");
+        a.dk = tensor_arg(op, args[7], "dk");
+        a.dv = tensor_arg(op, args[8], "dv");
+        a.dg = tensor_arg(op, args[9], "dg");
+        a.dbeta = tensor_arg(op, args[10], "dbeta");
+        a.dh0 = tensor_arg(op, args[11], "dh0");
+        int next = 12;
+        if (has_h0) f.h0 = tensor_arg(op, args[next++], "h0");
+        if (has_dht) a.dht = tensor_arg(op, args[next++], "dht");
+        f.normalize = normalize != 0;
+        f.chunk = chunk;
+        if (!std::isnan(scale)) f.scale = scale;
+        f.stream = stream;
+        if (config && *config) f.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_gated_delta_rule_backward(a);
+        else
+          tilejit::ops::gated_delta_rule_backward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
 } // extern "C"

@@ -114,6 +114,12 @@ int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t pa
                                 int has_h0, int normalize, int64_t chunk, double scale,
                                 const char* config, void* stream, int check_only);
 
+/* ops::gated_delta_rule_backward on q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0 (given),
+ * then h0 when has_h0 and dht when has_dht; the forward's options as above. */
+int tj_gated_delta_rule_backward(void* runtime, const int64_t* packed, int64_t packed_len,
+                                 int has_h0, int has_dht, int normalize, int64_t chunk,
+                                 double scale, const char* config, void* stream, int check_only);
+
 #ifdef __cplusplus
 }
 #endif

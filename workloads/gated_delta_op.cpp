@@ -17,6 +17,7 @@ const char* const kSource = "embedded:workloads/gated_delta.tile";
 const OpChecks la_forward_checks("linear_attn_forward");
 const OpChecks la_backward_checks("linear_attn_backward");
 const OpChecks rule_checks("gated_delta_rule_forward");
+const OpChecks rule_backward_checks("gated_delta_rule_backward");
 
 /// The kernels' tile width of a head dim: rounded up to 16.
 std::string tile_width(int64_t head_dim) {
@@ -135,19 +136,84 @@ LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackw
   return out;
 }
 
-void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& a) {
-  const OpChecks& c = rule_checks;
+namespace {
+
+/// The rule's inputs and options (its outputs checked by the forward alone).
+void check_rule_inputs(const OpChecks& c, const GatedDeltaRuleArgs& a) {
   check_qkv(c, a.q, a.k, a.v);
   const std::vector<int64_t> gate = {a.q.shape[0], a.q.shape[1], a.q.shape[2]};
   const std::vector<int64_t> state = {a.q.shape[0], a.q.shape[2], a.q.shape[3], a.v.shape[3]};
   check_f32(c, "g", a.g, gate, "[B, T, H] f32, q's B, T and H");
   check_f32(c, "beta", a.beta, gate, "[B, T, H] f32, q's B, T and H");
   if (a.h0) check_f32(c, "h0", *a.h0, state, "[B, H, Dk, Dv] f32");
-  if (a.o) check_like(c, "o", *a.o, a.v, "v's shape and dtype");
-  if (a.ht) check_f32(c, "ht", *a.ht, state, "[B, H, Dk, Dv] f32");
   if (a.chunk != 16 && a.chunk != 32 && a.chunk != 64)
     throw Error(str(c.named("q", a.q), ": chunk = ", a.chunk, " is not 16, 32 or 64"));
   scale_of(c, a.scale, a.q);
+}
+
+/// The work buffers the chunked form passes between its launches.
+struct RuleWork {
+  OwnedBuffers owned;
+  Tensor w, u, gc, rq, rk, hs;
+  /// `chunks` < 0: no saved states (the forward alone).
+  RuleWork(const Tensor& q, const Tensor& v, int64_t chunks, int device) {
+    const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
+    w = owned.allocate(q.dtype, q.shape, device);
+    u = owned.allocate(v.dtype, v.shape, device);
+    gc = owned.allocate(DType::F32, gate, device);
+    rq = owned.allocate(DType::F32, gate, device);
+    rk = owned.allocate(DType::F32, gate, device);
+    if (chunks >= 0)
+      hs = owned.allocate(DType::F32, {q.shape[0], q.shape[2], chunks, q.shape[3], v.shape[3]},
+                          device);
+  }
+};
+
+/// gated_delta_prepare then gated_delta_chunk (saving the chunk states into work.hs when it
+/// has them; else hs is ht seen as one chunk's, not written).
+void launch_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& a, const OpChecks& c,
+                         RuleWork& work, const Tensor& o, const Tensor& ht) {
+  const Tensor &q = a.q, &v = a.v;
+  static const std::string source = kSource;
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = a.config;
+  lo.config["DK"] = tile_width(q.shape[3]);
+  lo.config["C"] = std::to_string(a.chunk);
+  lo.config["NORM"] = a.normalize ? "1" : "0";
+  LaunchOptions prepare = lo;
+  prepare.config.erase("STAGES"); // the chunk kernel's alone
+  if (q.shape[1] > 0)
+    rt.launch(rt.load(source, "gated_delta_prepare"),
+              {Arg::of(q), Arg::of(a.k), Arg::of(v), Arg::of(a.g), Arg::of(a.beta), Arg::of(work.w),
+               Arg::of(work.u), Arg::of(work.gc), Arg::of(work.rq), Arg::of(work.rk)},
+              prepare);
+  lo.config["H0"] = a.h0 ? "1" : "0";
+  const bool save = work.hs.rank() == 5;
+  lo.config["SAVE"] = save ? "1" : "0";
+  // Without h0 the kernel reads none: ht (its shape) stands in.
+  const Tensor& h0 = a.h0 ? *a.h0 : ht;
+  Tensor hs = work.hs;
+  if (!save) {
+    hs = ht;
+    hs.shape.insert(hs.shape.begin() + 2, 1);
+    hs.strides.insert(hs.strides.begin() + 2, hs.strides[1]);
+  }
+  rt.launch(rt.load(source, "gated_delta_chunk"),
+            {Arg::of(q), Arg::of(a.k), Arg::of(work.w), Arg::of(work.u), Arg::of(work.gc),
+             Arg::of(work.rq), Arg::of(work.rk), Arg::of(h0), Arg::of(o), Arg::of(ht), Arg::of(hs),
+             Arg::f32(static_cast<float>(scale_of(c, a.scale, q)))},
+            lo);
+}
+
+} // namespace
+
+void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& a) {
+  const OpChecks& c = rule_checks;
+  check_rule_inputs(c, a);
+  const std::vector<int64_t> state = {a.q.shape[0], a.q.shape[2], a.q.shape[3], a.v.shape[3]};
+  if (a.o) check_like(c, "o", *a.o, a.v, "v's shape and dtype");
+  if (a.ht) check_f32(c, "ht", *a.ht, state, "[B, H, Dk, Dv] f32");
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
                 {"v", &a.v},
@@ -163,7 +229,6 @@ GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleA
   GatedDeltaRuleResult out;
   const Tensor &q = a.q, &v = a.v;
   const int device = q.device_index;
-  const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
   const std::vector<int64_t> state = {q.shape[0], q.shape[2], q.shape[3], v.shape[3]};
   auto owned = std::make_shared<OwnedBuffers>();
   out.o = a.o ? *a.o : owned->allocate(v.dtype, v.shape, device);
@@ -171,38 +236,93 @@ GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleA
   if (!owned->buffers.empty()) out.storage = owned;
   if (out.ht.numel() == 0) return out; // no state: nothing to compute
   // This call's work buffers (freed after the launches are queued: cuMemFree waits for them).
-  OwnedBuffers work;
-  Tensor w = work.allocate(q.dtype, q.shape, device);
-  Tensor u = work.allocate(v.dtype, v.shape, device);
-  Tensor gc = work.allocate(DType::F32, gate, device);
-  Tensor rq = work.allocate(DType::F32, gate, device);
-  Tensor rk = work.allocate(DType::F32, gate, device);
+  RuleWork work(q, v, -1, device);
+  launch_rule_forward(rt, a, rule_checks, work, out.o, out.ht);
+  return out;
+}
+
+void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& a) {
+  const OpChecks& c = rule_backward_checks;
+  const GatedDeltaRuleArgs& f = a.forward;
+  check_rule_inputs(c, f);
+  const std::vector<int64_t> gate = {f.q.shape[0], f.q.shape[1], f.q.shape[2]};
+  const std::vector<int64_t> state = {f.q.shape[0], f.q.shape[2], f.q.shape[3], f.v.shape[3]};
+  check_like(c, "dout", a.dout, f.v, "v's shape and dtype");
+  if (a.dht) check_f32(c, "dht", *a.dht, state, "[B, H, Dk, Dv] f32");
+  if (a.dq) check_like(c, "dq", *a.dq, f.q, "q's shape and dtype");
+  if (a.dk) check_like(c, "dk", *a.dk, f.k, "k's shape and dtype");
+  if (a.dv) check_like(c, "dv", *a.dv, f.v, "v's shape and dtype");
+  if (a.dg) check_f32(c, "dg", *a.dg, gate, "[B, T, H] f32");
+  if (a.dbeta) check_f32(c, "dbeta", *a.dbeta, gate, "[B, T, H] f32");
+  if (a.dh0) check_f32(c, "dh0", *a.dh0, state, "[B, H, Dk, Dv] f32");
+  c.on_one_gpu({{"q", &f.q},
+                {"k", &f.k},
+                {"v", &f.v},
+                {"g", &f.g},
+                {"beta", &f.beta},
+                {"h0", f.h0 ? &*f.h0 : nullptr},
+                {"dout", &a.dout},
+                {"dht", a.dht ? &*a.dht : nullptr},
+                {"dq", a.dq ? &*a.dq : nullptr},
+                {"dk", a.dk ? &*a.dk : nullptr},
+                {"dv", a.dv ? &*a.dv : nullptr},
+                {"dg", a.dg ? &*a.dg : nullptr},
+                {"dbeta", a.dbeta ? &*a.dbeta : nullptr},
+                {"dh0", a.dh0 ? &*a.dh0 : nullptr}});
+}
+
+GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
+                                                       const GatedDeltaRuleBackwardArgs& a) {
+  check_gated_delta_rule_backward(a);
+  const GatedDeltaRuleArgs& f = a.forward;
+  const Tensor &q = f.q, &v = f.v;
+  const int device = q.device_index;
+  const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
+  const std::vector<int64_t> state = {q.shape[0], q.shape[2], q.shape[3], v.shape[3]};
+  GatedDeltaRuleBackwardResult out;
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.dq = a.dq ? *a.dq : owned->allocate(q.dtype, q.shape, device);
+  out.dk = a.dk ? *a.dk : owned->allocate(q.dtype, q.shape, device);
+  out.dv = a.dv ? *a.dv : owned->allocate(v.dtype, v.shape, device);
+  out.dg = a.dg ? *a.dg : owned->allocate(DType::F32, gate, device);
+  out.dbeta = a.dbeta ? *a.dbeta : owned->allocate(DType::F32, gate, device);
+  out.dh0 = a.dh0 ? *a.dh0 : owned->allocate(DType::F32, state, device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (out.dh0.numel() == 0) return out;
+  const int64_t chunks = (q.shape[1] + f.chunk - 1) / f.chunk;
+  // The forward again, saving its chunk states; o and ht of this call's own.
+  RuleWork work(q, v, chunks, device);
+  Tensor o = work.owned.allocate(v.dtype, v.shape, device);
+  Tensor ht = work.owned.allocate(DType::F32, state, device);
+  launch_rule_forward(rt, f, rule_backward_checks, work, o, ht);
+  Tensor dh = work.owned.allocate(DType::F32, work.hs.shape, device);
+  Tensor du2 = work.owned.allocate(DType::F32, v.shape, device);
   static const std::string source = kSource;
   LaunchOptions lo;
-  lo.stream = a.stream;
-  lo.config = a.config;
+  lo.stream = f.stream;
+  lo.config = f.config;
   lo.config["DK"] = tile_width(q.shape[3]);
-  lo.config["C"] = std::to_string(a.chunk);
-  lo.config["NORM"] = a.normalize ? "1" : "0";
-  LaunchOptions prepare = lo;
-  prepare.config.erase("STAGES"); // the chunk kernel's alone
-  if (q.shape[1] > 0)
-    rt.launch(rt.load(source, "gated_delta_prepare"),
-              {Arg::of(q), Arg::of(a.k), Arg::of(v), Arg::of(a.g), Arg::of(a.beta), Arg::of(w),
-               Arg::of(u), Arg::of(gc), Arg::of(rq), Arg::of(rk)},
-              prepare);
-  lo.config["H0"] = a.h0 ? "1" : "0";
-  // Without h0 the kernel reads none: ht (its shape) stands in. The saved states (SAVE = 0:
-  // none are saved) are ht seen as one chunk's, [B, H, 1, Dk, Dv].
-  const Tensor& h0 = a.h0 ? *a.h0 : out.ht;
-  Tensor hs = out.ht;
-  hs.shape.insert(hs.shape.begin() + 2, 1);
-  hs.strides.insert(hs.strides.begin() + 2, hs.strides[1]);
-  rt.launch(rt.load(source, "gated_delta_chunk"),
-            {Arg::of(q), Arg::of(a.k), Arg::of(w), Arg::of(u), Arg::of(gc), Arg::of(rq),
-             Arg::of(rk), Arg::of(h0), Arg::of(out.o), Arg::of(out.ht), Arg::of(hs),
-             Arg::f32(static_cast<float>(scale_of(rule_checks, a.scale, q)))},
-            lo);
+  lo.config["C"] = std::to_string(f.chunk);
+  lo.config["NORM"] = f.normalize ? "1" : "0";
+  const Arg scale = Arg::f32(static_cast<float>(scale_of(rule_backward_checks, f.scale, q)));
+  LaunchOptions state_lo = lo;
+  state_lo.config["DHT"] = a.dht ? "1" : "0";
+  // Without dht the kernel reads none: dh0 (its shape) stands in.
+  rt.launch(rt.load(source, "gated_delta_bwd_state"),
+            {Arg::of(q), Arg::of(f.k), Arg::of(work.w), Arg::of(work.gc), Arg::of(work.rq),
+             Arg::of(work.rk), Arg::of(a.dout), Arg::of(a.dht ? *a.dht : out.dh0), Arg::of(dh),
+             Arg::of(du2), Arg::of(out.dh0), scale},
+            state_lo);
+  if (q.shape[1] > 0) {
+    LaunchOptions grads = lo;
+    grads.config.erase("STAGES"); // step 2 has none
+    rt.launch(rt.load(source, "gated_delta_bwd_chunk"),
+              {Arg::of(q), Arg::of(f.k), Arg::of(v), Arg::of(f.beta), Arg::of(work.gc),
+               Arg::of(work.rq), Arg::of(work.rk), Arg::of(work.w), Arg::of(work.u),
+               Arg::of(work.hs), Arg::of(dh), Arg::of(du2), Arg::of(a.dout), Arg::of(out.dq),
+               Arg::of(out.dk), Arg::of(out.dv), Arg::of(out.dg), Arg::of(out.dbeta), scale},
+              grads);
+  }
   return out;
 }
 

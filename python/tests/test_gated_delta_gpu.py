@@ -1,8 +1,10 @@
 """tilejit.ops.linear_attn and gated_delta_rule on the GPU (pytest -m gpu, on the device):
 linear attention's forward and, through autograd, its gradients against PyTorch autograd of a
 float64 reference; the gated delta rule's forward and final state against the float64
-recurrence step by step; odd T and head dims, Dk != Dv, both 16-bit dtypes, h0 or not; outputs
-given poisoned (NaN) first, every element checked; a g above 0 refused by name."""
+recurrence step by step, and its gradients (q, k, v, g, beta, initial state) through autograd
+against PyTorch autograd of that recurrence; odd T and head dims, Dk != Dv, both 16-bit
+dtypes, h0 or not; outputs given poisoned (NaN) first, every element checked; a g above 0
+refused by name."""
 
 import pytest
 
@@ -50,7 +52,8 @@ def test_linear_attn_forward_and_gradients(dtype, b, t, h, dk, dv):
 
 
 def delta_reference(q, k, v, g, beta, h0, scale, normalize):
-    """float64, step by step: o [B, T, H, Dv] and the final state [B, H, Dk, Dv]."""
+    """float64, step by step (differentiable): o [B, T, H, Dv] and the final state
+    [B, H, Dk, Dv]."""
     if normalize:
         q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
         k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
@@ -91,12 +94,42 @@ def test_gated_delta_rule_forward(dtype, b, t, h, dk, dv, chunk, normalize, with
     assert rel(ht, rs) < 2e-2
 
 
+@pytest.mark.parametrize("dtype, b, t, h, dk, dv, chunk, normalize, with_h0", [
+    (torch.bfloat16, 2, 200, 2, 64, 64, 32, True, True),
+    (torch.float16, 1, 77, 3, 40, 24, 16, False, False),
+    (torch.bfloat16, 2, 1, 3, 8, 8, 64, True, True),
+])
+def test_gated_delta_rule_gradients(dtype, b, t, h, dk, dv, chunk, normalize, with_h0):
+    torch.manual_seed(7 * t + dk)
+    kmax = 1.0 if normalize else dk ** -0.5
+    q = torch.rand(b, t, h, dk, device="cuda", dtype=dtype) * 2 - 1
+    k = ((torch.rand(b, t, h, dk, device="cuda") * 2 - 1) * kmax).to(dtype)
+    v = torch.rand(b, t, h, dv, device="cuda", dtype=dtype) * 2 - 1
+    g = -0.5 * torch.rand(b, t, h, device="cuda")
+    beta = 0.05 + 0.9 * torch.rand(b, t, h, device="cuda")
+    h0 = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1 if with_h0 else None
+    do = torch.rand_like(v) * 2 - 1
+    dht = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1
+    ins = [x.detach().requires_grad_(True) for x in (q, k, v, g, beta)]
+    h0g = h0.detach().requires_grad_(True) if with_h0 else None
+    o, ht = tilejit.ops.gated_delta_rule(*ins, initial_state=h0g, normalize=normalize,
+                                         chunk=chunk)
+    ((o.float() * do.float()).sum() + (ht * dht).sum()).backward()
+    ref_ins = [x.detach().double().requires_grad_(True) for x in (q, k, v, g, beta)]
+    rh0 = h0.detach().double().requires_grad_(True) if with_h0 else None
+    ro, rs = delta_reference(*ref_ins, rh0, dk ** -0.5, normalize)
+    ((ro * do.double()).sum() + (rs * dht.double()).sum()).backward()
+    pairs = list(zip(("dq", "dk", "dv", "dg", "dbeta"), ins, ref_ins))
+    if with_h0:
+        pairs.append(("dh0", h0g, rh0))
+    for name, got, want in pairs:
+        assert got.grad is not None and torch.isfinite(got.grad).all(), name
+        assert rel(got.grad, want.grad) < 3e-2, name
+
+
 def test_gated_delta_rule_refuses_a_positive_g():
     q = torch.randn(1, 8, 1, 16, device="cuda", dtype=torch.bfloat16)
     g = torch.zeros(1, 8, 1, device="cuda")
     g[0, 3, 0] = 0.1
     with pytest.raises(tilejit.TilejitError, match="tensor 'g' has values above 0"):
         tilejit.ops.gated_delta_rule(q, q, q, g, torch.rand(1, 8, 1, device="cuda"))
-    with pytest.raises(tilejit.TilejitError, match="backward is not implemented yet"):
-        tilejit.ops.gated_delta_rule(q.requires_grad_(True), q, q, -g.abs(),
-                                     torch.rand(1, 8, 1, device="cuda"))

@@ -41,8 +41,19 @@ def rule(rt, **changes):
     options = {key: changes.pop(key) for key in ("scale", "initial_state", "normalize", "chunk",
                                                  "out", "final_state") if key in changes}
     a.update(changes)
-    return tilejit.ops.gated_delta_rule(a["q"], a["k"], a["v"], a["g"], a["beta"], runtime=rt,
-                                        check_only=True, **options)
+    return tilejit.ops.gated_delta_rule_forward(a["q"], a["k"], a["v"], a["g"], a["beta"],
+                                                runtime=rt, check_only=True, **options)
+
+
+def rule_backward(rt, **changes):
+    a = tensors()
+    a["dout"] = a["v"].copy()
+    options = {key: changes.pop(key) for key in ("scale", "initial_state", "normalize", "chunk",
+                                                 "dht") if key in changes}
+    a.update(changes)
+    return tilejit.ops.gated_delta_rule_backward(a["q"], a["k"], a["v"], a["g"], a["beta"],
+                                                 a["dout"], runtime=rt, check_only=True,
+                                                 **options)
 
 
 def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
@@ -53,6 +64,9 @@ def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
         la_backward(cpu_runtime)
     with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: " + host):
         rule(cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_backward: " + host):
+        rule_backward(cpu_runtime, dht=numpy.zeros((B, H, DK, DV), numpy.float32),
+                      initial_state=numpy.zeros((B, H, DK, DV), numpy.float32), chunk=32)
     h0 = numpy.zeros((B, H, DK, DV), numpy.float32)
     with pytest.raises(tilejit.TilejitError, match=host):
         rule(cpu_runtime, initial_state=h0, normalize=False, chunk=16, scale=0.5)
@@ -78,19 +92,28 @@ def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
     (rule, lambda a: {"chunk": 32.0}, r"chunk = 32.0 must be 16, 32 or 64"),
     (rule, lambda a: {"normalize": 1}, r"normalize = 1 must be True or False"),
     (rule, lambda a: {"g": numpy.zeros((B, H, T), numpy.float32).transpose(0, 2, 1)}, r"tensor 'g' .* must be contiguous"),
+    (rule_backward, lambda a: {"dout": a["q"]}, r"gated_delta_rule_backward: tensor 'dout' .* has 24 in dimension 3 but v's shape and dtype = 40"),
+    (rule_backward, lambda a: {"dht": numpy.zeros((B, H, DK, DV), numpy.float16)}, r"tensor 'dht' .* must be f32"),
+    (rule_backward, lambda a: {"dht": numpy.zeros((B, H, DK, DK), numpy.float32)}, r"tensor 'dht' .* has 24 in dimension 3"),
+    (rule_backward, lambda a: {"beta": a["beta"][:, :5]}, r"tensor 'beta' .* has 5 in dimension 1"),
+    (rule_backward, lambda a: {"chunk": 8}, r"gated_delta_rule_backward: .*chunk = 8 is not 16, 32 or 64"),
 ])
 def test_bad_tensors_are_named(cpu_runtime, call, change, message):
     with pytest.raises(tilejit.TilejitError, match=message):
         call(cpu_runtime, **change(tensors()))
 
 
-def test_torch_g_above_zero_and_gradients_are_refused(cpu_runtime):
+def test_torch_g_above_zero_is_refused_and_gradients_take_the_autograd_path(cpu_runtime):
     torch = pytest.importorskip("torch")
     q = torch.zeros(1, 4, 1, 8, dtype=torch.bfloat16)
     g = torch.zeros(1, 4, 1)
     g[0, 2, 0] = 0.25
     with pytest.raises(tilejit.TilejitError, match="tensor 'g' has values above 0"):
         tilejit.ops.gated_delta_rule(q, q, q, g, torch.ones(1, 4, 1), runtime=cpu_runtime)
-    with pytest.raises(tilejit.TilejitError, match="backward is not implemented yet"):
+    with pytest.raises(tilejit.TilejitError, match="tensor 'g' has values above 0"):
+        tilejit.ops.gated_delta_rule_backward(q, q, q, g, torch.ones(1, 4, 1), q,
+                                              runtime=cpu_runtime)
+    # Inputs that require grad go through the autograd Function (on the host: the device check).
+    with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: .* host memory"):
         tilejit.ops.gated_delta_rule(q.clone().requires_grad_(True), q, q, -g.abs(),
                                      torch.ones(1, 4, 1), runtime=cpu_runtime)

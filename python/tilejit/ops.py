@@ -386,20 +386,7 @@ def linear_attn(q, k, v, *, scale=None, runtime=None):
     return linear_attn_forward(q, k, v, scale=scale, runtime=runtime)
 
 
-def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normalize=True,
-                     chunk=64, out=None, final_state=None, config=None, stream=None,
-                     runtime=None, check_only=False):
-    """The gated delta rule's forward (WORKLOADS.md section 4), in chunks: per step
-    S = S exp(g_t); u = beta_t (v_t - k_t S); S = S + k_t^T u; o_t = scale q_t S, q_t and k_t
-    L2-normalised first when `normalize` (x / sqrt(|x|^2 + 1e-6)). q and k [B, T, H, Dk], v
-    [B, T, H, Dv] (f16 or bf16), g (the log decay, <= 0) and beta [B, T, H] float32, initial_state
-    [B, H, Dk, Dv] float32 (zero when None); chunk 16, 32 or 64. Returns (o like v, the final
-    state [B, H, Dk, Dv] float32). torch tensors: a g above 0 is refused (one device sync). The
-    backward is not there yet: inputs that require grad are refused rather than given none."""
-    op = "gated_delta_rule"
-    if any(getattr(t, "requires_grad", False) for t in (q, k, v, g, beta, initial_state)):
-        raise TilejitError(f"{op}: the gated delta rule's backward is not implemented yet; "
-                           "call it under torch.no_grad() or on tensors that do not require grad")
+def _check_rule_options(op, g, chunk, normalize, check_only):
     if isinstance(chunk, bool) or not isinstance(chunk, int):
         raise TilejitError(f"{op}: chunk = {chunk!r} must be 16, 32 or 64")
     flag = _flag(op, "normalize", normalize)
@@ -407,6 +394,20 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normal
         if bool((g > 0).any()):
             raise TilejitError(f"{op}: tensor 'g' has values above 0; it is the log decay "
                                "(log of a factor in (0, 1]), so g <= 0")
+    return flag
+
+
+def gated_delta_rule_forward(q, k, v, g, beta, *, scale=None, initial_state=None,
+                             normalize=True, chunk=64, out=None, final_state=None, config=None,
+                             stream=None, runtime=None, check_only=False):
+    """The gated delta rule's forward (WORKLOADS.md section 4), in chunks: per step
+    S = S exp(g_t); u = beta_t (v_t - k_t S); S = S + k_t^T u; o_t = scale q_t S, q_t and k_t
+    L2-normalised first when `normalize` (x / sqrt(|x|^2 + 1e-6)). q and k [B, T, H, Dk], v
+    [B, T, H, Dv] (f16 or bf16), g (the log decay, <= 0) and beta [B, T, H] float32, initial_state
+    [B, H, Dk, Dv] float32 (zero when None); chunk 16, 32 or 64. Returns (o like v, the final
+    state [B, H, Dk, Dv] float32). torch tensors: a g above 0 is refused (one device sync)."""
+    op = "gated_delta_rule"
+    flag = _check_rule_options(op, g, chunk, normalize, check_only)
     qs, vs = _shape(q), _shape(v)
     if out is None:
         out = _like(v)
@@ -423,3 +424,46 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normal
                  (1 if initial_state is not None else 0, flag, chunk, _scale_arg(op, scale),
                   config_text(config) if config else None), stream, runtime, check_only)
     return out, final_state
+
+
+def gated_delta_rule_backward(q, k, v, g, beta, dout, *, dht=None, scale=None,
+                              initial_state=None, normalize=True, chunk=64, config=None,
+                              stream=None, runtime=None, check_only=False):
+    """The gradients (dq, dk, dv, dg, dbeta, dh0) of sum(dout * o) + sum(dht * ht) for
+    (o, ht) = gated_delta_rule_forward(...) with the same inputs and options (dht None: zero).
+    dh0 is initial_state's gradient (at zero when None). The forward runs again, saving its
+    chunk states; no state is kept between the calls."""
+    op = "gated_delta_rule_backward"
+    flag = _check_rule_options(op, g, chunk, normalize, check_only)
+    qs, vs = _shape(q), _shape(v)
+    ok = qs is not None and vs is not None and len(qs) == 4 and len(vs) == 4
+    grads = (_like(q), _like(k), _like(v),
+             _like(q, qs[:3], float32=True) if ok else g,
+             _like(q, qs[:3], float32=True) if ok else beta,
+             _like(q, (qs[0], qs[2], qs[3], vs[3]), float32=True) if ok else q)
+    tensors = (q, k, v, g, beta, dout) + grads
+    names = ("q", "k", "v", "g", "beta", "dout", "dq", "dk", "dv", "dg", "dbeta", "dh0")
+    if initial_state is not None:
+        tensors += (initial_state,)
+        names += ("h0",)
+    if dht is not None:
+        tensors += (dht,)
+        names += ("dht",)
+    _packed_call(op, lib.tj_gated_delta_rule_backward, tensors, names,
+                 (1 if initial_state is not None else 0, 1 if dht is not None else 0, flag, chunk,
+                  _scale_arg(op, scale), config_text(config) if config else None), stream,
+                 runtime, check_only)
+    return grads
+
+
+def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normalize=True,
+                     chunk=64, runtime=None):
+    """gated_delta_rule_forward, differentiable: torch tensors that require grad go through a
+    torch.autograd.Function whose backward is gated_delta_rule_backward (gradients to q, k, v,
+    g, beta and initial_state, from o's and the final state's). Returns (o, final state)."""
+    if any(getattr(t, "requires_grad", False) for t in (q, k, v, g, beta, initial_state)):
+        from ._gated_delta_autograd import GatedDeltaRuleFunction
+        return GatedDeltaRuleFunction.apply(q, k, v, g, beta, initial_state, scale, normalize,
+                                            chunk, runtime)
+    return gated_delta_rule_forward(q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                                    normalize=normalize, chunk=chunk, runtime=runtime)

@@ -238,4 +238,26 @@ struct GatedDeltaRuleResult {
 GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& args);
 void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& args);
 
+/// The gradients of sum(dout * o) + sum(dht * ht) for (o, ht) = gated_delta_rule_forward(q, k,
+/// v, g, beta, h0) with the same normalize, chunk and scale: dq, dk like q, dv like v, dg and
+/// dbeta [B, T, H] f32, dh0 [B, H, Dk, Dv] f32 (h0's, also when h0 is absent: at zero). The
+/// forward runs again saving its chunk states (no state is kept between the calls), then the
+/// state gradients chunk by chunk from the last, then the rest per chunk: four launches, work
+/// buffers of this call ([B, H, chunks, Dk, Dv] f32 twice, and the forward's).
+struct GatedDeltaRuleBackwardArgs {
+  GatedDeltaRuleArgs forward; ///< the forward's inputs and options (its o and ht: ignored)
+  Tensor dout;
+  std::optional<Tensor> dht;                        ///< zero when absent
+  std::optional<Tensor> dq, dk, dv, dg, dbeta, dh0; ///< written when given; allocated otherwise
+};
+
+struct GatedDeltaRuleBackwardResult {
+  Tensor dq, dk, dv, dg, dbeta, dh0;
+  std::shared_ptr<void> storage;
+};
+
+GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
+                                                       const GatedDeltaRuleBackwardArgs& args);
+void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
+
 } // namespace tilejit::ops
