@@ -355,12 +355,9 @@ public:
            "BWD=1 forward + backward)";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"linear_attn", kSource},
-            {"gated_delta_recurrent", kSource},
-            {"gated_delta_prepare", kSource},
-            {"gated_delta_chunk", kSource},
-            {"gated_delta_bwd_state", kSource},
-            {"gated_delta_bwd_chunk", kSource}};
+    return {{"linear_attn", kSource},           {"gated_delta_recurrent", kSource},
+            {"gated_delta_prepare", kSource},   {"gated_delta_chunk", kSource},
+            {"gated_delta_bwd_state", kSource}, {"gated_delta_bwd_chunk", kSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "

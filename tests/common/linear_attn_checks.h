@@ -42,9 +42,9 @@ void check_gated_delta_chunked(const KernelRunner& run, DType t, int64_t b, int6
 /// gradients it carries, dh at every chunk's end and dh0, against the float64 reverse of the
 /// recurrence (workloads/gated_delta_reference.h), for a random dout and (`with_dht`) dht
 /// (relative error 2e-2).
-void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, int64_t nt,
-                                 int64_t h, int64_t kh, int64_t vh, bool norm, bool with_dht,
-                                 int64_t chunk, const Bindings& config);
+void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
+                                 int64_t kh, int64_t vh, bool norm, bool with_dht, int64_t chunk,
+                                 const Bindings& config);
 
 /// The rule's whole backward as the workload will run it: gated_delta_prepare, gated_delta_chunk
 /// saving the chunk states, gated_delta_bwd_state, then gated_delta_bwd_chunk (`config`

@@ -23,8 +23,7 @@ enum class Form { rows, blocked, chosen };
 
 /// Runs the solve with NT threads on A's lower part (the upper part and diagonal are noise, as
 /// they are in a kernel); returns the C x C result buffer X (upper part: the poison).
-template <int C, int NT>
-std::vector<float> solve_on_host(std::vector<float> a, Form form) {
+template <int C, int NT> std::vector<float> solve_on_host(std::vector<float> a, Form form) {
   std::vector<float> x(C * C, -777.0f);
   std::barrier sync(NT);
   std::vector<std::thread> threads;
@@ -34,9 +33,9 @@ std::vector<float> solve_on_host(std::vector<float> a, Form form) {
       if (form == Form::rows)
         tj::tril_inverse_rows<C, NT>(a.data(), x.data(), t, barrier);
       else if constexpr (C % 16 == 0)
-        (form == Form::blocked ? tj::tril_inverse_blocked<C, NT, decltype(barrier)>
-                               : tj::tril_inverse<C, NT, decltype(barrier)>)(a.data(), x.data(),
-                                                                              t, barrier);
+        (form == Form::blocked
+             ? tj::tril_inverse_blocked<C, NT, decltype(barrier)>
+             : tj::tril_inverse<C, NT, decltype(barrier)>)(a.data(), x.data(), t, barrier);
     });
   for (auto& th : threads) th.join();
   return x;

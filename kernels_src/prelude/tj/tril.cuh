@@ -42,7 +42,8 @@ TJ_TRIL_FN void tril_inverse_blocked(float* a, float* x, int tid, Sync sync) {
       const int r0 = w / B * B, j = w % B;
       if (j >= i) continue;
       float acc = a[(r0 + i) * C + r0 + j];
-      for (int k = j + 1; k < i; ++k) acc = fmaf(a[(r0 + i) * C + r0 + k], x[(r0 + k) * C + r0 + j], acc);
+      for (int k = j + 1; k < i; ++k)
+        acc = fmaf(a[(r0 + i) * C + r0 + k], x[(r0 + k) * C + r0 + j], acc);
       x[(r0 + i) * C + r0 + j] = -acc;
     }
     sync();
