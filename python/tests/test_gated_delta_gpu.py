@@ -68,6 +68,19 @@ def delta_reference(q, k, v, g, beta, h0, scale, normalize):
     return torch.stack(o, 1), s
 
 
+def rule_inputs(dtype, b, t, h, dk, dv, normalize, with_h0):
+    """WORKLOADS.md's ranges: q, v in [-1, 1), k too (scaled by 1/sqrt(Dk) unless normalised),
+    g in [-0.5, 0), beta in [0.05, 0.95), h0 in [-1, 1) (or None)."""
+    kmax = 1.0 if normalize else dk ** -0.5
+    q = torch.rand(b, t, h, dk, device="cuda", dtype=dtype) * 2 - 1
+    k = ((torch.rand(b, t, h, dk, device="cuda") * 2 - 1) * kmax).to(dtype)
+    v = torch.rand(b, t, h, dv, device="cuda", dtype=dtype) * 2 - 1
+    g = -0.5 * torch.rand(b, t, h, device="cuda")
+    beta = 0.05 + 0.9 * torch.rand(b, t, h, device="cuda")
+    h0 = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1 if with_h0 else None
+    return q, k, v, g, beta, h0
+
+
 @pytest.mark.parametrize("dtype, b, t, h, dk, dv, chunk, normalize, with_h0", [
     (torch.bfloat16, 2, 500, 3, 128, 128, 64, True, True),
     (torch.float16, 3, 257, 2, 40, 72, 32, True, False),
@@ -76,13 +89,7 @@ def delta_reference(q, k, v, g, beta, h0, scale, normalize):
 ])
 def test_gated_delta_rule_forward(dtype, b, t, h, dk, dv, chunk, normalize, with_h0):
     torch.manual_seed(t + dv)
-    kmax = 1.0 if normalize else dk ** -0.5
-    q = torch.rand(b, t, h, dk, device="cuda", dtype=dtype) * 2 - 1
-    k = ((torch.rand(b, t, h, dk, device="cuda") * 2 - 1) * kmax).to(dtype)
-    v = torch.rand(b, t, h, dv, device="cuda", dtype=dtype) * 2 - 1
-    g = -0.5 * torch.rand(b, t, h, device="cuda")
-    beta = 0.05 + 0.9 * torch.rand(b, t, h, device="cuda")
-    h0 = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1 if with_h0 else None
+    q, k, v, g, beta, h0 = rule_inputs(dtype, b, t, h, dk, dv, normalize, with_h0)
     out = torch.full_like(v, float("nan"))
     state = torch.full((b, h, dk, dv), float("nan"), device="cuda")
     o, ht = tilejit.ops.gated_delta_rule(q, k, v, g, beta, initial_state=h0, normalize=normalize,
@@ -101,13 +108,7 @@ def test_gated_delta_rule_forward(dtype, b, t, h, dk, dv, chunk, normalize, with
 ])
 def test_gated_delta_rule_gradients(dtype, b, t, h, dk, dv, chunk, normalize, with_h0):
     torch.manual_seed(7 * t + dk)
-    kmax = 1.0 if normalize else dk ** -0.5
-    q = torch.rand(b, t, h, dk, device="cuda", dtype=dtype) * 2 - 1
-    k = ((torch.rand(b, t, h, dk, device="cuda") * 2 - 1) * kmax).to(dtype)
-    v = torch.rand(b, t, h, dv, device="cuda", dtype=dtype) * 2 - 1
-    g = -0.5 * torch.rand(b, t, h, device="cuda")
-    beta = 0.05 + 0.9 * torch.rand(b, t, h, device="cuda")
-    h0 = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1 if with_h0 else None
+    q, k, v, g, beta, h0 = rule_inputs(dtype, b, t, h, dk, dv, normalize, with_h0)
     do = torch.rand_like(v) * 2 - 1
     dht = torch.rand(b, h, dk, dv, device="cuda") * 2 - 1
     ins = [x.detach().requires_grad_(True) for x in (q, k, v, g, beta)]

@@ -181,6 +181,29 @@ struct GatedDeltaCase {
     ht.poison();
   }
 
+  /// Head (bi, hi) in float64 for the one-head reference (h0 when `with_h0`), and the head's
+  /// rows of dout [B, NT, H, VH] and (when given) of dht [B, H, KH, VH] into dO and dT.
+  workloads::GatedDeltaHead head(int64_t bi, int64_t hi, const HostBuffer& dout,
+                                 const HostBuffer* dht, std::vector<double>& dO,
+                                 std::vector<double>& dT) const {
+    workloads::GatedDeltaHead x;
+    x.steps = nt, x.key_dim = kh, x.value_dim = vh, x.normalize = norm, x.scale = scale;
+    dO.clear(), dT.clear();
+    for (int64_t ti = 0; ti < nt; ++ti) {
+      const int64_t row = (bi * nt + ti) * h + hi;
+      for (int64_t i = 0; i < kh; ++i)
+        x.q.push_back(q.get(row * kh + i)), x.k.push_back(k.get(row * kh + i));
+      for (int64_t j = 0; j < vh; ++j)
+        x.v.push_back(v.get(row * vh + j)), dO.push_back(dout.get(row * vh + j));
+      x.g.push_back(g.get(row));
+      x.beta.push_back(beta.get(row));
+    }
+    const int64_t st = kh * vh;
+    for (int64_t i = 0; i < st && with_h0; ++i) x.h0.push_back(h0.get((bi * h + hi) * st + i));
+    for (int64_t i = 0; i < st && dht; ++i) dT.push_back(dht->get((bi * h + hi) * st + i));
+    return x;
+  }
+
   /// o and ht against the recurrence, step by step in float64 (relative error `tol`).
   void expect_matches_recurrence(double tol = 2e-2) const {
     std::vector<double> ro(static_cast<size_t>(o.numel())), rh(static_cast<size_t>(ht.numel()));
@@ -328,21 +351,9 @@ void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, in
   const int64_t state = kh * vh;
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t hi = 0; hi < h; ++hi) {
-      workloads::GatedDeltaHead head;
-      head.steps = nt, head.key_dim = kh, head.value_dim = vh, head.normalize = norm;
-      head.scale = c.scale;
       std::vector<double> dO, dT;
-      for (int64_t ti = 0; ti < nt; ++ti) {
-        const int64_t row = (bi * nt + ti) * h + hi;
-        for (int64_t i = 0; i < kh; ++i)
-          head.q.push_back(c.q.get(row * kh + i)), head.k.push_back(c.k.get(row * kh + i));
-        for (int64_t j = 0; j < vh; ++j)
-          head.v.push_back(c.v.get(row * vh + j)), dO.push_back(dout.get(row * vh + j));
-        head.g.push_back(c.g.get(row));
-        head.beta.push_back(c.beta.get(row));
-      }
-      if (with_dht)
-        for (int64_t i = 0; i < state; ++i) dT.push_back(dht.get((bi * h + hi) * state + i));
+      const workloads::GatedDeltaHead head =
+          c.head(bi, hi, dout, with_dht ? &dht : nullptr, dO, dT);
       const workloads::GatedDeltaHeadGradients gr =
           workloads::gated_delta_head_backward(head, dO, dT);
       for (int64_t ci = 0; ci < nch; ++ci) {
@@ -418,22 +429,9 @@ void check_gated_delta_backward(const KernelRunner& run, DType t, int64_t b, int
   const int64_t st = kh * vh;
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t hi = 0; hi < h; ++hi) {
-      workloads::GatedDeltaHead head;
-      head.steps = nt, head.key_dim = kh, head.value_dim = vh, head.normalize = norm;
-      head.scale = c.scale;
       std::vector<double> dO, dT;
-      for (int64_t ti = 0; ti < nt; ++ti) {
-        const int64_t row = (bi * nt + ti) * h + hi;
-        for (int64_t i = 0; i < kh; ++i)
-          head.q.push_back(c.q.get(row * kh + i)), head.k.push_back(c.k.get(row * kh + i));
-        for (int64_t j = 0; j < vh; ++j)
-          head.v.push_back(c.v.get(row * vh + j)), dO.push_back(dout.get(row * vh + j));
-        head.g.push_back(c.g.get(row));
-        head.beta.push_back(c.beta.get(row));
-      }
-      for (int64_t i = 0; i < st && with_h0; ++i)
-        head.h0.push_back(c.h0.get((bi * h + hi) * st + i));
-      for (int64_t i = 0; i < st && with_dht; ++i) dT.push_back(dht.get((bi * h + hi) * st + i));
+      const workloads::GatedDeltaHead head =
+          c.head(bi, hi, dout, with_dht ? &dht : nullptr, dO, dT);
       const workloads::GatedDeltaHeadGradients gr =
           workloads::gated_delta_head_backward(head, dO, dT);
       for (int64_t ti = 0; ti < nt; ++ti) {
