@@ -69,6 +69,13 @@ TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
   if (SYNC_AFTER) __syncthreads();
 }
 
+/// The block's barrier as a callable (tj::tril_inverse takes one). A struct, not a lambda: with
+/// a lambda in the prelude, every NVRTC compile left a dynamic TLS block that LeakSanitizer's
+/// tracer crashed on at exit (the sanitized CI run of nvrtc_semantics_test).
+struct BlockSync {
+  TJ_DEVICE void operator()() const { __syncthreads(); }
+};
+
 /// v = (I + A)^-1 for A the strictly lower part of the square register tile v (its diagonal
 /// and upper part are not read), through `scratch` (2 * C * C floats: A, then the inverse X):
 /// tj::tril_inverse (blocks of 16 where C allows, else row by row).
@@ -82,7 +89,7 @@ TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
     if (L::valid(e)) a[L::r(e) * C + L::c(e)] = v[e];
   }
   __syncthreads();
-  tril_inverse<C, L::NT_>(a, x, static_cast<int>(threadIdx.x), [] { __syncthreads(); });
+  tril_inverse<C, L::NT_>(a, x, static_cast<int>(threadIdx.x), BlockSync{});
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     const int r = L::r(e), c = L::c(e);
     if (L::valid(e)) v[e] = r == c ? 1.0f : r < c ? 0.0f : x[r * C + c];
