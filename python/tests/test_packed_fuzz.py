@@ -130,3 +130,43 @@ def test_mutated_sparse_attention_records_are_errors_not_crashes(cpu_runtime):
         rc = fn(cpu_runtime._handle, address, len(values), rng.choice(blocks), round % 3 == 0, 0,
                 float("nan"), None, None, 1)
         assert rc == 0 or lib.tj_last_error().decode(), (round, values)
+
+
+def test_mutated_gated_delta_records_are_errors_not_crashes(cpu_runtime):
+    """tj_linear_attn_forward / _backward and tj_gated_delta_rule_forward / _backward under
+    mutated records (their seeds are valid calls that stop at the device check): each call
+    returns 0 or an error with a message, never crashes."""
+    qk = numpy.zeros((1, 9, 2, 16), numpy.float16)
+    v = numpy.zeros((1, 9, 2, 8), numpy.float16)
+    gate = numpy.zeros((1, 9, 2), numpy.float32)
+    state = numpy.zeros((1, 2, 16, 8), numpy.float32)
+    seeds = []
+    for fn, tensors, extra in (
+            (lib.tj_linear_attn_forward, ((qk, "q"), (qk, "k"), (v, "v"), (v, "o")), ()),
+            (lib.tj_linear_attn_backward, ((qk, "q"), (qk, "k"), (v, "v"), (v, "dout"),
+                                           (qk, "dq"), (qk, "dk"), (v, "dv")), ()),
+            (lib.tj_gated_delta_rule_forward, ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"),
+                                               (gate, "beta"), (v, "o"), (state, "ht"),
+                                               (state, "h0")), (1, 1, 16)),
+            (lib.tj_gated_delta_rule_backward, ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"),
+                                                (gate, "beta"), (v, "dout"), (qk, "dq"),
+                                                (qk, "dk"), (v, "dv"), (gate, "dg"),
+                                                (gate, "dbeta"), (state, "dh0"), (state, "h0"),
+                                                (state, "dht")), (1, 1, 1, 32))):
+        packed = []
+        for t, name in tensors:
+            pack_tensor(packed, t, name)
+        seeds.append((fn, packed, extra))
+    rng = random.Random(3)
+    for round in range(2000):
+        fn, seed, extra = seeds[round % len(seeds)]
+        values = list(seed)
+        if round >= len(seeds):  # the seeds first, as they are
+            mutate(values, rng)
+        a = array("q", values)
+        address = a.buffer_info()[0] if values else None
+        rc = fn(cpu_runtime._handle, address, len(values), *extra, float("nan"), None, None, 1)
+        message = lib.tj_last_error().decode()
+        assert rc == 0 or message, (round, values)
+        if round < len(seeds):
+            assert "is in host memory" in message, (round, message)

@@ -252,6 +252,14 @@ struct GatedDeltaCase {
   }
 };
 
+/// gated_delta_prepare on the case's inputs, its outputs into w, u, gc, rq and rk.
+void run_prepare(const KernelRunner& run, GatedDeltaCase& c, const Bindings& generics,
+                 HostBuffer& w, HostBuffer& u, HostBuffer& gc, HostBuffer& rq, HostBuffer& rk) {
+  run("embedded:workloads/gated_delta.tile#gated_delta_prepare", generics,
+      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
+       TestArg::of(w), TestArg::of(u), TestArg::of(gc), TestArg::of(rq), TestArg::of(rk)});
+}
+
 } // namespace
 
 void check_gated_delta_recurrent(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
@@ -335,9 +343,7 @@ void check_gated_delta_bwd_state(const KernelRunner& run, DType t, int64_t b, in
                        {"DK", std::to_string(tile16(kh))},
                        {"C", std::to_string(chunk)},
                        {"NORM", norm ? "1" : "0"}};
-  run(src + "gated_delta_prepare", generics,
-      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
-       TestArg::of(w), TestArg::of(u), TestArg::of(gc), TestArg::of(rq), TestArg::of(rk)});
+  run_prepare(run, c, generics, w, u, gc, rq, rk);
   Bindings given = config;
   given.insert(generics.begin(), generics.end());
   given["DHT"] = with_dht ? "1" : "0";
@@ -399,9 +405,7 @@ void check_gated_delta_backward(const KernelRunner& run, DType t, int64_t b, int
                              {"C", std::to_string(chunk)},
                              {"NORM", norm ? "1" : "0"}};
   const TestArg scale = TestArg::f32(static_cast<float>(c.scale));
-  run(src + "gated_delta_prepare", generics,
-      {TestArg::of(c.q), TestArg::of(c.k), TestArg::of(c.v), TestArg::of(c.g), TestArg::of(c.beta),
-       TestArg::of(w), TestArg::of(u), TestArg::of(gc), TestArg::of(rq), TestArg::of(rk)});
+  run_prepare(run, c, generics, w, u, gc, rq, rk);
   Bindings fwd = generics;
   fwd["H0"] = with_h0 ? "1" : "0";
   fwd["SAVE"] = "1";
