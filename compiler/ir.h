@@ -153,6 +153,10 @@ const char* reduce_op_name(ReduceOp op);
 
 /// Expr::scratch_region of a cluster_sum that exchanges through the dead tiles' bytes.
 constexpr int kExchangeRegion = 2;
+/// Expr::scratch_region of an operation that takes the whole scratch area (both halves; it
+/// waits for every thread before and after itself): solve_tril, whose A and X are larger than
+/// any other user's need. Printed ", scratch=whole".
+constexpr int kWholeScratch = 3;
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -216,7 +220,7 @@ struct Expr {
   /// area the operation exchanges values through (place-scratch), -1 before or when it needs
   /// none; kExchangeRegion: a tile's cluster_sum where no shared tile is live, through the
   /// bytes from the start of shared memory over the dead tiles (plan-shared-memory; printed
-  /// ", scratch=exchange").
+  /// ", scratch=exchange"); kWholeScratch: both halves (solve_tril).
   int scratch_region = -1;
   bool literal = false; ///< Const written as a literal: adopts its partner's dtype
   /// Dot: 1 runs on Hopper's warpgroup tensor cores (wgmma; select-wgmma chose it, its B tile

@@ -70,9 +70,11 @@ std::string access_str(const Access& a) {
   return param_name(a.param) + "[" + join(parts, ", ") + "]";
 }
 
-/// ", scratch=N" once place-scratch gave the operation a half of the scratch area.
+/// ", scratch=N" once place-scratch gave the operation a half of the scratch area (", scratch=
+/// whole" both, ", scratch=exchange" the dead tiles' bytes).
 std::string scratch_arg(const Expr& e) {
   if (e.scratch_region == ir::kExchangeRegion) return ", scratch=exchange";
+  if (e.scratch_region == ir::kWholeScratch) return ", scratch=whole";
   return e.scratch_region >= 0 ? str(", scratch=", e.scratch_region) : std::string();
 }
 

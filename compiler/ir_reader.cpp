@@ -720,13 +720,18 @@ private:
     return e;
   }
 
-  /// `scratch=N` (place-scratch's half of the scratch area) or `scratch=exchange`
-  /// (plan-shared-memory's exchange over the dead tiles), after a leading ',' was read.
+  /// `scratch=N` (place-scratch's half of the scratch area), `scratch=whole` (both halves) or
+  /// `scratch=exchange` (plan-shared-memory's exchange over the dead tiles), after a leading ','
+  /// was read.
   void scratch_arg(Expr& e) {
     expect("scratch");
     expect("=");
     if (accept("exchange")) {
       e.scratch_region = ir::kExchangeRegion;
+      return;
+    }
+    if (accept("whole")) {
+      e.scratch_region = ir::kWholeScratch;
       return;
     }
     e.scratch_region = small_int("a scratch half", 0, 1);

@@ -192,6 +192,11 @@ private:
       return;
     }
     if (!uses_scratch(k_, e)) return;
+    if (e.kind == ExprKind::SolveTril) { // both halves, between barriers of its own
+      if (apply_) e.scratch_region = ir::kWholeScratch;
+      busy_ = 0;
+      return;
+    }
     if (busy_ == kBoth) {
       barrier_ = true; // placed before this statement
       busy_ = 0;

@@ -4,6 +4,7 @@
 // synchronises inside itself between writing and reading its half, so two operations in a row
 // may not share a half, and the one after those two may reuse the first. Where the previous
 // user is not known (after an `if`, at a loop's top and after a loop) a barrier comes first.
+// solve_tril takes both halves (scratch=whole), between barriers of its own; it leaves both free.
 // Runs last: it sees every barrier insert-barriers placed (each frees both halves). The emitter
 // prints the halves chosen here and checks, as it prints, that they alternate.
 #pragma once

@@ -34,8 +34,10 @@ int64_t scratch_need(const ir::Expr& e, int threads, int warp) {
   }
   case ExprKind::Scan:
     return e.type.numel() * elem;
-  case ExprKind::SolveTril: // the tile and its inverse
-    return 2 * e.type.numel() * 4;
+  case ExprKind::SolveTril: { // A and X at the prelude's row strides (tj::TrilStride)
+    const int64_t c = e.type.shape[0];
+    return (c * (c + 4) + c * (c + 8)) * 4;
+  }
   case ExprKind::ClusterSum: // each thread's values, where the cluster's other programs read them
     if (e.type.is_scalar()) return 16;
     return e.layout ? e.layout->per_thread() * threads * 4 : 0;
@@ -164,7 +166,7 @@ void SharedLiveness::number(ir::Block& b) {
 
 void plan_shared_memory(ir::Kernel& k) {
   SharedLiveness live(k);
-  int64_t scratch = 0, exchange = 0;
+  int64_t scratch = 0, whole = 0, exchange = 0;
   ir::for_each_stmt(k.body, [&](ir::Stmt& s) {
     ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
       ir::for_each_node(*root, [&](ir::Expr& e) {
@@ -178,13 +180,17 @@ void plan_shared_memory(ir::Kernel& k) {
           exchange = std::max(exchange, need);
           return;
         }
-        scratch = std::max(scratch, need);
+        if (e.kind == ExprKind::SolveTril) // both halves (place-scratch: scratch=whole)
+          whole = std::max(whole, need);
+        else
+          scratch = std::max(scratch, need);
       });
     });
   });
   // Two regions: consecutive scratch users alternate between them, so each needs one barrier
   // (between its write and its read) instead of two (codegen tracks the alternation).
-  k.scratch_bytes = 2 * round_up(scratch, 16);
+  // An operation that takes the whole area (solve_tril) needs only the two halves together.
+  k.scratch_bytes = std::max(2 * round_up(scratch, 16), round_up(whole, 32));
   const int64_t base = round_up(k.scratch_bytes, 128);
   const std::set<const ir::Var*> q4_b = q4_dot_b_operands(k);
   std::vector<ir::Var*> tiles;

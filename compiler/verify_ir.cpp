@@ -234,13 +234,18 @@ private:
             str("'", print_expr(e),
                 "' exchanges over the tiles' bytes, which only a tile's cluster_sum in a cluster "
                 "of several programs does, within the kernel's shared memory"));
+    else if (e.scratch_region == kWholeScratch)
+      check(e.kind == ExprKind::SolveTril, nullptr,
+            str("'", print_expr(e), "' takes the whole scratch area, which only solve_tril does"));
     else if (after("place-scratch"))
-      check(uses_scratch(k_, e) ? (e.scratch_region == 0 || e.scratch_region == 1)
-                                : e.scratch_region == -1,
+      check(e.kind == ExprKind::SolveTril ? false
+            : uses_scratch(k_, e)         ? (e.scratch_region == 0 || e.scratch_region == 1)
+                                          : e.scratch_region == -1,
             nullptr,
             str("'", print_expr(e), "' has scratch half ", e.scratch_region,
-                uses_scratch(k_, e) ? " (it exchanges values through the scratch area)"
-                                    : " (it needs no scratch)"));
+                e.kind == ExprKind::SolveTril ? " (it takes the whole scratch area: scratch=whole)"
+                : uses_scratch(k_, e)         ? " (it exchanges values through the scratch area)"
+                                              : " (it needs no scratch)"));
     switch (e.kind) {
     case ExprKind::VarRef:
       need(e.var != nullptr, "the variable");

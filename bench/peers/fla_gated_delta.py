@@ -5,6 +5,10 @@
 
 --op linear times chunk_linear_attn and fused_chunk_linear_attn (normalize=False: the
 workload's unnormalised form), forward and forward + backward, instead of the rule.
+--op recurrence times the plain PyTorch recurrence of the rule instead (no FLA: the
+always-available reference for time and memory where FLA's backward does not run): step by
+step in f32, forward and forward + backward through autograd, and the backward's peak memory;
+a shape whose saved states would pass 60 GB is recorded as skipped.
 
 DIR holds the `fla` package (a checkout of the public fla-org/flash-linear-attention, staged
 next to the binaries for a device call; never committed). For each shape (default: the
@@ -93,31 +97,87 @@ def time_linear(torch, timer, fns, B, T, H, D, row):
             row[f"fla_{name}_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
 
 
+def time_recurrence(torch, timer, B, T, H, D, row):
+    """The rule step by step in f32 (q and k L2-normalised, g the log decay, beta in (0, 1)),
+    forward and forward + backward through autograd: what a user without FLA's backward has."""
+    saved = 6 * T * B * H * D * D * 4  # about six [B, H, D, D] f32 tensors kept per step
+    if saved > 60e9:
+        row["torch_recurrence_skipped"] = f"its saved states would take about {saved / 1e9:.0f} GB"
+        return
+    F = torch.nn.functional
+    q, k, v = (torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16,
+                           requires_grad=True) for _ in range(3))
+    g = F.logsigmoid(torch.randn(B, T, H, device="cuda")).requires_grad_(True)
+    beta = torch.sigmoid(torch.randn(B, T, H, device="cuda")).requires_grad_(True)
+    do = torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16)
+
+    def fwd():
+        qn = q.float() * torch.rsqrt((q.float() ** 2).sum(-1, keepdim=True) + 1e-6) * D ** -0.5
+        kn = k.float() * torch.rsqrt((k.float() ** 2).sum(-1, keepdim=True) + 1e-6)
+        s = q.new_zeros(B, H, D, D, dtype=torch.float32)
+        o = []
+        for t in range(T):
+            s = s * g[:, t].exp()[..., None, None]
+            u = beta[:, t][..., None] * (v[:, t].float() - torch.einsum("bhk,bhkv->bhv", kn[:, t], s))
+            s = s + kn[:, t][..., None] * u[..., None, :]
+            o.append(torch.einsum("bhk,bhkv->bhv", qn[:, t], s))
+        return torch.stack(o, 1).to(torch.bfloat16), s
+
+    def fwd_bwd():
+        o, s = fwd()
+        return torch.autograd.grad(o, (q, k, v, g, beta), do)
+    with torch.no_grad():
+        row["torch_recurrence_fwd_ms"] = timer.median_ms(fwd, n=5, warmup=1)
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fwd_bwd()
+    torch.cuda.synchronize()
+    row["torch_recurrence_fwdbwd_peak_extra_bytes"] = torch.cuda.max_memory_allocated() - base
+    row["torch_recurrence_fwdbwd_ms"] = timer.median_ms(fwd_bwd, n=5, warmup=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--fla", required=True, help="the directory holding the fla package")
+    p.add_argument("--fla", help="the directory holding the fla package (not for --op recurrence)")
     p.add_argument("--shapes", type=shape_list,
                    default=[(128, 256, 4, 32), (128, 512, 4, 32), (128, 1024, 4, 32),
                             (4, 2048, 16, 128), (4, 8192, 16, 128)], help="B:T:H:D,...")
-    p.add_argument("--op", choices=("delta", "linear"), default="delta",
-                   help="the gated delta rule (default) or linear attention")
+    p.add_argument("--op", choices=("delta", "linear", "recurrence"), default="delta",
+                   help="the gated delta rule (default), linear attention, or the rule's plain "
+                        "PyTorch recurrence")
     p.add_argument("--out", help="also append the JSON lines to this file")
     args = p.parse_args()
-    if not os.path.isdir(os.path.join(args.fla, "fla")):
-        p.error(f"--fla {args.fla}: no fla package there")
+    if args.op != "recurrence" and not (args.fla and os.path.isdir(os.path.join(args.fla, "fla"))):
+        p.error(f"--fla {args.fla}: no fla package there (--op {args.op} times FLA)")
     import torch
     if not torch.cuda.is_available():
         print("fla_gated_delta: no CUDA device; nothing to time", file=sys.stderr)
         return 0
-    sys.path.insert(0, args.fla)
     import torch.nn.functional as F
-    chunk_gated_delta_rule, chunk_linear_attn, fused_chunk_linear_attn = import_fla_ops(args.fla)
+    if args.op != "recurrence":
+        sys.path.insert(0, args.fla)
+        chunk_gated_delta_rule, chunk_linear_attn, fused_chunk_linear_attn = import_fla_ops(args.fla)
 
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
     out = open(args.out, "a") if args.out else None
     for (B, T, H, D) in args.shapes:
         torch.manual_seed(0)
+        if args.op == "recurrence":
+            row = {"op": "gated_delta_rule", "peer": "torch_recurrence", "B": B, "T": T, "H": H,
+                   "D": D, "device": torch.cuda.get_device_name()}
+            try:
+                time_recurrence(torch, timer, B, T, H, D, row)
+            except Exception as ex:  # out of memory on a large shape: recorded, not fatal
+                row["torch_recurrence_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
+            line = json.dumps(row)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+            torch.cuda.empty_cache()
+            continue
         if args.op == "linear":
             row = {"op": "linear_attn", "B": B, "T": T, "H": H, "D": D,
                    "device": torch.cuda.get_device_name()}

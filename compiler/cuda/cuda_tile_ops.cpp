@@ -228,7 +228,10 @@ void Emitter::emit_solve_tril(const ir::Expr& e, const std::string& dst) {
   line(str("float ", dst, "[", L, "::N];"));
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) ", dst,
            "[tj_e] = ", elem(*e.a, l, "tj_e"), ";"));
-  line(str("tj::solve_tril<", L, ", false>(", dst, ", ", next_scratch("float", e), ");"));
+  TJ_ICHECK(e.scratch_region == ir::kWholeScratch, "place-scratch gave ", ir::print_expr(e),
+            " no whole scratch area");
+  line(str("tj::solve_tril<", L, ">(", dst, ", reinterpret_cast<float*>(tj_scratch));"));
+  scratch_free(); // it ends with a barrier
 }
 
 void Emitter::emit_cluster_sum(const ir::Expr& e, const std::string& dst) {

@@ -92,8 +92,10 @@ def test_gated_delta_rule_forward(dtype, b, t, h, dk, dv, chunk, normalize, with
     q, k, v, g, beta, h0 = rule_inputs(dtype, b, t, h, dk, dv, normalize, with_h0)
     out = torch.full_like(v, float("nan"))
     state = torch.full((b, h, dk, dv), float("nan"), device="cuda")
-    o, ht = tilejit.ops.gated_delta_rule(q, k, v, g, beta, initial_state=h0, normalize=normalize,
-                                         chunk=chunk, out=out, final_state=state)
+    o, ht = tilejit.ops.gated_delta_rule_forward(q, k, v, g, beta, initial_state=h0,
+                                                 normalize=normalize, chunk=chunk, out=out,
+                                                 final_state=state)
+    assert o.data_ptr() == out.data_ptr() and ht.data_ptr() == state.data_ptr()
     ro, rs = delta_reference(q.double(), k.double(), v.double(), g.double(), beta.double(),
                              None if h0 is None else h0.double(), dk ** -0.5, normalize)
     assert torch.isfinite(o).all() and torch.isfinite(ht).all()

@@ -34,6 +34,7 @@ CASES = {
                            (["--fla", ".", "--shapes", "4:2048:16"], "'4:2048:16' is not B:T:H:D"),
                            (["--fla", ".", "--shapes", "4:0:16:128"], "is not B:T:H:D"),
                            (["--shapes", "4:8:1:8"], "--fla"),
+                           (["--op", "recurrence", "--shapes", "4:8:1"], "is not B:T:H:D"),
                            (["--fla", ".", "--op", "gla"], "invalid choice: 'gla'")],
 }
 

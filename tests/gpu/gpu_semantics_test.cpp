@@ -336,6 +336,34 @@ TEST(GpuSemantics, DotsAccumulatingInPlaceAndPaddedRows) {
                                 {3}, 1e-6);
 }
 
+// solve_tril on the GPU (tj/tril.cuh: blocks of 16 with the block products on the TF32 tensor
+// cores in 3xTF32, or row by row) against the interpreter's f32 substitution: every C the DSL
+// kernels use and two the blocked form does not take (24) or takes at its largest (128), one
+// warp to eight, an odd count of matrices. Entries like gated_delta's (|A| < 1, decaying away
+// from the diagonal) so that the inverse stays of moderate size; the diagonal and upper part
+// are large noise the solve must not read.
+TEST(GpuSemantics, SolveTrilMatchesTheInterpreter) {
+  REQUIRE_GPU();
+  std::mt19937 rng(fresh_seed());
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  struct Case {
+    int64_t c, warps;
+  };
+  for (const Case& cs : {Case{16, 1}, Case{24, 2}, Case{32, 4}, Case{48, 2}, Case{64, 1},
+                         Case{64, 4}, Case{64, 8}, Case{128, 8}}) {
+    const int64_t n = 7, c = cs.c;
+    ref::HostBuffer a(DType::F32, {n, c, c});
+    for (int64_t m = 0; m < n; ++m)
+      for (int64_t i = 0; i < c; ++i)
+        for (int64_t j = 0; j < c; ++j)
+          a.set((m * c + i) * c + j,
+                j < i ? u(rng) * 0.9 * std::pow(0.97, static_cast<double>(i - j)) : 50 * u(rng));
+    check_against_interpreter("tril_inverse",
+                              {{"C", std::to_string(c)}, {"WARPS", std::to_string(cs.warps)}},
+                              {a, ref::HostBuffer(DType::F32, {n, c, c})}, {1}, 1e-5);
+  }
+}
+
 TEST(GpuSemantics, UnitAxisTilesBroadcast) {
   REQUIRE_GPU();
   std::mt19937 rng(fresh_seed());

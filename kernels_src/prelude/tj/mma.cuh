@@ -136,6 +136,24 @@ TJ_DEVICE void mma_1688_tf32(float* d, const unsigned* a, const unsigned* b) {
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/// d += a * b for one 16x8x8 tile of f32 values in about f32's accuracy (3xTF32): each operand
+/// split into its TF32 part and the TF32 rest, the three products that matter summed, small
+/// ones first. a and b are the m16n8k8 fragments' values (4 and 2 per lane).
+TJ_DEVICE void mma_1688_tf32x3(float* d, const float (&a)[4], const float (&b)[2]) {
+  unsigned ah[4], al[4], bh[2], bl[2];
+  TJ_UNROLL for (int i = 0; i < 4; ++i) {
+    ah[i] = to_tf32(a[i]);
+    al[i] = to_tf32(a[i] - __uint_as_float(ah[i]));
+  }
+  TJ_UNROLL for (int i = 0; i < 2; ++i) {
+    bh[i] = to_tf32(b[i]);
+    bl[i] = to_tf32(b[i] - __uint_as_float(bh[i]));
+  }
+  mma_1688_tf32(d, al, bh);
+  mma_1688_tf32(d, ah, bl);
+  mma_1688_tf32(d, ah, bh);
+}
+
 /// acc += A @ B for f32 tiles on the TF32 tensor cores: A [M, K] and B [K, N] in shared memory
 /// (A_KMAJOR / B_NMAJOR: stored transposed), acc in LC = MmaAcc<M, N, WM, WN, NT> (the m16n8k8
 /// accumulator fragment is the m16n8k16 one). K is a multiple of 8. EXACT: each operand is
@@ -174,13 +192,13 @@ TJ_DEVICE void dot_ss_tf32(float (&acc)[LC::N], const float* sa, int lda, const 
     }
     unsigned ab[LC::MT][4], as[LC::MT][4], bb[LC::NTL][2], bs[LC::NTL][2];
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt) TJ_UNROLL for (int i = 0; i < 4; ++i) {
-        ab[mt][i] = to_tf32(a[mt][i]);
-        if (EXACT) as[mt][i] = to_tf32(a[mt][i] - __uint_as_float(ab[mt][i]));
-      }
+      ab[mt][i] = to_tf32(a[mt][i]);
+      if (EXACT) as[mt][i] = to_tf32(a[mt][i] - __uint_as_float(ab[mt][i]));
+    }
     TJ_UNROLL for (int nt = 0; nt < LC::NTL; ++nt) TJ_UNROLL for (int i = 0; i < 2; ++i) {
-        bb[nt][i] = to_tf32(b[nt][i]);
-        if (EXACT) bs[nt][i] = to_tf32(b[nt][i] - __uint_as_float(bb[nt][i]));
-      }
+      bb[nt][i] = to_tf32(b[nt][i]);
+      if (EXACT) bs[nt][i] = to_tf32(b[nt][i] - __uint_as_float(bb[nt][i]));
+    }
     TJ_UNROLL for (int mt = 0; mt < LC::MT; ++mt)
         TJ_UNROLL for (int nt = 0; nt < LC::NTL;
                        ++nt) if ((LC::PM == LC::R_ || m_base + mt * 16 < LC::R_) &&

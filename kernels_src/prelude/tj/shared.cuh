@@ -77,24 +77,25 @@ struct BlockSync {
 };
 
 /// v = (I + A)^-1 for A the strictly lower part of the square register tile v (its diagonal
-/// and upper part are not read), through `scratch` (2 * C * C floats: A, then the inverse X):
-/// tj::tril_inverse (blocks of 16 where C allows, else row by row).
-template <class L, bool SYNC_AFTER = true>
-TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
+/// and upper part are not read), through `scratch` (TrilStride<C>::floats: A, then the inverse
+/// X): tj::tril_inverse (blocks of 16 where C allows, else row by row). The scratch is the
+/// whole scratch area (both halves; place-scratch marks it `whole`): barriers before and after
+/// make it this operation's alone.
+template <class L> TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
   constexpr int C = L::C_;
   static_assert(L::R_ == C, "solve_tril: a square tile");
   float* a = scratch;
-  float* x = scratch + C * C;
+  float* x = scratch + C * TrilStride<C>::A;
+  __syncthreads();
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
-    if (L::valid(e)) a[L::r(e) * C + L::c(e)] = v[e];
+    if (L::valid(e)) a[L::r(e) * TrilStride<C>::A + L::c(e)] = v[e];
   }
   __syncthreads();
   tril_inverse<C, L::NT_>(a, x, static_cast<int>(threadIdx.x), BlockSync{});
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
-    const int r = L::r(e), c = L::c(e);
-    if (L::valid(e)) v[e] = r == c ? 1.0f : r < c ? 0.0f : x[r * C + c];
+    if (L::valid(e)) v[e] = x[L::r(e) * TrilStride<C>::X + L::c(e)];
   }
-  if (SYNC_AFTER) __syncthreads();
+  __syncthreads();
 }
 
 } // namespace tj
