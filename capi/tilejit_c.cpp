@@ -653,9 +653,24 @@ int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed
       -1);
 }
 
+namespace {
+
+/// The C ABI's cu_seqlens (a count and its offsets) as the op takes them.
+std::vector<int64_t> cu_seqlens_arg(const char* op, const int64_t* cu, int64_t len) {
+  if (len < 0 || len > (int64_t{1} << 32))
+    throw tilejit::Error(std::string(op) + ": cu_seqlens has " + std::to_string(len) + " entries");
+  if (len > 0 && !cu)
+    throw tilejit::Error(std::string(op) + ": cu_seqlens is NULL with " + std::to_string(len) +
+                         " entries");
+  return len ? std::vector<int64_t>(cu, cu + len) : std::vector<int64_t>{};
+}
+
+} // namespace
+
 int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t packed_len,
-                                int has_h0, int normalize, int64_t chunk, double scale,
-                                const char* config, void* stream, int check_only) {
+                                int has_h0, const int64_t* cu_seqlens, int64_t cu_seqlens_len,
+                                int normalize, int64_t chunk, double scale, const char* config,
+                                void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "gated_delta_rule_forward";
@@ -671,6 +686,7 @@ int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t pa
         a.o = tensor_arg(op, args[5], "o");
         a.ht = tensor_arg(op, args[6], "ht");
         if (has_h0) a.h0 = tensor_arg(op, args[7], "h0");
+        a.cu_seqlens = cu_seqlens_arg(op, cu_seqlens, cu_seqlens_len);
         a.normalize = normalize != 0;
         a.chunk = chunk;
         if (!std::isnan(scale)) a.scale = scale;
@@ -686,8 +702,9 @@ int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t pa
 }
 
 int tj_gated_delta_rule_backward(void* runtime, const int64_t* packed, int64_t packed_len,
-                                 int has_h0, int has_dht, int normalize, int64_t chunk,
-                                 double scale, const char* config, void* stream, int check_only) {
+                                 int has_h0, int has_dht, const int64_t* cu_seqlens,
+                                 int64_t cu_seqlens_len, int normalize, int64_t chunk, double scale,
+                                 const char* config, void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "gated_delta_rule_backward";
@@ -715,6 +732,7 @@ int tj_gated_delta_rule_backward(void* runtime, const int64_t* packed, int64_t p
         int next = 12;
         if (has_h0) f.h0 = tensor_arg(op, args[next++], "h0");
         if (has_dht) a.dht = tensor_arg(op, args[next++], "dht");
+        f.cu_seqlens = cu_seqlens_arg(op, cu_seqlens, cu_seqlens_len);
         f.normalize = normalize != 0;
         f.chunk = chunk;
         if (!std::isnan(scale)) f.scale = scale;

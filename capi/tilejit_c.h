@@ -109,16 +109,19 @@ int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_
 int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
                             const char* config, void* stream, int check_only);
 /* ops::gated_delta_rule_forward on q, k, v, g, beta, o, ht (given), then h0 when has_h0;
- * normalize 0 or 1; chunk 16, 32 or 64; scale NaN for 1/sqrt(Dk). */
+ * cu_seqlens: cu_seqlens_len offsets of packed sequences (0 and NULL: none); normalize 0 or 1;
+ * chunk 16, 32 or 64; scale NaN for 1/sqrt(Dk). */
 int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t packed_len,
-                                int has_h0, int normalize, int64_t chunk, double scale,
-                                const char* config, void* stream, int check_only);
+                                int has_h0, const int64_t* cu_seqlens, int64_t cu_seqlens_len,
+                                int normalize, int64_t chunk, double scale, const char* config,
+                                void* stream, int check_only);
 
 /* ops::gated_delta_rule_backward on q, k, v, g, beta, dout, dq, dk, dv, dg, dbeta, dh0 (given),
  * then h0 when has_h0 and dht when has_dht; the forward's options as above. */
 int tj_gated_delta_rule_backward(void* runtime, const int64_t* packed, int64_t packed_len,
-                                 int has_h0, int has_dht, int normalize, int64_t chunk,
-                                 double scale, const char* config, void* stream, int check_only);
+                                 int has_h0, int has_dht, const int64_t* cu_seqlens,
+                                 int64_t cu_seqlens_len, int normalize, int64_t chunk, double scale,
+                                 const char* config, void* stream, int check_only);
 
 #ifdef __cplusplus
 }

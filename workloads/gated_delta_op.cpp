@@ -8,6 +8,7 @@
 
 #include <tilejit/ops.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tilejit::ops {
@@ -138,41 +139,137 @@ LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackw
 
 namespace {
 
+/// The sequences' states' shape: [B, H, Dk, Dv], or [N, H, Dk, Dv] for N packed sequences.
+std::vector<int64_t> state_shape(const GatedDeltaRuleArgs& a) {
+  const int64_t n =
+      a.cu_seqlens.empty() ? a.q.shape[0] : static_cast<int64_t>(a.cu_seqlens.size()) - 1;
+  return {n, a.q.shape[2], a.q.shape[3], a.v.shape[3]};
+}
+
+/// cu_seqlens: at least one sequence, from 0 to q's T without going back, a batch of one.
+void check_cu_seqlens(const OpChecks& c, const GatedDeltaRuleArgs& a) {
+  const std::vector<int64_t>& cu = a.cu_seqlens;
+  if (cu.empty()) return;
+  const std::string what = "cu_seqlens (N + 1 offsets into T: 0, ..., T)";
+  if (cu.size() < 2) throw Error(str(c.named("q", a.q), ": ", what, " has ", cu.size(), " entry"));
+  if (a.q.shape[0] != 1)
+    throw Error(str(c.named("q", a.q),
+                    ": with cu_seqlens the sequences are packed along T of a "
+                    "batch of one, but B = ",
+                    a.q.shape[0]));
+  if (cu.front() != 0)
+    throw Error(str(c.named("q", a.q), ": ", what, " starts at ", cu.front(), ", not 0"));
+  for (size_t n = 1; n < cu.size(); ++n)
+    if (cu[n] < cu[n - 1])
+      throw Error(str(c.named("q", a.q), ": ", what, " goes back from ", cu[n - 1], " to ", cu[n],
+                      " at entry ", n));
+  if (cu.back() != a.q.shape[1])
+    throw Error(str(c.named("q", a.q), ": ", what, " ends at ", cu.back(),
+                    " but q has T = ", a.q.shape[1]));
+}
+
 /// The rule's inputs and options (its outputs checked by the forward alone).
 void check_rule_inputs(const OpChecks& c, const GatedDeltaRuleArgs& a) {
   check_qkv(c, a.q, a.k, a.v);
+  check_cu_seqlens(c, a);
   const std::vector<int64_t> gate = {a.q.shape[0], a.q.shape[1], a.q.shape[2]};
-  const std::vector<int64_t> state = {a.q.shape[0], a.q.shape[2], a.q.shape[3], a.v.shape[3]};
+  const std::vector<int64_t> state = state_shape(a);
+  const char* state_want = a.cu_seqlens.empty() ? "[B, H, Dk, Dv] f32" : "[N, H, Dk, Dv] f32";
   check_f32(c, "g", a.g, gate, "[B, T, H] f32, q's B, T and H");
   check_f32(c, "beta", a.beta, gate, "[B, T, H] f32, q's B, T and H");
-  if (a.h0) check_f32(c, "h0", *a.h0, state, "[B, H, Dk, Dv] f32");
+  if (a.h0) check_f32(c, "h0", *a.h0, state, state_want);
   if (a.chunk != 16 && a.chunk != 32 && a.chunk != 64)
     throw Error(str(c.named("q", a.q), ": chunk = ", a.chunk, " is not 16, 32 or 64"));
   scale_of(c, a.scale, a.q);
 }
 
-/// The work buffers the chunked form passes between its launches.
+/// `len` entries of dimension `dim` from `start`: a view (same strides).
+Tensor narrow(const Tensor& t, int dim, int64_t start, int64_t len) {
+  Tensor v = t;
+  if (t.data) v.data = static_cast<char*>(t.data) + start * t.strides[dim] * dtype_size(t.dtype);
+  v.shape[dim] = len;
+  return v;
+}
+
+/// What one group of launches works on: the whole batch, or one of the packed sequences
+/// (cu_seqlens): its steps bos .. bos + len - 1 and state n.
+struct Part {
+  int64_t bos, len, n;
+};
+
+std::vector<Part> parts(const GatedDeltaRuleArgs& a) {
+  if (a.cu_seqlens.empty()) return {{0, a.q.shape[1], -1}};
+  std::vector<Part> out;
+  for (size_t n = 0; n + 1 < a.cu_seqlens.size(); ++n)
+    out.push_back(
+        {a.cu_seqlens[n], a.cu_seqlens[n + 1] - a.cu_seqlens[n], static_cast<int64_t>(n)});
+  return out;
+}
+
+int64_t longest(const std::vector<Part>& ps) {
+  int64_t m = 0;
+  for (const Part& p : ps) m = std::max(m, p.len);
+  return m;
+}
+
+/// A [B, T, ...] tensor's steps of part p ([1, len, ...] for a sequence).
+Tensor steps_of(const Tensor& t, const Part& p) {
+  return p.n < 0 ? t : narrow(t, 1, p.bos, p.len);
+}
+
+/// A [B or N, ...] state's part p ([1, ...] for a sequence).
+Tensor state_of(const Tensor& t, const Part& p) {
+  return p.n < 0 ? t : narrow(t, 0, p.n, 1);
+}
+
+/// The rule's inputs as part p sees them.
+GatedDeltaRuleArgs part_args(const GatedDeltaRuleArgs& a, const Part& p) {
+  GatedDeltaRuleArgs s = a;
+  s.cu_seqlens.clear();
+  s.q = steps_of(a.q, p), s.k = steps_of(a.k, p), s.v = steps_of(a.v, p);
+  s.g = steps_of(a.g, p), s.beta = steps_of(a.beta, p);
+  if (a.h0) s.h0 = state_of(*a.h0, p);
+  return s;
+}
+
+/// The work buffers the chunked form passes between its launches, for `len` steps (the longest
+/// part's); part() views a shorter part's share.
 struct RuleWork {
   OwnedBuffers owned;
   Tensor w, u, gc, rq, rk, hs;
-  /// `chunks` < 0: no saved states (the forward alone).
-  RuleWork(const Tensor& q, const Tensor& v, int64_t chunks, int device) {
-    const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
-    w = owned.allocate(q.dtype, q.shape, device);
-    u = owned.allocate(v.dtype, v.shape, device);
+  int64_t chunk;
+  /// `save`: room for the chunk states (the backward's); else none.
+  RuleWork(const Tensor& q, const Tensor& v, int64_t len, int64_t chunk_, bool save, int device)
+      : chunk(chunk_) {
+    const std::vector<int64_t> gate = {q.shape[0], len, q.shape[2]};
+    w = owned.allocate(q.dtype, {q.shape[0], len, q.shape[2], q.shape[3]}, device);
+    u = owned.allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
     gc = owned.allocate(DType::F32, gate, device);
     rq = owned.allocate(DType::F32, gate, device);
     rk = owned.allocate(DType::F32, gate, device);
-    if (chunks >= 0)
-      hs = owned.allocate(DType::F32, {q.shape[0], q.shape[2], chunks, q.shape[3], v.shape[3]},
-                          device);
+    if (save)
+      hs = owned.allocate(
+          DType::F32, {q.shape[0], q.shape[2], (len + chunk - 1) / chunk, q.shape[3], v.shape[3]},
+          device);
   }
+  /// The buffers' first `len` steps (and their chunks' states).
+  RuleWork part(int64_t len) const {
+    RuleWork p;
+    p.chunk = chunk;
+    p.w = narrow(w, 1, 0, len), p.u = narrow(u, 1, 0, len), p.gc = narrow(gc, 1, 0, len);
+    p.rq = narrow(rq, 1, 0, len), p.rk = narrow(rk, 1, 0, len);
+    if (hs.rank() == 5) p.hs = narrow(hs, 2, 0, (len + chunk - 1) / chunk);
+    return p;
+  }
+
+private:
+  RuleWork() = default;
 };
 
 /// gated_delta_prepare then gated_delta_chunk (saving the chunk states into work.hs when it
 /// has them; else hs is ht seen as one chunk's, not written).
 void launch_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& a, const OpChecks& c,
-                         RuleWork& work, const Tensor& o, const Tensor& ht) {
+                         const RuleWork& work, const Tensor& o, const Tensor& ht) {
   const Tensor &q = a.q, &v = a.v;
   static const std::string source = kSource;
   LaunchOptions lo;
@@ -211,9 +308,10 @@ void launch_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& a, const OpCheck
 void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& a) {
   const OpChecks& c = rule_checks;
   check_rule_inputs(c, a);
-  const std::vector<int64_t> state = {a.q.shape[0], a.q.shape[2], a.q.shape[3], a.v.shape[3]};
   if (a.o) check_like(c, "o", *a.o, a.v, "v's shape and dtype");
-  if (a.ht) check_f32(c, "ht", *a.ht, state, "[B, H, Dk, Dv] f32");
+  if (a.ht)
+    check_f32(c, "ht", *a.ht, state_shape(a),
+              a.cu_seqlens.empty() ? "[B, H, Dk, Dv] f32" : "[N, H, Dk, Dv] f32");
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
                 {"v", &a.v},
@@ -229,15 +327,18 @@ GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleA
   GatedDeltaRuleResult out;
   const Tensor &q = a.q, &v = a.v;
   const int device = q.device_index;
-  const std::vector<int64_t> state = {q.shape[0], q.shape[2], q.shape[3], v.shape[3]};
   auto owned = std::make_shared<OwnedBuffers>();
   out.o = a.o ? *a.o : owned->allocate(v.dtype, v.shape, device);
-  out.ht = a.ht ? *a.ht : owned->allocate(DType::F32, state, device);
+  out.ht = a.ht ? *a.ht : owned->allocate(DType::F32, state_shape(a), device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (out.ht.numel() == 0) return out; // no state: nothing to compute
-  // This call's work buffers (freed after the launches are queued: cuMemFree waits for them).
-  RuleWork work(q, v, -1, device);
-  launch_rule_forward(rt, a, rule_checks, work, out.o, out.ht);
+  // This call's work buffers (freed after the launches are queued: cuMemFree waits for them),
+  // reused by the parts in turn (one stream).
+  const std::vector<Part> ps = parts(a);
+  RuleWork work(q, v, longest(ps), a.chunk, false, device);
+  for (const Part& p : ps)
+    launch_rule_forward(rt, part_args(a, p), rule_checks, work.part(p.len), steps_of(out.o, p),
+                        state_of(out.ht, p));
   return out;
 }
 
@@ -246,15 +347,16 @@ void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& a) {
   const GatedDeltaRuleArgs& f = a.forward;
   check_rule_inputs(c, f);
   const std::vector<int64_t> gate = {f.q.shape[0], f.q.shape[1], f.q.shape[2]};
-  const std::vector<int64_t> state = {f.q.shape[0], f.q.shape[2], f.q.shape[3], f.v.shape[3]};
+  const std::vector<int64_t> state = state_shape(f);
+  const char* state_want = f.cu_seqlens.empty() ? "[B, H, Dk, Dv] f32" : "[N, H, Dk, Dv] f32";
   check_like(c, "dout", a.dout, f.v, "v's shape and dtype");
-  if (a.dht) check_f32(c, "dht", *a.dht, state, "[B, H, Dk, Dv] f32");
+  if (a.dht) check_f32(c, "dht", *a.dht, state, state_want);
   if (a.dq) check_like(c, "dq", *a.dq, f.q, "q's shape and dtype");
   if (a.dk) check_like(c, "dk", *a.dk, f.k, "k's shape and dtype");
   if (a.dv) check_like(c, "dv", *a.dv, f.v, "v's shape and dtype");
   if (a.dg) check_f32(c, "dg", *a.dg, gate, "[B, T, H] f32");
   if (a.dbeta) check_f32(c, "dbeta", *a.dbeta, gate, "[B, T, H] f32");
-  if (a.dh0) check_f32(c, "dh0", *a.dh0, state, "[B, H, Dk, Dv] f32");
+  if (a.dh0) check_f32(c, "dh0", *a.dh0, state, state_want);
   c.on_one_gpu({{"q", &f.q},
                 {"k", &f.k},
                 {"v", &f.v},
@@ -278,7 +380,7 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
   const Tensor &q = f.q, &v = f.v;
   const int device = q.device_index;
   const std::vector<int64_t> gate = {q.shape[0], q.shape[1], q.shape[2]};
-  const std::vector<int64_t> state = {q.shape[0], q.shape[2], q.shape[3], v.shape[3]};
+  const std::vector<int64_t> state = state_shape(f);
   GatedDeltaRuleBackwardResult out;
   auto owned = std::make_shared<OwnedBuffers>();
   out.dq = a.dq ? *a.dq : owned->allocate(q.dtype, q.shape, device);
@@ -289,14 +391,16 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
   out.dh0 = a.dh0 ? *a.dh0 : owned->allocate(DType::F32, state, device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (out.dh0.numel() == 0) return out;
-  const int64_t chunks = (q.shape[1] + f.chunk - 1) / f.chunk;
-  // The forward again, saving its chunk states; o and ht of this call's own.
-  RuleWork work(q, v, chunks, device);
-  Tensor o = work.owned.allocate(v.dtype, v.shape, device);
-  Tensor ht = work.owned.allocate(DType::F32, state, device);
-  launch_rule_forward(rt, f, rule_backward_checks, work, o, ht);
+  // The forward again (saving its chunk states), then the two backward launches, per part on
+  // work buffers of the longest; o and ht of this call's own.
+  const std::vector<Part> ps = parts(f);
+  const int64_t len = longest(ps);
+  RuleWork work(q, v, len, f.chunk, true, device);
+  Tensor o = work.owned.allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
+  Tensor ht =
+      work.owned.allocate(DType::F32, {q.shape[0], q.shape[2], q.shape[3], v.shape[3]}, device);
   Tensor dh = work.owned.allocate(DType::F32, work.hs.shape, device);
-  Tensor du2 = work.owned.allocate(DType::F32, v.shape, device);
+  Tensor du2 = work.owned.allocate(DType::F32, o.shape, device);
   static const std::string source = kSource;
   LaunchOptions lo;
   lo.stream = f.stream;
@@ -307,21 +411,28 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
   const Arg scale = Arg::f32(static_cast<float>(scale_of(rule_backward_checks, f.scale, q)));
   LaunchOptions state_lo = lo;
   state_lo.config["DHT"] = a.dht ? "1" : "0";
-  // Without dht the kernel reads none: dh0 (its shape) stands in.
-  rt.launch(rt.load(source, "gated_delta_bwd_state"),
-            {Arg::of(q), Arg::of(f.k), Arg::of(work.w), Arg::of(work.gc), Arg::of(work.rq),
-             Arg::of(work.rk), Arg::of(a.dout), Arg::of(a.dht ? *a.dht : out.dh0), Arg::of(dh),
-             Arg::of(du2), Arg::of(out.dh0), scale},
-            state_lo);
-  if (q.shape[1] > 0) {
-    LaunchOptions grads = lo;
-    grads.config.erase("STAGES"); // step 2 has none
-    rt.launch(rt.load(source, "gated_delta_bwd_chunk"),
-              {Arg::of(q), Arg::of(f.k), Arg::of(v), Arg::of(f.beta), Arg::of(work.gc),
-               Arg::of(work.rq), Arg::of(work.rk), Arg::of(work.w), Arg::of(work.u),
-               Arg::of(work.hs), Arg::of(dh), Arg::of(du2), Arg::of(a.dout), Arg::of(out.dq),
-               Arg::of(out.dk), Arg::of(out.dv), Arg::of(out.dg), Arg::of(out.dbeta), scale},
-              grads);
+  LaunchOptions grads = lo;
+  grads.config.erase("STAGES"); // step 2 has none
+  for (const Part& p : ps) {
+    const GatedDeltaRuleArgs s = part_args(f, p);
+    const RuleWork w = work.part(p.len);
+    const Tensor dh_p = narrow(dh, 2, 0, w.hs.shape[2]), du2_p = narrow(du2, 1, 0, p.len);
+    const Tensor dh0 = state_of(out.dh0, p), dout = steps_of(a.dout, p);
+    launch_rule_forward(rt, s, rule_backward_checks, w, narrow(o, 1, 0, p.len), ht);
+    // Without dht the kernel reads none: dh0 (its shape) stands in.
+    rt.launch(rt.load(source, "gated_delta_bwd_state"),
+              {Arg::of(s.q), Arg::of(s.k), Arg::of(w.w), Arg::of(w.gc), Arg::of(w.rq),
+               Arg::of(w.rk), Arg::of(dout), Arg::of(a.dht ? state_of(*a.dht, p) : dh0),
+               Arg::of(dh_p), Arg::of(du2_p), Arg::of(dh0), scale},
+              state_lo);
+    if (p.len > 0)
+      rt.launch(rt.load(source, "gated_delta_bwd_chunk"),
+                {Arg::of(s.q), Arg::of(s.k), Arg::of(s.v), Arg::of(s.beta), Arg::of(w.gc),
+                 Arg::of(w.rq), Arg::of(w.rk), Arg::of(w.w), Arg::of(w.u), Arg::of(w.hs),
+                 Arg::of(dh_p), Arg::of(du2_p), Arg::of(dout), Arg::of(steps_of(out.dq, p)),
+                 Arg::of(steps_of(out.dk, p)), Arg::of(steps_of(out.dv, p)),
+                 Arg::of(steps_of(out.dg, p)), Arg::of(steps_of(out.dbeta, p)), scale},
+                grads);
   }
   return out;
 }

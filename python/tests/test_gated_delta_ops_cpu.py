@@ -39,7 +39,8 @@ def la_backward(rt, **changes):
 def rule(rt, **changes):
     a = tensors()
     options = {key: changes.pop(key) for key in ("scale", "initial_state", "normalize", "chunk",
-                                                 "out", "final_state") if key in changes}
+                                                 "out", "final_state", "cu_seqlens")
+               if key in changes}
     a.update(changes)
     return tilejit.ops.gated_delta_rule_forward(a["q"], a["k"], a["v"], a["g"], a["beta"],
                                                 runtime=rt, check_only=True, **options)
@@ -47,10 +48,10 @@ def rule(rt, **changes):
 
 def rule_backward(rt, **changes):
     a = tensors()
-    a["dout"] = a["v"].copy()
     options = {key: changes.pop(key) for key in ("scale", "initial_state", "normalize", "chunk",
-                                                 "dht") if key in changes}
+                                                 "dht", "cu_seqlens") if key in changes}
     a.update(changes)
+    a.setdefault("dout", a["v"].copy())
     return tilejit.ops.gated_delta_rule_backward(a["q"], a["k"], a["v"], a["g"], a["beta"],
                                                  a["dout"], runtime=rt, check_only=True,
                                                  **options)
@@ -103,6 +104,49 @@ def test_bad_tensors_are_named(cpu_runtime, call, change, message):
         call(cpu_runtime, **change(tensors()))
 
 
+def packed(a):
+    """The inputs as one batch of T steps (cu_seqlens' layout)."""
+    return {n: x[:1] for n, x in a.items()}
+
+
+CU = [0, 5, 5, 20, T]  # four sequences, one empty
+
+
+@pytest.mark.parametrize("call, change, message", [
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0, 5, T + 1]), r"gated_delta_rule_forward: tensor 'q' .*: cu_seqlens .* ends at 38 but q has T = 37"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0, 5, 30]), r"cu_seqlens .* ends at 30 but q has T = 37"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0, 20, 10, T]), r"cu_seqlens .* goes back from 20 to 10 at entry 2"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[3, T]), r"cu_seqlens .* starts at 3, not 0"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0]), r"cu_seqlens .* has 1 entry"),
+    (rule, lambda a: dict(cu_seqlens=[0, 5, T]), r"packed along T of a batch of one, but B = 2"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=CU, initial_state=numpy.zeros((1, H, DK, DV), numpy.float32)), r"tensor 'h0' .* has 1 in dimension 0 but \[N, H, Dk, Dv\] f32 = 4"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=CU, final_state=numpy.zeros((1, H, DK, DV), numpy.float32)), r"tensor 'ht' .* has 1 in dimension 0 but \[N, H, Dk, Dv\] f32 = 4"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0, 2.5, T]), r"cu_seqlens = \[0, 2.5, 37\] holds a value that is not an integer"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=numpy.array([0.0, 37.0])), r"cu_seqlens must be a 1-D integer tensor"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=7), r"cu_seqlens = 7 is not a list of offsets"),
+    (rule, lambda a: dict(packed(a), cu_seqlens=[0, 2 ** 63, T]), r"cu_seqlens has a value out of the int64 range"),
+    (rule_backward, lambda a: dict(packed(a), cu_seqlens=[0, 40]), r"gated_delta_rule_backward: tensor 'q' .*: cu_seqlens .* ends at 40 but q has T = 37"),
+    (rule_backward, lambda a: dict(packed(a), cu_seqlens=CU, dht=numpy.zeros((1, H, DK, DV), numpy.float32)), r"tensor 'dht' .* has 1 in dimension 0 but \[N, H, Dk, Dv\] f32 = 4"),
+])
+def test_bad_cu_seqlens_are_named(cpu_runtime, call, change, message):
+    with pytest.raises(tilejit.TilejitError, match=message):
+        call(cpu_runtime, **change(tensors()))
+
+
+def test_good_cu_seqlens_pass_every_check_but_the_device(cpu_runtime):
+    host = r"tensor 'q' .* is in host memory"
+    states = numpy.zeros((len(CU) - 1, H, DK, DV), numpy.float32)
+    for cu in (CU, numpy.array(CU, numpy.int32), [0, T], [0, 0, T, T]):
+        with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: " + host):
+            rule(cpu_runtime, **packed(tensors()), cu_seqlens=cu)
+    with pytest.raises(tilejit.TilejitError, match=host):
+        rule(cpu_runtime, **packed(tensors()), cu_seqlens=CU, initial_state=states,
+             final_state=states.copy())
+    with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_backward: " + host):
+        rule_backward(cpu_runtime, **packed(tensors()), cu_seqlens=CU, initial_state=states,
+                      dht=states.copy())
+
+
 def test_torch_g_above_zero_is_refused_and_gradients_take_the_autograd_path(cpu_runtime):
     torch = pytest.importorskip("torch")
     q = torch.zeros(1, 4, 1, 8, dtype=torch.bfloat16)
@@ -117,3 +161,11 @@ def test_torch_g_above_zero_is_refused_and_gradients_take_the_autograd_path(cpu_
     with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: .* host memory"):
         tilejit.ops.gated_delta_rule(q.clone().requires_grad_(True), q, q, -g.abs(),
                                      torch.ones(1, 4, 1), runtime=cpu_runtime)
+    # ... with cu_seqlens too (a tensor: read once on the host).
+    with pytest.raises(tilejit.TilejitError, match="gated_delta_rule_forward: .* host memory"):
+        tilejit.ops.gated_delta_rule(q.clone().requires_grad_(True), q, q, -g.abs(),
+                                     torch.ones(1, 4, 1), cu_seqlens=torch.tensor([0, 1, 4]),
+                                     runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match="cu_seqlens .* ends at 5 but q has T = 4"):
+        tilejit.ops.gated_delta_rule(q.clone().requires_grad_(True), q, q, -g.abs(),
+                                     torch.ones(1, 4, 1), cu_seqlens=[0, 5], runtime=cpu_runtime)

@@ -147,12 +147,12 @@ def test_mutated_gated_delta_records_are_errors_not_crashes(cpu_runtime):
                                            (qk, "dq"), (qk, "dk"), (v, "dv")), ()),
             (lib.tj_gated_delta_rule_forward, ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"),
                                                (gate, "beta"), (v, "o"), (state, "ht"),
-                                               (state, "h0")), (1, 1, 16)),
+                                               (state, "h0")), (1, None, 0, 1, 16)),
             (lib.tj_gated_delta_rule_backward, ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"),
                                                 (gate, "beta"), (v, "dout"), (qk, "dq"),
                                                 (qk, "dk"), (v, "dv"), (gate, "dg"),
                                                 (gate, "dbeta"), (state, "dh0"), (state, "h0"),
-                                                (state, "dht")), (1, 1, 1, 32))):
+                                                (state, "dht")), (1, 1, None, 0, 1, 32))):
         packed = []
         for t, name in tensors:
             pack_tensor(packed, t, name)
@@ -170,3 +170,51 @@ def test_mutated_gated_delta_records_are_errors_not_crashes(cpu_runtime):
         assert rc == 0 or message, (round, values)
         if round < len(seeds):
             assert "is in host memory" in message, (round, message)
+
+
+def test_mutated_cu_seqlens_are_errors_not_crashes(cpu_runtime):
+    """tj_gated_delta_rule_forward / _backward with valid tensors (host arrays: a valid call
+    stops at the device check) and mutated cu_seqlens (entries out of order, out of range,
+    huge, a NULL array with a count, negative counts): an error with a message every time."""
+    qk = numpy.zeros((1, 9, 2, 16), numpy.float16)
+    v = numpy.zeros((1, 9, 2, 8), numpy.float16)
+    gate = numpy.zeros((1, 9, 2), numpy.float32)
+    state = numpy.zeros((3, 2, 16, 8), numpy.float32)
+    fwd, bwd = [], []
+    for t, name in ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"), (gate, "beta"), (v, "o"),
+                    (state, "ht")):
+        pack_tensor(fwd, t, name)
+    for t, name in ((qk, "q"), (qk, "k"), (v, "v"), (gate, "g"), (gate, "beta"), (v, "dout"),
+                    (qk, "dq"), (qk, "dk"), (v, "dv"), (gate, "dg"), (gate, "dbeta"),
+                    (state, "dh0")):
+        pack_tensor(bwd, t, name)
+    fa, ba = array("q", fwd), array("q", bwd)
+    rng = random.Random(5)
+    specials = [0, 1, -1, 9, 10, 2 ** 31, -2 ** 63, 2 ** 63 - 1]
+    for round in range(3000):
+        cu = [0, 4, 4, 9]  # three sequences, one empty: valid for T = 9
+        count = len(cu)
+        if round:
+            for _ in range(rng.randint(1, 3)):
+                what = rng.random()
+                if what < 0.5:
+                    cu[rng.randrange(len(cu))] = rng.choice(specials + [rng.randint(-20, 20)])
+                elif what < 0.7:
+                    cu.insert(rng.randrange(len(cu) + 1), rng.randint(0, 9))
+                elif what < 0.8 and len(cu) > 1:
+                    cu.pop(rng.randrange(len(cu)))
+                elif what < 0.9:
+                    count = rng.choice([-1, 0, len(cu) + 1, 2 ** 40])
+            count = min(count, len(cu)) if count > 0 and rng.random() < 0.5 else count
+        c = array("q", cu)
+        address = c.buffer_info()[0] if cu and rng.random() < 0.95 else None
+        if count > len(cu):
+            address = None  # never read past the array: the NULL case instead
+        for fn, a, extra in ((lib.tj_gated_delta_rule_forward, fa, (0,)),
+                             (lib.tj_gated_delta_rule_backward, ba, (0, 0))):
+            rc = fn(cpu_runtime._handle, a.buffer_info()[0], len(a), *extra, address, count, 1,
+                    16, float("nan"), None, None, 1)
+            message = lib.tj_last_error().decode()
+            assert rc != 0 and message, (round, cu, count)
+            if round == 0:
+                assert "is in host memory" in message, message

@@ -83,8 +83,10 @@ for name, restype, argtypes in [
     ("tj_attention_backward_sparse", _i, [_p, _packed, _i64, _i64, _i, _i, _d, _c, _p, _i]),
     ("tj_linear_attn_forward", _i, [_p, _packed, _i64, _d, _c, _p, _i]),
     ("tj_linear_attn_backward", _i, [_p, _packed, _i64, _d, _c, _p, _i]),
-    ("tj_gated_delta_rule_forward", _i, [_p, _packed, _i64, _i, _i, _i64, _d, _c, _p, _i]),
-    ("tj_gated_delta_rule_backward", _i, [_p, _packed, _i64, _i, _i, _i, _i64, _d, _c, _p, _i]),
+    ("tj_gated_delta_rule_forward", _i,
+     [_p, _packed, _i64, _i, _packed, _i64, _i, _i64, _d, _c, _p, _i]),
+    ("tj_gated_delta_rule_backward", _i,
+     [_p, _packed, _i64, _i, _i, _packed, _i64, _i, _i64, _d, _c, _p, _i]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

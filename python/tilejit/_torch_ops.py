@@ -2,7 +2,7 @@
 with fake implementations that give the outputs' shapes, so torch.compile can trace through
 them: torch.ops.tilejit.paged_sparse_decode(...)."""
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -121,15 +121,22 @@ linear_attn_forward.register_autograd(_linear_attn_backward, setup_context=_line
 def gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
                      beta: torch.Tensor, scale: Optional[float] = None,
                      initial_state: Optional[torch.Tensor] = None, normalize: bool = True,
-                     chunk: int = 64) -> Tuple[torch.Tensor, torch.Tensor]:
-    return ops.gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=initial_state,
-                                normalize=normalize, chunk=chunk)
+                     chunk: int = 64, cu_seqlens: Optional[List[int]] = None
+                     ) -> Tuple[torch.Tensor, torch.Tensor]:
+    return ops.gated_delta_rule_forward(q, k, v, g, beta, scale=scale,
+                                        initial_state=initial_state, normalize=normalize,
+                                        chunk=chunk, cu_seqlens=cu_seqlens)
+
+
+def _rule_states(q, v, cu_seqlens):
+    n = q.shape[0] if cu_seqlens is None else len(cu_seqlens) - 1
+    return (n, q.shape[2], q.shape[3], v.shape[3])
 
 
 @gated_delta_rule.register_fake
-def _(q, k, v, g, beta, scale=None, initial_state=None, normalize=True, chunk=64):
-    return (v.new_empty(v.shape),
-            q.new_empty((q.shape[0], q.shape[2], q.shape[3], v.shape[3]), dtype=torch.float32))
+def _(q, k, v, g, beta, scale=None, initial_state=None, normalize=True, chunk=64,
+      cu_seqlens=None):
+    return (v.new_empty(v.shape), q.new_empty(_rule_states(q, v, cu_seqlens), dtype=torch.float32))
 
 
 @torch.library.custom_op("tilejit::gated_delta_rule_backward", mutates_args=(),
@@ -138,36 +145,37 @@ def gated_delta_rule_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                               beta: torch.Tensor, dout: torch.Tensor,
                               dht: Optional[torch.Tensor] = None, scale: Optional[float] = None,
                               initial_state: Optional[torch.Tensor] = None,
-                              normalize: bool = True, chunk: int = 64
+                              normalize: bool = True, chunk: int = 64,
+                              cu_seqlens: Optional[List[int]] = None
                               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
                                          torch.Tensor, torch.Tensor]:
     return ops.gated_delta_rule_backward(q, k, v, g, beta, dout.contiguous(), dht=dht,
                                          scale=scale, initial_state=initial_state,
-                                         normalize=normalize, chunk=chunk)
+                                         normalize=normalize, chunk=chunk, cu_seqlens=cu_seqlens)
 
 
 @gated_delta_rule_backward.register_fake
 def _(q, k, v, g, beta, dout, dht=None, scale=None, initial_state=None, normalize=True,
-      chunk=64):
+      chunk=64, cu_seqlens=None):
     f32 = torch.float32
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             g.new_empty(g.shape, dtype=f32), g.new_empty(g.shape, dtype=f32),
-            q.new_empty((q.shape[0], q.shape[2], q.shape[3], v.shape[3]), dtype=f32))
+            q.new_empty(_rule_states(q, v, cu_seqlens), dtype=f32))
 
 
 def _rule_setup(ctx, inputs, output):
-    q, k, v, g, beta, scale, initial_state, normalize, chunk = inputs
+    q, k, v, g, beta, scale, initial_state, normalize, chunk, cu_seqlens = inputs
     ctx.save_for_backward(q, k, v, g, beta, initial_state)
-    ctx.options = (scale, normalize, chunk)
+    ctx.options = (scale, normalize, chunk, cu_seqlens)
 
 
 def _rule_backward(ctx, do, dht):
     q, k, v, g, beta, h0 = ctx.saved_tensors
-    scale, normalize, chunk = ctx.options
+    scale, normalize, chunk, cu_seqlens = ctx.options
     dq, dk, dv, dg, dbeta, dh0 = gated_delta_rule_backward(
         q, k, v, g, beta, do, dht.contiguous() if dht is not None else None, scale, h0, normalize,
-        chunk)
-    return dq, dk, dv, dg, dbeta, None, (dh0 if h0 is not None else None), None, None
+        chunk, cu_seqlens)
+    return dq, dk, dv, dg, dbeta, None, (dh0 if h0 is not None else None), None, None, None
 
 
 # torch.ops.tilejit.gated_delta_rule is differentiable in q, k, v, g, beta and initial_state.

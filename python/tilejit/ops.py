@@ -397,50 +397,87 @@ def _check_rule_options(op, g, chunk, normalize, check_only):
     return flag
 
 
+def _cu_seqlens_arg(op, cu_seqlens):
+    """cu_seqlens (None, a sequence of ints or an integer tensor on any device: one copy to the
+    host) as an int64 array the C ABI reads, and its length."""
+    if cu_seqlens is None:
+        return None, 0
+    if hasattr(cu_seqlens, "tolist"):
+        dtype = str(getattr(cu_seqlens, "dtype", ""))
+        if "int" not in dtype or getattr(cu_seqlens, "dim", lambda: 1)() != 1:
+            raise TilejitError(f"{op}: cu_seqlens must be a 1-D integer tensor (N + 1 offsets "
+                               f"into T), not {dtype} of shape {tuple(cu_seqlens.shape)}")
+        values = cu_seqlens.tolist()
+    else:
+        try:
+            values = list(cu_seqlens)
+        except TypeError:
+            raise TilejitError(f"{op}: cu_seqlens = {cu_seqlens!r} is not a list of offsets")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in values):
+        raise TilejitError(f"{op}: cu_seqlens = {values!r} holds a value that is not an integer")
+    if any(not -2 ** 63 <= x < 2 ** 63 for x in values):
+        raise TilejitError(f"{op}: cu_seqlens has a value out of the int64 range")
+    return array("q", values), len(values)
+
+
+def _states(qs, vs, cu_len):
+    """The states' shape: [B, H, Dk, Dv], or [N, H, Dk, Dv] for N packed sequences."""
+    return (cu_len - 1 if cu_len else qs[0], qs[2], qs[3], vs[3])
+
+
 def gated_delta_rule_forward(q, k, v, g, beta, *, scale=None, initial_state=None,
-                             normalize=True, chunk=64, out=None, final_state=None, config=None,
-                             stream=None, runtime=None, check_only=False):
+                             normalize=True, chunk=64, cu_seqlens=None, out=None,
+                             final_state=None, config=None, stream=None, runtime=None,
+                             check_only=False):
     """The gated delta rule's forward (WORKLOADS.md section 4), in chunks: per step
     S = S exp(g_t); u = beta_t (v_t - k_t S); S = S + k_t^T u; o_t = scale q_t S, q_t and k_t
     L2-normalised first when `normalize` (x / sqrt(|x|^2 + 1e-6)). q and k [B, T, H, Dk], v
     [B, T, H, Dv] (f16 or bf16), g (the log decay, <= 0) and beta [B, T, H] float32, initial_state
     [B, H, Dk, Dv] float32 (zero when None); chunk 16, 32 or 64. Returns (o like v, the final
-    state [B, H, Dk, Dv] float32). torch tensors: a g above 0 is refused (one device sync)."""
+    state [B, H, Dk, Dv] float32). torch tensors: a g above 0 is refused (one device sync).
+    cu_seqlens (N + 1 offsets into T, a list or an integer tensor, as flash-linear-attention
+    takes them): N sequences packed along T of a batch of one, each from its own initial
+    state; initial and final states are then [N, H, Dk, Dv]."""
     op = "gated_delta_rule"
     flag = _check_rule_options(op, g, chunk, normalize, check_only)
+    cu, cu_len = _cu_seqlens_arg(op, cu_seqlens)
     qs, vs = _shape(q), _shape(v)
     if out is None:
         out = _like(v)
     if final_state is None:
-        final_state = (_like(q, (qs[0], qs[2], qs[3], vs[3]), float32=True)
+        final_state = (_like(q, _states(qs, vs, cu_len), float32=True)
                        if qs is not None and vs is not None and len(qs) == 4 and len(vs) == 4
-                       else q)
+                       and cu_len != 1 else q)
     tensors = (q, k, v, g, beta, out, final_state)
     names = ("q", "k", "v", "g", "beta", "o", "ht")
     if initial_state is not None:
         tensors += (initial_state,)
         names += ("h0",)
     _packed_call(op, lib.tj_gated_delta_rule_forward, tensors, names,
-                 (1 if initial_state is not None else 0, flag, chunk, _scale_arg(op, scale),
-                  config_text(config) if config else None), stream, runtime, check_only)
+                 (1 if initial_state is not None else 0,
+                  cu.buffer_info()[0] if cu_len else None, cu_len, flag, chunk,
+                  _scale_arg(op, scale), config_text(config) if config else None), stream,
+                 runtime, check_only)
     return out, final_state
 
 
 def gated_delta_rule_backward(q, k, v, g, beta, dout, *, dht=None, scale=None,
-                              initial_state=None, normalize=True, chunk=64, config=None,
-                              stream=None, runtime=None, check_only=False):
+                              initial_state=None, normalize=True, chunk=64, cu_seqlens=None,
+                              config=None, stream=None, runtime=None, check_only=False):
     """The gradients (dq, dk, dv, dg, dbeta, dh0) of sum(dout * o) + sum(dht * ht) for
     (o, ht) = gated_delta_rule_forward(...) with the same inputs and options (dht None: zero).
     dh0 is initial_state's gradient (at zero when None). The forward runs again, saving its
-    chunk states; no state is kept between the calls."""
+    chunk states; no state is kept between the calls. cu_seqlens as the forward takes it (dh0
+    and dht then [N, H, Dk, Dv])."""
     op = "gated_delta_rule_backward"
     flag = _check_rule_options(op, g, chunk, normalize, check_only)
+    cu, cu_len = _cu_seqlens_arg(op, cu_seqlens)
     qs, vs = _shape(q), _shape(v)
     ok = qs is not None and vs is not None and len(qs) == 4 and len(vs) == 4
     grads = (_like(q), _like(k), _like(v),
              _like(q, qs[:3], float32=True) if ok else g,
              _like(q, qs[:3], float32=True) if ok else beta,
-             _like(q, (qs[0], qs[2], qs[3], vs[3]), float32=True) if ok else q)
+             _like(q, _states(qs, vs, cu_len), float32=True) if ok and cu_len != 1 else q)
     tensors = (q, k, v, g, beta, dout) + grads
     names = ("q", "k", "v", "g", "beta", "dout", "dq", "dk", "dv", "dg", "dbeta", "dh0")
     if initial_state is not None:
@@ -450,20 +487,22 @@ def gated_delta_rule_backward(q, k, v, g, beta, dout, *, dht=None, scale=None,
         tensors += (dht,)
         names += ("dht",)
     _packed_call(op, lib.tj_gated_delta_rule_backward, tensors, names,
-                 (1 if initial_state is not None else 0, 1 if dht is not None else 0, flag, chunk,
+                 (1 if initial_state is not None else 0, 1 if dht is not None else 0,
+                  cu.buffer_info()[0] if cu_len else None, cu_len, flag, chunk,
                   _scale_arg(op, scale), config_text(config) if config else None), stream,
                  runtime, check_only)
     return grads
 
 
 def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normalize=True,
-                     chunk=64, runtime=None):
+                     chunk=64, cu_seqlens=None, runtime=None):
     """gated_delta_rule_forward, differentiable: torch tensors that require grad go through a
     torch.autograd.Function whose backward is gated_delta_rule_backward (gradients to q, k, v,
     g, beta and initial_state, from o's and the final state's). Returns (o, final state)."""
     if any(getattr(t, "requires_grad", False) for t in (q, k, v, g, beta, initial_state)):
         from ._gated_delta_autograd import GatedDeltaRuleFunction
         return GatedDeltaRuleFunction.apply(q, k, v, g, beta, initial_state, scale, normalize,
-                                            chunk, runtime)
+                                            chunk, cu_seqlens, runtime)
     return gated_delta_rule_forward(q, k, v, g, beta, scale=scale, initial_state=initial_state,
-                                    normalize=normalize, chunk=chunk, runtime=runtime)
+                                    normalize=normalize, chunk=chunk, cu_seqlens=cu_seqlens,
+                                    runtime=runtime)

@@ -219,10 +219,16 @@ void check_linear_attn_backward(const LinearAttnBackwardArgs& args);
 /// v and the final state ht [B, H, Dk, Dv] f32. In chunks of `chunk` steps (16, 32 or 64): two
 /// launches (gated_delta_prepare, gated_delta_chunk) and five work buffers of this call ([B, T,
 /// H, Dk] and [B, T, H, Dv] in the inputs' dtype, three [B, T, H] f32).
+/// Variable-length sequences (`cu_seqlens`, as flash-linear-attention takes them): N sequences
+/// packed along T of a batch of one, sequence n the steps cu_seqlens[n] .. cu_seqlens[n+1] - 1
+/// (0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = T); each starts from its own state, so h0 and ht
+/// are [N, H, Dk, Dv]. Today the op runs the sequences one after another (the launches above per
+/// sequence, on work buffers of the longest): right for any lengths, fast for long ones.
 struct GatedDeltaRuleArgs {
   Tensor q, k, v, g, beta;
   std::optional<Tensor> h0;
-  std::optional<Tensor> o, ht; ///< written when given; allocated otherwise
+  std::optional<Tensor> o, ht;     ///< written when given; allocated otherwise
+  std::vector<int64_t> cu_seqlens; ///< empty: B sequences of T steps
   bool normalize = true;
   int64_t chunk = 64;
   std::optional<double> scale;
@@ -240,7 +246,8 @@ void check_gated_delta_rule_forward(const GatedDeltaRuleArgs& args);
 
 /// The gradients of sum(dout * o) + sum(dht * ht) for (o, ht) = gated_delta_rule_forward(q, k,
 /// v, g, beta, h0) with the same normalize, chunk and scale: dq, dk like q, dv like v, dg and
-/// dbeta [B, T, H] f32, dh0 [B, H, Dk, Dv] f32 (h0's, also when h0 is absent: at zero). The
+/// dbeta [B, T, H] f32, dh0 [B, H, Dk, Dv] f32 (h0's, also when h0 is absent: at zero; [N, H, Dk,
+/// Dv] with cu_seqlens, as dht). The
 /// forward runs again saving its chunk states (no state is kept between the calls), then the
 /// state gradients chunk by chunk from the last, then the rest per chunk: four launches, work
 /// buffers of this call ([B, H, chunks, Dk, Dv] f32 twice, and the forward's).
