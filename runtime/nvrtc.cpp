@@ -2,10 +2,10 @@
 #include "runtime/nvrtc.h"
 
 #include "support/error.h"
+#include "support/shared_library.h"
 #include "support/text.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
 
 namespace tilejit {
 
@@ -64,28 +64,11 @@ struct NvrtcLoader {
     return out;
   }
 
-  template <typename Fn>
-  static void bind(void* lib, Fn& slot, const char* name, std::string& missing) {
-    if (void* sym = dlsym(lib, name))
-      slot = reinterpret_cast<Fn>(sym);
-    else if (missing.empty())
-      missing = name;
-  }
-
   static Result load() {
     Result out;
-    void* lib = nullptr;
     std::string path;
-    std::vector<std::string> tried = candidates();
-    for (const std::string& candidate : tried) {
-      // The library stays loaded for the life of the process (never dlclose'd): programs may
-      // be compiled from any thread at any time.
-      lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib) {
-        path = candidate;
-        break;
-      }
-    }
+    const std::vector<std::string> tried = candidates();
+    void* lib = open_first_library(tried, path);
     if (!lib) {
       out.reason = str("libnvrtc not found (tried ", join(tried, ", "),
                        "): install the CUDA toolkit's NVRTC or set CUDA_HOME");
@@ -93,21 +76,21 @@ struct NvrtcLoader {
     }
     auto api = std::make_unique<Nvrtc::Api>();
     std::string missing;
-    bind(lib, api->nvrtcGetErrorString, "nvrtcGetErrorString", missing);
-    bind(lib, api->nvrtcVersion, "nvrtcVersion", missing);
-    bind(lib, api->nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", missing);
-    bind(lib, api->nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", missing);
-    bind(lib, api->nvrtcCreateProgram, "nvrtcCreateProgram", missing);
-    bind(lib, api->nvrtcDestroyProgram, "nvrtcDestroyProgram", missing);
-    bind(lib, api->nvrtcCompileProgram, "nvrtcCompileProgram", missing);
-    bind(lib, api->nvrtcGetPTXSize, "nvrtcGetPTXSize", missing);
-    bind(lib, api->nvrtcGetPTX, "nvrtcGetPTX", missing);
-    bind(lib, api->nvrtcGetCUBINSize, "nvrtcGetCUBINSize", missing);
-    bind(lib, api->nvrtcGetCUBIN, "nvrtcGetCUBIN", missing);
-    bind(lib, api->nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", missing);
-    bind(lib, api->nvrtcGetProgramLog, "nvrtcGetProgramLog", missing);
-    bind(lib, api->nvrtcAddNameExpression, "nvrtcAddNameExpression", missing);
-    bind(lib, api->nvrtcGetLoweredName, "nvrtcGetLoweredName", missing);
+    bind_symbol(lib, api->nvrtcGetErrorString, "nvrtcGetErrorString", missing);
+    bind_symbol(lib, api->nvrtcVersion, "nvrtcVersion", missing);
+    bind_symbol(lib, api->nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", missing);
+    bind_symbol(lib, api->nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", missing);
+    bind_symbol(lib, api->nvrtcCreateProgram, "nvrtcCreateProgram", missing);
+    bind_symbol(lib, api->nvrtcDestroyProgram, "nvrtcDestroyProgram", missing);
+    bind_symbol(lib, api->nvrtcCompileProgram, "nvrtcCompileProgram", missing);
+    bind_symbol(lib, api->nvrtcGetPTXSize, "nvrtcGetPTXSize", missing);
+    bind_symbol(lib, api->nvrtcGetPTX, "nvrtcGetPTX", missing);
+    bind_symbol(lib, api->nvrtcGetCUBINSize, "nvrtcGetCUBINSize", missing);
+    bind_symbol(lib, api->nvrtcGetCUBIN, "nvrtcGetCUBIN", missing);
+    bind_symbol(lib, api->nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", missing);
+    bind_symbol(lib, api->nvrtcGetProgramLog, "nvrtcGetProgramLog", missing);
+    bind_symbol(lib, api->nvrtcAddNameExpression, "nvrtcAddNameExpression", missing);
+    bind_symbol(lib, api->nvrtcGetLoweredName, "nvrtcGetLoweredName", missing);
     if (!missing.empty()) {
       out.reason = str(path, " has no ", missing, " (NVRTC too old for tilejit; need CUDA 12+)");
       return out;

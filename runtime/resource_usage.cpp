@@ -1,6 +1,8 @@
 // Resource usage from ptxas reports and from cubin ELF metadata (see resource_usage.h).
 #include "runtime/resource_usage.h"
 
+#include "runtime/elf_image.h"
+
 #include "support/text.h"
 
 #include <cstdint>
@@ -98,7 +100,6 @@ std::optional<ResourceUsage> parse_ptxas_report(const std::string& log,
 namespace {
 
 constexpr uint16_t kEmCuda = 190;
-constexpr uint32_t kShtSymtab = 2;
 // .nv.info record formats: a format byte, an attribute byte, then a 16-bit value, or for
 // EIFMT_SVAL a 16-bit size and that many bytes.
 constexpr uint8_t kEifmtSval = 0x04;
@@ -111,42 +112,6 @@ constexpr uint8_t kEiattrRegcount = 0x2f;
 // reference the symbol .nv.reservedSmem.offset0 (sm_100+ also .nv.reservedSmem.cap = 1024).
 constexpr uint64_t kDefaultReservedSmem = 1024;
 
-/// Bounds-checked little-endian reads over the image; any read past the end marks it bad.
-struct Reader {
-  std::string_view data;
-  bool bad = false;
-
-  template <typename T> T get(uint64_t offset) {
-    if (offset > data.size() || data.size() - offset < sizeof(T)) {
-      bad = true;
-      return T{};
-    }
-    T value{};
-    std::memcpy(&value, data.data() + offset, sizeof(T)); // host is little-endian like cubins
-    return value;
-  }
-  std::string_view cstr(uint64_t offset) {
-    if (offset >= data.size()) {
-      bad = true;
-      return {};
-    }
-    std::string_view rest = data.substr(offset);
-    size_t end = rest.find('\0');
-    if (end == std::string_view::npos) {
-      bad = true;
-      return {};
-    }
-    return rest.substr(0, end);
-  }
-};
-
-struct Section {
-  std::string_view name;
-  uint32_t type = 0;
-  uint64_t offset = 0, size = 0;
-  uint32_t link = 0;
-};
-
 struct Symbol {
   std::string_view name;
   uint8_t type = 0;
@@ -157,35 +122,14 @@ struct Symbol {
 
 std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
                                                   const std::string& kernel_name) {
-  Reader r{cubin};
-  if (cubin.size() < 64 || cubin.compare(0, 4, "\177ELF") != 0) return std::nullopt;
-  if (cubin[4] != 2 || cubin[5] != 1) return std::nullopt; // ELFCLASS64, little-endian
-  if (r.get<uint16_t>(0x12) != kEmCuda) return std::nullopt;
-  uint64_t shoff = r.get<uint64_t>(0x28);
-  uint16_t shentsize = r.get<uint16_t>(0x3a);
-  uint16_t shnum = r.get<uint16_t>(0x3c);
-  uint16_t shstrndx = r.get<uint16_t>(0x3e);
-  if (r.bad || shentsize < 64 || shstrndx >= shnum) return std::nullopt;
+  ElfReader r{cubin};
+  const std::optional<std::vector<ElfSection>> parsed = elf_sections(r, kEmCuda);
+  if (!parsed) return std::nullopt;
+  const std::vector<ElfSection>& sections = *parsed;
+  const size_t shnum = sections.size();
 
-  std::vector<Section> sections(shnum);
-  for (uint16_t i = 0; i < shnum; ++i) {
-    uint64_t h = shoff + uint64_t(i) * shentsize;
-    sections[i].type = r.get<uint32_t>(h + 4);
-    sections[i].offset = r.get<uint64_t>(h + 24);
-    sections[i].size = r.get<uint64_t>(h + 32);
-    sections[i].link = r.get<uint32_t>(h + 40);
-  }
-  if (r.bad) return std::nullopt;
-  const Section& shstr = sections[shstrndx];
-  for (uint16_t i = 0; i < shnum; ++i) {
-    uint32_t name_off = r.get<uint32_t>(shoff + uint64_t(i) * shentsize);
-    if (name_off >= shstr.size) return std::nullopt;
-    sections[i].name = r.cstr(shstr.offset + name_off);
-  }
-  if (r.bad) return std::nullopt;
-
-  auto find_section = [&](std::string_view name) -> const Section* {
-    for (const Section& s : sections)
+  auto find_section = [&](std::string_view name) -> const ElfSection* {
+    for (const ElfSection& s : sections)
       if (s.name == name) return &s;
     return nullptr;
   };
@@ -193,9 +137,9 @@ std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
 
   // Symbols: the kernel's index (the key of its .nv.info records) and the reserved-smem marks.
   std::vector<Symbol> symbols;
-  for (const Section& s : sections) {
+  for (const ElfSection& s : sections) {
     if (s.type != kShtSymtab || s.link >= shnum) continue;
-    const Section& strtab = sections[s.link];
+    const ElfSection& strtab = sections[s.link];
     for (uint64_t off = 0; off + 24 <= s.size; off += 24) {
       uint32_t name_off = r.get<uint32_t>(s.offset + off);
       Symbol sym;
@@ -221,7 +165,7 @@ std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
 
   ResourceUsage usage;
   int max_stack = -1;
-  if (const Section* info = find_section(".nv.info")) {
+  if (const ElfSection* info = find_section(".nv.info")) {
     uint64_t p = info->offset, end = info->offset + info->size;
     while (p + 4 <= end && !r.bad) {
       uint8_t format = r.get<uint8_t>(p), attribute = r.get<uint8_t>(p + 1);
@@ -244,10 +188,10 @@ std::optional<ResourceUsage> read_cubin_resources(const std::string& cubin,
   if (usage.stack_bytes < 0) usage.stack_bytes = max_stack;
 
   uint64_t shared = 0;
-  if (const Section* s = find_section(".nv.shared." + kernel_name)) shared = s->size;
+  if (const ElfSection* s = find_section(".nv.shared." + kernel_name)) shared = s->size;
   if (has_reserved_smem && shared >= reserved_smem) shared -= reserved_smem;
   usage.shared_bytes = static_cast<int>(shared);
-  if (const Section* s = find_section(".nv.constant0." + kernel_name))
+  if (const ElfSection* s = find_section(".nv.constant0." + kernel_name))
     usage.const_bytes = static_cast<int>(s->size);
   return usage;
 }

@@ -6,8 +6,9 @@ packages=(cmake ninja-build g++ pkg-config python3 libsqlite3-dev libgtest-dev l
           nlohmann-json3-dev libfmt-dev libdlpack-dev llvm-14-tools clang-format
           clang-14 libclang-rt-14-dev # clang + libFuzzer: tools/fuzz.sh
           python3-pip python3-setuptools python3-wheel python3-pytest python3-numpy
-          python3-matplotlib python3-dev) # the Python package (python3-dev: its C launch
+          python3-matplotlib python3-dev # the Python package (python3-dev: its C launch
           # path), its tests, bench/plot.py
+          libamdhip64-dev) # HIPRTC (ROCm 5.2): AMD code objects, compiled without an AMD GPU
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
