@@ -4,6 +4,7 @@
 #include "runtime/cuda_module.h"
 #include "runtime/nvrtc.h"
 #include "runtime/toolchain.h"
+#include "runtime/toolchains.h"
 
 #include "kernels_src/embedded_files.h"
 #include "support/error.h"
@@ -47,14 +48,7 @@ public:
   std::string version() const override { return Nvrtc::get().version(); }
 
   const std::vector<std::pair<std::string, std::string>>& headers() const override {
-    static const std::vector<std::pair<std::string, std::string>> headers = [] {
-      std::vector<std::pair<std::string, std::string>> h;
-      for (const auto& f : embedded_files())
-        if (starts_with(f.path, "prelude/"))
-          h.emplace_back(std::string(f.path.substr(8)), std::string(f.text));
-      return h;
-    }();
-    return headers;
+    return prelude_headers();
   }
 
   const std::vector<std::string>& options() const override {
@@ -127,11 +121,27 @@ public:
 
 } // namespace
 
-const Toolchain& toolchain_for(const std::string& language) {
+const Toolchain& cuda_toolchain() {
   static const CudaToolchain cuda;
-  if (language == cuda.language()) return cuda;
+  return cuda;
+}
+
+const std::vector<std::pair<std::string, std::string>>& prelude_headers() {
+  static const std::vector<std::pair<std::string, std::string>> headers = [] {
+    std::vector<std::pair<std::string, std::string>> h;
+    for (const auto& f : embedded_files())
+      if (starts_with(f.path, "prelude/"))
+        h.emplace_back(std::string(f.path.substr(8)), std::string(f.text));
+    return h;
+  }();
+  return headers;
+}
+
+const Toolchain& toolchain_for(const std::string& language) {
+  for (const Toolchain* t : {&cuda_toolchain(), &hip_toolchain()})
+    if (language == t->language()) return *t;
   throw Error(str("no run-time compiler for generated '", language,
-                  "' source (tilejit has: cuda via NVRTC)"));
+                  "' source (tilejit has: cuda via NVRTC, hip via HIPRTC)"));
 }
 
 } // namespace tilejit

@@ -5,10 +5,14 @@
 #include "compiler/pipeline.h"
 #include "compiler/target.h"
 #include "nvrtc_test_support.h"
+#include "runtime/hiprtc.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/toolchain.h"
 
 #include <gtest/gtest.h>
+#include <tilejit/errors.h>
+
+#include <cstdlib>
 
 namespace tilejit {
 namespace {
@@ -63,11 +67,53 @@ TEST(Target, TheKernelCarriesItsTarget) {
 
 TEST(Toolchain, UnknownLanguageIsNamed) {
   try {
-    toolchain_for("hip");
-    ADD_FAILURE() << "a hip toolchain exists: update this test";
+    toolchain_for("metal");
+    ADD_FAILURE() << "a metal toolchain exists: update this test";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'hip'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'metal'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hip via HIPRTC"), std::string::npos) << e.what();
   }
+}
+
+// The HIP toolchain through the same interface, without an AMD GPU: a code object for gfx90a
+// and gfx1030 with its resources, clang's diagnostics mapped to .tile lines, and loading refused
+// with "no AMD GPU" (there is none here; on a machine with one this test must be revisited).
+TEST(Toolchain, HipCompilesThroughTheInterfaceAndSaysThereIsNoAmdGpu) {
+  if (!Hiprtc::available() && getenv("TILEJIT_SKIP_HIPRTC_TESTS"))
+    GTEST_SKIP() << Hiprtc::unavailable_reason();
+  const Toolchain& tc = toolchain_for("hip");
+  EXPECT_EQ(tc.name(), "HIPRTC");
+  ASSERT_TRUE(tc.available()) << tc.unavailable_reason();
+  EXPECT_FALSE(tc.version().empty());
+  for (const char* arch : {"gfx90a", "gfx1030"}) {
+    ToolchainRequest r;
+    r.source = "#include \"tj/debug.cuh\"\n"
+               "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+    r.program_name = "k";
+    r.arch = arch;
+    r.entry = "k";
+    ToolchainOutput out = tc.compile(r);
+    ASSERT_TRUE(out.ok) << out.log;
+    ASSERT_TRUE(out.resources.has_value()) << arch;
+    EXPECT_GT(out.resources->registers, 0);
+    EXPECT_EQ(tc.resources(out.binary, "k")->registers, out.resources->registers);
+    try {
+      tc.load(out.binary, "k", 0, 0);
+      ADD_FAILURE() << "an AMD GPU is here: extend this test to launch the kernel";
+    } catch (const NoGpuError& e) {
+      EXPECT_NE(std::string(e.what()).find("no AMD GPU"), std::string::npos) << e.what();
+    }
+  }
+  LoadedModule m = load_embedded_tile("examples/softmax.tile");
+  const dsl::SourceFile* file = m.kernel().loc.file.get();
+  const std::string log = file->path + ":3:7: error: use of undeclared identifier 'q'\n" +
+                          "other.hip:3:1: error: not ours\n" + file->path +
+                          ":4:2: warning: unused variable\n";
+  auto diags = tc.diagnostics(log, file);
+  ASSERT_EQ(diags.size(), 2u);
+  EXPECT_EQ(diags[0].loc.line, 3);
+  EXPECT_EQ(diags[0].message, "HIP compile: use of undeclared identifier 'q'");
+  EXPECT_EQ(diags[1].severity, dsl::Severity::Warning);
 }
 
 TEST(Toolchain, CompilesThroughTheInterface) {

@@ -1,8 +1,14 @@
-// Element types (f16/bf16 as raw 16-bit storage, converted with PTX) and conversions.
+// Element types (f16/bf16 as raw 16-bit storage, converted with PTX, or on AMD with clang's
+// _Float16 and bit arithmetic) and conversions.
 #pragma once
 
 #define TJ_DEVICE __device__ __forceinline__
 #define TJ_UNROLL _Pragma("unroll")
+// The HIP target (HIPRTC, AMD GPUs): the spellings PTX has no portable form for take the
+// TJ_AMD branch. HIPRTC defines __HIP__ and not __CUDACC__.
+#if defined(__HIP__)
+#define TJ_AMD 1
+#endif
 
 namespace tj {
 
@@ -24,6 +30,30 @@ struct bf16 {
   unsigned short bits;
 };
 
+#ifdef TJ_AMD
+TJ_DEVICE float to_f32(f16 h) {
+  return static_cast<float>(__builtin_bit_cast(_Float16, h.bits));
+}
+TJ_DEVICE float to_f32(bf16 h) {
+  return __uint_as_float(static_cast<unsigned>(h.bits) << 16);
+}
+TJ_DEVICE f16 to_f16(float f) {
+  return f16{__builtin_bit_cast(unsigned short, static_cast<_Float16>(f))}; // to nearest even
+}
+/// To nearest even, NaN kept a (quiet) NaN: what PTX's cvt.rn.bf16.f32 does.
+TJ_DEVICE bf16 to_bf16(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<unsigned short>((u >> 16) | 0x40)};
+  return bf16{static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+template <class T> TJ_DEVICE unsigned pack2(float lo, float hi);
+template <> TJ_DEVICE unsigned pack2<f16>(float lo, float hi) {
+  return to_f16(lo).bits | (static_cast<unsigned>(to_f16(hi).bits) << 16);
+}
+template <> TJ_DEVICE unsigned pack2<bf16>(float lo, float hi) {
+  return to_bf16(lo).bits | (static_cast<unsigned>(to_bf16(hi).bits) << 16);
+}
+#else
 TJ_DEVICE float to_f32(f16 h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
@@ -56,6 +86,8 @@ template <> TJ_DEVICE unsigned pack2<bf16>(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+
+#endif
 
 /// cvt<To>(x): the DSL's cast<To>(x) (C semantics for numbers; float to int truncates).
 template <class To> struct Converter {
@@ -135,9 +167,13 @@ template <> TJ_DEVICE float OpMin::apply<float>(float a, float b) {
 /// flushed to 0). exp2f would add a range-reduction sequence per element; softmax-style code
 /// calls exp2 on every score, so this is what the DSL's exp2 on f32 compiles to.
 TJ_DEVICE float exp2_approx(float x) {
+#ifdef TJ_AMD
+  return exp2f(x); // one v_exp_f32 on AMD (its own 1-ulp approximation)
+#else
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+#endif
 }
 
 TJ_DEVICE float sigmoidf(float x) {

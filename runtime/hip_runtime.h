@@ -1,0 +1,42 @@
+// The HIP runtime's module API (libamdhip64, loaded with dlopen like libcuda): what loading a
+// code object and launching its kernel on an AMD GPU takes. There is no AMD GPU where tilejit is
+// developed: this path is exercised up to "no AMD GPU" (the device count), and said so in the
+// README.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tilejit {
+
+class HipRuntime {
+public:
+  /// The runtime with at least one AMD GPU; throws NoGpuError naming why not (no library, no
+  /// device) otherwise.
+  static const HipRuntime& get();
+
+  HipRuntime(const HipRuntime&) = delete;
+  HipRuntime& operator=(const HipRuntime&) = delete;
+  ~HipRuntime();
+
+  /// Loads `code_object` on `device` and finds `entry`: an opaque (module, function) pair.
+  struct Function {
+    void* module = nullptr;
+    void* function = nullptr;
+  };
+  Function load(const std::string& code_object, const std::string& entry, int device) const;
+  void unload(const Function& f) const;
+  void launch(const Function& f, const std::array<int64_t, 3>& grid, int threads,
+              int64_t smem_bytes, void* stream, void** args, const std::string& name) const;
+
+private:
+  struct Api;
+  friend struct HipRuntimeLoader;
+  HipRuntime() = default;
+  void check(int result, const std::string& what) const;
+  std::unique_ptr<Api> api_;
+};
+
+} // namespace tilejit
