@@ -536,6 +536,11 @@ private:
   void check_dot(const ir::Expr& e) {
     DType t = e.a->type.dtype;
     const MatrixShape ms = k_.target->matrix_shape(t);
+    if (ms.k == 0 && k_.target->matrix_shape(DType::F16).k == 0) {
+      error(e.loc, str(k_.target->arch(), " has no lowering of dot yet (AMD: MFMA on gfx90a and ",
+                       "FMA on gfx1030 are to come); kernels without dot compile for it"));
+      return;
+    }
     if (ms.k == 0) {
       error(e.loc, str(k_.target->arch(), " runs dot on ",
                        k_.target->matrix_shape(DType::F32).k ? "f16, bf16 or f32" : "f16 or bf16",

@@ -51,6 +51,34 @@ private:
   int cc_;
 };
 
+/// AMD GPUs through HIP (issue 19; a first step): the same emitted C++ with the portable
+/// prelude. gfx90a (MI200) runs wavefronts of 64 with 64 KiB of LDS per workgroup; gfx1030
+/// (RDNA2) wavefronts of 32. No matrix instruction yet (MFMA for gfx90a, FMA for gfx1030 are
+/// to come: a kernel with a dot is refused with the reason) and no asynchronous copy.
+class HipTarget final : public Target {
+public:
+  HipTarget(std::string arch, int wave) : arch_(std::move(arch)), wave_(wave) {}
+  const std::string& arch() const override { return arch_; }
+  const std::string& language() const override {
+    static const std::string s = "hip";
+    return s;
+  }
+  int warp_size() const override { return wave_; }
+  int max_threads_per_sm() const override { return 2048; }
+  int shared_memory_per_block() const override { return 64 * 1024; }
+  MatrixShape matrix_shape(DType) const override { return {0, 0, 0}; }
+  const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm, int wn,
+                                       int threads) const override {
+    return table.mma_acc(m, n, wm, wn, threads);
+  }
+  bool async_copy() const override { return false; }
+  GeneratedKernel emit(const ir::Kernel& k) const override { return cuda::generate_cuda(k); }
+
+private:
+  std::string arch_;
+  int wave_;
+};
+
 } // namespace
 
 const std::string& default_arch() {
@@ -74,9 +102,11 @@ const Target& target_for(const std::string& arch) {
     auto t = std::make_unique<CudaTarget>(arch, cc);
     return *(targets[arch] = std::move(t));
   }
+  if (arch == "gfx90a" || arch == "gfx1030")
+    return *(targets[arch] = std::make_unique<HipTarget>(arch, arch == "gfx90a" ? 64 : 32));
   throw Error(str("unknown target '", arch,
                   "': tilejit compiles for NVIDIA GPUs named sm_80, sm_86, sm_89, sm_90, sm_90a, "
-                  "sm_100a and so on (AMD targets such as gfx90a are not supported yet)"));
+                  "sm_100a and so on, and AMD GPUs gfx90a and gfx1030"));
 }
 
 } // namespace tilejit

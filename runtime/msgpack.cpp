@@ -43,9 +43,10 @@ struct Decoder {
   bool map(uint64_t n, Value& v, int depth) {
     if (n > kMaxItems || n > (in.size() - pos) / 2) return false;
     v.kind = Value::Kind::map;
-    v.entries.resize(static_cast<size_t>(n));
-    for (auto& [key, val] : v.entries)
-      if (!value(key, depth + 1) || !value(val, depth + 1)) return false;
+    v.keys.resize(static_cast<size_t>(n));
+    v.values.resize(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.keys.size(); ++i)
+      if (!value(v.keys[i], depth + 1) || !value(v.values[i], depth + 1)) return false;
     return true;
   }
 
@@ -136,8 +137,8 @@ struct Decoder {
 
 const Value* Value::find(std::string_view key) const {
   if (kind != Kind::map) return nullptr;
-  for (const auto& [k, v] : entries)
-    if (k.kind == Kind::string && k.text == key) return &v;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i].kind == Kind::string && keys[i].text == key) return &values[i];
   return nullptr;
 }
 

@@ -20,7 +20,9 @@ struct Value {
   double floating = 0;
   std::string_view text; ///< string or binary: a view into the decoded bytes
   std::vector<Value> items;
-  std::vector<std::pair<Value, Value>> entries;
+  /// A map's entries, keys[i] -> values[i] (two vectors: a std::pair of Value would need Value
+  /// complete where std::vector does not).
+  std::vector<Value> keys, values;
 
   /// A map's value for the string key `key`, or null.
   const Value* find(std::string_view key) const;

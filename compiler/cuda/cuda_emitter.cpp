@@ -201,7 +201,14 @@ GeneratedKernel Emitter::run() {
                  binds.empty() ? "no generics or tunables" : join(binds, " "), k_.threads,
                  k_.smem_bytes,
                  staged_bytes_ ? fmt::format(" (+ {} for column streams)", staged_bytes_) : "");
-  src += "#include \"tilejit_prelude.cuh\"\n";
+  // The same C++ for both languages; HIP's prelude is the portable part with AMD spellings,
+  // and its layouts take the target's wavefront (TJ_WARP).
+  const bool hip = k_.target->language() == "hip";
+  if (hip)
+    fmt::format_to(to, "#define TJ_WARP {}\n#include \"tilejit_prelude_hip.cuh\"\n",
+                   k_.target->warp_size());
+  else
+    src += "#include \"tilejit_prelude.cuh\"\n";
   if (k_.debug_bounds) src += "#include \"tj/debug.cuh\"\n";
   src += "\n";
   src += "namespace {\n";
@@ -216,8 +223,10 @@ GeneratedKernel Emitter::run() {
                                                 k_.cluster[1], k_.cluster[2])
                                   : "";
   // blocks_per_sm: registers capped so that that many blocks fit on a multiprocessor.
-  const std::string bounds = k_.blocks_per_sm ? fmt::format("{}, {}", k_.threads, k_.blocks_per_sm)
-                                              : std::to_string(k_.threads);
+  // (HIP's second argument means waves per execution unit, not blocks: the threads alone.)
+  const std::string bounds = k_.blocks_per_sm && !hip
+                                 ? fmt::format("{}, {}", k_.threads, k_.blocks_per_sm)
+                                 : std::to_string(k_.threads);
   fmt::format_to(to, "extern \"C\" __global__ void __launch_bounds__({}) {}{}(", bounds, cluster,
                  k_.name);
   for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -239,6 +248,7 @@ GeneratedKernel Emitter::run() {
   GeneratedKernel g;
   g.source = std::move(src);
   g.entry = k_.name;
+  g.language = k_.target->language();
   g.threads = k_.threads;
   g.smem_bytes = k_.smem_bytes;
   g.debug_bounds = k_.debug_bounds;

@@ -43,9 +43,23 @@ void expect_error(const std::string& arch, const std::string& says) {
   }
 }
 
+TEST(Target, AmdFacts) {
+  const Target& a = target_for("gfx90a");
+  EXPECT_EQ(a.language(), "hip");
+  EXPECT_EQ(a.warp_size(), 64);
+  EXPECT_EQ(a.shared_memory_per_block(), 64 * 1024);
+  EXPECT_EQ(a.matrix_shape(DType::F16).k, 0); // no dot lowering yet: refused with the reason
+  EXPECT_FALSE(a.async_copy());
+  EXPECT_FALSE(a.clusters());
+  const Target& r = target_for("gfx1030");
+  EXPECT_EQ(r.language(), "hip");
+  EXPECT_EQ(r.warp_size(), 32);
+  EXPECT_EQ(&target_for("gfx90a"), &a);
+}
+
 TEST(Target, UnknownAndTooOldTargetsAreNamed) {
   expect_error("bogus", "unknown target 'bogus'");
-  expect_error("gfx90a", "AMD targets such as gfx90a are not supported yet");
+  expect_error("gfx1100", "AMD GPUs gfx90a and gfx1030");
   expect_error("sm_80 --foo", "unknown target 'sm_80 --foo'");
   expect_error("", "unknown target ''");
   expect_error("sm_75", "compute capability 8.0 or newer");

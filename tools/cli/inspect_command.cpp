@@ -1,5 +1,7 @@
 // `tilejit inspect`: every stage of a kernel for research: the AST, the IR after any pass, the
-// generated CUDA, PTX, SASS (through cuobjdump or nvdisasm), and the compiled resources.
+// generated CUDA, PTX, SASS (through cuobjdump or nvdisasm), and the compiled resources; for
+// AMD targets (--arch gfx90a|gfx1030) the generated HIP, the AMDGCN disassembly (llvm-objdump)
+// and the code object's resources.
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
 
@@ -9,6 +11,7 @@
 #include "compiler/target.h"
 #include "compiler/verify_ir.h"
 #include "dsl/ast_printer.h"
+#include "runtime/amdgpu_code_object.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_info.h"
 #include "runtime/jit_compiler.h"
@@ -55,6 +58,77 @@ std::string find_disassembler(std::string* which) {
       }
     }
   return "";
+}
+
+/// llvm-objdump (AMDGCN): on PATH (plain or versioned), under $ROCM_PATH/llvm/bin, or LLVM's
+/// Debian home.
+std::string find_llvm_objdump() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH"))
+    for (const auto& d : split(path, ':')) dirs.push_back(d);
+  if (const char* home = std::getenv("ROCM_PATH")) dirs.push_back(std::string(home) + "/llvm/bin");
+  dirs.push_back("/opt/rocm/llvm/bin");
+  for (int v = 18; v >= 14; --v) dirs.push_back(str("/usr/lib/llvm-", v, "/bin"));
+  std::vector<std::string> names = {"llvm-objdump"};
+  for (int v = 18; v >= 14; --v) names.push_back(str("llvm-objdump-", v));
+  for (const auto& name : names)
+    for (const auto& d : dirs) {
+      std::string p = d + "/" + name;
+      if (::access(p.c_str(), X_OK) == 0) return p;
+    }
+  return "";
+}
+
+/// Runs `tool_argv` + the path of `binary` written to a private temporary file; its output.
+/// The path goes to the tool as one argument, never through a shell, so no character of
+/// $TMPDIR can be read as a command.
+std::string disassemble(const std::string& binary, std::vector<std::string> tool_argv,
+                        const std::string& file_name) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tilejit-disasm-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw Error(str("cannot create a temporary directory '", pattern, "': ", std::strerror(errno)));
+  const std::string dir = pattern;
+  const std::string file = dir + "/" + file_name;
+  TempFileGuard guard_file(file);
+  TempFileGuard guard_dir(dir);
+  auto clean_up = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  };
+  tool_argv.push_back(file);
+  ProcessResult result;
+  try {
+    write_file_atomic(file, binary);
+    result = run_process(tool_argv);
+  } catch (...) {
+    clean_up();
+    throw;
+  }
+  clean_up();
+  if (!result.ok())
+    throw Error(str("`", describe_command(tool_argv), "` failed (",
+                    result.signal ? str("signal ", result.signal) : str("exit ", result.exit_code),
+                    "):\n", result.output));
+  return result.output;
+}
+
+/// The AMD resource report: the code object's own counts.
+void print_amd_resources(const CompiledVariant& v) {
+  const std::optional<AmdgpuKernelInfo> info = read_amdgpu_kernel(v.binary, v.entry);
+  if (!info) throw Error(str("the code object for ", v.arch, " has no metadata for ", v.entry));
+  auto n = [](int x) { return x < 0 ? std::string("?") : std::to_string(x); };
+  std::cout << "kernel " << v.entry << " for " << v.arch << " (" << info->target << ")\n"
+            << "  threads per block      " << v.threads << " (wavefronts of "
+            << n(info->wavefront_size) << ")\n"
+            << "  VGPRs per lane         " << n(info->usage.registers) << "\n"
+            << "  AGPRs per lane         " << n(info->agprs) << "\n"
+            << "  SGPRs per wavefront    " << n(info->sgprs) << "\n"
+            << "  LDS, dynamic           " << v.smem_bytes << " bytes\n"
+            << "  LDS, static            " << n(info->usage.shared_bytes) << " bytes\n"
+            << "  scratch per lane       " << n(info->usage.stack_bytes) << " bytes\n"
+            << "  spilled VGPRs / SGPRs  " << n(info->vgpr_spills) << " / " << n(info->sgpr_spills)
+            << "\n"
+            << "  compile time           " << static_cast<int>(v.compile_ms) << " ms (HIPRTC)\n";
 }
 
 /// --list-passes: the pass table, in order, with why each pass runs where it does.
@@ -152,15 +226,23 @@ void inspect(const InspectOptions& o) {
     return;
   }
   if (!o.after.empty()) throw Error("--after applies to --stage ir");
-  if (o.stage == "cuda") {
+  const bool amd = target_for(options.arch).language() == "hip";
+  if ((o.stage == "hip" || o.stage == "amdgcn") && !amd)
+    throw Error(str("--stage ", o.stage, " is for AMD targets (--arch gfx90a or gfx1030); ",
+                    options.arch, " shows --stage cuda, ptx and sass"));
+  if ((o.stage == "cuda" || o.stage == "ptx" || o.stage == "sass") && amd)
+    throw Error(str("--stage ", o.stage, " is for NVIDIA targets; ", options.arch,
+                    " shows --stage hip, amdgcn and resources"));
+  if (o.stage == "cuda" || o.stage == "hip") {
     auto ir = lower_to_ir(k, bindings, options, "", nullptr, &warnings);
     show_warnings();
     std::cout << ir->target->emit(*ir).source;
     return;
   }
-  if (o.stage != "ptx" && o.stage != "sass" && o.stage != "resources")
-    throw Error(
-        str("unknown stage '", o.stage, "'; stages: tile, ast, ir, cuda, ptx, sass, resources"));
+  if (o.stage != "ptx" && o.stage != "sass" && o.stage != "resources" && o.stage != "amdgcn")
+    throw Error(str("unknown stage '", o.stage,
+                    "'; stages: tile, ast, ir, cuda, ptx, sass, resources (NVIDIA), hip, amdgcn, "
+                    "resources (AMD)"));
   JitRequest r;
   r.kernel = &k;
   r.source_hash = m.source_hash;
@@ -172,6 +254,16 @@ void inspect(const InspectOptions& o) {
   for (const auto& w : v.warnings) std::cerr << w.render() << "\n";
   if (o.stage == "ptx") {
     std::cout << v.assembly;
+    return;
+  }
+  if (o.stage == "resources" && amd) return print_amd_resources(v);
+  if (o.stage == "amdgcn") {
+    const std::string tool = find_llvm_objdump();
+    if (tool.empty())
+      throw Error("--stage amdgcn needs llvm-objdump (LLVM or ROCm), found none on PATH, in "
+                  "$ROCM_PATH/llvm/bin, /opt/rocm/llvm/bin or /usr/lib/llvm-*/bin; --stage hip "
+                  "and --stage resources work without it");
+    std::cout << disassemble(v.binary, {tool, "-d", "--mcpu=" + v.arch}, "kernel.co");
     return;
   }
   if (o.stage == "resources") {
@@ -195,37 +287,10 @@ void inspect(const InspectOptions& o) {
     throw Error("--stage sass needs cuobjdump or nvdisasm (CUDA toolkit), found neither on PATH, "
                 "in $CUDA_HOME/bin "
                 "or /usr/local/cuda/bin; --stage ptx and --stage resources work without them");
-  // The cubin goes to a private directory; the disassembler gets the path as one argument,
-  // never through a shell, so no character of $TMPDIR can be read as a command.
-  std::string pattern = (std::filesystem::temp_directory_path() / "tilejit-sass-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw Error(str("cannot create a temporary directory '", pattern, "': ", std::strerror(errno)));
-  const std::string dir = pattern;
-  const std::string cubin = dir + "/kernel.cubin";
-  TempFileGuard guard_cubin(cubin);
-  TempFileGuard guard_dir(dir);
-  auto clean_up = [&] {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  };
-  std::vector<std::string> argv = tool == "cuobjdump"
-                                      ? std::vector<std::string>{path, "-sass", cubin}
-                                      : std::vector<std::string>{path, "-c", cubin};
-  ProcessResult result;
-  try {
-    write_file_atomic(cubin, v.binary);
-    result = run_process(argv);
-  } catch (...) {
-    clean_up();
-    throw;
-  }
-  clean_up();
-  if (!result.ok())
-    throw Error(str("`", describe_command(argv), "` failed (",
-                    result.signal ? str("signal ", result.signal) : str("exit ", result.exit_code),
-                    "):\n", result.output));
-  std::string sass = result.output;
-  std::cout << sass;
+  std::cout << disassemble(v.binary,
+                           tool == "cuobjdump" ? std::vector<std::string>{path, "-sass"}
+                                               : std::vector<std::string>{path, "-c"},
+                           "kernel.cubin");
 }
 
 } // namespace
@@ -234,14 +299,15 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<InspectOptions>();
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Show a kernel at any stage: ast, ir (after any pass), cuda, ptx, sass, resources");
+      "Show a kernel at any stage: ast, ir (after any pass), cuda, ptx, sass, resources; "
+      "for AMD (--arch gfx90a|gfx1030) hip, amdgcn, resources");
   cmd->add_option("source", o->source, "A .tile file, or embedded:<path> (see `tilejit list`)");
   cmd->add_option("--workload", o->workload, "Inspect a workload's kernel (e.g. paged_sparse)");
   cmd->add_option("--kernel", o->kernel, "Kernel name when the file holds several");
   cmd->add_option(
       "--stage", o->stage,
       "tile (the source; for grad:<source>, the derived kernel) | ast | ir | cuda | ptx | sass | "
-      "resources (default ir)");
+      "resources (default ir); AMD targets: hip | amdgcn | resources");
   cmd->add_option("--after", o->after,
                   "With --stage ir: stop after this pass (" + join(pass_names(), ", ") + ")");
   cmd->add_option("--from-ir", o->from_ir,
@@ -251,8 +317,9 @@ void register_inspect_command(CLI::App& app, GlobalOptions& global) {
                 "List the passes in order, with why each runs where it does");
   cmd->add_option("--set", o->set,
                   "NAME=VALUE for a generic or tunable (repeat, or comma-separate)");
-  cmd->add_option("--arch", o->arch,
-                  "Target, e.g. sm_80, sm_90a (default: the GPU's own, else sm_90a)");
+  cmd->add_option(
+      "--arch", o->arch,
+      "Target, e.g. sm_80, sm_90a, gfx90a, gfx1030 (default: the GPU's own, else sm_90a)");
   cmd->add_flag("--unaligned", o->unaligned,
                 "Assume tensors are not 16-byte aligned (element-wise accesses)");
   cmd->add_flag("--index64", o->index64,

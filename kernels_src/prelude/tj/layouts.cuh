@@ -13,11 +13,18 @@
 
 namespace tj {
 
+/// Threads that run in lockstep: 32 on NVIDIA GPUs; on AMD the emitter defines it (64 on
+/// gfx90a, 32 on gfx1030), as the compiler's layouts (compiler/layout.h, `warp`) assumed.
+#ifndef TJ_WARP
+#define TJ_WARP 32
+#endif
+constexpr int kWarp = TJ_WARP;
+
 TJ_DEVICE int lane_id() {
-  return threadIdx.x & 31;
+  return threadIdx.x & (kWarp - 1);
 }
 TJ_DEVICE int warp_id() {
-  return threadIdx.x >> 5;
+  return threadIdx.x / kWarp;
 }
 
 /// Threads form a TR x TC grid (TR = NT / TC); thread (tr, tc) owns VEC consecutive columns at
@@ -38,14 +45,15 @@ template <int R, int C, int VEC, int TC, int NT> struct Blocked {
     return AXIS == 1 ? e / (VEC * CJ) : e % (VEC * CJ);
   }
   template <int AXIS> __host__ __device__ static constexpr int lane_bits() {
-    return AXIS == 1 ? (TC >= 32 ? 31 : TC - 1) : (TC >= 32 ? 0 : 31 & ~(TC - 1));
+    return AXIS == 1 ? (TC >= kWarp ? kWarp - 1 : TC - 1)
+                     : (TC >= kWarp ? 0 : (kWarp - 1) & ~(TC - 1));
   }
   template <int AXIS> __host__ __device__ static constexpr int warps_along() {
-    return AXIS == 1 ? (TC > 32 ? TC / 32 : 1) : (TC >= 32 ? NT / TC : NT / 32);
+    return AXIS == 1 ? (TC > kWarp ? TC / kWarp : 1) : (TC >= kWarp ? NT / TC : NT / kWarp);
   }
   template <int AXIS> TJ_DEVICE static int warp_pos() {
-    return AXIS == 1 ? (TC > 32 ? (threadIdx.x % TC) / 32 : 0)
-                     : (TC >= 32 ? threadIdx.x / TC : warp_id());
+    return AXIS == 1 ? (TC > kWarp ? (threadIdx.x % TC) / kWarp : 0)
+                     : (TC >= kWarp ? threadIdx.x / TC : warp_id());
   }
   /// Slice support: the kept coordinate of reduced element s, and how many there are.
   template <int AXIS> __host__ __device__ static constexpr int slice_n() {

@@ -34,7 +34,7 @@ template <class T, int VEC> TJ_DEVICE void store_vec(T* dst, const T* src) {
 /// p[0] += a, p[1] += b (p 8-byte aligned): one vector reduction on sm_90
 /// (red.global.add.v2.f32), two scalar ones before it.
 TJ_DEVICE void atomic_add2(float* p, float a, float b) {
-#if __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   atomicAdd(reinterpret_cast<float2*>(p), make_float2(a, b));
 #else
   atomicAdd(p, a);
@@ -42,6 +42,20 @@ TJ_DEVICE void atomic_add2(float* p, float a, float b) {
 #endif
 }
 
+#ifdef TJ_AMD
+// No asynchronous global->shared copy on AMD here: the same calls copy at once (zeros where
+// `pred` is false), so a kernel's waits have nothing left to wait for and its barriers publish
+// the copies as they would publish cp.async's.
+TJ_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
+  *static_cast<uint4*>(smem) = pred ? *static_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+}
+template <int BYTES> TJ_DEVICE void cp_async_elem(void* smem, const void* gmem, bool pred) {
+  typedef typename VecBits<BYTES>::type V;
+  *static_cast<V*>(smem) = pred ? *static_cast<const V*>(gmem) : V{};
+}
+TJ_DEVICE void cp_async_commit() {}
+template <int N> TJ_DEVICE void cp_async_wait() {}
+#else
 TJ_DEVICE unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -61,16 +75,23 @@ template <int BYTES> TJ_DEVICE void cp_async_elem(void* smem, const void* gmem, 
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "n"(BYTES), "r"(pred ? BYTES : 0));
 }
-/// Asks L2 to fetch the line holding `p` (a hint: no register waits for it). Deep prefetch
-/// through L2 keeps many bytes in flight without holding shared memory for them.
-TJ_DEVICE void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
+
 TJ_DEVICE void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
 template <int N> TJ_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+#endif
+
+/// Asks L2 to fetch the line holding `p` (a hint: no register waits for it). Deep prefetch
+/// through L2 keeps many bytes in flight without holding shared memory for them.
+TJ_DEVICE void prefetch_l2(const void* p) {
+#ifdef TJ_AMD
+  (void)p; // no L2 prefetch instruction on AMD: the hint is dropped
+#else
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+#endif
 }
 
 /// The DSL's fence(): a device-scope acquire-release fence. Publishing with it (stores; fence;
@@ -78,7 +99,11 @@ template <int N> TJ_DEVICE void cp_async_wait() {
 /// PTX memory model; __threadfence() would be a sequentially consistent fence (MEMBAR.SC plus
 /// an L1 invalidate), several times slower and stronger than that pattern needs.
 TJ_DEVICE void fence() {
+#ifdef TJ_AMD
+  __threadfence(); // AMD: one device-scope fence
+#else
   asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+#endif
 }
 
 /// An atomic add issued once for the whole block, after every thread of the block has reached

@@ -8,7 +8,11 @@
 namespace tj {
 
 template <class T> TJ_DEVICE T shfl_xor(T v, int mask) {
+#ifdef TJ_AMD
+  return __shfl_xor(v, mask); // the whole wavefront, as the CUDA form's full mask
+#else
   return __shfl_xor_sync(0xffffffffu, v, mask);
+#endif
 }
 
 /// Finishes a reduction of layout L along AXIS: v holds this thread's partial values in the
@@ -20,7 +24,7 @@ template <class L, int AXIS, class Op, bool SYNC_AFTER = true, class T, int SN>
 TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
   constexpr int bits = L::template lane_bits<AXIS>();
   TJ_UNROLL for (int s = 0; s < SN; ++s) {
-    TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) {
+    TJ_UNROLL for (int off = kWarp / 2; off >= 1; off >>= 1) {
       if (bits & off) v[s] = Op::apply(v[s], shfl_xor(v[s], off));
     }
   }
@@ -47,15 +51,15 @@ TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
 }
 
 /// Combines one value per thread over the whole block; every thread gets the result.
-/// `scratch` needs NT / 32 elements.
+/// `scratch` needs NT / kWarp elements.
 template <class Op, int NT, bool SYNC_AFTER = true, class T>
 TJ_DEVICE T block_reduce(T v, T* scratch) {
-  TJ_UNROLL for (int off = 16; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
-  if constexpr (NT > 32) {
+  TJ_UNROLL for (int off = kWarp / 2; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
+  if constexpr (NT > kWarp) {
     if (lane_id() == 0) scratch[warp_id()] = v;
     __syncthreads();
     T acc = Op::template identity<T>();
-    TJ_UNROLL for (int w = 0; w < NT / 32; ++w) acc = Op::apply(acc, scratch[w]);
+    TJ_UNROLL for (int w = 0; w < NT / kWarp; ++w) acc = Op::apply(acc, scratch[w]);
     if (SYNC_AFTER) __syncthreads();
     return acc;
   } else {

@@ -14,11 +14,15 @@ template <class T> TJ_DEVICE void copy16(T* dst, const T* src) {
   unsigned r[4];
   TJ_UNROLL for (int i = 0; i < 4; ++i) r[i] =
       src[2 * i].bits | (unsigned(src[2 * i + 1].bits) << 16);
+#ifdef TJ_AMD
+  *reinterpret_cast<uint4*>(dst) = make_uint4(r[0], r[1], r[2], r[3]);
+#else
   // The "memory" clobber keeps the compiler from moving the store past the barrier that
   // publishes it (without it, one warp's staged rows were read before they were written).
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr(dst)), "r"(r[0]),
                "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
+#endif
 }
 
 /// dst (layout LD) = src (layout LS), through `scratch` (R_ * C_ elements, row-major).

@@ -5,8 +5,10 @@
 // tensor-core block products, which the host form does with FMAs instead).
 #pragma once
 
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) || defined(__HIP__)
+#ifndef __HIP__
 #include "tj/mma.cuh"
+#endif
 #define TJ_TRIL_FN __device__ __forceinline__
 #define TJ_TRIL_UNROLL _Pragma("unroll")
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
