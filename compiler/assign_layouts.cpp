@@ -458,7 +458,8 @@ private:
       const Layout* lc = mma_layout(e);
       e.layout = lc;
       check_dot(e);
-      if (q4_candidate(e) && lc->wn == 1) {
+      const bool units = k_.target->matrix_units(); // else both operands go to shared memory
+      if (units && q4_candidate(e) && lc->wn == 1) {
         // A in registers, unpacked from shared words by each warp (tj::dot_q4): the values'
         // layout is the A operand's (an MmaAcc over [M, K] with the dot's warps), the zero
         // point and the scale one per row the thread owns.
@@ -486,7 +487,7 @@ private:
       } else if (!is_shared_operand(*e.a)) {
         // (f32 operands are read from shared memory for now: TF32 fragments take each value
         // from another lane than the accumulator layout holds it in.)
-        if (register_a_.count(&e) && lc->wn == 1 && e.a->type.dtype != DType::F32) {
+        if (units && register_a_.count(&e) && lc->wn == 1 && e.a->type.dtype != DType::F32) {
           // A in registers: evaluate it as an f32 MmaAcc tile; dot_rs rounds it to the
           // operand dtype, so a cast to that dtype is dropped here.
           ExprPtr& a = e.a;
@@ -537,8 +538,8 @@ private:
     DType t = e.a->type.dtype;
     const MatrixShape ms = k_.target->matrix_shape(t);
     if (ms.k == 0 && k_.target->matrix_shape(DType::F16).k == 0) {
-      error(e.loc, str(k_.target->arch(), " has no lowering of dot yet (AMD: MFMA on gfx90a and ",
-                       "FMA on gfx1030 are to come); kernels without dot compile for it"));
+      error(e.loc, str(k_.target->arch(), " has no lowering of dot yet (AMD: MFMA on gfx90a is to ",
+                       "come; gfx1030 runs dot on FMA units); kernels without dot compile for it"));
       return;
     }
     if (ms.k == 0) {
@@ -549,7 +550,7 @@ private:
       return;
     }
     int64_t kdim = e.a->type.shape[1];
-    if (kdim % ms.k != 0)
+    if (kdim % ms.k != 0 && k_.target->matrix_units())
       error(e.loc, str("dot's shared dimension is ", kdim, "; the tensor cores need a multiple of ",
                        ms.k));
   }

@@ -53,8 +53,8 @@ private:
 
 /// AMD GPUs through HIP (issue 19; a first step): the same emitted C++ with the portable
 /// prelude. gfx90a (MI200) runs wavefronts of 64 with 64 KiB of LDS per workgroup; gfx1030
-/// (RDNA2) wavefronts of 32. No matrix instruction yet (MFMA for gfx90a, FMA for gfx1030 are
-/// to come: a kernel with a dot is refused with the reason) and no asynchronous copy.
+/// (RDNA2) wavefronts of 32. dot runs on FMA units on gfx1030; gfx90a has no dot lowering yet
+/// (MFMA to come: a kernel with a dot is refused with the reason). No asynchronous copy.
 class HipTarget final : public Target {
 public:
   HipTarget(std::string arch, int wave) : arch_(std::move(arch)), wave_(wave) {}
@@ -66,7 +66,15 @@ public:
   int warp_size() const override { return wave_; }
   int max_threads_per_sm() const override { return 2048; }
   int shared_memory_per_block() const override { return 64 * 1024; }
-  MatrixShape matrix_shape(DType) const override { return {0, 0, 0}; }
+  /// gfx1030: dot on the FMA units in the m16n8 accumulator layout (its wavefront of 32 is the
+  /// layout's warp). gfx90a: none yet (MFMA to come; its wavefront of 64 needs its own layout).
+  MatrixShape matrix_shape(DType operand) const override {
+    if (wave_ != 32) return {0, 0, 0};
+    if (operand == DType::F16 || operand == DType::BF16) return {16, 8, 16};
+    if (operand == DType::F32) return {16, 8, 8};
+    return {0, 0, 0};
+  }
+  bool matrix_units() const override { return false; }
   const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm, int wn,
                                        int threads) const override {
     return table.mma_acc(m, n, wm, wn, threads);

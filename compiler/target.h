@@ -89,6 +89,10 @@ public:
   /// The register layout of a dot's M x N accumulator with `wm` x `wn` warps.
   virtual const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm,
                                                int wn, int threads) const = 0;
+  /// Whether `dot` runs on matrix units (tensor cores). Without them (gfx1030) a dot keeps the
+  /// accumulator layout of matrix_shape's tiles but each thread sums its own elements' products
+  /// from shared memory on the FMA units (tj::dot_fma): both operands are staged there.
+  virtual bool matrix_units() const { return true; }
   /// Whether copies into shared memory can run asynchronously (cp.async).
   virtual bool async_copy() const = 0;
   /// Whether programs can form thread block clusters that read each other's shared memory.

@@ -137,6 +137,15 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
              ", ", ra, ", ", b.ptr, ");"));
     return;
   }
+  if (!k_.target->matrix_units()) {
+    // No matrix units (gfx1030): each thread sums its own accumulator elements' products from
+    // the shared operands (assign-layouts staged both).
+    SharedOperand a = shared_operand(*this, *e.a);
+    line(str("tj::dot_fma<", LC, ", ", K, ", ", a.transposed ? "true" : "false", ", ",
+             b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ",
+             b.ld, ");"));
+    return;
+  }
   // B's dtype is the operands' (a register A's cast to 16 bits is dropped: dot_rs rounds it).
   if (e.b->type.dtype == DType::F32) {
     // TF32 tensor cores; exact: each operand split into two TF32 parts, three MMAs (3xTF32).

@@ -1,11 +1,12 @@
 // tilejit device prelude for the HIP target (AMD GPUs through HIPRTC): the portable single tile
-// operations, their NVIDIA-only spellings replaced under TJ_AMD (types.cuh). Tensor cores
-// (mma, wgmma), TMA, cp.async, clusters and the 4-bit unpacking are NVIDIA-only for now: the
-// AMD targets say so to the compiler (no matrix instruction, no asynchronous copy), which
-// refuses such kernels with a reason before they get here. The emitter defines TJ_WARP (64 on
+// operations, their NVIDIA-only spellings replaced under TJ_AMD (types.cuh), and dot on the FMA
+// units (dot_fma.cuh, gfx1030). Tensor cores (mma, wgmma), TMA and clusters are NVIDIA-only
+// for now: the AMD targets say so to the compiler, which refuses such
+// kernels with a reason before they get here; cp.async becomes a plain copy (memory.cuh). The emitter defines TJ_WARP (64 on
 // gfx90a, 32 on gfx1030) first.
 #pragma once
 #include "tj/column_stream.cuh"
+#include "tj/dot_fma.cuh"
 #include "tj/layouts.cuh"
 #include "tj/memory.cuh"
 #include "tj/reduce.cuh"
@@ -13,3 +14,4 @@
 #include "tj/tensor.cuh"
 #include "tj/tril.cuh"
 #include "tj/types.cuh"
+#include "tj/unpack.cuh"

@@ -54,6 +54,9 @@ TEST(Target, AmdFacts) {
   const Target& r = target_for("gfx1030");
   EXPECT_EQ(r.language(), "hip");
   EXPECT_EQ(r.warp_size(), 32);
+  EXPECT_FALSE(r.matrix_units());              // dot on the FMA units (tj::dot_fma)
+  EXPECT_EQ(r.matrix_shape(DType::F16).k, 16); // in the m16n8 accumulator layout
+  EXPECT_TRUE(target_for("sm_80").matrix_units());
   EXPECT_EQ(&target_for("gfx90a"), &a);
 }
 

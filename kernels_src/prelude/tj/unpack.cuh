@@ -10,6 +10,18 @@
 
 namespace tj {
 
+#ifdef TJ_AMD
+// AMD (no lop3, prmt or packed 16-bit arithmetic in PTX's spelling): one field or byte at a
+// time through f32, exact for these small integers; the same values in the same order.
+template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(unsigned w, int zero, T* out) {
+  const int z = zero & 15;
+  TJ_UNROLL for (int i = 0; i < 8; ++i) out[INTERLEAVED ? (i % 4) * 2 + i / 4 : i] =
+      cvt<T>(static_cast<float>(static_cast<int>((w >> (4 * i)) & 15u) - z));
+}
+template <class T, class B> TJ_DEVICE void cast_bytes4(const B* src, T* out) {
+  TJ_UNROLL for (int i = 0; i < 4; ++i) out[i] = cvt<T>(static_cast<float>(src[i]));
+}
+#else
 /// (a & mask) | magic in one instruction (lop3 truth table 0xEA = (A & B) | C).
 TJ_DEVICE unsigned and_or(unsigned a, unsigned mask, unsigned magic) {
   unsigned r;
@@ -131,6 +143,8 @@ template <class T, class B> TJ_DEVICE void cast_bytes4(const B* src, T* out) {
   constexpr bool is_unsigned = static_cast<B>(-1) > static_cast<B>(0);
   bytes4_to<is_unsigned>(word_of_bytes(src), out);
 }
+
+#endif
 
 template <bool INTERLEAVED = false, class T> TJ_DEVICE void unpack4(int w, int zero, T* out) {
   unpack4<INTERLEAVED>(static_cast<unsigned>(w), zero, out);
