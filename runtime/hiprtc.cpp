@@ -5,8 +5,13 @@
 #include "support/shared_library.h"
 #include "support/text.h"
 
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <functional>
+#include <future>
 #include <mutex>
+#include <thread>
 
 namespace tilejit {
 
@@ -32,7 +37,43 @@ struct Hiprtc::Api {
   hiprtcResult (*hiprtcGetCode)(hiprtcProgram, char*) = nullptr;
   hiprtcResult (*hiprtcGetProgramLogSize)(hiprtcProgram, size_t*) = nullptr;
   hiprtcResult (*hiprtcGetProgramLog)(hiprtcProgram, char*) = nullptr;
-  std::mutex compile_mutex;
+
+  /// Every compile runs on this one thread, which lives as long as the process: HIPRTC's
+  /// compiler (comgr, LLVM) leaves per-thread state, an alternate signal stack among it, that
+  /// AddressSanitizer fails to tear down when the thread exits (the CLI and the tuner compile
+  /// on threads that end). One thread also serialises the compiles, which ROCm 5.2 does not
+  /// document as safe to run at once.
+  std::mutex queue_mutex;
+  std::condition_variable queue_ready;
+  std::deque<std::function<void()>> queue;
+  bool worker_started = false;
+
+  void run_on_worker(std::function<void()> task) {
+    std::packaged_task<void()> job(std::move(task));
+    std::future<void> done = job.get_future();
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex);
+      queue.emplace_back([&job] { job(); });
+      if (!worker_started) {
+        worker_started = true;
+        std::thread([this] { work(); }).detach();
+      }
+    }
+    queue_ready.notify_one();
+    done.get(); // rethrows what the task threw
+  }
+  void work() {
+    for (;;) {
+      std::function<void()> next;
+      {
+        std::unique_lock<std::mutex> lock(queue_mutex);
+        queue_ready.wait(lock, [this] { return !queue.empty(); });
+        next = std::move(queue.front());
+        queue.pop_front();
+      }
+      next();
+    }
+  }
 
   std::string name(hiprtcResult r) const {
     const char* s = hiprtcGetErrorString ? hiprtcGetErrorString(r) : nullptr;
@@ -102,8 +143,11 @@ struct HiprtcLoader {
   }
 
   static const Result& loaded() {
-    static const Result result = load(); // thread-safe one-time initialisation
-    return result;
+    // Thread-safe one-time initialisation, never destroyed: the compile thread waits on the
+    // Api's condition variable for the life of the process, and destroying it at exit would
+    // wait for that thread forever (the library is never unloaded either).
+    static const Result* result = new Result(load());
+    return *result;
   }
 };
 
@@ -141,6 +185,12 @@ struct HipProgramGuard {
 } // namespace
 
 HiprtcOutput Hiprtc::compile(const HiprtcRequest& req) const {
+  HiprtcOutput out;
+  api_->run_on_worker([&] { out = compile_here(req); });
+  return out;
+}
+
+HiprtcOutput Hiprtc::compile_here(const HiprtcRequest& req) const {
   Api& a = *api_;
   HiprtcOutput out;
   std::vector<const char*> header_texts, header_names;
@@ -148,7 +198,6 @@ HiprtcOutput Hiprtc::compile(const HiprtcRequest& req) const {
     header_names.push_back(name.c_str());
     header_texts.push_back(text.c_str());
   }
-  std::lock_guard<std::mutex> lock(a.compile_mutex);
   HipProgramGuard guard{a.hiprtcDestroyProgram};
   // ROCm 5.2's HIPRTC names the source "CompileSource" in a temporary directory whatever the
   // program is called: a #line directive makes its diagnostics name the program (generated

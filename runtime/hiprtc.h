@@ -45,8 +45,8 @@ public:
   std::string version() const;
   const std::string& library_path() const { return library_path_; }
 
-  /// Compiles `request` (with -O3 and --offload-arch=<arch>). Serialised: ROCm 5.2's HIPRTC
-  /// does not document concurrent compiles as safe. Throws only for a HIPRTC malfunction;
+  /// Compiles `request` (with -O3 and --offload-arch=<arch>) on HIPRTC's own thread (one for
+  /// the process: see hiprtc.cpp), the caller waiting. Throws only for a HIPRTC malfunction;
   /// source errors come back as ok = false.
   HiprtcOutput compile(const HiprtcRequest& request) const;
 
@@ -54,6 +54,7 @@ private:
   struct Api;
   friend struct HiprtcLoader;
   Hiprtc() = default;
+  HiprtcOutput compile_here(const HiprtcRequest& request) const;
 
   std::unique_ptr<Api> api_;
   std::string library_path_;
