@@ -487,6 +487,13 @@ private:
       expr(e->a);
       expr(e->b);
       const Type& t = e->a->type;
+      // The backend reads windows of a tile variable; a window of a window has no variable
+      // under it (the lowering fuzz test found s[0 : 8][0 : 4] reaching the emitter).
+      if (e->a->kind == ExprKind::SharedSlice) {
+        error(e->loc, "a slice of a slice of a shared tile: slice the tile once "
+                      "(s[a + b : a + b + N] for s[a : a + M][b : b + N])");
+        return;
+      }
       if (t.space != Space::Shared)
         error(e->loc, str("only shared tiles can be sliced; '", ir::print_expr(*e->a), "' is ",
                           t.str_with_space()));
