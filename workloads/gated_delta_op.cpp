@@ -266,18 +266,25 @@ private:
   RuleWork() = default;
 };
 
+/// What every launch of the rule's kernels shares: the stream, the forced tunables and the
+/// generics of the head dim, chunk and normalisation.
+LaunchOptions rule_launch_options(const GatedDeltaRuleArgs& a) {
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = a.config;
+  lo.config["DK"] = tile_width(a.q.shape[3]);
+  lo.config["C"] = std::to_string(a.chunk);
+  lo.config["NORM"] = a.normalize ? "1" : "0";
+  return lo;
+}
+
 /// gated_delta_prepare then gated_delta_chunk (saving the chunk states into work.hs when it
 /// has them; else hs is ht seen as one chunk's, not written).
 void launch_rule_forward(Runtime& rt, const GatedDeltaRuleArgs& a, const OpChecks& c,
                          const RuleWork& work, const Tensor& o, const Tensor& ht) {
   const Tensor &q = a.q, &v = a.v;
   static const std::string source = kSource;
-  LaunchOptions lo;
-  lo.stream = a.stream;
-  lo.config = a.config;
-  lo.config["DK"] = tile_width(q.shape[3]);
-  lo.config["C"] = std::to_string(a.chunk);
-  lo.config["NORM"] = a.normalize ? "1" : "0";
+  LaunchOptions lo = rule_launch_options(a);
   LaunchOptions prepare = lo;
   prepare.config.erase("STAGES"); // the chunk kernel's alone
   if (q.shape[1] > 0)
@@ -402,12 +409,7 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
   Tensor dh = work.owned.allocate(DType::F32, work.hs.shape, device);
   Tensor du2 = work.owned.allocate(DType::F32, o.shape, device);
   static const std::string source = kSource;
-  LaunchOptions lo;
-  lo.stream = f.stream;
-  lo.config = f.config;
-  lo.config["DK"] = tile_width(q.shape[3]);
-  lo.config["C"] = std::to_string(f.chunk);
-  lo.config["NORM"] = f.normalize ? "1" : "0";
+  const LaunchOptions lo = rule_launch_options(f);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(rule_backward_checks, f.scale, q)));
   LaunchOptions state_lo = lo;
   state_lo.config["DHT"] = a.dht ? "1" : "0";

@@ -162,6 +162,14 @@ def main():
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
     out = open(args.out, "a") if args.out else None
+
+    def emit(row):
+        """One JSON line: stdout, and --out when given."""
+        line = json.dumps(row)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
     for (B, T, H, D) in args.shapes:
         torch.manual_seed(0)
         if args.op == "recurrence":
@@ -171,11 +179,7 @@ def main():
                 time_recurrence(torch, timer, B, T, H, D, row)
             except Exception as ex:  # out of memory on a large shape: recorded, not fatal
                 row["torch_recurrence_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
-            line = json.dumps(row)
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-                out.flush()
+            emit(row)
             torch.cuda.empty_cache()
             continue
         if args.op == "linear":
@@ -183,11 +187,7 @@ def main():
                    "device": torch.cuda.get_device_name()}
             time_linear(torch, timer, [("chunk", chunk_linear_attn),
                                        ("fused_chunk", fused_chunk_linear_attn)], B, T, H, D, row)
-            line = json.dumps(row)
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-                out.flush()
+            emit(row)
             torch.cuda.empty_cache()
             continue
         q, k, v = (torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16,
@@ -222,11 +222,7 @@ def main():
             row["fla_fwdbwd_ms"] = timer.median_ms(fwd_bwd)
         except Exception as ex:  # FLA's backward refuses on Hopper with older Triton
             row["fla_fwdbwd_error"] = f"{type(ex).__name__}: {str(ex)[:200]}"
-        line = json.dumps(row)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+        emit(row)
         del q, k, v, g, beta, o, ht
         torch.cuda.empty_cache()
     return 0

@@ -68,6 +68,17 @@ def delta_reference(q, k, v, g, beta, h0, scale, normalize):
     return torch.stack(o, 1), s
 
 
+def check_rule_gradients(ins, ref_ins, h0, ref_h0):
+    """Every gradient (q, k, v, g, beta; h0 when given) finite and within 3e-2 of the float64
+    recurrence's."""
+    pairs = list(zip(("dq", "dk", "dv", "dg", "dbeta"), ins, ref_ins))
+    if h0 is not None:
+        pairs.append(("dh0", h0, ref_h0))
+    for name, got, want in pairs:
+        assert got.grad is not None and torch.isfinite(got.grad).all(), name
+        assert rel(got.grad, want.grad) < 3e-2, name
+
+
 def rule_inputs(dtype, b, t, h, dk, dv, normalize, with_h0):
     """WORKLOADS.md's ranges: q, v in [-1, 1), k too (scaled by 1/sqrt(Dk) unless normalised),
     g in [-0.5, 0), beta in [0.05, 0.95), h0 in [-1, 1) (or None)."""
@@ -122,12 +133,7 @@ def test_gated_delta_rule_gradients(dtype, b, t, h, dk, dv, chunk, normalize, wi
     rh0 = h0.detach().double().requires_grad_(True) if with_h0 else None
     ro, rs = delta_reference(*ref_ins, rh0, dk ** -0.5, normalize)
     ((ro * do.double()).sum() + (rs * dht.double()).sum()).backward()
-    pairs = list(zip(("dq", "dk", "dv", "dg", "dbeta"), ins, ref_ins))
-    if with_h0:
-        pairs.append(("dh0", h0g, rh0))
-    for name, got, want in pairs:
-        assert got.grad is not None and torch.isfinite(got.grad).all(), name
-        assert rel(got.grad, want.grad) < 3e-2, name
+    check_rule_gradients(ins, ref_ins, h0g, rh0)
 
 
 def test_gated_delta_rule_refuses_a_positive_g():
@@ -190,9 +196,4 @@ def test_gated_delta_rule_packed_sequences(dtype, lens, h, dk, dv, chunk, with_h
     rh0 = h0.detach().double().requires_grad_(True) if with_h0 else None
     ro, rs = varlen_reference(*ref_ins, rh0, cu, dk ** -0.5)
     ((ro * do.double()).sum() + (rs * dht.double()).sum()).backward()
-    pairs = list(zip(("dq", "dk", "dv", "dg", "dbeta"), ins, ref_ins))
-    if with_h0:
-        pairs.append(("dh0", h0g, rh0))
-    for name, got, want in pairs:
-        assert got.grad is not None and torch.isfinite(got.grad).all(), name
-        assert rel(got.grad, want.grad) < 3e-2, name
+    check_rule_gradients(ins, ref_ins, h0g, rh0)
