@@ -23,7 +23,8 @@ size_t hash_words(const std::vector<int64_t>& words, const std::string& forced) 
 } // namespace
 
 void make_launch_signature(LaunchSignature& out, int kernel_id, void* stream, const Config& forced,
-                           const std::vector<Arg>& args, const std::vector<bool>& scalar_in_plan) {
+                           const std::vector<Arg>& args, const std::vector<bool>& scalar_in_plan,
+                           const Config& fallback) {
   std::vector<int64_t>& w = out.words;
   w.clear();
   w.push_back(kernel_id);
@@ -58,6 +59,14 @@ void make_launch_signature(LaunchSignature& out, int kernel_id, void* stream, co
   }
   out.forced.clear();
   for (const auto& [name, value] : forced) {
+    out.forced += name;
+    out.forced += '=';
+    out.forced += value;
+    out.forced += ';';
+  }
+  // The fallback can change the configuration (of an untuned shape): part of the signature.
+  if (!fallback.empty()) out.forced += '|';
+  for (const auto& [name, value] : fallback) {
     out.forced += name;
     out.forced += '=';
     out.forced += value;

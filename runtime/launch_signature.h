@@ -17,7 +17,8 @@ namespace tilejit {
 /// scalars that reach the kernel body alone.
 struct LaunchSignature {
   std::vector<int64_t> words; ///< kernel, stream, then per argument its kind, dtype, shape...
-  std::string forced;         ///< the forced configuration, "N=V;" per entry (usually empty)
+  std::string forced; ///< the forced configuration, "N=V;" per entry, then "|" and the fallback's
+                      ///< entries when there is one (usually empty)
   size_t hash = 0;
 
   bool operator==(const LaunchSignature& o) const {
@@ -35,6 +36,7 @@ struct LaunchSignatureHash {
 /// plan reads it (a `require` or the grid), 0 otherwise. `scalar_in_plan` is indexed by the
 /// caller's arguments (scratch parameters excluded).
 void make_launch_signature(LaunchSignature& out, int kernel_id, void* stream, const Config& forced,
-                           const std::vector<Arg>& args, const std::vector<bool>& scalar_in_plan);
+                           const std::vector<Arg>& args, const std::vector<bool>& scalar_in_plan,
+                           const Config& fallback = {});
 
 } // namespace tilejit

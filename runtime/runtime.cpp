@@ -402,11 +402,37 @@ static Config defaults_that_hold(Runtime& rt, const dsl::Kernel& kernel, const C
   return out;
 }
 
+/// `fallback`'s tunables over `given` (forced values kept) when the result holds the kernel's
+/// constraints; nullopt, with `reason` saying why, when it breaks one.
+static std::optional<Config> fallback_that_holds(Runtime& rt, const LoadedKernel& lk,
+                                                 const Config& given, const Config& forced,
+                                                 const Config& fallback, std::string& reason) {
+  const dsl::Kernel& kernel = *lk.kernel;
+  Config with = given;
+  for (const auto& [n, v] : fallback) {
+    if (!lk.tunables.count(n))
+      throw Error(str("the launch's fallback configuration names '", n, "', which kernel '",
+                      kernel.name, "' has no tunable of"));
+    if (!forced.count(n)) with[n] = v;
+  }
+  int64_t smem = CompileOptions{}.smem_limit;
+  if (rt.has_gpu()) smem = rt.device().smem_per_block_optin;
+  Bindings complete = complete_bindings(kernel, with);
+  if (!bindings_hold(kernel, complete, smem)) {
+    reason += str("; the caller's fallback (", config_text(fallback),
+                  ") breaks a constraint of the kernel here: not used");
+    return std::nullopt;
+  }
+  reason = str(reason == "defaults" ? "" : reason + "; ", "the caller's fallback (",
+               config_text(fallback), ") for the kernel's defaults");
+  return complete;
+}
+
 /// Forced values, then (for a launch, when on) tuning on first use, then the selector, then the
-/// kernel's defaults.
+/// caller's fallback, then the kernel's defaults.
 static Config resolve(Runtime& rt, Runtime::Impl& impl, KernelRef k, const LoadedKernel& lk,
-                      const std::vector<Arg>& args, const Config& forced, void* stream,
-                      bool may_tune, std::string* why) {
+                      const std::vector<Arg>& args, const Config& forced, const Config& fallback,
+                      void* stream, bool may_tune, std::string* why) {
   const dsl::Kernel& kernel = *lk.kernel;
   check_arg_count(lk, args);
   std::vector<ArgSpec> specs = arg_specs(kernel, args);
@@ -453,15 +479,20 @@ static Config resolve(Runtime& rt, Runtime::Impl& impl, KernelRef k, const Loade
     }
     if (!sel_why.empty()) reason = sel_why;
   }
+  if (!fallback.empty())
+    if (auto chosen = fallback_that_holds(rt, lk, given, forced, fallback, reason)) {
+      if (why) *why = reason;
+      return *chosen;
+    }
   Config out = defaults_that_hold(rt, kernel, given, reason);
   if (why) *why = reason;
   return out;
 }
 
 Config Runtime::resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced,
-                               std::string* why) {
+                               std::string* why, const Config& fallback) {
   auto lk = impl_->get(k);
-  return resolve(*this, *impl_, k, *lk, args, forced, nullptr, /*may_tune=*/false, why);
+  return resolve(*this, *impl_, k, *lk, args, forced, fallback, nullptr, /*may_tune=*/false, why);
 }
 
 Runtime::LaunchShape Runtime::launch_shape(KernelRef k, const std::vector<Arg>& args,
@@ -612,8 +643,8 @@ std::unique_ptr<PreparedEntry> build_entry(Runtime& rt, Runtime::Impl& impl, Ker
   const dsl::Kernel& kernel = *lk->kernel;
   auto e = std::make_unique<PreparedEntry>();
   e->kernel = lk;
-  e->config =
-      resolve(rt, impl, k, *lk, args, options.config, options.stream, /*may_tune=*/true, &e->why);
+  e->config = resolve(rt, impl, k, *lk, args, options.config, options.fallback, options.stream,
+                      /*may_tune=*/true, &e->why);
   LaunchPlan plan = plan_launch(kernel, e->config, arg_specs(kernel, args));
   e->variant = make_compile_job(rt, impl, k, lk, e->config, args).run(impl.compile_timeout_s);
   const CompiledVariant& c = e->variant->compiled;
@@ -753,7 +784,8 @@ static PreparedEntry& prepared_entry(Runtime& rt, Runtime::Impl& impl, KernelRef
       throw Error("invalid kernel handle");
     plan_scalars = &impl.kernels[k.id]->plan_scalars; // immutable, kept alive by the Runtime
   }
-  make_launch_signature(sig, k.id, options.stream, options.config, args, *plan_scalars);
+  make_launch_signature(sig, k.id, options.stream, options.config, args, *plan_scalars,
+                        options.fallback);
   {
     std::lock_guard<std::mutex> lock(impl.mutex);
     auto it = impl.prepared.find(sig);

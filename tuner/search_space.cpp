@@ -323,13 +323,9 @@ std::optional<size_t> SearchSpace::index_of_point(uint64_t point) const {
   return static_cast<size_t>(it - valid_.begin());
 }
 
-Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
-                                 int64_t smem_limit, std::string* note) {
-  Bindings complete = complete_bindings(kernel, given);
-  // The common case first, without enumerating the space: every constraint holds.
+bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit) {
   HostEnv env;
   env["SMEM"] = HostValue::of_int(smem_limit);
-  bool holds = true;
   try {
     for (const auto& g : kernel.generics)
       if (!g.choice.is_dtype) env[g.name] = HostValue::of_int(std::stoll(complete.at(g.name)));
@@ -337,12 +333,19 @@ Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& give
       env[t.name] = HostValue::of_int(std::stoll(complete.at(t.name)));
     for (const auto& w : kernel.where) {
       auto v = host_eval(*w, env, nullptr);
-      holds = holds && v && v->b;
+      if (!v || !v->b) return false;
     }
   } catch (const std::exception&) {
-    holds = false; // a value that is not an integer, a division by zero: let the space say
+    return false; // a value that is not an integer, a division by zero
   }
-  if (holds) return complete;
+  return true;
+}
+
+Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
+                                 int64_t smem_limit, std::string* note) {
+  Bindings complete = complete_bindings(kernel, given);
+  // The common case first, without enumerating the space: every constraint holds.
+  if (bindings_hold(kernel, complete, smem_limit)) return complete;
   try {
     SearchSpace space(kernel, given, smem_limit);
     if (space.default_note().empty()) return complete;

@@ -113,6 +113,10 @@ private:
   std::string default_note_;
 };
 
+/// Whether `complete` (every generic and tunable bound) satisfies all of the kernel's `where`
+/// constraints, with SMEM = smem_limit. A value that is not an integer counts as breaking one.
+bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit);
+
 /// `given` (generics, and any tunables pinned) completed with the kernel's declared defaults;
 /// where those break one of its `where` constraints, the search space's stand-in for them (the
 /// valid configuration nearest the defaults, the given values kept), with `note` saying so.

@@ -2,6 +2,7 @@
 // kernels (kernels_src/workloads/attention.tile) on an application's tensors. The checks come
 // first and name the tensor; the launches are the Runtime's (tuned configurations).
 #include "support/error.h"
+#include "workloads/attention_tiles.h"
 #include "workloads/op_buffers.h"
 #include "workloads/op_checks.h"
 
@@ -93,6 +94,18 @@ void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) 
   c.size("block_indices", b.indices, 3, nb, "cdiv(N, block)");
 }
 
+/// The case workloads/attention_tiles.h chooses tiles for.
+workloads::AttentionTileCase tile_case(const Tensor& q, bool causal,
+                                       const std::optional<AttentionBlocks>& blocks) {
+  return {q.dtype, (q.shape[3] + 15) / 16 * 16, causal, q.shape[2], blocks ? blocks->block : 0};
+}
+
+/// Whether the tiles measured on Hopper apply here: a Hopper GPU (cc 9.x: the tiles lean on
+/// wgmma and on its 227 KB of shared memory per block) and a case they were measured for.
+bool hopper_tiles(Runtime& rt, const workloads::AttentionTileCase& c) {
+  return rt.has_gpu() && rt.device().cc_major == 9 && workloads::hopper_tiles_apply(c);
+}
+
 Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact) {
   Config cfg = user;
   cfg["D"] = tile_width(q.shape[3]);
@@ -134,6 +147,9 @@ AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs
   LaunchOptions lo;
   lo.stream = a.stream;
   lo.config = kernel_config(a.config, q, a.causal, a.exact);
+  // Where nothing was tuned, the tile measured fastest on this kind of GPU and shape.
+  const workloads::AttentionTileCase tiles = tile_case(q, a.causal, a.blocks);
+  if (hopper_tiles(rt, tiles)) lo.fallback = workloads::forward_tile(tiles);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(forward_checks, a.scale, q)));
   if (a.blocks) {
     lo.config["BLK"] = std::to_string(a.blocks->block);
@@ -159,6 +175,14 @@ void check_attention_backward(const AttentionBackwardArgs& a) {
   if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
   if (a.blocks) check_blocks(c, *a.blocks, a.q);
   scale_of(c, a.scale, a.q);
+  if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end()) {
+    if (forced->second != "0" && forced->second != "1")
+      throw Error(str("attention_backward: config ATOMIC_DQ=", forced->second,
+                      " is not 0 (dq by attn_dq) or 1 (dq by atomics)"));
+    if (a.blocks && forced->second == "0")
+      throw Error("attention_backward: config ATOMIC_DQ=0 (dq by attn_dq) is for dense "
+                  "attention; block-sparse takes dq by atomics");
+  }
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
                 {"v", &a.v},
@@ -183,34 +207,65 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   out.dv = a.dv ? *a.dv : owned->allocate(k.dtype, k.shape, device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (q.numel() == 0) return out;
-  // Work buffers for this call: delta = rowsum(o * dout), and dq's f32 accumulator.
+  // dq by atomics into an f32 accumulator from attn_bwd, or by attn_dq (no atomics, no
+  // accumulator, two more products): the faster on Hopper per workloads/attention_tiles.h, or
+  // what the caller forced with ATOMIC_DQ in `config`.
+  const workloads::AttentionTileCase tiles = tile_case(q, a.causal, a.blocks);
+  const bool hopper = hopper_tiles(rt, tiles);
+  bool atomic_dq = !(hopper && workloads::dq_by_kernel(tiles));
+  if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end())
+    atomic_dq = forced->second == "1"; // 0 or 1: check_attention_backward saw to it
+  // Work buffers for this call: delta = rowsum(o * dout), and dq's f32 accumulator (atomics).
   OwnedBuffers work;
   Tensor delta = work.allocate(DType::F32, {q.shape[0], q.shape[1], q.shape[2]}, device);
-  Tensor dq_acc = work.allocate(DType::F32, q.shape, device);
+  // Without atomics the kernels still take dq_acc's parameter but never touch it: a view of
+  // delta's first element with every stride 0 stands in, not 4 bytes per element of q.
+  Tensor dq_acc = atomic_dq ? work.allocate(DType::F32, q.shape, device) : [&] {
+    Tensor unused = delta;
+    unused.shape = q.shape;
+    unused.strides = {0, 0, 0, 0};
+    return unused;
+  }();
+  const std::string dq_generic = atomic_dq ? "1" : "0";
   static const std::string source = kSource;
   KernelRef pre = rt.load(source, "attn_bwd_pre");
   KernelRef finish = rt.load(source, "attn_bwd_dq");
   LaunchOptions lo;
   lo.stream = a.stream;
-  lo.config = {{"D", tile_width(q.shape[3])}};
+  lo.config = {{"D", tile_width(q.shape[3])}, {"ATOMIC_DQ", dq_generic}};
   rt.launch(pre, {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
   LaunchOptions main_lo = lo;
   main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
+  if (hopper) main_lo.fallback = workloads::backward_tile(tiles);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)));
   if (a.blocks) {
     main_lo.config["BLK"] = std::to_string(a.blocks->block);
+    main_lo.config.erase("ATOMIC_DQ"); // attn_bwd_sparse always adds dq by atomics
     rt.launch(rt.load(source, "attn_bwd_sparse"),
               {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
                Arg::of(delta), Arg::of(a.blocks->counts), Arg::of(a.blocks->indices),
                Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
               main_lo);
   } else {
+    main_lo.config["ATOMIC_DQ"] = dq_generic;
     rt.launch(rt.load(source, "attn_bwd"),
               {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
                Arg::of(delta), Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
               main_lo);
   }
-  rt.launch(finish, {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
+  if (atomic_dq) {
+    lo.config.erase("ATOMIC_DQ");
+    rt.launch(finish, {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
+  } else {
+    LaunchOptions dq_lo;
+    dq_lo.stream = a.stream;
+    dq_lo.config = kernel_config({}, q, a.causal, a.exact);
+    if (hopper) dq_lo.fallback = workloads::dq_kernel_tile(tiles);
+    rt.launch(rt.load(source, "attn_dq"),
+              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+               Arg::of(delta), Arg::of(out.dq), scale},
+              dq_lo);
+  }
   // The work buffers are freed here, after the launches are queued: cuMemFree waits for the
   // device to finish with them.
   return out;

@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "support/text.h"
+#include "workloads/attention_tiles.h"
 
 #include <fmt/format.h>
 
@@ -85,6 +86,10 @@ public:
     return out;
   }
 
+  AttentionTileCase tile_case() const {
+    return {s_.dtype, s_.tile_width(), s_.causal, s_.seq, s_.sparse() ? s_.block : 0};
+  }
+
   std::vector<Step> steps() const override {
     const Arg scale = Arg::f32(static_cast<float>(1.0 / std::sqrt(double(s_.head_dim))));
     const std::string d = std::to_string(s_.tile_width());
@@ -130,34 +135,28 @@ public:
     // BM 64, 8 warps at D = 128 and, at D = 64, BN 64, BM 64, 4 warps with dq by attn_dq or BN
     // 128, BM 32, 4 warps with atomics). Elsewhere they are ordinary configurations
     // (mma.sync). Block-sparse kernels take tiles that divide the block.
-    if (s_.dtype != DType::F32 && s_.tile_width() % 64 == 0) {
-      // 2026-11-29, H200, N = 16384: BM 128, BN 128 on two warpgroups took the forward from
-      // 23.7 to 18.9 ms at D = 128 (1.34x FlashAttention-2), the K and V tiles each serving
-      // twice the rows; at D = 64 the transposed backward with BM 128 at BN 64, 4 warps took
-      // 21.5 ms against BM 64's 23.5 (at D = 128 that tile spills: 23.3 ms against 10.2).
-      const Config wide = {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}};
-      if (s_.sparse() && s_.block == 128) forward.suggested = {wide};
-      Config wide_wgmma = wide;
-      wide_wgmma["WG"] = "1";
-      if (!s_.sparse())
-        forward.suggested = {
-            wide_wgmma,
-            {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}},
-            {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"WG", "1"}},
-            {{"BM", "64"}, {"BN", "128"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}}};
-      if (!s_.sparse() || s_.block == 128) {
-        backward.suggested.push_back(
-            {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}});
-        backward.suggested.push_back(
-            {{"TR", "1"}, {"BN", "128"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "2"}});
+    const AttentionTileCase tiles = tile_case();
+    if (hopper_tiles_apply(tiles)) {
+      // The measured best first (workloads/attention_tiles.h), then other candidates.
+      auto add = [](Step& st, const Config& c) {
+        if (c.empty()) return;
+        for (const Config& have : st.suggested)
+          if (have == c) return;
+        st.suggested.push_back(c);
+      };
+      add(forward, forward_tile(tiles));
+      if (!s_.sparse()) {
+        add(forward, {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}});
+        add(forward, {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"WG", "1"}});
+        add(forward, {{"BM", "64"}, {"BN", "128"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}});
       }
-      backward.suggested.push_back(
-          {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}});
-      if (s_.tile_width() == 64 && (!s_.sparse() || s_.block == 128))
-        backward.suggested.push_back(
-            {{"TR", "1"}, {"BN", "64"}, {"BM", "128"}, {"WARPS", "4"}, {"STAGES", "2"}});
-      backward.suggested.push_back(
-          {{"TR", "1"}, {"BN", "64"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "3"}});
+      add(backward, backward_tile(tiles));
+      if (!s_.sparse() || s_.block == 128) {
+        add(backward, {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}});
+        add(backward, {{"TR", "1"}, {"BN", "128"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "2"}});
+      }
+      add(backward, {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}});
+      add(backward, {{"TR", "1"}, {"BN", "64"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "3"}});
     }
     return {forward,
             step("bwd_pre", "attn_bwd_pre",
@@ -189,11 +188,13 @@ public:
     dq.generics = backward.generics;
     dq.generics.erase("ATOMIC_DQ");
     dq.suggested.clear();
-    // attn_dq is the forward's loop with three products: the forward's wide tile helps it too
-    // (2026-11-29, H200, N = 16384 D = 128: 26.9 ms against BM 64, BN 64, 4 warps' 30.7).
-    if (s_.dtype != DType::F32 && s_.tile_width() % 64 == 0)
-      dq.suggested = {{{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}},
-                      {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}}};
+    if (hopper_tiles_apply(tile_case())) {
+      dq.suggested = {dq_kernel_tile(tile_case())};
+      for (const Config& other :
+           {Config{{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}},
+            Config{{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}}})
+        if (other != dq.suggested.front()) dq.suggested.push_back(other);
+    }
     return {{"atomic_dq", "dq added into an f32 accumulator by atomics", std::move(atomic)},
             {"dq_kernel", "dq computed by a kernel of its own (attn_dq)", std::move(own)}};
   }

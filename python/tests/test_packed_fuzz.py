@@ -71,6 +71,10 @@ def mutate(values, rng):
             values.insert(at, rng.choice(INTERESTING))
 
 
+DQ_CONFIGS = [None, b"ATOMIC_DQ=0", b"ATOMIC_DQ=1", b"ATOMIC_DQ=2", b"ATOMIC_DQ=", b"ATOMIC_DQ=-1",
+              b"ATOMIC_DQ=0;BM=64", b"ATOMIC_DQ"]
+
+
 def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
     """tj_attention_forward / tj_attention_backward's checks under mutated records (an input
     path of their own): each call returns 0 or an error, never crashes."""
@@ -91,8 +95,10 @@ def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
         a = array("q", values)
         address = a.buffer_info()[0] if values else None
         fn = lib.tj_attention_backward if backward else lib.tj_attention_forward
-        rc = fn(cpu_runtime._handle, address, len(values), round % 3 == 0, 0, float("nan"), None,
-                None, 1)
+        # The backward's ATOMIC_DQ (how dq is computed) is checked too, good values and bad.
+        config = rng.choice(DQ_CONFIGS) if backward else None
+        rc = fn(cpu_runtime._handle, address, len(values), round % 3 == 0, 0, float("nan"),
+                config, None, 1)
         assert rc == 0 or lib.tj_last_error().decode(), (round, values)
 
 
@@ -127,8 +133,9 @@ def test_mutated_sparse_attention_records_are_errors_not_crashes(cpu_runtime):
         a = array("q", values)
         address = a.buffer_info()[0] if values else None
         fn = lib.tj_attention_backward_sparse if backward else lib.tj_attention_forward_sparse
+        config = rng.choice(DQ_CONFIGS) if backward else None
         rc = fn(cpu_runtime._handle, address, len(values), rng.choice(blocks), round % 3 == 0, 0,
-                float("nan"), None, None, 1)
+                float("nan"), config, None, 1)
         assert rc == 0 or lib.tj_last_error().decode(), (round, values)
 
 

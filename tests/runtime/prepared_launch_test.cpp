@@ -427,5 +427,46 @@ TEST(ResolveConfig, DefaultsThatBreakAConstraintGetTheNearestValidConfig) {
   }
 }
 
+// LaunchOptions::fallback (an op's measured tile for shapes nobody tuned): used in place of the
+// kernel's defaults, after forced values; dropped, saying so, where it breaks a constraint; a
+// name the kernel has no tunable of is an error naming it; and it is part of the launch's
+// signature, so the same shape with another fallback is another prepared launch.
+TEST(ResolveConfig, TheCallersFallbackReplacesTheDefaults) {
+  TJ_REQUIRE_NVRTC();
+  auto rt = cpu_runtime();
+  KernelRef k = rt->load("embedded:examples/softmax.tile");
+  std::vector<Arg> args = {tensor(DType::F32, {37, 300}), tensor(DType::F32, {37, 300}, 8192)};
+  std::string why;
+  Config c = rt->resolve_config(k, args, {}, &why, {{"BR", "4"}, {"WARPS", "8"}});
+  EXPECT_EQ(c.at("BR"), "4");
+  EXPECT_EQ(c.at("WARPS"), "8");
+  EXPECT_EQ(c.at("BC"), "256"); // not in the fallback: the declared default
+  EXPECT_NE(why.find("fallback (BR=4 WARPS=8)"), std::string::npos) << why;
+  // Forced values win over the fallback.
+  c = rt->resolve_config(k, args, {{"WARPS", "2"}}, &why, {{"BR", "4"}, {"WARPS", "8"}});
+  EXPECT_EQ(c.at("BR"), "4");
+  EXPECT_EQ(c.at("WARPS"), "2");
+  // BR * BC >= WARPS * 32 broken (1 * 64 < 256): the defaults, and why says the fallback went.
+  c = rt->resolve_config(k, args, {}, &why, {{"BR", "1"}, {"BC", "64"}, {"WARPS", "8"}});
+  EXPECT_EQ(c.at("BR"), "2");
+  EXPECT_EQ(c.at("BC"), "256");
+  EXPECT_NE(why.find("breaks a constraint"), std::string::npos) << why;
+  try {
+    rt->resolve_config(k, args, {}, &why, {{"BM", "64"}});
+    ADD_FAILURE() << "a fallback naming no tunable was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'BM'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("softmax"), std::string::npos) << e.what();
+  }
+  LaunchOptions lo;
+  const PreparedLaunch& plain = rt->prepare(k, args, lo);
+  lo.fallback = {{"BR", "4"}};
+  const PreparedLaunch& wide = rt->prepare(k, args, lo);
+  EXPECT_NE(&plain, &wide);
+  EXPECT_EQ(plain.config.at("BR"), "2");
+  EXPECT_EQ(wide.config.at("BR"), "4");
+  EXPECT_EQ(&rt->prepare(k, args, lo), &wide);
+}
+
 } // namespace
 } // namespace tilejit

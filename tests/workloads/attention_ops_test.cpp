@@ -99,5 +99,34 @@ TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
       << error_of([&] { ops::check_attention_backward(a); });
 }
 
+// ATOMIC_DQ in the backward's config chooses how dq is computed (1: atomics, 0: attn_dq, which
+// is dense only); any other value, or 0 with block lists, is an error naming the setting.
+TEST(AttentionOps, BackwardChecksTheDqChoice) {
+  Forward f;
+  HostTensor o(DType::BF16, {B, HQ, N, D}), dout(DType::BF16, {B, HQ, N, D}),
+      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
+  ops::AttentionBackwardArgs a;
+  a.q = f.q.t;
+  a.k = f.k.t;
+  a.v = f.v.t;
+  a.o = o.t;
+  a.lse = lse.t;
+  a.dout = dout.t;
+  auto error = [&] { return error_of([&] { ops::check_attention_backward(a); }); };
+  for (const char* good : {"0", "1"}) {
+    a.config = {{"ATOMIC_DQ", good}};
+    EXPECT_NE(error().find("host memory"), std::string::npos) << good << ": " << error();
+  }
+  a.config = {{"ATOMIC_DQ", "2"}};
+  EXPECT_NE(error().find("config ATOMIC_DQ=2 is not 0 (dq by attn_dq) or 1"), std::string::npos)
+      << error();
+  a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
+  a.config = {{"ATOMIC_DQ", "0"}};
+  EXPECT_NE(error().find("ATOMIC_DQ=0 (dq by attn_dq) is for dense attention"), std::string::npos)
+      << error();
+  a.config = {{"ATOMIC_DQ", "1"}};
+  EXPECT_NE(error().find("host memory"), std::string::npos) << error();
+}
+
 } // namespace
 } // namespace tilejit

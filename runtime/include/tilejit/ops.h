@@ -161,7 +161,11 @@ struct AttentionBackwardArgs {
   bool exact = false;
   std::optional<double> scale;
   void* stream = nullptr;
-  Config config; ///< forced tunables of attn_bwd (BN, BM, STAGES, WARPS)
+  /// Forced tunables of attn_bwd (BN, BM, STAGES, WARPS, TR), and ATOMIC_DQ: 1 adds dq by
+  /// atomics from attn_bwd into an f32 accumulator, 0 computes it in attn_dq (dense only). By
+  /// default attn_dq where it measured faster (on Hopper: head dims up to 64, and longer
+  /// non-causal sequences; workloads/attention_tiles.h), atomics elsewhere.
+  Config config;
 };
 
 struct AttentionBackwardResult {

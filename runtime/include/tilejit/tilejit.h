@@ -67,6 +67,12 @@ struct RuntimeOptions {
 struct LaunchOptions {
   void* stream = nullptr; ///< CUstream; null is the legacy default stream
   Config config;          ///< forced values (override the database and the defaults)
+  /// Tunable values to use in place of the kernel's declared defaults when neither tuning on
+  /// first use nor the selector (the tuning database) chose a configuration: the caller's
+  /// measured choice for this kind of shape (an op's best tile on the GPU it ran on). Forced
+  /// values and tuned winners come first; a fallback that breaks one of the kernel's `where`
+  /// constraints is dropped, and the launch's `why` says so.
+  Config fallback;
   bool synchronize = false;
 };
 
@@ -138,7 +144,7 @@ public:
   /// The complete configuration a launch with `args` would use (forced > selector > default),
   /// generics inferred from the arguments. `why` says where it came from.
   Config resolve_config(KernelRef k, const std::vector<Arg>& args, const Config& forced = {},
-                        std::string* why = nullptr);
+                        std::string* why = nullptr, const Config& fallback = {});
   /// What a launch with `args` is specialised on: the generic values (forced or inferred from
   /// the tensors) and the named runtime sizes. Checks the arguments like a launch does.
   struct LaunchShape {

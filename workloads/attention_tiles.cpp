@@ -1,0 +1,35 @@
+#include "workloads/attention_tiles.h"
+
+namespace tilejit::workloads {
+
+bool hopper_tiles_apply(const AttentionTileCase& c) {
+  return c.dtype != DType::F32 && c.tile_width % 64 == 0;
+}
+
+Config forward_tile(const AttentionTileCase& c) {
+  if (c.block == 64) return {};
+  Config t = {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}};
+  if (c.block == 0) t["WG"] = "1"; // attn_fwd_sparse has no WG: its dots take wgmma where they fit
+  return t;
+}
+
+Config backward_tile(const AttentionTileCase& c) {
+  // BM 128 at width 128 spills (23.3 ms against 10.2 block-sparse at N = 16384).
+  if (c.tile_width == 64 && c.block != 64)
+    return {{"TR", "1"}, {"BN", "64"}, {"BM", "128"}, {"WARPS", "4"}, {"STAGES", "2"}};
+  if (c.block == 64)
+    return {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
+  return {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}};
+}
+
+Config dq_kernel_tile(const AttentionTileCase& c) {
+  if (c.tile_width == 64) return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
+  return {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}};
+}
+
+bool dq_by_kernel(const AttentionTileCase& c) {
+  if (c.block != 0 || !hopper_tiles_apply(c)) return false;
+  return c.tile_width == 64 || (!c.causal && c.seq >= 8192);
+}
+
+} // namespace tilejit::workloads
