@@ -59,6 +59,7 @@ int priority(const Layout* l) {
   if (!l) return 0;
   switch (l->kind) {
   case LayoutKind::MmaAcc:
+  case LayoutKind::MfmaAcc:
     return 3;
   case LayoutKind::Slice:
     return 2;
@@ -537,11 +538,6 @@ private:
   void check_dot(const ir::Expr& e) {
     DType t = e.a->type.dtype;
     const MatrixShape ms = k_.target->matrix_shape(t);
-    if (ms.k == 0 && k_.target->matrix_shape(DType::F16).k == 0) {
-      error(e.loc, str(k_.target->arch(), " has no lowering of dot yet (AMD: MFMA on gfx90a is to ",
-                       "come; gfx1030 runs dot on FMA units); kernels without dot compile for it"));
-      return;
-    }
     if (ms.k == 0) {
       error(e.loc, str(k_.target->arch(), " runs dot on ",
                        k_.target->matrix_shape(DType::F32).k ? "f16, bf16 or f32" : "f16 or bf16",

@@ -537,7 +537,8 @@ private:
     return v;
   }
 
-  /// blocked<RxC vec=V tc=T nt=N [warp=W]> | mma_acc<MxN warps=AxB> | slice<LAYOUT, axis=N>
+  /// blocked<RxC vec=V tc=T nt=N [warp=W]> | mma_acc<MxN warps=AxB> | mfma_acc<MxN waves=AxB> |
+  /// slice<LAYOUT, axis=N>
   const Layout* layout(int rank) {
     const SourceLoc at = loc_here();
     std::string kind = ident("a layout");
@@ -572,18 +573,23 @@ private:
           dsl::fail_at(at,
                        str("tc=", tc, " does not divide the kernel's ", k_->threads, " threads"));
         l = k_->layouts.blocked(shape, vec, tc, nt);
-      } else if (kind == "mma_acc") {
+      } else if (kind == "mma_acc" || kind == "mfma_acc") {
+        const bool mfma = kind == "mfma_acc";
+        const char* groups = mfma ? "waves" : "warps";
         int64_t m = integer("rows"), n = times_suffix("columns");
-        expect("warps");
+        expect(groups);
         expect("=");
-        int wm = small_int("warps", 1, 1024);
-        int wn = static_cast<int>(times_suffix("warps"));
-        if (m < 1 || n < 1 || wn < 1 || wn > 1024) dsl::fail_at(at, "a bad mma_acc layout");
+        int wm = small_int(groups, 1, 1024);
+        int wn = static_cast<int>(times_suffix(groups));
+        if (m < 1 || n < 1 || wn < 1 || wn > 1024) dsl::fail_at(at, str("a bad ", kind, " layout"));
         if (wm * wn * k_->layouts.warp_size() != k_->threads)
           dsl::fail_at(
-              at, str("warps=", wm, "x", wn, " is not the kernel's ", k_->threads, " threads"));
-        l = k_->target->accumulator_layout(k_->layouts, m, n, wm, wn,
-                                           wm * wn * k_->layouts.warp_size());
+              at, str(groups, "=", wm, "x", wn, " is not the kernel's ", k_->threads, " threads"));
+        if (mfma && k_->layouts.warp_size() != 64)
+          dsl::fail_at(at, "an mfma_acc layout needs a target with wavefronts of 64 (gfx90a)");
+        l = mfma ? k_->layouts.mfma_acc(m, n, wm, wn, k_->threads)
+                 : k_->target->accumulator_layout(k_->layouts, m, n, wm, wn,
+                                                  wm * wn * k_->layouts.warp_size());
       } else if (kind == "slice") {
         const Layout* parent = layout(2);
         expect(",");
@@ -594,7 +600,7 @@ private:
           dsl::fail_at(at, "a slice of a layout that is not 2-D");
         l = k_->layouts.slice(parent, axis);
       } else {
-        dsl::fail_at(at, str("unknown layout '", kind, "' (blocked, mma_acc, slice)"));
+        dsl::fail_at(at, str("unknown layout '", kind, "' (blocked, mma_acc, mfma_acc, slice)"));
       }
     } catch (const InternalError& e) {
       dsl::fail_at(at, str("invalid layout: ", e.what()));

@@ -24,12 +24,15 @@ bool Layout::padded() const {
   }
   case LayoutKind::MmaAcc:
     return shape[0] % (16 * wm) != 0 || shape[1] % (8 * wn) != 0;
+  case LayoutKind::MfmaAcc:
+    return shape[0] % (16 * wm) != 0 || shape[1] % (16 * wn) != 0;
   case LayoutKind::Slice: {
     const Layout& p = *parent;
     if (p.kind == LayoutKind::Blocked)
       return slice_axis == 1 ? p.rows % (p.threads / p.tc) != 0
                              : p.cols % (int64_t(p.tc) * p.vec) != 0;
-    return slice_axis == 1 ? p.shape[0] % (16 * p.wm) != 0 : p.shape[1] % (8 * p.wn) != 0;
+    const int block_n = p.kind == LayoutKind::MfmaAcc ? 16 : 8;
+    return slice_axis == 1 ? p.shape[0] % (16 * p.wm) != 0 : p.shape[1] % (block_n * p.wn) != 0;
   }
   }
   return true;
@@ -45,6 +48,10 @@ int64_t Layout::per_thread() const {
     int64_t pm = round_up(shape[0], 16 * wm), pn = round_up(shape[1], 8 * wn);
     return (pm / (16 * wm)) * (pn / (8 * wn)) * 4;
   }
+  case LayoutKind::MfmaAcc: {
+    int64_t pm = round_up(shape[0], 16 * wm), pn = round_up(shape[1], 16 * wn);
+    return (pm / (16 * wm)) * (pn / (16 * wn)) * 4;
+  }
   case LayoutKind::Slice: {
     const Layout& p = *parent;
     if (p.kind == LayoutKind::Blocked) {
@@ -55,6 +62,11 @@ int64_t Layout::per_thread() const {
     if (p.kind == LayoutKind::MmaAcc) {
       int64_t pm = round_up(p.shape[0], 16 * p.wm), pn = round_up(p.shape[1], 8 * p.wn);
       return slice_axis == 1 ? (pm / (16 * p.wm)) * 2 : (pn / (8 * p.wn)) * 2;
+    }
+    if (p.kind == LayoutKind::MfmaAcc) {
+      // Per 16 x 16 block a lane holds 4 rows of one column.
+      int64_t pm = round_up(p.shape[0], 16 * p.wm), pn = round_up(p.shape[1], 16 * p.wn);
+      return slice_axis == 1 ? (pm / (16 * p.wm)) * 4 : pn / (16 * p.wn);
     }
     TJ_ICHECK(false, "slice of a slice layout");
   }
@@ -69,6 +81,8 @@ std::string Layout::str() const {
                         warp != 32 ? tilejit::str(" warp=", warp) : "", ">");
   case LayoutKind::MmaAcc:
     return tilejit::str("mma_acc<", shape[0], "x", shape[1], " warps=", wm, "x", wn, ">");
+  case LayoutKind::MfmaAcc:
+    return tilejit::str("mfma_acc<", shape[0], "x", shape[1], " waves=", wm, "x", wn, ">");
   case LayoutKind::Slice:
     return tilejit::str("slice<", parent->str(), ", axis=", slice_axis, ">");
   }
@@ -81,6 +95,9 @@ std::string Layout::cpp_type() const {
     return tilejit::str("tj::Blocked<", rows, ", ", cols, ", ", vec, ", ", tc, ", ", threads, ">");
   case LayoutKind::MmaAcc:
     return tilejit::str("tj::MmaAcc<", shape[0], ", ", shape[1], ", ", wm, ", ", wn, ", ", threads,
+                        ">");
+  case LayoutKind::MfmaAcc:
+    return tilejit::str("tj::MfmaAcc<", shape[0], ", ", shape[1], ", ", wm, ", ", wn, ", ", threads,
                         ">");
   case LayoutKind::Slice:
     return tilejit::str("tj::Slice<", parent->cpp_type(), ", ", slice_axis, ">");
@@ -99,6 +116,7 @@ int Layout::warps_along(int axis) const {
     return static_cast<int>(std::max<int64_t>(1, tr / rows_per_warp));
   }
   case LayoutKind::MmaAcc:
+  case LayoutKind::MfmaAcc:
     return axis == 0 ? wm : wn;
   case LayoutKind::Slice:
     return 1;
@@ -114,8 +132,8 @@ bool equivalent(const Layout* a, const Layout* b) {
   const Layout& p = *a->parent;
   const Layout& q = *b->parent;
   if (p.kind != q.kind) return false;
-  if (p.kind == LayoutKind::MmaAcc)
-    return a->slice_axis == 1 ? p.wm == q.wm && p.wn == q.wn : p.wn == q.wn && p.wm == q.wm;
+  if (p.kind == LayoutKind::MmaAcc || p.kind == LayoutKind::MfmaAcc)
+    return p.wm == q.wm && p.wn == q.wn;
   if (p.kind == LayoutKind::Blocked)
     return a->slice_axis == 1 ? p.tc == q.tc : p.tc == q.tc && p.vec == q.vec;
   return false;
@@ -153,6 +171,34 @@ const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int thr
   l.wn = wn;
   l.threads = threads;
   return intern(std::move(l));
+}
+
+const Layout* LayoutTable::mfma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
+  TJ_ICHECK(wm * wn * warp_ == threads, "mfma waves ", wm, "x", wn, " vs ", threads, " threads");
+  Layout l;
+  l.kind = LayoutKind::MfmaAcc;
+  l.shape = {m, n};
+  l.wm = wm;
+  l.wn = wn;
+  l.threads = threads;
+  return intern(std::move(l));
+}
+
+ElementCoord accumulator_element(const Layout& l, int thread, int e) {
+  TJ_ICHECK(l.kind == LayoutKind::MmaAcc || l.kind == LayoutKind::MfmaAcc,
+            "accumulator_element of ", l.str());
+  const int lane = thread % l.warp, warp = thread / l.warp;
+  const int wm = warp % l.wm, wn = warp / l.wm;
+  const int block_n = l.kind == LayoutKind::MfmaAcc ? 16 : 8;
+  const int64_t pm = round_up(l.shape[0], 16 * l.wm), pn = round_up(l.shape[1], block_n * l.wn);
+  const int64_t wtm = pm / l.wm, wtn = pn / l.wn;
+  const int ntl = static_cast<int>(wtn / block_n);
+  if (l.kind == LayoutKind::MmaAcc) // tj::MmaAcc::r, c
+    return {wm * wtm + (e / (4 * ntl)) * 16 + lane / 4 + ((e % 4) / 2) * 8,
+            wn * wtn + ((e / 4) % ntl) * 8 + (lane % 4) * 2 + (e % 2)};
+  // tj::MfmaAcc::r, c (tj::mfma::d_row, d_col)
+  return {wm * wtm + (e / (4 * ntl)) * 16 + 4 * (lane / 16) + e % 4,
+          wn * wtn + ((e / 4) % ntl) * 16 + lane % 16};
 }
 
 const Layout* LayoutTable::slice(const Layout* parent, int axis) {

@@ -7,6 +7,9 @@
 //   MmaAcc<M, N, WM, WN, NT>    the m16n8 tensor-core accumulator fragment; WM x WN warps tile
 //                               the (16-padded) M x N tile. Also the A operand of a following
 //                               dot when WN == 1 (the registers line up).
+//   MfmaAcc<M, N, WM, WN, NT>   AMD's MFMA accumulator (gfx90a, wavefronts of 64): WM x WN waves
+//                               tile the M x N tile in 16 x 16 blocks; in each, lane l holds
+//                               rows 4*(l/16) + 0..3 of column l%16 (tj/mfma_map.cuh).
 //   Slice<P, AXIS>              the rank-1 result of reducing layout P along AXIS: each thread
 //                               holds the values of the other axis' coordinates it owns in P,
 //                               so broadcasting back into P (x[:, None]) costs nothing.
@@ -19,7 +22,7 @@
 
 namespace tilejit::ir {
 
-enum class LayoutKind { Blocked, MmaAcc, Slice };
+enum class LayoutKind { Blocked, MmaAcc, MfmaAcc, Slice };
 
 struct Layout {
   LayoutKind kind = LayoutKind::Blocked;
@@ -29,7 +32,7 @@ struct Layout {
   // Blocked
   int64_t rows = 1, cols = 1;
   int vec = 1, tc = 1;
-  // MmaAcc
+  // MmaAcc, MfmaAcc
   int wm = 1, wn = 1;
   // Slice
   const Layout* parent = nullptr;
@@ -54,6 +57,15 @@ struct Layout {
 /// parents that distribute the kept axis identically.
 bool equivalent(const Layout* a, const Layout* b);
 
+/// The element a thread holds at index e of its register array: (row, column) in the tile, as
+/// the prelude's layout of the same name and parameters computes it (MmaAcc and MfmaAcc: lane
+/// and warp from the thread and the layout's warp size). For tests that check a fragment
+/// mapping against a model of the matrix instruction on a CPU.
+struct ElementCoord {
+  int64_t row = 0, col = 0;
+};
+ElementCoord accumulator_element(const Layout& l, int thread, int e);
+
 /// Owns layouts for one kernel; equal layouts are the same object (compare pointers).
 class LayoutTable {
 public:
@@ -62,6 +74,7 @@ public:
   int warp_size() const { return warp_; }
   const Layout* blocked(std::vector<int64_t> shape, int vec, int tc, int threads);
   const Layout* mma_acc(int64_t m, int64_t n, int wm, int wn, int threads);
+  const Layout* mfma_acc(int64_t m, int64_t n, int wm, int wn, int threads);
   const Layout* slice(const Layout* parent, int axis);
   /// The default layout for a tile of `shape` with `elem_bytes`-byte elements: Blocked with
   /// 16-byte vectors along the last axis where the shape allows.

@@ -51,10 +51,11 @@ private:
   int cc_;
 };
 
-/// AMD GPUs through HIP (issue 19; a first step): the same emitted C++ with the portable
-/// prelude. gfx90a (MI200) runs wavefronts of 64 with 64 KiB of LDS per workgroup; gfx1030
-/// (RDNA2) wavefronts of 32. dot runs on FMA units on gfx1030; gfx90a has no dot lowering yet
-/// (MFMA to come: a kernel with a dot is refused with the reason). No asynchronous copy.
+/// AMD GPUs through HIP (issue 19): the same emitted C++ with the portable prelude. gfx90a
+/// (MI200) runs wavefronts of 64 with 64 KiB of LDS per workgroup, dot on its matrix cores
+/// (MFMA, 16 x 16 blocks: the MfmaAcc layout, tj::dot_mfma); gfx1030 (RDNA2) wavefronts of 32,
+/// dot on the FMA units in the m16n8 layout (tj::dot_fma). Both read dot's operands from shared
+/// memory (no register-A path yet). No asynchronous copy.
 class HipTarget final : public Target {
 public:
   HipTarget(std::string arch, int wave) : arch_(std::move(arch)), wave_(wave) {}
@@ -67,17 +68,22 @@ public:
   int max_threads_per_sm() const override { return 2048; }
   int shared_memory_per_block() const override { return 64 * 1024; }
   /// gfx1030: dot on the FMA units in the m16n8 accumulator layout (its wavefront of 32 is the
-  /// layout's warp). gfx90a: none yet (MFMA to come; its wavefront of 64 needs its own layout).
+  /// layout's warp). gfx90a: v_mfma_f32_16x16x16 (f16, bf16_1k) and 16x16x4 (f32).
   MatrixShape matrix_shape(DType operand) const override {
-    if (wave_ != 32) return {0, 0, 0};
-    if (operand == DType::F16 || operand == DType::BF16) return {16, 8, 16};
+    const bool half = operand == DType::F16 || operand == DType::BF16;
+    if (wave_ == 64)
+      return half                    ? MatrixShape{16, 16, 16}
+             : operand == DType::F32 ? MatrixShape{16, 16, 4}
+                                     : MatrixShape{0, 0, 0};
+    if (half) return {16, 8, 16};
     if (operand == DType::F32) return {16, 8, 8};
     return {0, 0, 0};
   }
   bool matrix_units() const override { return false; }
   const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm, int wn,
                                        int threads) const override {
-    return table.mma_acc(m, n, wm, wn, threads);
+    return wave_ == 64 ? table.mfma_acc(m, n, wm, wn, threads)
+                       : table.mma_acc(m, n, wm, wn, threads);
   }
   bool async_copy() const override { return false; }
   GeneratedKernel emit(const ir::Kernel& k) const override { return cuda::generate_cuda(k); }

@@ -89,9 +89,11 @@ public:
   /// The register layout of a dot's M x N accumulator with `wm` x `wn` warps.
   virtual const ir::Layout* accumulator_layout(ir::LayoutTable& table, int64_t m, int64_t n, int wm,
                                                int wn, int threads) const = 0;
-  /// Whether `dot` runs on matrix units (tensor cores). Without them (gfx1030) a dot keeps the
-  /// accumulator layout of matrix_shape's tiles but each thread sums its own elements' products
-  /// from shared memory on the FMA units (tj::dot_fma): both operands are staged there.
+  /// Whether `dot` runs on NVIDIA's tensor cores, whose operand fragments can come from
+  /// registers (an earlier dot's accumulator, unpacked int4). Without them (the AMD targets)
+  /// both operands are staged in shared memory and the dot reads them from there: on gfx1030
+  /// each thread sums its own accumulator elements' products on the FMA units (tj::dot_fma),
+  /// on gfx90a each wave feeds the MFMA matrix cores (tj::dot_mfma).
   virtual bool matrix_units() const { return true; }
   /// Whether copies into shared memory can run asynchronously (cp.async).
   virtual bool async_copy() const = 0;

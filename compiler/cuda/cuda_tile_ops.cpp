@@ -138,10 +138,13 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     return;
   }
   if (!k_.target->matrix_units()) {
-    // No matrix units (gfx1030): each thread sums its own accumulator elements' products from
-    // the shared operands (assign-layouts staged both).
+    // AMD: both operands from shared memory (assign-layouts staged them), on the MFMA matrix
+    // cores in their accumulator layout (gfx90a), or each thread summing its own accumulator
+    // elements' products on the FMA units (gfx1030).
     SharedOperand a = shared_operand(*this, *e.a);
-    line(str("tj::dot_fma<", LC, ", ", K, ", ", a.transposed ? "true" : "false", ", ",
+    const bool mfma = lc->kind == ir::LayoutKind::MfmaAcc;
+    line(str(mfma ? "tj::dot_mfma<" : "tj::dot_fma<", LC, ", ", K, ", ",
+             a.transposed ? "true" : "false", ", ",
              b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ",
              b.ld, ");"));
     return;

@@ -127,6 +127,19 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
     std::string got = read_error(kHeader + c.body);
     EXPECT_TRUE(starts_with(got, c.error)) << "input:\n" << c.body << "got:\n" << got;
   }
+  // MFMA accumulators are gfx90a's (wavefronts of 64): on a 32-wide target, or with waves that
+  // do not make up the kernel's threads, the layout is an error at its name.
+  EXPECT_TRUE(starts_with(
+      read_error(std::string(kHeader) + "  frag f32[16, 16] a #mfma_acc<16x16 waves=1x4> = 0.0\n"),
+      "bad.ir:5:23: error: an mfma_acc layout needs a target with wavefronts of 64 (gfx90a)"))
+      << read_error(std::string(kHeader) +
+                    "  frag f32[16, 16] a #mfma_acc<16x16 waves=1x4> = 0.0\n");
+  std::string amd = kHeader;
+  amd.replace(amd.find("sm_90a"), 6, "gfx90a");
+  EXPECT_EQ(read_error(amd + "  frag f32[16, 16] a #mfma_acc<16x16 waves=1x2> = 0.0\n"), "");
+  EXPECT_TRUE(
+      starts_with(read_error(amd + "  frag f32[16, 16] a #mfma_acc<16x16 waves=2x2> = 0.0\n"),
+                  "bad.ir:5:23: error: waves=2x2 is not the kernel's 128 threads"));
   EXPECT_TRUE(starts_with(read_error("kernel k\n  threads 128, target sm_1\n"),
                           "bad.ir:2:23: error: unknown target 'sm_1'"));
   EXPECT_TRUE(starts_with(read_error("threads 128\n"), "bad.ir:1:1: error: expected 'kernel'"));
@@ -155,6 +168,17 @@ TEST(IrReader, MutatedIrReadsOrIsDiagnosed) {
            {"specialise", "assign-layouts", "expand-pipelines", "insert-barriers"})
         seeds.push_back(
             ir::print_kernel(*lower_to_ir(*k, test_bindings(*k), test_options(*k), pass)));
+  // And gfx90a's lowering of the dots (MfmaAcc layouts, waves) for the examples that have them.
+  for (const char* path : {"examples/gemm.tile", "workloads/attention.tile"}) {
+    LoadedModule m = load_embedded_tile(path);
+    const dsl::Kernel& k = *m.module->kernels.front();
+    CompileOptions o = test_options(k);
+    o.arch = "gfx90a";
+    o.smem_limit = 64 * 1024;
+    seeds.push_back(ir::print_kernel(*lower_to_ir(k, test_bindings(k), o, "assign-layouts")));
+    ASSERT_NE(seeds.back().find("mfma_acc<"), std::string::npos) << path;
+    EXPECT_EQ(ir::print_kernel(*ir::read_kernel("amd.ir", seeds.back())), seeds.back()) << path;
+  }
   const std::string alphabet = "()[]{}<>,:=+-*#@.\" \n0123456789abcdefxyz_|";
   for (int round = 0; round < 3000; ++round) {
     std::string text = seeds[rng() % seeds.size()];

@@ -48,7 +48,14 @@ TEST(Target, AmdFacts) {
   EXPECT_EQ(a.language(), "hip");
   EXPECT_EQ(a.warp_size(), 64);
   EXPECT_EQ(a.shared_memory_per_block(), 64 * 1024);
-  EXPECT_EQ(a.matrix_shape(DType::F16).k, 0); // no dot lowering yet: refused with the reason
+  EXPECT_FALSE(a.matrix_units()); // operands from shared memory, on MFMA (tj::dot_mfma)
+  EXPECT_EQ(a.matrix_shape(DType::F16).m, 16); // v_mfma_f32_16x16x16f16
+  EXPECT_EQ(a.matrix_shape(DType::F16).n, 16);
+  EXPECT_EQ(a.matrix_shape(DType::BF16).k, 16);
+  EXPECT_EQ(a.matrix_shape(DType::F32).k, 4); // v_mfma_f32_16x16x4f32
+  ir::LayoutTable table;
+  table.set_warp_size(64);
+  EXPECT_EQ(a.accumulator_layout(table, 64, 64, 2, 1, 128)->kind, ir::LayoutKind::MfmaAcc);
   EXPECT_FALSE(a.async_copy());
   EXPECT_FALSE(a.clusters());
   const Target& r = target_for("gfx1030");

@@ -9,6 +9,7 @@
 //   warp_pos<AXIS>()      this warp's position along AXIS
 #pragma once
 
+#include "tj/mfma_map.cuh"
 #include "tj/types.cuh"
 
 namespace tj {
@@ -107,6 +108,49 @@ template <int TM, int TN, int WM, int WN, int NT> struct MmaAcc {
   }
   template <int AXIS> TJ_DEVICE static bool slice_owner() {
     return AXIS == 1 ? (lane_id() % 4 == 0 && wn() == 0) : (lane_id() / 4 == 0 && wm() == 0);
+  }
+};
+
+/// AMD's MFMA accumulator (gfx90a, wavefronts of 64): WM x WN waves tile the (16*WM, 16*WN)-
+/// padded M x N tile; each wave owns MT x NTL blocks of 16 x 16; in each, lane l holds rows
+/// 4*(l/16) + 0..3 of column l%16 (tj/mfma_map.cuh). Element e = (mt*NTL + nt)*4 + i.
+template <int TM, int TN, int WM, int WN, int NT> struct MfmaAcc {
+  static_assert(WM * WN * kWarp == NT, "MfmaAcc: WM * WN waves must make up the block");
+  static constexpr int R_ = TM, C_ = TN, NT_ = NT, WM_ = WM, WN_ = WN;
+  static constexpr int PM = (TM + 16 * WM - 1) / (16 * WM) * (16 * WM);
+  static constexpr int PN = (TN + 16 * WN - 1) / (16 * WN) * (16 * WN);
+  static constexpr int WTM = PM / WM, WTN = PN / WN;
+  static constexpr int MT = WTM / 16, NTL = WTN / 16;
+  static constexpr int N = MT * NTL * 4;
+  static constexpr bool EXACT = (TM == PM) && (TN == PN);
+  using Map = mfma::AccMap<WTM, WTN>;
+  TJ_DEVICE static int wm() { return warp_id() % WM; }
+  TJ_DEVICE static int wn() { return warp_id() / WM; }
+  TJ_DEVICE static int r(int e) { return Map::row(wm(), lane_id(), e); }
+  TJ_DEVICE static int c(int e) { return Map::col(wn(), lane_id(), e); }
+  TJ_DEVICE static bool valid(int e) { return EXACT || (r(e) < TM && c(e) < TN); }
+  /// Reducing along columns keeps one value per row (4 per block row), along rows one per
+  /// column (1 per block column).
+  template <int AXIS> TJ_DEVICE static int slice_index(int e) {
+    return AXIS == 1 ? (e / (4 * NTL)) * 4 + e % 4 : (e / 4) % NTL;
+  }
+  /// Lanes along a row differ in bits 0-3 (the column), along a column in bits 4-5.
+  template <int AXIS> __host__ __device__ static constexpr int lane_bits() {
+    return AXIS == 1 ? 15 : 48;
+  }
+  template <int AXIS> __host__ __device__ static constexpr int warps_along() {
+    return AXIS == 1 ? WN : WM;
+  }
+  template <int AXIS> TJ_DEVICE static int warp_pos() { return AXIS == 1 ? wn() : wm(); }
+  template <int AXIS> __host__ __device__ static constexpr int slice_n() {
+    return AXIS == 1 ? MT * 4 : NTL;
+  }
+  template <int AXIS> TJ_DEVICE static int slice_coord(int s) {
+    return AXIS == 1 ? wm() * WTM + (s / 4) * 16 + 4 * (lane_id() / 16) + s % 4
+                     : wn() * WTN + s * 16 + lane_id() % 16;
+  }
+  template <int AXIS> TJ_DEVICE static bool slice_owner() {
+    return AXIS == 1 ? (lane_id() % 16 == 0 && wn() == 0) : (lane_id() / 16 == 0 && wm() == 0);
   }
 };
 
