@@ -132,6 +132,24 @@ LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackw
   if (a.q.numel() == 0 || a.v.numel() == 0) return out;
   const double scale = scale_of(la_backward_checks, a.scale, a.q);
   launch_la(rt, a.dout, a.v, a.k, out.dq, false, scale, a.config, a.stream);
+  // Small heads: dk and dv in one reverse pass (the state, Dk x Dv f32, in registers), the
+  // faster on an H200 at Dk = Dv = 32 (bench/results/2026-11-29-*-linear-attn-kv-*.md);
+  // wider heads, where the state would not fit, in two anti-causal launches.
+  const std::string key_tile = tile_width(a.q.shape[3]), value_tile = tile_width(a.v.shape[3]);
+  if (std::stoi(key_tile) <= 64 && std::stoi(value_tile) <= 64) {
+    LaunchOptions lo;
+    lo.stream = a.stream;
+    lo.config = a.config;
+    lo.config.erase("BV"); // linear_attn's: this kernel holds all of v's columns
+    lo.config["DK"] = key_tile;
+    lo.config["DV"] = value_tile;
+    static const std::string source = kSource;
+    rt.launch(rt.load(source, "linear_attn_bwd_kv"),
+              {Arg::of(a.q), Arg::of(a.k), Arg::of(a.v), Arg::of(a.dout), Arg::of(out.dk),
+               Arg::of(out.dv), Arg::f32(static_cast<float>(scale))},
+              lo);
+    return out;
+  }
   launch_la(rt, a.k, a.q, a.dout, out.dv, true, scale, a.config, a.stream);
   launch_la(rt, a.v, a.dout, a.q, out.dk, true, scale, a.config, a.stream);
   return out;

@@ -119,6 +119,32 @@ public:
             step("dk", "v", "dout", "q", "dk", value, true)};
   }
 
+  /// A second plan where the heads are small enough for the state in registers: dk and dv in
+  /// one reverse pass (linear_attn_bwd_kv: q, k, v, do read once, one launch less) instead of
+  /// the two anti-causal launches; the tuner times both.
+  std::vector<Plan> plans() const override {
+    std::vector<Step> separate = steps();
+    std::vector<Plan> out = {
+        {"separate", "dk and dv by two anti-causal linear_attn launches", separate}};
+    if (s_.key_tile() > 128 || s_.value_tile() > 128) return out;
+    Step kv;
+    kv.label = "dkv";
+    kv.kernel = "linear_attn_bwd_kv";
+    kv.args = {StepArg::of("q"),
+               StepArg::of("k"),
+               StepArg::of("v"),
+               StepArg::of("dout"),
+               StepArg::of("dk"),
+               StepArg::of("dv"),
+               StepArg::value(Arg::f32(static_cast<float>(s_.scale())))};
+    kv.generics = {{"DK", std::to_string(s_.key_tile())}, {"DV", std::to_string(s_.value_tile())}};
+    kv.writes = {"dk", "dv"};
+    out.push_back({"fused_kv",
+                   "dk and dv in one reverse pass (linear_attn_bwd_kv)",
+                   {separate[0], separate[1], kv}});
+    return out;
+  }
+
   std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
     return std::make_unique<LinearAttnHostData>(make_linear_attn_data(s_, seed));
   }
@@ -355,9 +381,10 @@ public:
            "BWD=1 forward + backward)";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"linear_attn", kSource},           {"gated_delta_recurrent", kSource},
-            {"gated_delta_prepare", kSource},   {"gated_delta_chunk", kSource},
-            {"gated_delta_bwd_state", kSource}, {"gated_delta_bwd_chunk", kSource}};
+    return {{"linear_attn", kSource},           {"linear_attn_bwd_kv", kSource},
+            {"gated_delta_recurrent", kSource}, {"gated_delta_prepare", kSource},
+            {"gated_delta_chunk", kSource},     {"gated_delta_bwd_state", kSource},
+            {"gated_delta_bwd_chunk", kSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/gated_delta.py: flash-linear-attention's chunk kernels and a "

@@ -14,6 +14,7 @@ namespace tilejit::test {
 namespace {
 
 constexpr const char* kKernel = "embedded:workloads/gated_delta.tile#linear_attn";
+constexpr const char* kFusedKernel = "embedded:workloads/gated_delta.tile#linear_attn_bwd_kv";
 
 int64_t tile16(int64_t d) {
   return (d + 15) / 16 * 16;
@@ -98,10 +99,13 @@ void check_linear_attn(const KernelRunner& run, DType t, int64_t b, int64_t nt, 
 }
 
 void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
-                                int64_t kh, int64_t vh, const Bindings& config) {
+                                int64_t kh, int64_t vh, const Bindings& config,
+                                const Bindings* fused_config) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("linear_attn backward ", dtype_name(t), " B=", b, " NT=", nt, " H=", h,
-                   " KH=", kh, " VH=", vh, " ", config_text(config), " seed=", seed));
+                   " KH=", kh, " VH=", vh, " ", config_text(config),
+                   fused_config ? " linear_attn_bwd_kv " + config_text(*fused_config) : "",
+                   " seed=", seed));
   std::mt19937 rng(seed);
   HostBuffer q(t, {b, nt, h, kh}), k(t, {b, nt, h, kh}), v(t, {b, nt, h, vh}),
       dout(t, {b, nt, h, vh}), dq(t, {b, nt, h, kh}), dk(t, {b, nt, h, kh}), dv(t, {b, nt, h, vh});
@@ -111,8 +115,20 @@ void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int
   fill_uniform(dout, rng, -1, 1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(kh));
   launch(run, t, dout, v, k, dq, scale, false, config);
-  launch(run, t, k, q, dout, dv, scale, true, config);
-  launch(run, t, v, dout, q, dk, scale, true, config);
+  if (fused_config) {
+    Bindings given = *fused_config;
+    given["T"] = dtype_name(t);
+    given["DK"] = std::to_string(tile16(kh));
+    given["DV"] = std::to_string(tile16(vh));
+    dk.poison();
+    dv.poison();
+    run(kFusedKernel, given,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(dk),
+         TestArg::of(dv), TestArg::f32(static_cast<float>(scale))});
+  } else {
+    launch(run, t, k, q, dout, dv, scale, true, config);
+    launch(run, t, v, dout, q, dk, scale, true, config);
+  }
   // The gradients of sum(do * o), o_t = scale sum_{s <= t} (q_t . k_s) v_s, from their
   // closed forms: dq_t = scale sum_{s <= t} (do_t . v_s) k_s, dv_s = scale sum_{t >= s}
   // (q_t . k_s) do_t, dk_s = scale sum_{t >= s} (do_t . v_s) q_t; the closed forms are checked

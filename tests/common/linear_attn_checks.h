@@ -15,11 +15,13 @@ namespace tilejit::test {
 void check_linear_attn(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
                        int64_t kh, int64_t vh, bool rev, const Bindings& config);
 
-/// The backward as the workload runs it, four launches of linear_attn with exchanged operands:
-/// dq = la(do, v, k), dv = la_rev(k, q, do), dk = la_rev(v, do, q); dq, dk and dv against
-/// float64 gradients of sum(do * o) taken from the definition (relative error 2e-2).
+/// The backward as the workload runs it, launches of linear_attn with exchanged operands:
+/// dq = la(do, v, k), dv = la_rev(k, q, do), dk = la_rev(v, do, q), or with `fused_config`
+/// dk and dv from one launch of linear_attn_bwd_kv in that configuration; dq, dk and dv
+/// against float64 gradients of sum(do * o) taken from the definition (relative error 2e-2).
 void check_linear_attn_backward(const KernelRunner& run, DType t, int64_t b, int64_t nt, int64_t h,
-                                int64_t kh, int64_t vh, const Bindings& config);
+                                int64_t kh, int64_t vh, const Bindings& config,
+                                const Bindings* fused_config = nullptr);
 
 /// gated_delta_recurrent: q, k [B, NT, H, KH], v [B, NT, H, VH], g (log decay in [-0.5, 0))
 /// and beta (in (0.05, 0.95)) f32 [B, NT, H], h0 [B, H, KH, VH] when `with_h0`; o and the final

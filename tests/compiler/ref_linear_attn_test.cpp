@@ -1,7 +1,8 @@
 // gated_delta's linear attention kernel on the reference interpreter
 // (tests/common/linear_attn_checks.cpp): causal and anti-causal, T not a multiple of the chunk
 // (one step included), head dims that are not multiples of 16, Dk != Dv, VH split over programs,
-// 16-bit inputs; the backward as the workload runs it (four launches with exchanged operands).
+// 16-bit inputs; the backward as the workload runs it (launches with exchanged operands, or dk
+// and dv from linear_attn_bwd_kv).
 #include "linear_attn_checks.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,16 @@ TEST(RefLinearAttn, Backward) {
   check_linear_attn_backward(cpu(), DType::F16, 1, 37, 2, 24, 40, kSmall);
   check_linear_attn_backward(cpu(), DType::BF16, 2, 20, 1, 16, 16,
                              {{"C", "16"}, {"BV", "16"}, {"STAGES", "1"}, {"WARPS", "1"}});
+}
+
+// dk and dv in one reverse pass (linear_attn_bwd_kv): Dk != Dv, neither a multiple of 16, T not
+// a multiple of the chunk, one step, more than one warp.
+TEST(RefLinearAttn, BackwardKeysAndValuesInOnePass) {
+  const Bindings one = {{"C", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
+  const Bindings two = {{"C", "32"}, {"STAGES", "1"}, {"WARPS", "2"}};
+  check_linear_attn_backward(cpu(), DType::F16, 1, 37, 2, 24, 40, kSmall, &one);
+  check_linear_attn_backward(cpu(), DType::BF16, 2, 45, 1, 16, 8, kSmall, &two);
+  check_linear_attn_backward(cpu(), DType::F16, 1, 1, 1, 8, 8, kSmall, &one);
 }
 
 // The gated delta rule's recurrent form: normalised q and k or not, with an initial state or not,

@@ -149,7 +149,8 @@ TEST(GpuAttention, Backward) {
 }
 
 // gated_delta's linear attention: causal and anti-causal, odd T and head dims, Dk != Dv, VH
-// split over programs, both 16-bit dtypes, several chunk sizes; the backward's three launches.
+// split over programs, both 16-bit dtypes, several chunk sizes; the backward's three launches,
+// and dk, dv from linear_attn_bwd_kv.
 TEST(GpuLinearAttn, ForwardAndBackward) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
@@ -167,6 +168,14 @@ TEST(GpuLinearAttn, ForwardAndBackward) {
     }
   check_linear_attn_backward(run, DType::BF16, 2, 300, 2, 64, 64, {});
   check_linear_attn_backward(run, DType::F16, 1, 129, 3, 24, 40, configs[1]);
+  // dk and dv in one reverse pass (linear_attn_bwd_kv), its configurations.
+  for (const Bindings& kv : {Bindings{}, Bindings{{"C", "32"}, {"STAGES", "3"}, {"WARPS", "2"}},
+                             Bindings{{"C", "64"}, {"STAGES", "1"}, {"WARPS", "8"}},
+                             Bindings{{"C", "16"}, {"STAGES", "2"}, {"WARPS", "1"}}}) {
+    check_linear_attn_backward(run, DType::BF16, 3, 1000, 4, 32, 32, {}, &kv);
+    check_linear_attn_backward(run, DType::F16, 1, 129, 3, 24, 40, {}, &kv);
+    check_linear_attn_backward(run, DType::BF16, 2, 77, 2, 128, 64, {}, &kv);
+  }
 }
 
 // The gated delta rule's recurrent form: normalised or not, with h0 or not, odd sizes, several
