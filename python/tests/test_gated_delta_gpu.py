@@ -30,6 +30,9 @@ def linear_reference(q, k, v, scale):
     (torch.bfloat16, 2, 1000, 3, 128, 128),
     (torch.float16, 3, 257, 2, 40, 72),
     (torch.float16, 1, 1, 1, 8, 8),
+    # Heads up to 64 wide: dk and dv from one reverse pass (linear_attn_bwd_kv).
+    (torch.bfloat16, 4, 300, 2, 32, 32),
+    (torch.float16, 2, 129, 3, 24, 40),
 ])
 def test_linear_attn_forward_and_gradients(dtype, b, t, h, dk, dv):
     torch.manual_seed(t + dk)
