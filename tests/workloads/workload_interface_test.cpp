@@ -407,9 +407,10 @@ TEST(WorkloadInterface, AttentionShapesOnTheInterpreter) {
       DType::BF16, small);
 }
 
-// gated_delta's linear attention: the forward and the backward's three launches (one kernel,
-// operands exchanged) against the float64 recurrence: Dk != Dv and not multiples of 16, T not a
-// multiple of the chunk (one step too), several heads and batches, VH split over programs.
+// gated_delta's linear attention: the forward and the backward (three launches of one kernel,
+// operands exchanged, or dk and dv in one pass) against the float64 recurrence: Dk != Dv and not
+// multiples of 16, T not a multiple of the chunk (one step too), several heads and batches, VH
+// split over programs.
 TEST(WorkloadInterface, GatedDeltaShapesOnTheInterpreter) {
   auto w = workloads::find_workload("gated_delta");
   const Config small = {{"C", "16"}, {"BV", "16"}, {"STAGES", "2"}, {"WARPS", "1"}};
@@ -419,9 +420,13 @@ TEST(WorkloadInterface, GatedDeltaShapesOnTheInterpreter) {
            {{{"B", "1"}, {"T", "50"}, {"H", "2"}, {"D", "32"}, {"RULE", "linear"}}, DType::BF16}}) {
     auto p = w->parse_shape(items, t);
     SCOPED_TRACE(p->describe());
-    auto data = p->make_data(fresh_seed());
-    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, "default");
-    EXPECT_TRUE(c.ok) << c.summary();
+    // Both plans: the backward's dk and dv by two anti-causal launches, or in one reverse pass.
+    for (const char* plan : {"separate", "fused_kv"}) {
+      SCOPED_TRACE(plan);
+      auto data = p->make_data(fresh_seed());
+      workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, plan);
+      EXPECT_TRUE(c.ok) << c.summary();
+    }
   }
   // The gated delta rule (RULE=delta), both plans: chunked (the default; chunks of 16 and 32,
   // T past a chunk) and recurrent, with and without normalisation and an initial state, odd
