@@ -38,7 +38,8 @@ std::string rule_location(const dsl::SourceLoc& loc) {
 
 } // namespace
 
-SearchSpace::SearchSpace(const dsl::Kernel& kernel, const Bindings& fixed, int64_t smem_limit)
+SearchSpace::SearchSpace(const dsl::Kernel& kernel, const Bindings& fixed, int64_t smem_limit,
+                         int warp)
     : kernel_name_(kernel.name) {
   // complete_bindings validates every given value and rejects unknown names, with the same
   // messages a launch would give.
@@ -77,11 +78,11 @@ SearchSpace::SearchSpace(const dsl::Kernel& kernel, const Bindings& fixed, int64
     }
     product *= n;
   }
-  enumerate(kernel, smem_limit);
+  enumerate(kernel, smem_limit, warp);
   choose_default();
 }
 
-void SearchSpace::enumerate(const dsl::Kernel& kernel, int64_t smem_limit) {
+void SearchSpace::enumerate(const dsl::Kernel& kernel, int64_t smem_limit, int warp) {
   HostEnv env;
   env["SMEM"] = HostValue::of_int(smem_limit);
   for (const auto& g : kernel.generics)
@@ -93,12 +94,14 @@ void SearchSpace::enumerate(const dsl::Kernel& kernel, int64_t smem_limit) {
   }
   for (const auto& w : kernel.where)
     rules_.push_back(str(rule_location(w->loc), ": ", dsl::expr_to_string(*w)));
-  // `threads` must be a multiple of 32 in 32..1024 (specialise refuses others); it often
-  // depends on a tunable (WARPS * 32), so it prunes like a constraint.
+  // `threads` must be a multiple of the target's warp in warp..1024 (specialise refuses
+  // others: 32 on NVIDIA GPUs, a wavefront of 64 on gfx90a); it often depends on a tunable
+  // (WARPS * 32), so it prunes like a constraint.
   const dsl::Expr* threads = kernel.threads.get();
   if (threads)
     rules_.push_back(str(rule_location(threads->loc), ": threads ", dsl::expr_to_string(*threads),
-                         " must be a multiple of 32 in 32..1024"));
+                         " must be a multiple of ", warp, " in ", warp, "..1024",
+                         warp != 32 ? " (the target's wavefront)" : ""));
   TJ_ICHECK(rules_.size() < UINT16_MAX, "too many constraints for 16-bit verdicts");
 
   uint64_t product = 1;
@@ -128,7 +131,7 @@ void SearchSpace::enumerate(const dsl::Kernel& kernel, int64_t smem_limit) {
         v = HostValue::of_int(0);
       }
       // A name the host cannot evaluate here is left for the compiler to report.
-      if (v && (v->i <= 0 || v->i > 1024 || v->i % 32 != 0))
+      if (v && (v->i <= 0 || v->i > 1024 || v->i % warp != 0))
         verdict = static_cast<uint16_t>(rules_.size());
     }
     verdicts_[point] = verdict;
@@ -323,7 +326,8 @@ std::optional<size_t> SearchSpace::index_of_point(uint64_t point) const {
   return static_cast<size_t>(it - valid_.begin());
 }
 
-bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit) {
+bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit,
+                   int warp) {
   HostEnv env;
   env["SMEM"] = HostValue::of_int(smem_limit);
   try {
@@ -335,6 +339,9 @@ bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t 
       auto v = host_eval(*w, env, nullptr);
       if (!v || !v->b) return false;
     }
+    if (kernel.threads)
+      if (auto v = host_eval(*kernel.threads, env, nullptr))
+        if (v->i <= 0 || v->i > 1024 || v->i % warp != 0) return false;
   } catch (const std::exception&) {
     return false; // a value that is not an integer, a division by zero
   }
@@ -342,12 +349,12 @@ bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t 
 }
 
 Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
-                                 int64_t smem_limit, std::string* note) {
+                                 int64_t smem_limit, std::string* note, int warp) {
   Bindings complete = complete_bindings(kernel, given);
   // The common case first, without enumerating the space: every constraint holds.
-  if (bindings_hold(kernel, complete, smem_limit)) return complete;
+  if (bindings_hold(kernel, complete, smem_limit, warp)) return complete;
   try {
-    SearchSpace space(kernel, given, smem_limit);
+    SearchSpace space(kernel, given, smem_limit, warp);
     if (space.default_note().empty()) return complete;
     if (note) *note = space.default_note();
     return space.config(space.default_index());

@@ -44,9 +44,11 @@ public:
 
   /// `fixed` holds the generics (all without a default must be given) and optionally tunables
   /// to pin to one value (`tune --set BN=64`). `smem_limit` is SMEM in `where` (bytes per
-  /// block). Throws tilejit::Error when a value is not one of its choices, a constraint uses a
-  /// name with no compile-time value, the product exceeds max_points, or nothing is valid.
-  SearchSpace(const dsl::Kernel& kernel, const Bindings& fixed, int64_t smem_limit);
+  /// block); `warp` the target's lockstep width (32; 64 on gfx90a), of which `threads` must be
+  /// a multiple. Throws tilejit::Error when a value is not one of its choices, a constraint
+  /// uses a name with no compile-time value, the product exceeds max_points, or nothing is
+  /// valid.
+  SearchSpace(const dsl::Kernel& kernel, const Bindings& fixed, int64_t smem_limit, int warp = 32);
 
   const std::string& kernel_name() const { return kernel_name_; }
   /// The generic values every config carries (completed with declared defaults).
@@ -99,7 +101,7 @@ private:
   std::optional<size_t> index_of_point(uint64_t point) const;
   /// Point for a config, or a message saying why it is not in the product.
   std::optional<uint64_t> point_of(const TuneConfig& config, std::string* why) const;
-  void enumerate(const dsl::Kernel& kernel, int64_t smem_limit);
+  void enumerate(const dsl::Kernel& kernel, int64_t smem_limit, int warp);
   void choose_default();
 
   std::string kernel_name_;
@@ -114,8 +116,10 @@ private:
 };
 
 /// Whether `complete` (every generic and tunable bound) satisfies all of the kernel's `where`
-/// constraints, with SMEM = smem_limit. A value that is not an integer counts as breaking one.
-bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit);
+/// constraints, with SMEM = smem_limit, and gives `threads` a multiple of `warp` in warp..1024
+/// (where the host can evaluate it). A value that is not an integer counts as breaking one.
+bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t smem_limit,
+                   int warp = 32);
 
 /// `given` (generics, and any tunables pinned) completed with the kernel's declared defaults;
 /// where those break one of its `where` constraints, the search space's stand-in for them (the
@@ -123,6 +127,6 @@ bool bindings_hold(const dsl::Kernel& kernel, const Bindings& complete, int64_t 
 /// Given values that no configuration satisfies are returned as they are, for specialise to
 /// refuse with the constraint named. What a launch and the interpreter run when nothing chose.
 Bindings complete_valid_bindings(const dsl::Kernel& kernel, const Bindings& given,
-                                 int64_t smem_limit, std::string* note = nullptr);
+                                 int64_t smem_limit, std::string* note = nullptr, int warp = 32);
 
 } // namespace tilejit

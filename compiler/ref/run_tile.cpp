@@ -3,6 +3,7 @@
 #include "compiler/launch_plan.h"
 #include "compiler/ref/float_formats.h"
 #include "compiler/ref/value.h"
+#include "compiler/target.h"
 #include "support/error.h"
 #include "tuner/search_space.h"
 
@@ -100,7 +101,8 @@ RunResult run_tile(const dsl::Kernel& k, const Bindings& given, const std::vecto
   Bindings bindings = given;
   infer_generics(k, specs, bindings);
   // Defaults that break a constraint for these generics get the launch's stand-in for them.
-  result.bindings = complete_valid_bindings(k, bindings, options.smem_limit);
+  result.bindings = complete_valid_bindings(k, bindings, options.smem_limit, nullptr,
+                                            target_for(options.arch).warp_size());
   LaunchPlan plan = plan_launch(k, result.bindings, specs);
   result.grid = plan.grid;
   result.kernel = lower_to_ir(k, result.bindings, options, after);

@@ -152,6 +152,30 @@ TEST(SearchSpace, ThreadsOutsideTheHardwareRangeArePruned) {
       << reasons[0].constraint;
 }
 
+// On a target with wavefronts of 64 (gfx90a) a block of one warp of 32 cannot run: pruned with
+// the reason, and a default that asks for it gets the nearest configuration that holds.
+TEST(SearchSpace, ThreadsFollowTheTargetsWavefront) {
+  LoadedModule m =
+      load_tile_text("t.tile", tile_text("BN: 16|32 = 16, WARPS: 1|2|4 = 1", "", "WARPS * 32"));
+  SearchSpace nvidia(m.kernel(), kF16D64, 48 * 1024);
+  EXPECT_EQ(nvidia.size(), 6u);
+  SearchSpace amd(m.kernel(), kF16D64, 64 * 1024, 64);
+  EXPECT_EQ(amd.size(), 4u); // WARPS = 1: 32 threads, half a wavefront
+  auto reasons = amd.prune_reasons();
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].constraint.find("must be a multiple of 64 in 64..1024 (the target's "
+                                       "wavefront)"),
+            std::string::npos)
+      << reasons[0].constraint;
+  EXPECT_EQ(amd.describe(amd.default_index()), "BN=16,WARPS=2");
+  EXPECT_NE(amd.default_note().find("breaks constraint"), std::string::npos) << amd.default_note();
+  std::string note;
+  Bindings b = complete_valid_bindings(m.kernel(), kF16D64, 64 * 1024, &note, 64);
+  EXPECT_EQ(b.at("WARPS"), "2");
+  EXPECT_NE(note.find("wavefront"), std::string::npos) << note;
+  EXPECT_EQ(complete_valid_bindings(m.kernel(), kF16D64, 64 * 1024).at("WARPS"), "1");
+}
+
 TEST(SearchSpace, DefaultIsTheDeclaredOneOrTheFirstChoice) {
   LoadedModule m = load_tile_text("tiles.tile", tile_text(kTune, kWhere));
   SearchSpace space(m.kernel(), kF16D64, 48 * 1024);

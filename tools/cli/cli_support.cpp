@@ -150,7 +150,8 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
   return out;
 }
 
-Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit) {
+Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit,
+                                 int warp) {
   for (const auto& g : k.generics) {
     if (given.count(g.name)) continue;
     std::string v =
@@ -165,7 +166,7 @@ Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t s
   bool any_tunable = false;
   for (const auto& t : k.tunables) any_tunable = any_tunable || given.count(t.name) > 0;
   if (!any_tunable && !k.tunables.empty()) {
-    const SearchSpace space(k, given, smem_limit);
+    const SearchSpace space(k, given, smem_limit, warp);
     if (!space.default_note().empty()) {
       std::cerr << "note: " << space.default_note() << "\n";
       return space.config(space.default_index());

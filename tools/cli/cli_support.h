@@ -59,7 +59,8 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& items
 /// stderr which (inspect only: a launch infers them from its tensors). When no tunable is
 /// given and the declared defaults break a `where` (w4a16_tc's BK=128 with G=32), takes the
 /// valid configuration nearest to them, as a launch does, and says so (`smem_limit`: SMEM).
-Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit);
+Bindings complete_for_inspection(const dsl::Kernel& k, Bindings given, int64_t smem_limit,
+                                 int warp = 32);
 
 /// Random inputs for any .tile kernel: a host buffer per tensor parameter, shaped from the
 /// sizes given with --shape and the generic values given with --set (floats uniform in

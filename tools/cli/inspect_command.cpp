@@ -21,6 +21,7 @@
 #include "support/temp_files.h"
 #include "support/text.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -204,8 +205,13 @@ void inspect(const InspectOptions& o) {
   if (options.arch.empty())
     options.arch = CudaDriver::available() ? query_device().arch() : default_arch();
   if (CudaDriver::available()) options.smem_limit = query_device().smem_per_block_optin;
-  Bindings bindings =
-      complete_for_inspection(k, parse_assignments(o.set, "--set"), options.smem_limit);
+  // The target's limits decide which declared defaults stand: 64 KiB of LDS and wavefronts of
+  // 64 on gfx90a (a default that breaks them gets the nearest configuration that holds, noted).
+  const Target& target = target_for(options.arch);
+  options.smem_limit =
+      std::min<int64_t>(options.smem_limit, static_cast<int64_t>(target.shared_memory_per_block()));
+  Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"),
+                                              options.smem_limit, target.warp_size());
   options.index32 = !o.index64;
   options.debug_bounds = o.debug;
   // As a launch with well-formed tensors would (aligned rows the TMA can describe), unless
