@@ -3,11 +3,15 @@
 //                                  --case of it, or the user's --shape)
 //   FILE.tile --shape M=..,N=..    any kernel: random inputs, each candidate checked against the
 //                                  kernel's default configuration
+//   --shard I/N                    only the I-th of N slices of the workload's shapes (dealt
+//                                  round-robin), for N jobs of a cluster scheduler that each
+//                                  fill a database of their own (`cache import` merges them)
 // Without a GPU it compiles what it can (NVRTC needs none), then says so in one line and exits
 // non-zero.
 #include "runtime/runtime_access.h"
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/shard.h"
 
 #include "compiler/ref/run_tile.h"
 #include "compiler/target.h"
@@ -29,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -37,6 +42,7 @@ namespace {
 
 struct TuneOptions {
   std::string source, workload, kernel, dtype, case_filter, strategy = "auto", budget = "60";
+  std::string shard; ///< "I/N"; empty: all shapes
   std::vector<std::string> set, shape;
   uint64_t seed = 1;
   int repeats = 20;
@@ -78,6 +84,20 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
   return join(cfg, ",");
 }
 
+/// The workload problems a tune run covers: the dtype's shapes, the --case or --shape, the shard.
+std::vector<std::unique_ptr<workloads::Problem>> tune_problems(const TuneOptions& o,
+                                                               const workloads::Workload& w) {
+  auto all = workload_problems(w, o.dtype.empty() ? dtype_name(w.dtypes().front()) : o.dtype,
+                               o.case_filter, o.shape);
+  const size_t total = all.size();
+  const Shard shard = parse_shard(o.shard);
+  auto mine = take_shard(std::move(all), shard);
+  if (shard.count > 1)
+    std::cerr << fmt::format("shard {}/{}: {} of {} shapes\n", shard.index, shard.count,
+                             mine.size(), total);
+  return mine;
+}
+
 /// No GPU: compile the default configuration of every kernel variant the problems need (NVRTC
 /// needs no GPU), so the user learns that the kernels build, then stop with one clear line.
 [[noreturn]] void compile_without_gpu(const TuneOptions& o) {
@@ -98,9 +118,7 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
       auto w = workloads::find_workload(o.workload);
       workloads::WorkloadKernels kernels(rt, *w);
       std::set<std::string> seen;
-      for (const auto& p :
-           workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
-                             o.case_filter, o.shape))
+      for (const auto& p : tune_problems(o, *w))
         for (const workloads::Plan& plan : p->plans())
           for (const workloads::Step& s : plan.steps) {
             KernelRef k = kernels.get(s.kernel);
@@ -142,8 +160,7 @@ std::string tunables_text(const dsl::Kernel& k, const Config& config) {
 
 void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
   auto w = workloads::find_workload(o.workload);
-  auto problems = workload_problems(*w, o.dtype.empty() ? dtype_name(w->dtypes().front()) : o.dtype,
-                                    o.case_filter, o.shape);
+  auto problems = tune_problems(o, *w);
   auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
   TuneIdentity id = current_identity();
   DeviceInfo dev = query_device();
@@ -298,6 +315,10 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20; 1..100000)")
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");
+  cmd->add_option("--shard", o->shard,
+                  "I/N: tune only the I-th of N slices of the workload's shapes (I from 0; dealt "
+                  "round-robin), one per job of a Slurm array or Kubernetes indexed Job, each "
+                  "with its own --db; merge them with `tilejit cache import`");
   cmd->add_option("--warm-start", o->warm_start,
                   "Measure the winners of up to N nearby tuned shapes first (default 8; 0: off; "
                   "at most 1000)")
@@ -317,12 +338,15 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
     if (std::find(strategies.begin(), strategies.end(), o->strategy) == strategies.end())
       throw Error(str("--strategy: unknown search strategy '", o->strategy, "' (choose one of ",
                       join(strategies, ", "), ")"));
+    parse_shard(o->shard);
     if (!o->workload.empty()) {
       auto w = workloads::find_workload(o->workload);
       workload_problems(*w, o->dtype.empty() ? dtype_name(w->dtypes().front()) : o->dtype,
                         o->case_filter, o->shape);
     } else {
       if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
+      if (!o->shard.empty())
+        throw Error("--shard is for --workload shapes (a .tile file tunes one)");
       std::string name = o->kernel;
       LoadedModule m = load_kernel_source(o->source, "", name);
       parse_sizes(o->shape);
