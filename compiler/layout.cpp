@@ -162,10 +162,12 @@ const Layout* LayoutTable::blocked(std::vector<int64_t> shape, int vec, int tc, 
   return intern(std::move(l));
 }
 
-const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
-  TJ_ICHECK(wm * wn * warp_ == threads, "mma warps ", wm, "x", wn, " vs ", threads, " threads");
+const Layout* LayoutTable::accumulator(LayoutKind kind, int64_t m, int64_t n, int wm, int wn,
+                                       int threads) {
+  TJ_ICHECK(wm * wn * warp_ == threads, "accumulator warps ", wm, "x", wn, " vs ", threads,
+            " threads");
   Layout l;
-  l.kind = LayoutKind::MmaAcc;
+  l.kind = kind;
   l.shape = {m, n};
   l.wm = wm;
   l.wn = wn;
@@ -173,15 +175,12 @@ const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int thr
   return intern(std::move(l));
 }
 
+const Layout* LayoutTable::mma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
+  return accumulator(LayoutKind::MmaAcc, m, n, wm, wn, threads);
+}
+
 const Layout* LayoutTable::mfma_acc(int64_t m, int64_t n, int wm, int wn, int threads) {
-  TJ_ICHECK(wm * wn * warp_ == threads, "mfma waves ", wm, "x", wn, " vs ", threads, " threads");
-  Layout l;
-  l.kind = LayoutKind::MfmaAcc;
-  l.shape = {m, n};
-  l.wm = wm;
-  l.wn = wn;
-  l.threads = threads;
-  return intern(std::move(l));
+  return accumulator(LayoutKind::MfmaAcc, m, n, wm, wn, threads);
 }
 
 ElementCoord accumulator_element(const Layout& l, int thread, int e) {

@@ -85,6 +85,8 @@ public:
 
 private:
   const Layout* intern(Layout l);
+  /// An MmaAcc or MfmaAcc layout: WM x WN warps of the table's warp size make up `threads`.
+  const Layout* accumulator(LayoutKind kind, int64_t m, int64_t n, int wm, int wn, int threads);
   std::vector<std::unique_ptr<Layout>> layouts_;
   int warp_ = 32;
 };

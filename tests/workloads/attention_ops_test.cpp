@@ -80,17 +80,26 @@ TEST(AttentionOps, BlockListsAreCheckedByName) {
             std::string::npos);
 }
 
+/// A backward's tensors on the host (so that a good call stops at the device check).
+struct Backward : Forward {
+  HostTensor o{DType::BF16, {B, HQ, N, D}}, dout{DType::BF16, {B, HQ, N, D}},
+      lse{DType::F32, {B, HQ, N}};
+  ops::AttentionBackwardArgs args() const {
+    ops::AttentionBackwardArgs a;
+    a.q = q.t;
+    a.k = k.t;
+    a.v = v.t;
+    a.o = o.t;
+    a.lse = lse.t;
+    a.dout = dout.t;
+    return a;
+  }
+};
+
 TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
-  Forward f;
-  HostTensor o(DType::BF16, {B, HQ, N, D}), dout(DType::BF16, {B, HQ, N, D}),
-      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 4}), indices(DType::I32, {1, 1, 4, 4});
-  ops::AttentionBackwardArgs a;
-  a.q = f.q.t;
-  a.k = f.k.t;
-  a.v = f.v.t;
-  a.o = o.t;
-  a.lse = lse.t;
-  a.dout = dout.t;
+  Backward f;
+  HostTensor counts(DType::I32, {1, 1, 4}), indices(DType::I32, {1, 1, 4, 4});
+  ops::AttentionBackwardArgs a = f.args();
   a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
   EXPECT_NE(error_of([&] {
               ops::check_attention_backward(a);
@@ -102,16 +111,9 @@ TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
 // ATOMIC_DQ in the backward's config chooses how dq is computed (1: atomics, 0: attn_dq, which
 // is dense only); any other value, or 0 with block lists, is an error naming the setting.
 TEST(AttentionOps, BackwardChecksTheDqChoice) {
-  Forward f;
-  HostTensor o(DType::BF16, {B, HQ, N, D}), dout(DType::BF16, {B, HQ, N, D}),
-      lse(DType::F32, {B, HQ, N}), counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
-  ops::AttentionBackwardArgs a;
-  a.q = f.q.t;
-  a.k = f.k.t;
-  a.v = f.v.t;
-  a.o = o.t;
-  a.lse = lse.t;
-  a.dout = dout.t;
+  Backward f;
+  HostTensor counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
+  ops::AttentionBackwardArgs a = f.args();
   auto error = [&] { return error_of([&] { ops::check_attention_backward(a); }); };
   for (const char* good : {"0", "1"}) {
     a.config = {{"ATOMIC_DQ", good}};
