@@ -72,6 +72,8 @@ void bench_workload(const BenchOptions& o, const GlobalOptions& global) {
   std::vector<Bindings> sweep = expand_sweep(o.sweep);
   check_step_option(*w, problems, forced, "--set");
   for (const Bindings& point : sweep) check_step_option(*w, problems, point, "--sweep");
+  note_unprefixed_names(parse_assignments(o.set, "--set"), "--set");
+  if (!o.sweep.empty()) note_unprefixed_names(parse_assignments({o.sweep}, "--sweep"), "--sweep");
   CudaDriver::require();
   DeviceInfo dev = query_device();
   workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};

@@ -71,6 +71,21 @@ void check_plan_option(const std::vector<std::unique_ptr<workloads::Problem>>& p
   for (const auto& p : problems) workloads::find_plan(p->plans(), plan, p->name());
 }
 
+void note_unprefixed_names(const std::map<std::string, std::string>& values, const char* flag) {
+  std::vector<std::string> bare;
+  bool prefixed = false;
+  for (const auto& [name, value] : values) {
+    if (name.find(':') != std::string::npos)
+      prefixed = true;
+    else
+      bare.push_back(name);
+  }
+  if (!prefixed || bare.empty()) return;
+  std::cerr << "note: " << flag << ": " << join(bare, ", ") << (bare.size() > 1 ? " have" : " has")
+            << " no step prefix, so " << (bare.size() > 1 ? "each applies" : "it applies")
+            << " to every step whose kernel has it (write STEP:NAME=... for one step)\n";
+}
+
 void check_step_option(const workloads::Workload& w,
                        const std::vector<std::unique_ptr<workloads::Problem>>& problems,
                        const std::map<std::string, std::string>& values, const char* flag) {

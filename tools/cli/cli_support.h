@@ -42,6 +42,11 @@ workload_problems(const workloads::Workload& w, const std::string& dtype,
 /// --set/--sweep values: a STEP:NAME must name a step (label or kernel) of some plan of each
 /// problem, and the addressed steps' kernels (every step's, for a plain NAME) must declare
 /// NAME; else an Error that lists the steps or the names they declare.
+/// Beside a STEP:NAME, a bare NAME applies to every step whose kernel has it, not to the step
+/// named before it ("backward:TR=1,BN=64" sets BN for all): a note on stderr saying so, when
+/// `values` mixes the two.
+void note_unprefixed_names(const std::map<std::string, std::string>& values, const char* flag);
+
 void check_step_option(const workloads::Workload& w,
                        const std::vector<std::unique_ptr<workloads::Problem>>& problems,
                        const std::map<std::string, std::string>& values, const char* flag);
