@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -101,8 +102,8 @@ TEST(MfmaFragments, TheDotMatchesTheInstructionModel) {
   };
   for (const Case& c : {Case{16, 16, 16, 1, 1}, Case{64, 64, 32, 2, 1}, Case{40, 24, 20, 1, 2},
                         Case{33, 70, 37, 2, 2}, Case{128, 16, 64, 4, 1}, Case{17, 130, 9, 1, 4}}) {
-    SCOPED_TRACE(testing::Message() << c.m << "x" << c.n << "x" << c.k << " waves " << c.wm << "x"
-                                    << c.wn);
+    SCOPED_TRACE(testing::Message()
+                 << c.m << "x" << c.n << "x" << c.k << " waves " << c.wm << "x" << c.wn);
     EXPECT_LT((worst_error<tj::mfma::Block16<4>>(c.m, c.n, c.k, c.wm, c.wn, 4, 1)), 1e-4);
     EXPECT_LT((worst_error<tj::mfma::Block16<1>>(c.m, c.n, c.k, c.wm, c.wn, 1, 2)), 1e-4);
   }
@@ -133,6 +134,46 @@ TEST(MfmaFragments, TheCompilersLayoutIsThePreludes) {
       EXPECT_EQ(c.row, Map::row(wave % 2, lane, e)) << t << " " << e;
       EXPECT_EQ(c.col, Map::col(wave / 2, lane, e)) << t << " " << e;
     }
+}
+
+/// A row (column) reduction over MfmaAcc as the prelude's reduce does it: each lane sums its
+/// elements into slice slots (slice_index), lanes that differ only in lane_bits are combined,
+/// then waves along the axis; the owner of each slot stores it. Checked here: every element
+/// lands in the slot whose coordinate is its row (column), the lanes combined share that row
+/// (column), exactly one owner per row (column) of the padded tile, and the compiler's Slice
+/// layout holds slice_n values per thread.
+template <int AXIS> void check_reduction() {
+  ir::LayoutTable table;
+  table.set_warp_size(64);
+  const ir::Layout& l = *table.mfma_acc(50, 70, 2, 2, 256); // padded to 64 x 96
+  using Map = tj::mfma::AccMap<32, 48>;
+  EXPECT_EQ(table.slice(&l, AXIS)->per_thread(), Map::slice_n<AXIS>());
+  std::map<int, int> owners; // coordinate -> owners
+  for (int t = 0; t < 256; ++t) {
+    const int wave = t / 64, lane = t % 64, wm = wave % 2, wn = wave / 2;
+    for (int e = 0; e < l.per_thread(); ++e) {
+      const ir::ElementCoord c = ir::accumulator_element(l, t, e);
+      const int s = Map::slice_index<AXIS>(e);
+      ASSERT_LT(s, Map::slice_n<AXIS>());
+      EXPECT_EQ(Map::slice_coord<AXIS>(wm, wn, lane, s), AXIS == 1 ? c.row : c.col)
+          << t << " " << e;
+      // The lanes this one is combined with (its lane_bits varied) hold the same coordinate.
+      for (int other = 0; other < 64; ++other) {
+        if ((other & ~Map::lane_bits<AXIS>()) != (lane & ~Map::lane_bits<AXIS>())) continue;
+        EXPECT_EQ(Map::slice_coord<AXIS>(wm, wn, other, s),
+                  Map::slice_coord<AXIS>(wm, wn, lane, s));
+      }
+    }
+    for (int s = 0; s < Map::slice_n<AXIS>(); ++s)
+      if (Map::slice_owner<AXIS>(wm, wn, lane)) ++owners[Map::slice_coord<AXIS>(wm, wn, lane, s)];
+  }
+  EXPECT_EQ(owners.size(), AXIS == 1 ? 64u : 96u);
+  for (const auto& [coord, n] : owners) EXPECT_EQ(n, 1) << coord;
+}
+
+TEST(MfmaFragments, RowAndColumnReductionsCombineTheRightLanes) {
+  check_reduction<1>();
+  check_reduction<0>();
 }
 
 } // namespace

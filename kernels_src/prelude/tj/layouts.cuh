@@ -129,28 +129,25 @@ template <int TM, int TN, int WM, int WN, int NT> struct MfmaAcc {
   TJ_DEVICE static int r(int e) { return Map::row(wm(), lane_id(), e); }
   TJ_DEVICE static int c(int e) { return Map::col(wn(), lane_id(), e); }
   TJ_DEVICE static bool valid(int e) { return EXACT || (r(e) < TM && c(e) < TN); }
-  /// Reducing along columns keeps one value per row (4 per block row), along rows one per
-  /// column (1 per block column).
+  // Reductions: tj::mfma::AccMap's (checked on a CPU by tests/compiler/mfma_fragment_test).
   template <int AXIS> TJ_DEVICE static int slice_index(int e) {
-    return AXIS == 1 ? (e / (4 * NTL)) * 4 + e % 4 : (e / 4) % NTL;
+    return Map::template slice_index<AXIS>(e);
   }
-  /// Lanes along a row differ in bits 0-3 (the column), along a column in bits 4-5.
   template <int AXIS> __host__ __device__ static constexpr int lane_bits() {
-    return AXIS == 1 ? 15 : 48;
+    return Map::template lane_bits<AXIS>();
   }
   template <int AXIS> __host__ __device__ static constexpr int warps_along() {
     return AXIS == 1 ? WN : WM;
   }
   template <int AXIS> TJ_DEVICE static int warp_pos() { return AXIS == 1 ? wn() : wm(); }
   template <int AXIS> __host__ __device__ static constexpr int slice_n() {
-    return AXIS == 1 ? MT * 4 : NTL;
+    return Map::template slice_n<AXIS>();
   }
   template <int AXIS> TJ_DEVICE static int slice_coord(int s) {
-    return AXIS == 1 ? wm() * WTM + (s / 4) * 16 + 4 * (lane_id() / 16) + s % 4
-                     : wn() * WTN + s * 16 + lane_id() % 16;
+    return Map::template slice_coord<AXIS>(wm(), wn(), lane_id(), s);
   }
   template <int AXIS> TJ_DEVICE static bool slice_owner() {
-    return AXIS == 1 ? (lane_id() % 16 == 0 && wn() == 0) : (lane_id() / 16 == 0 && wm() == 0);
+    return Map::template slice_owner<AXIS>(wm(), wn(), lane_id());
   }
 };
 

@@ -36,6 +36,21 @@ template <int WTM, int WTN> struct AccMap {
   TJ_HD static int col(int wn, int lane, int e) {
     return wn * WTN + ((e / 4) % NTL) * 16 + Block16<4>::d_col(lane);
   }
+  /// Reductions (tj::MfmaAcc's slice_*): along columns (AXIS 1) a lane keeps one value per row
+  /// it holds (MT * 4), along rows (AXIS 0) one per column (NTL); lanes that share a row differ
+  /// in bits 0-3, lanes that share a column in bits 4-5; one lane per row (column) stores it.
+  template <int AXIS> TJ_HD static int slice_index(int e) {
+    return AXIS == 1 ? (e / (4 * NTL)) * 4 + e % 4 : (e / 4) % NTL;
+  }
+  template <int AXIS> TJ_HD static constexpr int slice_n() { return AXIS == 1 ? MT * 4 : NTL; }
+  template <int AXIS> TJ_HD static constexpr int lane_bits() { return AXIS == 1 ? 15 : 48; }
+  template <int AXIS> TJ_HD static int slice_coord(int wm, int wn, int lane, int s) {
+    return AXIS == 1 ? wm * WTM + (s / 4) * 16 + 4 * (lane / 16) + s % 4
+                     : wn * WTN + s * 16 + lane % 16;
+  }
+  template <int AXIS> TJ_HD static bool slice_owner(int wm, int wn, int lane) {
+    return AXIS == 1 ? (lane % 16 == 0 && wn == 0) : (lane / 16 == 0 && wm == 0);
+  }
 };
 
 } // namespace mfma
