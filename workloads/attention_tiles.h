@@ -21,7 +21,8 @@ struct AttentionTileCase {
   int64_t block = 0; ///< block-sparse: the mask's block (64 or 128); 0 dense
 };
 
-/// Whether the tiles below apply: 16-bit inputs, a tile width that is a multiple of 64.
+/// Whether the tiles below apply: 16-bit inputs, a tile width of 64 or 128 (where they were
+/// measured and fit).
 bool hopper_tiles_apply(const AttentionTileCase& c);
 
 /// attn_fwd (and attn_fwd_sparse at block 128): BM 128, BN 128 on two warpgroups, the K and V
