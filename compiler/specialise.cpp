@@ -139,9 +139,7 @@ public:
     k_->bindings = bindings_;
     k_->target = &target_for(options_.arch);
     k_->layouts.set_warp_size(k_->target->warp_size());
-    // The caller's limit (a GPU's own, at run time) within what the target allows at all: 64 KiB
-    // of LDS on the AMD targets, whatever an NVIDIA default said.
-    smem_limit_ = std::min<int64_t>(options_.smem_limit, k_->target->shared_memory_per_block());
+    smem_limit_ = shared_memory_within(*k_->target, options_.smem_limit);
     k_->smem_limit = static_cast<int>(smem_limit_);
     k_->index32 = options_.index32;
     k_->debug_bounds = options_.debug_bounds;

@@ -106,6 +106,12 @@ public:
   virtual GeneratedKernel emit(const ir::Kernel& k) const = 0;
 };
 
+/// `limit` (a caller's or a GPU's shared memory per block) within what `target` allows at all:
+/// 64 KiB of LDS on the AMD targets, whatever an NVIDIA default said.
+inline int64_t shared_memory_within(const Target& target, int64_t limit) {
+  return limit < target.shared_memory_per_block() ? limit : target.shared_memory_per_block();
+}
+
 /// The target for an arch name ("sm_80", "sm_90", "sm_90a", "sm_100a"...). Throws tilejit::Error
 /// naming the supported ones for anything else.
 const Target& target_for(const std::string& arch);

@@ -390,14 +390,17 @@ std::map<std::string, int64_t> plan_sizes(const LoadedKernel& lk, const LaunchPl
 
 } // namespace
 
+/// SMEM in `where` for this runtime's launches: the GPU's opt-in limit, or the default's.
+static int64_t block_smem_limit(Runtime& rt) {
+  return rt.has_gpu() ? rt.device().smem_per_block_optin : CompileOptions{}.smem_limit;
+}
+
 /// The kernel's declared defaults for the tunables not in `given`, or the valid configuration
 /// nearest them where they break a constraint (said in `reason`).
 static Config defaults_that_hold(Runtime& rt, const dsl::Kernel& kernel, const Config& given,
                                  std::string& reason) {
-  int64_t smem = CompileOptions{}.smem_limit;
-  if (rt.has_gpu()) smem = rt.device().smem_per_block_optin;
   std::string note;
-  Config out = complete_valid_bindings(kernel, given, smem, &note);
+  Config out = complete_valid_bindings(kernel, given, block_smem_limit(rt), &note);
   if (!note.empty()) reason += "; " + note;
   return out;
 }
@@ -415,10 +418,8 @@ static std::optional<Config> fallback_that_holds(Runtime& rt, const LoadedKernel
                       kernel.name, "' has no tunable of"));
     if (!forced.count(n)) with[n] = v;
   }
-  int64_t smem = CompileOptions{}.smem_limit;
-  if (rt.has_gpu()) smem = rt.device().smem_per_block_optin;
   Bindings complete = complete_bindings(kernel, with);
-  if (!bindings_hold(kernel, complete, smem)) {
+  if (!bindings_hold(kernel, complete, block_smem_limit(rt))) {
     reason += str("; the caller's fallback (", config_text(fallback),
                   ") breaks a constraint of the kernel here: not used");
     return std::nullopt;

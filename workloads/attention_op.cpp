@@ -18,8 +18,11 @@ const OpChecks forward_checks("attention_forward");
 const OpChecks backward_checks("attention_backward");
 
 /// The kernels' tile width: the head dim rounded up to 16.
+int64_t tile_of(int64_t head_dim) {
+  return (head_dim + 15) / 16 * 16;
+}
 std::string tile_width(int64_t head_dim) {
-  return std::to_string((head_dim + 15) / 16 * 16);
+  return std::to_string(tile_of(head_dim));
 }
 
 /// q, k, v: ranks, dtypes, GQA, head dims, rows dense, one GPU.
@@ -97,7 +100,7 @@ void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) 
 /// The case workloads/attention_tiles.h chooses tiles for.
 workloads::AttentionTileCase tile_case(const Tensor& q, bool causal,
                                        const std::optional<AttentionBlocks>& blocks) {
-  return {q.dtype, (q.shape[3] + 15) / 16 * 16, causal, q.shape[2], blocks ? blocks->block : 0};
+  return {q.dtype, tile_of(q.shape[3]), causal, q.shape[2], blocks ? blocks->block : 0};
 }
 
 /// Whether the tiles measured on Hopper apply here: a Hopper GPU (cc 9.x: the tiles lean on

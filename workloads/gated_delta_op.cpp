@@ -133,16 +133,16 @@ LinearAttnBackwardResult linear_attn_backward(Runtime& rt, const LinearAttnBackw
   const double scale = scale_of(la_backward_checks, a.scale, a.q);
   launch_la(rt, a.dout, a.v, a.k, out.dq, false, scale, a.config, a.stream);
   // Small heads: dk and dv in one reverse pass (the state, Dk x Dv f32, in registers), the
-  // faster on an H200 at Dk = Dv = 32 (bench/results/2026-11-29-*-linear-attn-kv-*.md);
-  // wider heads, where the state would not fit, in two anti-causal launches.
-  const std::string key_tile = tile_width(a.q.shape[3]), value_tile = tile_width(a.v.shape[3]);
-  if (std::stoi(key_tile) <= 64 && std::stoi(value_tile) <= 64) {
+  // faster on an H200 at Dk = Dv = 32 and 64
+  // (bench/results/2026-11-29-5baef06-linear-attn-kv-h200.md); wider heads, where the state would
+  // not fit, in two anti-causal launches.
+  if (a.q.shape[3] <= 64 && a.v.shape[3] <= 64) { // tile widths up to 64
     LaunchOptions lo;
     lo.stream = a.stream;
     lo.config = a.config;
     lo.config.erase("BV"); // linear_attn's: this kernel holds all of v's columns
-    lo.config["DK"] = key_tile;
-    lo.config["DV"] = value_tile;
+    lo.config["DK"] = tile_width(a.q.shape[3]);
+    lo.config["DV"] = tile_width(a.v.shape[3]);
     static const std::string source = kSource;
     rt.launch(rt.load(source, "linear_attn_bwd_kv"),
               {Arg::of(a.q), Arg::of(a.k), Arg::of(a.v), Arg::of(a.dout), Arg::of(out.dk),

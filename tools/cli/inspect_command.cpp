@@ -21,7 +21,6 @@
 #include "support/temp_files.h"
 #include "support/text.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -208,8 +207,7 @@ void inspect(const InspectOptions& o) {
   // The target's limits decide which declared defaults stand: 64 KiB of LDS and wavefronts of
   // 64 on gfx90a (a default that breaks them gets the nearest configuration that holds, noted).
   const Target& target = target_for(options.arch);
-  options.smem_limit =
-      std::min<int64_t>(options.smem_limit, static_cast<int64_t>(target.shared_memory_per_block()));
+  options.smem_limit = static_cast<int>(shared_memory_within(target, options.smem_limit));
   Bindings bindings = complete_for_inspection(k, parse_assignments(o.set, "--set"),
                                               options.smem_limit, target.warp_size());
   options.index32 = !o.index64;
