@@ -653,6 +653,78 @@ int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed
       -1);
 }
 
+int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
+  return guarded([&] { return tilejit::ops::hbv_backward_form(b, t, segment); }, int64_t{-1});
+}
+
+int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,
+                   int64_t segment, int has_starts, const char* config, void* stream,
+                   int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "hbv_forward";
+        const auto& args =
+            op_tensors(op, packed, packed_len, has_starts ? 6 : 5,
+                       has_starts ? "P, TEMP, PET, params, Q, starts" : "P, TEMP, PET, params, Q");
+        tilejit::ops::HbvForwardArgs a;
+        a.P = tensor_arg(op, args[0], "P");
+        a.TEMP = tensor_arg(op, args[1], "TEMP");
+        a.PET = tensor_arg(op, args[2], "PET");
+        a.params = tensor_arg(op, args[3], "params");
+        a.Q = tensor_arg(op, args[4], "Q");
+        if (has_starts) a.starts = tensor_arg(op, args[5], "starts");
+        a.training = training != 0;
+        a.segment = segment;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_hbv_forward(a);
+        else
+          tilejit::ops::hbv_forward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
+int tj_hbv_backward(void* runtime, const int64_t* packed, int64_t packed_len, int64_t segment,
+                    int has_starts, int has_work, const char* config, void* stream,
+                    int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "hbv_backward";
+        std::string names = "P, TEMP, PET, params, dQ, d_P, d_TEMP, d_PET, d_params";
+        if (has_starts) names += ", starts";
+        if (has_work) names += ", tape, maps";
+        const int n = 9 + (has_starts ? 1 : 0) + (has_work ? 2 : 0);
+        const auto& args = op_tensors(op, packed, packed_len, n, names.c_str());
+        tilejit::ops::HbvBackwardArgs a;
+        a.P = tensor_arg(op, args[0], "P");
+        a.TEMP = tensor_arg(op, args[1], "TEMP");
+        a.PET = tensor_arg(op, args[2], "PET");
+        a.params = tensor_arg(op, args[3], "params");
+        a.dQ = tensor_arg(op, args[4], "dQ");
+        a.d_P = tensor_arg(op, args[5], "d_P");
+        a.d_TEMP = tensor_arg(op, args[6], "d_TEMP");
+        a.d_PET = tensor_arg(op, args[7], "d_PET");
+        a.d_params = tensor_arg(op, args[8], "d_params");
+        if (has_starts) a.starts = tensor_arg(op, args[9], "starts");
+        if (has_work) {
+          const size_t at = has_starts ? 10 : 9;
+          a.tape = tensor_arg(op, args[at], "tape");
+          a.maps = tensor_arg(op, args[at + 1], "maps");
+        }
+        a.segment = segment;
+        a.stream = stream;
+        if (config && *config) a.config = parse_config(config);
+        if (check_only)
+          tilejit::ops::check_hbv_backward(a);
+        else
+          tilejit::ops::hbv_backward(runtime_of(runtime), a);
+        return 0;
+      },
+      -1);
+}
+
 namespace {
 
 /// The C ABI's cu_seqlens (a count and its offsets) as the op takes them.

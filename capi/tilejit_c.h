@@ -108,6 +108,19 @@ int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_
 /* ops::linear_attn_backward on seven tensors: q, k, v, dout, then dq, dk, dv (given). */
 int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,
                             const char* config, void* stream, int check_only);
+/* ops::hbv_backward_form: the backward's form (0: checkpoints, else the segment length) for B
+ * basins, T days and segment (-1: the op's choice); -1 with tj_last_error set for bad values. */
+int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+/* ops::hbv_forward on P, TEMP, PET, params, Q (given), then starts when has_starts (a training
+ * forward whose backward form is a segment length: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32). */
+int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,
+                   int64_t segment, int has_starts, const char* config, void* stream,
+                   int check_only);
+/* ops::hbv_backward on P, TEMP, PET, params, dQ, then d_P, d_TEMP, d_PET, d_params (given),
+ * then starts when has_starts (the training forward's, with its segment), then the segment
+ * form's work buffers tape and maps when has_work. */
+int tj_hbv_backward(void* runtime, const int64_t* packed, int64_t packed_len, int64_t segment,
+                    int has_starts, int has_work, const char* config, void* stream, int check_only);
 /* ops::gated_delta_rule_forward on q, k, v, g, beta, o, ht (given), then h0 when has_h0;
  * cu_seqlens: cu_seqlens_len offsets of packed sequences (0 and NULL: none); normalize 0 or 1;
  * chunk 16, 32 or 64; scale NaN for 1/sqrt(Dk). */

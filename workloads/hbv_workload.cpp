@@ -2,6 +2,7 @@
 
 #include "support/error.h"
 #include "workloads/hbv_reference.h"
+#include "workloads/hbv_segments.h"
 
 #include <fmt/format.h>
 
@@ -127,37 +128,17 @@ public:
     return out;
   }
 
-  /// The segment form's lengths offered for this shape: those whose tape (every day's five
-  /// states, about B * T * 20 bytes) stays within 256 MiB, so that large shapes keep the
-  /// checkpointed kernel's small footprint.
-  std::vector<int64_t> segment_lengths() const {
-    std::vector<int64_t> out;
-    for (int64_t seg : kSegmentLengths)
-      if (tape_shape(seg)[0] > 0 && numel(tape_shape(seg)) * 4 <= (int64_t(256) << 20))
-        out.push_back(seg);
-    return out;
-  }
+  std::vector<int64_t> segment_lengths() const { return hbv_segment_lengths(s_.b, s_.t); }
 
-  /// The segment form's tensors (reverse_mode.h): `ck__f32[NP, NS, 5, BB]` (each segment's
-  /// start), `tp__f32[NP, NS, SEG, 5, BB]`, `ln__f32[NP, NS, 30, BB]`.
-  std::vector<int64_t> starts_shape(int64_t seg) const {
-    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), 5, kSegmentBasins};
-  }
-  std::vector<int64_t> tape_shape(int64_t seg) const {
-    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), seg, 5, kSegmentBasins};
-  }
-  std::vector<int64_t> maps_shape(int64_t seg) const {
-    return {cdiv(s_.b, kSegmentBasins), cdiv(s_.t, seg), 30, kSegmentBasins};
-  }
   std::vector<BufferSpec> segment_buffers() const {
     std::vector<BufferSpec> out;
     for (int64_t seg : segment_lengths()) {
-      out.push_back({fmt::format("starts_s{}", seg), DType::F32, starts_shape(seg),
+      out.push_back({fmt::format("starts_s{}", seg), DType::F32, hbv_starts_shape(s_.b, s_.t, seg),
                      BufferRole::intermediate});
-      out.push_back(
-          {fmt::format("tape_s{}", seg), DType::F32, tape_shape(seg), BufferRole::intermediate});
-      out.push_back(
-          {fmt::format("maps_s{}", seg), DType::F32, maps_shape(seg), BufferRole::intermediate});
+      out.push_back({fmt::format("tape_s{}", seg), DType::F32, hbv_tape_shape(s_.b, s_.t, seg),
+                     BufferRole::intermediate});
+      out.push_back({fmt::format("maps_s{}", seg), DType::F32, hbv_maps_shape(s_.b, s_.t, seg),
+                     BufferRole::intermediate});
     }
     return out;
   }
@@ -193,8 +174,8 @@ public:
     for (int64_t seg : segment_lengths()) {
       std::vector<Step> st = steps();
       const std::string tape = fmt::format("tape_s{}", seg), maps = fmt::format("maps_s{}", seg);
-      const Config generics = {{"BB", std::to_string(kSegmentBasins)},
-                               {"WARPS", std::to_string(kSegmentBasins / 32)},
+      const Config generics = {{"BB", std::to_string(kHbvSegmentBasins)},
+                               {"WARPS", std::to_string(kHbvSegmentBasins / 32)},
                                {"SEG", std::to_string(seg)}};
       const std::string starts = fmt::format("starts_s{}", seg);
       // The training forward: hbv_forward's loop, each segment's start state stored too.
@@ -240,15 +221,6 @@ public:
   nlohmann::json shape_json() const override { return {{"B", s_.b}, {"T", s_.t}}; }
 
 private:
-  static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-  static int64_t numel(const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-  /// The segment form's basins per program: one warp (hbv_forward's default).
-  static constexpr int64_t kSegmentBasins = 32;
-  static constexpr int64_t kSegmentLengths[] = {8, 16, 32, 64, 128, 256};
   HbvShape s_;
 };
 

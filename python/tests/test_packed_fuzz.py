@@ -225,3 +225,52 @@ def test_mutated_cu_seqlens_are_errors_not_crashes(cpu_runtime):
             assert rc != 0 and message, (round, cu, count)
             if round == 0:
                 assert "is in host memory" in message, message
+
+
+def test_mutated_hbv_records_are_errors_not_crashes(cpu_runtime):
+    """tj_hbv_forward / tj_hbv_backward (and their training flag, segment, starts and work
+    buffers: an input path of their own) under mutated records and segment values: each call returns 0 or an
+    error with a message, never crashes. The seeds are valid calls that stop at the device
+    check."""
+    B, T = 37, 19
+    bt = numpy.zeros((B, T), numpy.float32)
+    params = numpy.zeros((B, 12), numpy.float32)
+    starts = numpy.zeros((2, 3, 5, 32), numpy.float32)  # segment 8: cdiv(19, 8) = 3
+    fwd, fwd_starts, bwd, bwd_starts = [], [], [], []
+    for t, name in ((bt, "P"), (bt, "TEMP"), (bt, "PET"), (params, "params"), (bt, "Q")):
+        pack_tensor(fwd, t, name)
+    fwd_starts = list(fwd)
+    pack_tensor(fwd_starts, starts, "starts")
+    for t, name in ((bt, "P"), (bt, "TEMP"), (bt, "PET"), (params, "params"), (bt, "dQ"),
+                    (bt, "d_P"), (bt, "d_TEMP"), (bt, "d_PET"), (params, "d_params")):
+        pack_tensor(bwd, t, name)
+    bwd_starts = list(bwd)
+    pack_tensor(bwd_starts, starts, "starts")
+    bwd_work = list(bwd_starts)  # the segment form's work buffers at segment 8
+    pack_tensor(bwd_work, numpy.zeros((2, 3, 8, 5, 32), numpy.float32), "tape")
+    pack_tensor(bwd_work, numpy.zeros((2, 3, 30, 32), numpy.float32), "maps")
+    seeds = [(lib.tj_hbv_forward, fwd, (0, -1, 0)), (lib.tj_hbv_forward, fwd, (1, 0, 0)),
+             (lib.tj_hbv_forward, fwd_starts, (1, 8, 1)), (lib.tj_hbv_backward, bwd, (-1, 0, 0)),
+             (lib.tj_hbv_backward, bwd_starts, (8, 1, 0)),
+             (lib.tj_hbv_backward, bwd_work, (8, 1, 1))]
+    segments = [-1, 0, 8, 16, 256, 9, -2, 1 << 40]
+    rng = random.Random(5)
+    for round in range(2000):
+        fn, seed, extra = seeds[round % len(seeds)]
+        values = list(seed)
+        if round >= len(seeds):  # the seeds first, as they are
+            mutate(values, rng)
+            extra = list(extra)
+            if rng.randrange(3) == 0:  # the segment, or the flags
+                where = 1 if fn is lib.tj_hbv_forward else 0
+                extra[where] = rng.choice(segments)
+            if rng.randrange(4) == 0:  # a flag flipped: the record no longer matches it
+                at = rng.randrange(1, len(extra))
+                extra[at] = 1 - extra[at]
+        a = array("q", values)
+        address = a.buffer_info()[0] if values else None
+        rc = fn(cpu_runtime._handle, address, len(values), *extra, None, None, 1)
+        message = lib.tj_last_error().decode()
+        assert rc == 0 or message, (round, values, extra)
+        if round < len(seeds):
+            assert "is in host memory" in message, (round, message)

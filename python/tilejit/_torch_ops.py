@@ -180,3 +180,42 @@ def _rule_backward(ctx, do, dht):
 
 # torch.ops.tilejit.gated_delta_rule is differentiable in q, k, v, g, beta and initial_state.
 gated_delta_rule.register_autograd(_rule_backward, setup_context=_rule_setup)
+
+
+@torch.library.custom_op("tilejit::hbv", mutates_args=(), device_types="cuda")
+def hbv(P: torch.Tensor, TEMP: torch.Tensor, PET: torch.Tensor, params: torch.Tensor
+        ) -> torch.Tensor:
+    return ops.hbv_forward(P, TEMP, PET, params)
+
+
+@hbv.register_fake
+def _(P, TEMP, PET, params):
+    return P.new_empty(P.shape, dtype=torch.float32)
+
+
+@torch.library.custom_op("tilejit::hbv_backward", mutates_args=(), device_types="cuda")
+def hbv_backward(P: torch.Tensor, TEMP: torch.Tensor, PET: torch.Tensor, params: torch.Tensor,
+                 dQ: torch.Tensor
+                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    return ops.hbv_backward(P, TEMP, PET, params, dQ.contiguous())
+
+
+@hbv_backward.register_fake
+def _(P, TEMP, PET, params, dQ):
+    f32 = torch.float32
+    return (P.new_empty(P.shape, dtype=f32), P.new_empty(P.shape, dtype=f32),
+            P.new_empty(P.shape, dtype=f32), params.new_empty(params.shape, dtype=f32))
+
+
+def _hbv_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _hbv_backward(ctx, dQ):
+    # The op's choice of backward form; a segment form reruns the training forward here (one
+    # forward pass: this operator keeps nothing between the calls, tilejit.ops.hbv does).
+    return hbv_backward(*ctx.saved_tensors, dQ)
+
+
+# torch.ops.tilejit.hbv is differentiable in P, TEMP, PET and params, also under torch.compile.
+hbv.register_autograd(_hbv_backward, setup_context=_hbv_setup)

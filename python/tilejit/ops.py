@@ -506,3 +506,130 @@ def gated_delta_rule(q, k, v, g, beta, *, scale=None, initial_state=None, normal
     return gated_delta_rule_forward(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                                     normalize=normalize, chunk=chunk, cu_seqlens=cu_seqlens,
                                     runtime=runtime)
+
+
+HBV_PARAMS = 12
+
+
+def _int_arg(op, name, value, low):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise TilejitError(f"{op}: {name} = {value!r} must be an integer >= {low}")
+    return value
+
+
+def _forcings_shape(op, P):
+    s = _shape(P)
+    if s is None or len(s) != 2:
+        raise TilejitError(f"{op}: tensor 'P' of shape {s} must have 2 dimensions: [B, T] "
+                           "(basins, days)")
+    return s
+
+
+def hbv_backward_form(B, T, segment=-1):
+    """The derived backward's form a training forward prepares for B basins and T days: 0 for
+    the checkpointed kernel (nothing saved), else the segment length (each segment's start state
+    saved, [cdiv(B, 32), cdiv(T, segment), 5, 32] float32). segment -1: the op's choice."""
+    for name, value in (("B", B), ("T", T), ("segment", segment)):
+        _int_arg("hbv", name, value, -1 if name == "segment" else 0)
+    form = lib.tj_hbv_backward_form(B, T, segment)
+    if form < 0:
+        raise_last_error()
+    return form
+
+
+def _starts_shape(B, T, form):
+    return (-(-B // 32), -(-T // form), 5, 32)
+
+
+def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, starts=None,
+                config=None, stream=None, runtime=None, check_only=False):
+    """The HBV-96 model (WORKLOADS.md section 5), one lane per model: P, TEMP, PET [B, T]
+    float32 (forcings, days along the row), params [B, 12] float32 (BETA, FC, K0, K1, K2, LP,
+    PERC, UZL, TT, CFMAX, CFR, CWH), all contiguous on one GPU. Returns Q [B, T] float32.
+    training=True also returns what hbv_backward takes: (Q, starts, segment), starts None when
+    the backward's form is the checkpointed kernel (segment 0)."""
+    op = "hbv_forward"
+    B, T = _forcings_shape(op, P)
+    form = hbv_backward_form(B, T, segment) if training else 0
+    if out is None:
+        out = _empty(P, (B, T), dtype_of_like=False)
+    if form and starts is None:
+        starts = _empty(P, _starts_shape(B, T, form), dtype_of_like=False)
+    tensors, names = (P, TEMP, PET, params, out), ("P", "TEMP", "PET", "params", "Q")
+    if starts is not None:
+        tensors, names = tensors + (starts,), names + ("starts",)
+    _packed_call(op, lib.tj_hbv_forward, tensors, names,
+                 (1 if training else 0, segment, 1 if starts is not None else 0,
+                  config_text(config) if config else None), stream, runtime, check_only)
+    return (out, starts, form) if training else out
+
+
+def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=None,
+                 config=None, stream=None, runtime=None, check_only=False):
+    """The gradients (d_P, d_TEMP, d_PET, d_params) of sum(dQ * Q) for Q = hbv_forward(P, TEMP,
+    PET, params), by the backward tilejit's compiler derives from the forward kernel (the tie
+    rules of WORKLOADS.md). segment and starts as the training forward returned them; without
+    starts a segment form runs that forward first. grads: four tensors to write (allocated
+    when None)."""
+    op = "hbv_backward"
+    B, T = _forcings_shape(op, P)
+    if starts is not None and segment == -1:
+        raise TilejitError(f"{op}: starts given without its segment: pass the segment "
+                           "hbv_forward(training=True) returned with it")
+    form = hbv_backward_form(B, T, segment)
+    if form and starts is None and not check_only:
+        # The training forward first, its buffers from the caller's allocator (torch's cache).
+        starts = hbv_forward(P, TEMP, PET, params, training=True, segment=form, stream=stream,
+                             runtime=runtime)[1]
+    if grads is None:
+        grads = tuple(_empty(P, shape, dtype_of_like=False)
+                      for shape in ((B, T), (B, T), (B, T), (B, HBV_PARAMS)))
+    elif len(grads) != 4:
+        raise TilejitError(f"{op}: grads must be four tensors (d_P, d_TEMP, d_PET, d_params), "
+                           f"not {len(grads)}")
+    grads = tuple(grads)
+    tensors = (P, TEMP, PET, params, dQ) + grads
+    names = ("P", "TEMP", "PET", "params", "dQ", "d_P", "d_TEMP", "d_PET", "d_params")
+    if starts is not None:
+        tensors, names = tensors + (starts,), names + ("starts",)
+    work = form > 0 and B > 0 and T > 0
+    if work:  # the segment form's tape and maps, from the caller's allocator too
+        nb, ns = -(-B // 32), -(-T // form)
+        tensors += (_empty(P, (nb, ns, form, 5, 32), dtype_of_like=False),
+                    _empty(P, (nb, ns, 30, 32), dtype_of_like=False))
+        names += ("tape", "maps")
+    _packed_call(op, lib.tj_hbv_backward, tensors, names,
+                 (form, 1 if starts is not None else 0, 1 if work else 0,
+                  config_text(config) if config else None), stream, runtime, check_only)
+    return grads
+
+
+def _components(op, P, TEMP, PET, params, nmul):
+    """nmul > 1: B basins of nmul components each as B * nmul models (forcings repeated per
+    component, params [B, 12, nmul] as dHBV lays them out, to [B * nmul, 12])."""
+    s = _shape(params)
+    if s is None or len(s) != 3 or s[1] != HBV_PARAMS or s[2] != nmul:
+        raise TilejitError(f"{op}: tensor 'params' of shape {s} must be [B, 12, nmul] = "
+                           f"[B, 12, {nmul}] for nmul = {nmul}")
+    if not hasattr(P, "repeat_interleave"):
+        raise TilejitError(f"{op}: nmul = {nmul} takes torch tensors")
+    rows = [x.repeat_interleave(nmul, 0) for x in (P, TEMP, PET)]
+    return rows + [params.permute(0, 2, 1).reshape(-1, HBV_PARAMS)]
+
+
+def hbv(P, TEMP, PET, params, *, nmul=1, segment=-1, runtime=None):
+    """Q [B, T] of the HBV-96 model, differentiable: torch tensors that require grad go through
+    a torch.autograd.Function whose backward is hbv_backward (gradients to P, TEMP, PET and
+    params). nmul > 1: params [B, 12, nmul], B * nmul models whose Q is averaged over the
+    components (their forcings repeated: nmul times the forcings' memory)."""
+    op = "hbv"
+    _int_arg(op, "nmul", nmul, 1)
+    B, T = _forcings_shape(op, P)
+    if nmul > 1:
+        P, TEMP, PET, params = _components(op, P, TEMP, PET, params, nmul)
+    if any(getattr(t, "requires_grad", False) for t in (P, TEMP, PET, params)):
+        from ._hbv_autograd import HbvFunction
+        q = HbvFunction.apply(P, TEMP, PET, params, segment, runtime)
+    else:
+        q = hbv_forward(P, TEMP, PET, params, runtime=runtime)
+    return q if nmul == 1 else q.view(B, nmul, T).mean(1)

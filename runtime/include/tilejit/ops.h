@@ -271,4 +271,71 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
                                                        const GatedDeltaRuleBackwardArgs& args);
 void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
 
+/// hbv (WORKLOADS.md section 5): the HBV-96 hydrological model, one lane per model. P, TEMP and
+/// PET [B, T] f32 (the forcings, days along the row), params [B, 12] f32 in WORKLOADS.md's order
+/// (BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH), all contiguous; writes Q [B, T]
+/// f32. Any B and T (0 too). Several components per basin (nmul) are B x nmul models whose rows
+/// the caller repeats (Python's tilejit.ops.hbv(..., nmul=) does, and averages Q).
+/// `segment` picks the derived backward the training forward prepares for: 0 the checkpointed
+/// kernel (nothing saved; the smallest memory), one of 8, 16, 32, 64, 128, 256 the segment form
+/// (each segment's start state saved: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32, returned as
+/// `starts`), -1 (default) the op's choice (workloads/hbv_segments.h: the segment form while its
+/// tape, about B x T x 20 bytes, fits 256 MiB).
+struct HbvForwardArgs {
+  Tensor P, TEMP, PET, params;
+  std::optional<Tensor> Q; ///< written when given; allocated otherwise
+  /// false: hbv_forward alone (inference); true: the forward the backward's `segment` form
+  /// needs (hbv_forward_grad_fwd, the same Q, each segment's start state kept).
+  bool training = false;
+  /// Training with a segment form: written when given (hbv_starts_shape); allocated otherwise.
+  std::optional<Tensor> starts;
+  int64_t segment = -1;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of hbv_forward (BB, WARPS)
+};
+
+struct HbvForwardResult {
+  Tensor Q;
+  std::optional<Tensor> starts; ///< training with a segment form: for hbv_backward
+  int64_t segment = 0;          ///< the backward's form: 0 checkpoints, else SEG
+  std::shared_ptr<void> storage;
+};
+
+HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& args);
+/// The backward's form for B basins, T days and `segment` (as HbvForwardArgs takes it): 0 for
+/// the checkpointed kernel, else the segment length. Throws tilejit::Error for a bad segment.
+int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+void check_hbv_forward(const HbvForwardArgs& args);
+
+/// The gradients of sum(dQ * Q) for Q = hbv_forward(P, TEMP, PET, params), derived by the
+/// compiler from hbv_forward (reverse mode, dsl/README.md; the tie rules of WORKLOADS.md): d_P,
+/// d_TEMP, d_PET like P and d_params like params. `segment` and `starts` as the training forward
+/// returned them; without `starts` a segment form runs that forward itself first (one more
+/// forward pass). The checkpointed form (segment 0): the gradients zeroed, one kernel that
+/// reruns the forward keeping every 64th day's states. The segment form: the gradients zeroed,
+/// each segment linearised (its days taped: a work buffer of about B x T x 20 bytes, freed when
+/// the call returns), then each segment's reverse.
+struct HbvBackwardArgs {
+  Tensor P, TEMP, PET, params, dQ;
+  int64_t segment = -1;
+  std::optional<Tensor> starts;
+  std::optional<Tensor> d_P, d_TEMP, d_PET, d_params; ///< written when given; allocated otherwise
+  /// The segment form's work buffers (hbv_tape_shape and hbv_maps_shape: [cdiv(B, 32),
+  /// cdiv(T, SEG), SEG, 5, 32] and [cdiv(B, 32), cdiv(T, SEG), 30, 32] f32), both or neither:
+  /// given, the call allocates nothing (a framework's caching allocator can hand them out);
+  /// absent, they are allocated and freed per call.
+  std::optional<Tensor> tape, maps;
+  void* stream = nullptr;
+  Config config; ///< forced tunables of the derived kernels (CK for the checkpointed one)
+};
+
+struct HbvBackwardResult {
+  Tensor d_P, d_TEMP, d_PET, d_params;
+  int64_t segment = 0; ///< the form that ran
+  std::shared_ptr<void> storage;
+};
+
+HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& args);
+void check_hbv_backward(const HbvBackwardArgs& args);
+
 } // namespace tilejit::ops

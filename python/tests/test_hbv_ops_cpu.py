@@ -1,0 +1,106 @@
+"""tilejit.ops.hbv_forward / hbv_backward / hbv checks, without a GPU (host arrays: every check
+but the device one comes first, so each bad tensor is named here as it would be on the GPU). The
+checks are the C++ ops' (<tilejit/ops.h>), and Python's own for nmul and the segment."""
+
+import numpy
+import pytest
+
+import tilejit
+
+B, T = 37, 19
+
+
+def inputs(**changes):
+    rng = numpy.random.default_rng()
+    a = dict(P=rng.random((B, T), numpy.float32), TEMP=rng.random((B, T), numpy.float32),
+             PET=rng.random((B, T), numpy.float32),
+             params=rng.random((B, 12), numpy.float32))
+    a.update(changes)
+    return a
+
+
+def forward(rt, options=None, **changes):
+    a = inputs(**changes)
+    return tilejit.ops.hbv_forward(a["P"], a["TEMP"], a["PET"], a["params"], runtime=rt,
+                                   check_only=True, **(options or {}))
+
+
+def backward(rt, options=None, **changes):
+    a = inputs(**changes)
+    dq = a.pop("dQ", numpy.ones((B, T), numpy.float32))
+    return tilejit.ops.hbv_backward(a["P"], a["TEMP"], a["PET"], a["params"], dq, runtime=rt,
+                                    check_only=True, **(options or {}))
+
+
+HOST = r"tensor 'P' .* is in host memory"
+
+
+def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
+    with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+        forward(cpu_runtime)
+    for segment in (-1, 0, 8, 256):  # a training forward of every form
+        with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+            forward(cpu_runtime, {"training": True, "segment": segment})
+    with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
+        backward(cpu_runtime)
+    starts = numpy.zeros((2, 3, 5, 32), numpy.float32)  # segment 8 at B = 37, T = 19
+    with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
+        backward(cpu_runtime, {"segment": 8, "starts": starts})
+    with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+        forward(cpu_runtime, {"training": True, "segment": 8, "starts": starts})
+
+
+def test_the_backward_form_follows_the_tape_budget():
+    # The segment form while its tape (about B x T x 20 bytes) fits 256 MiB, then checkpoints.
+    assert tilejit.ops.hbv_backward_form(1024, 1461) == 32
+    assert tilejit.ops.hbv_backward_form(4096, 1461) == 128
+    assert tilejit.ops.hbv_backward_form(16384, 1461) == 0
+    assert tilejit.ops.hbv_backward_form(16384, 1461, 64) == 64  # asked for: given
+    assert tilejit.ops.hbv_backward_form(5, 1, 0) == 0
+    assert tilejit.ops.hbv_backward_form(0, 0) == 0
+
+
+@pytest.mark.parametrize("call, options, change, message", [
+    (forward, None, {"TEMP": numpy.zeros((B, T + 1), numpy.float32)}, r"hbv_forward: tensor 'TEMP' .* has 20 in dimension 1 but P's days T = 19"),
+    (forward, None, {"PET": numpy.zeros((B - 1, T), numpy.float32)}, r"tensor 'PET' .* has 36 in dimension 0 but P's basins B = 37"),
+    (forward, None, {"params": numpy.zeros((B, 11), numpy.float32)}, r"tensor 'params' .* has 11 in dimension 1 but the parameters' count = 12"),
+    (forward, None, {"params": numpy.zeros((B, 12, 2), numpy.float32)}, r"tensor 'params' .* must have 2 dimensions: \[B, 12\]"),
+    (forward, None, {"P": numpy.zeros((B, T), numpy.float64)}, r"tensor 'P' .* must be f32"),
+    (forward, None, {"TEMP": numpy.zeros((B, T), numpy.float16)}, r"tensor 'TEMP' .* must be f32"),
+    (forward, None, {"P": numpy.zeros((B, T, 1), numpy.float32)}, r"hbv_forward: tensor 'P' of shape \(37, 19, 1\) must have 2 dimensions"),
+    (forward, None, {"PET": numpy.zeros((T, B), numpy.float32).T}, r"tensor 'PET' .* must be contiguous"),
+    (forward, {"out": numpy.zeros((B, T), numpy.float16)}, {}, r"tensor 'Q' .* must be f32"),
+    (forward, {"training": True, "segment": 9}, {}, r"segment = 9 is not -1 \(the op's choice\), 0 \(checkpoints\) or one of 8, 16"),
+    (forward, {"training": True, "segment": True}, {}, r"hbv: segment = True must be an integer"),
+    (forward, {"training": True, "segment": 8, "starts": numpy.zeros((2, 2, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 2 in dimension 1 but cdiv\(T, segment\) = 3"),
+    (forward, {"training": True, "segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* is given but this forward's backward checkpoints"),
+    (backward, None, {"dQ": numpy.zeros((B, T - 1), numpy.float32)}, r"hbv_backward: tensor 'dQ' .* has 18 in dimension 1 but P's days T = 19"),
+    (backward, {"segment": 16, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 3 in dimension 1 but cdiv\(T, segment\) = 2"),
+    (backward, {"segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* is given but segment = 0"),
+    (backward, {"starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"hbv_backward: starts given without its segment"),
+    (backward, {"segment": 8, "starts": numpy.zeros((2, 3, 5, 32), numpy.float64)}, {}, r"tensor 'starts' .* must be f32"),
+    (backward, {"segment": 300}, {}, r"segment = 300 is not -1"),
+    (backward, {"segment": 8, "grads": (numpy.zeros((B, T), numpy.float32),) * 3}, {}, r"hbv_backward: grads must be four tensors"),
+    (backward, {"segment": 8, "grads": (numpy.zeros((B, T), numpy.float32),) * 3 + (numpy.zeros((B, 13), numpy.float32),)}, {}, r"tensor 'd_params' .* has 13 in dimension 1"),
+])
+def test_bad_inputs_are_named(cpu_runtime, call, options, change, message):
+    with pytest.raises(tilejit.TilejitError, match=message):
+        call(cpu_runtime, options, **change)
+
+
+def test_hbv_checks_nmul_and_the_component_parameters(cpu_runtime):
+    a = inputs()
+    with pytest.raises(tilejit.TilejitError, match=r"hbv: nmul = 0 must be an integer >= 1"):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], nmul=0, runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match=r"hbv: nmul = 2.0 must be an integer"):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], nmul=2.0, runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError,
+                       match=r"tensor 'params' of shape \(37, 12\) must be \[B, 12, nmul\] = "
+                             r"\[B, 12, 16\] for nmul = 16"):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], nmul=16, runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match=r"nmul = 4 takes torch tensors"):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], numpy.zeros((B, 12, 4), numpy.float32),
+                        nmul=4, runtime=cpu_runtime)
+    # nmul = 1: the forward's checks, down to the device.
+    with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], runtime=cpu_runtime)

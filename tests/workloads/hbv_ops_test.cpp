@@ -1,0 +1,134 @@
+// hbv's derived backward forms (workloads/hbv_segments.h) and tilejit::ops::hbv_forward /
+// hbv_backward's checks from C++ (host tensors, so a good call stops at the device check).
+#include "workloads/hbv_segments.h"
+
+#include <tilejit/ops.h>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+namespace tilejit {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct HostTensor {
+  std::vector<char> bytes;
+  Tensor t;
+  explicit HostTensor(std::vector<int64_t> shape, DType d = DType::F32) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    bytes.resize(static_cast<size_t>(n * dtype_size(d)) + 16);
+    t = Tensor::contiguous(bytes.data(), d, shape, DeviceKind::CPU);
+  }
+};
+
+TEST(HbvSegments, OfferedWhileTheTapeFitsItsBudget) {
+  using workloads::hbv_segment_lengths;
+  EXPECT_EQ(hbv_segment_lengths(1024, 1461), (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
+  EXPECT_TRUE(hbv_segment_lengths(16384, 1461).empty()); // 479 MB of tape
+  EXPECT_TRUE(hbv_segment_lengths(0, 10).empty());
+  EXPECT_TRUE(hbv_segment_lengths(10, 0).empty());
+  // An absurd B x T does not overflow into a small tape.
+  EXPECT_TRUE(hbv_segment_lengths(int64_t(1) << 40, int64_t(1) << 40).empty());
+  // Tapes round T up to whole segments and B to whole programs of 32 basins.
+  EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 8, 5, 32}));
+  EXPECT_EQ(workloads::hbv_starts_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 5, 32}));
+  EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 30, 32}));
+}
+
+TEST(HbvSegments, TheOpsUntunedChoice) {
+  EXPECT_EQ(ops::hbv_backward_form(1024, 1461, -1), 32);
+  EXPECT_EQ(ops::hbv_backward_form(32, 365, -1), 32);
+  EXPECT_EQ(ops::hbv_backward_form(4096, 1461, -1), 128);
+  EXPECT_EQ(ops::hbv_backward_form(16384, 1461, -1), 0);
+  EXPECT_EQ(ops::hbv_backward_form(16384, 1461, 16), 16); // asked for: taken
+  EXPECT_NE(error_of([] { ops::hbv_backward_form(5, 5, 12); }).find("segment = 12 is not"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { ops::hbv_backward_form(-1, 5, 0); }).find("must not be negative"),
+            std::string::npos);
+}
+
+TEST(HbvOps, BadTensorsAreNamed) {
+  constexpr int64_t B = 37, T = 19;
+  HostTensor p({B, T}), temp({B, T}), pet({B, T}), params({B, 12}), dq({B, T});
+  auto forward = [&](const std::function<void(ops::HbvForwardArgs&)>& edit) {
+    ops::HbvForwardArgs a;
+    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t;
+    edit(a);
+    return error_of([&] { ops::check_hbv_forward(a); });
+  };
+  auto backward = [&](const std::function<void(ops::HbvBackwardArgs&)>& edit) {
+    ops::HbvBackwardArgs a;
+    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t, a.dQ = dq.t;
+    edit(a);
+    return error_of([&] { ops::check_hbv_backward(a); });
+  };
+  auto has = [](const std::string& error, const char* part) {
+    return error.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(forward([](auto&) {}), "hbv_forward: tensor 'P' (f32[37, 19] cpu) is in host"));
+  EXPECT_TRUE(has(backward([](auto&) {}), "hbv_backward: tensor 'P'"));
+  HostTensor short_temp({B, T - 1}), params11({B, 11}), half({B, T}, DType::F16);
+  EXPECT_TRUE(has(forward([&](auto& a) { a.TEMP = short_temp.t; }),
+                  "tensor 'TEMP' (f32[37, 18] cpu) has 18 in dimension 1 but P's days T = 19"));
+  EXPECT_TRUE(has(forward([&](auto& a) { a.params = params11.t; }),
+                  "has 11 in dimension 1 but the parameters' count = 12"));
+  EXPECT_TRUE(
+      has(backward([&](auto& a) { a.dQ = half.t; }), "tensor 'dQ' (f16[37, 19] cpu) must be f32"));
+  EXPECT_TRUE(has(backward([&](auto& a) { a.d_params = params11.t; }), "tensor 'd_params'"));
+  HostTensor starts8({2, 3, 5, 32}), starts_wrong({2, 2, 5, 32});
+  EXPECT_TRUE(has(forward([&](auto& a) {
+                    a.training = true;
+                    a.segment = 8;
+                    a.starts = starts8.t;
+                  }),
+                  "is in host memory"));
+  EXPECT_TRUE(has(forward([&](auto& a) { a.starts = starts8.t; }),
+                  "tensor 'starts' (f32[2, 3, 5, 32] cpu) is given but training = false"));
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 8;
+                    a.starts = starts_wrong.t;
+                  }),
+                  "tensor 'starts' (f32[2, 2, 5, 32] cpu) has 2 in dimension 1 but "
+                  "cdiv(T, segment) = 3"));
+  EXPECT_TRUE(has(backward([&](auto& a) { a.starts = starts8.t; }), "is given but segment = -1"));
+  EXPECT_TRUE(has(backward([&](auto& a) { a.segment = 7; }), "segment = 7 is not"));
+  // The segment form's work buffers: both, of the form's shapes.
+  HostTensor tape({2, 3, 8, 5, 32}), maps({2, 3, 30, 32}), maps16({2, 2, 30, 32});
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 8;
+                    a.tape = tape.t;
+                    a.maps = maps.t;
+                  }),
+                  "is in host memory"));
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 8;
+                    a.tape = tape.t;
+                  }),
+                  "tensor 'tape' (f32[2, 3, 8, 5, 32] cpu) is given without maps"));
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 8;
+                    a.tape = tape.t;
+                    a.maps = maps16.t;
+                  }),
+                  "tensor 'maps' (f32[2, 2, 30, 32] cpu) has 2 in dimension 1"));
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 0;
+                    a.tape = tape.t;
+                    a.maps = maps.t;
+                  }),
+                  "is given but this backward checkpoints"));
+}
+
+} // namespace
+} // namespace tilejit

@@ -1,0 +1,269 @@
+// tilejit::ops::hbv_forward / hbv_backward (<tilejit/ops.h>): hbv's forward
+// (kernels_src/workloads/hbv.tile) and the backward the compiler derives from it
+// (grad:embedded:workloads/hbv.tile) on an application's tensors, in the same launches as the
+// workload's plans (workloads/hbv_workload.cpp): the checkpointed kernel, or the segment form.
+#include "support/error.h"
+#include "workloads/hbv_reference.h"
+#include "workloads/hbv_segments.h"
+#include "workloads/op_buffers.h"
+#include "workloads/op_checks.h"
+
+#include <tilejit/ops.h>
+
+namespace tilejit::ops {
+namespace {
+
+const char* const kSource = "embedded:workloads/hbv.tile";
+const char* const kDerived = "grad:embedded:workloads/hbv.tile";
+const OpChecks forward_checks("hbv_forward");
+const OpChecks backward_checks("hbv_backward");
+
+/// A contiguous f32 [rows, cols] tensor; `what` says where the sizes come from.
+void check_matrix(const OpChecks& c, const char* name, const Tensor& t, int64_t rows, int64_t cols,
+                  const char* layout, const char* rows_what, const char* cols_what) {
+  c.rank_and_dtype(name, t, 2, {DType::F32}, layout);
+  c.size(name, t, 0, rows, rows_what);
+  c.size(name, t, 1, cols, cols_what);
+  c.contiguous(name, t);
+}
+
+/// The forcings [B, T] (P's sizes) and params [B, 12].
+void check_inputs(const OpChecks& c, const Tensor& p, const Tensor& temp, const Tensor& pet,
+                  const Tensor& params) {
+  c.rank_and_dtype("P", p, 2, {DType::F32}, "[B, T] (basins, days)");
+  c.contiguous("P", p);
+  const int64_t b = p.shape[0], t = p.shape[1];
+  check_matrix(c, "TEMP", temp, b, t, "[B, T] like P", "P's basins B", "P's days T");
+  check_matrix(c, "PET", pet, b, t, "[B, T] like P", "P's basins B", "P's days T");
+  check_matrix(c, "params", params, b, int64_t(workloads::kHbvParams),
+               "[B, 12] (BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH)", "P's basins B",
+               "the parameters' count");
+}
+
+/// -1 (the op's choice), 0 (checkpoints) or a segment length; named when not.
+void check_segment(const OpChecks& c, const Tensor& p, int64_t segment) {
+  if (segment == -1 || segment == 0 || workloads::hbv_is_segment_length(segment)) return;
+  throw Error(str(c.named("P", p), ": segment = ", segment,
+                  " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, "
+                  "256"));
+}
+
+/// The form that runs: the caller's, or the op's choice for B x T.
+int64_t form_of(int64_t segment, const Tensor& p) {
+  return segment >= 0 ? segment : workloads::hbv_default_segment(p.shape[0], p.shape[1]);
+}
+
+/// The training forward's segment starts for form `seg`: [cdiv(B, 32), cdiv(T, seg), 5, 32].
+void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t, int64_t seg) {
+  const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg);
+  c.rank_and_dtype("starts", starts, 4, {DType::F32},
+                   "[cdiv(B, 32), cdiv(T, segment), 5, 32] (the training forward's)");
+  const char* what[4] = {"cdiv(B, 32)", "cdiv(T, segment)", "the states' count", "32"};
+  for (int dim = 0; dim < 4; ++dim) c.size("starts", starts, dim, want[dim], what[dim]);
+  c.contiguous("starts", starts);
+}
+
+/// A work buffer of the segment form: f32 of exactly `want`, contiguous.
+void check_work(const OpChecks& c, const char* name, const Tensor& t,
+                const std::vector<int64_t>& want, const char* layout) {
+  c.rank_and_dtype(name, t, static_cast<int>(want.size()), {DType::F32}, layout);
+  for (int dim = 0; dim < static_cast<int>(want.size()); ++dim)
+    c.size(name, t, dim, want[dim], layout);
+  c.contiguous(name, t);
+}
+
+LaunchOptions segment_options(int64_t seg, void* stream) {
+  LaunchOptions lo;
+  lo.stream = stream;
+  lo.config = {{"BB", std::to_string(workloads::kHbvSegmentBasins)},
+               {"WARPS", std::to_string(workloads::kHbvSegmentBasins / 32)},
+               {"SEG", std::to_string(seg)}};
+  return lo;
+}
+
+/// hbv_forward_grad_fwd: Q and each segment's start state.
+void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, const Tensor& pet,
+                             const Tensor& params, const Tensor& q, const Tensor& starts,
+                             int64_t seg, void* stream) {
+  static const std::string derived = kDerived;
+  rt.launch(rt.load(derived, "hbv_forward_grad_fwd"),
+            {Arg::of(p), Arg::of(temp), Arg::of(pet), Arg::of(params), Arg::of(q), Arg::of(starts)},
+            segment_options(seg, stream));
+}
+
+} // namespace
+
+int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
+  if (b < 0 || t < 0) throw Error(str("hbv: B = ", b, " and T = ", t, " must not be negative"));
+  if (segment != -1 && segment != 0 && !workloads::hbv_is_segment_length(segment))
+    throw Error(str("hbv: segment = ", segment,
+                    " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, "
+                    "256"));
+  return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
+}
+
+void check_hbv_forward(const HbvForwardArgs& a) {
+  const OpChecks& c = forward_checks;
+  check_inputs(c, a.P, a.TEMP, a.PET, a.params);
+  if (a.Q)
+    check_matrix(c, "Q", *a.Q, a.P.shape[0], a.P.shape[1], "[B, T] like P", "P's basins B",
+                 "P's days T");
+  check_segment(c, a.P, a.segment);
+  if (a.starts) {
+    const int64_t form = a.training ? form_of(a.segment, a.P) : 0;
+    if (form == 0)
+      throw Error(
+          str(c.named("starts", *a.starts), " is given but ",
+              a.training ? "this forward's backward checkpoints (segment 0)" : "training = false",
+              ": only a training forward with a segment form writes starts"));
+    check_starts(c, *a.starts, a.P.shape[0], a.P.shape[1], form);
+  }
+  c.on_one_gpu({{"P", &a.P},
+                {"TEMP", &a.TEMP},
+                {"PET", &a.PET},
+                {"params", &a.params},
+                {"Q", a.Q ? &*a.Q : nullptr},
+                {"starts", a.starts ? &*a.starts : nullptr}});
+}
+
+HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& a) {
+  check_hbv_forward(a);
+  HbvForwardResult out;
+  const int device = a.P.device_index;
+  const int64_t b = a.P.shape[0], t = a.P.shape[1];
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.Q = a.Q ? *a.Q : owned->allocate(DType::F32, {b, t}, device);
+  out.segment = a.training ? form_of(a.segment, a.P) : 0;
+  if (out.segment > 0)
+    out.starts = a.starts ? *a.starts
+                          : owned->allocate(DType::F32,
+                                            workloads::hbv_starts_shape(b, t, out.segment), device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  if (b == 0 || t == 0) return out;
+  if (out.segment > 0) {
+    launch_training_forward(rt, a.P, a.TEMP, a.PET, a.params, out.Q, *out.starts, out.segment,
+                            a.stream);
+    return out;
+  }
+  // Inference, or a backward that checkpoints by itself: the forward as written.
+  LaunchOptions lo;
+  lo.stream = a.stream;
+  lo.config = a.config;
+  static const std::string source = kSource;
+  rt.launch(rt.load(source, "hbv_forward"),
+            {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(out.Q)}, lo);
+  return out;
+}
+
+void check_hbv_backward(const HbvBackwardArgs& a) {
+  const OpChecks& c = backward_checks;
+  check_inputs(c, a.P, a.TEMP, a.PET, a.params);
+  const int64_t b = a.P.shape[0], t = a.P.shape[1];
+  check_matrix(c, "dQ", a.dQ, b, t, "[B, T] like P", "P's basins B", "P's days T");
+  for (const auto& [name, g] : {std::pair<const char*, const std::optional<Tensor>*>{"d_P", &a.d_P},
+                                {"d_TEMP", &a.d_TEMP},
+                                {"d_PET", &a.d_PET}})
+    if (*g) check_matrix(c, name, **g, b, t, "[B, T] like P", "P's basins B", "P's days T");
+  if (a.d_params)
+    check_matrix(c, "d_params", *a.d_params, b, int64_t(workloads::kHbvParams),
+                 "[B, 12] like params", "P's basins B", "the parameters' count");
+  check_segment(c, a.P, a.segment);
+  if (a.tape.has_value() != a.maps.has_value())
+    throw Error(str(c.named(a.tape ? "tape" : "maps", a.tape ? *a.tape : *a.maps),
+                    " is given without ", a.tape ? "maps" : "tape", ": give both or neither"));
+  if (a.tape) {
+    const int64_t form = form_of(a.segment, a.P);
+    if (form == 0)
+      throw Error(str(c.named("tape", *a.tape),
+                      " is given but this backward checkpoints (segment 0): only the segment "
+                      "form takes a tape and maps"));
+    check_work(c, "tape", *a.tape, workloads::hbv_tape_shape(b, t, form),
+               "[cdiv(B, 32), cdiv(T, segment), segment, 5, 32]");
+    check_work(c, "maps", *a.maps, workloads::hbv_maps_shape(b, t, form),
+               "[cdiv(B, 32), cdiv(T, segment), 30, 32]");
+  }
+  if (a.starts) {
+    if (a.segment <= 0)
+      throw Error(str(c.named("starts", *a.starts), " is given but segment = ", a.segment,
+                      ": give the segment length the training forward returned with it"));
+    check_starts(c, *a.starts, b, t, a.segment);
+  }
+  c.on_one_gpu({{"P", &a.P},
+                {"TEMP", &a.TEMP},
+                {"PET", &a.PET},
+                {"params", &a.params},
+                {"dQ", &a.dQ},
+                {"starts", a.starts ? &*a.starts : nullptr},
+                {"tape", a.tape ? &*a.tape : nullptr},
+                {"maps", a.maps ? &*a.maps : nullptr},
+                {"d_P", a.d_P ? &*a.d_P : nullptr},
+                {"d_TEMP", a.d_TEMP ? &*a.d_TEMP : nullptr},
+                {"d_PET", a.d_PET ? &*a.d_PET : nullptr},
+                {"d_params", a.d_params ? &*a.d_params : nullptr}});
+}
+
+HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
+  check_hbv_backward(a);
+  HbvBackwardResult out;
+  const int device = a.P.device_index;
+  const int64_t b = a.P.shape[0], t = a.P.shape[1];
+  auto owned = std::make_shared<OwnedBuffers>();
+  out.d_P = a.d_P ? *a.d_P : owned->allocate(DType::F32, {b, t}, device);
+  out.d_TEMP = a.d_TEMP ? *a.d_TEMP : owned->allocate(DType::F32, {b, t}, device);
+  out.d_PET = a.d_PET ? *a.d_PET : owned->allocate(DType::F32, {b, t}, device);
+  out.d_params = a.d_params
+                     ? *a.d_params
+                     : owned->allocate(DType::F32, {b, int64_t(workloads::kHbvParams)}, device);
+  if (!owned->buffers.empty()) out.storage = owned;
+  out.segment = form_of(a.segment, a.P);
+  if (b == 0) return out;
+  static const std::string source = kSource, derived = kDerived;
+  // The derived kernels add into the gradients; with no days, d_params is zero.
+  LaunchOptions zero;
+  zero.stream = a.stream;
+  rt.launch(rt.load(source, "hbv_zero_grads"),
+            {Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET), Arg::of(out.d_params)},
+            zero);
+  if (t == 0) return out;
+  // The derived kernels take the forward's Q among their parameters but never read it (its
+  // store is the loss's seed, d_Q): dQ, of Q's shape, stands in.
+  const Tensor& q_unread = a.dQ;
+  if (out.segment == 0) {
+    LaunchOptions lo;
+    lo.stream = a.stream;
+    lo.config = a.config;
+    rt.launch(rt.load(derived, "hbv_forward_grad"),
+              {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
+               Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
+               Arg::of(out.d_params)},
+              lo);
+    return out;
+  }
+  const int64_t seg = out.segment;
+  OwnedBuffers work; // freed on return, after the launches are queued (cuMemFree waits)
+  Tensor starts = a.starts
+                      ? *a.starts
+                      : work.allocate(DType::F32, workloads::hbv_starts_shape(b, t, seg), device);
+  if (!a.starts) {
+    // No training forward kept the starts: run it here (its Q goes to a work buffer).
+    Tensor q = work.allocate(DType::F32, {b, t}, device);
+    launch_training_forward(rt, a.P, a.TEMP, a.PET, a.params, q, starts, seg, a.stream);
+  }
+  Tensor tape =
+      a.tape ? *a.tape : work.allocate(DType::F32, workloads::hbv_tape_shape(b, t, seg), device);
+  Tensor maps =
+      a.maps ? *a.maps : work.allocate(DType::F32, workloads::hbv_maps_shape(b, t, seg), device);
+  const LaunchOptions lo = segment_options(seg, a.stream);
+  rt.launch(rt.load(derived, "hbv_forward_grad_lin"),
+            {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
+             Arg::of(a.dQ), Arg::of(starts), Arg::of(tape), Arg::of(maps)},
+            lo);
+  rt.launch(rt.load(derived, "hbv_forward_grad_seg"),
+            {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
+             Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
+             Arg::of(out.d_params), Arg::of(tape), Arg::of(maps)},
+            lo);
+  return out;
+}
+
+} // namespace tilejit::ops

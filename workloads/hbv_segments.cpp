@@ -1,0 +1,58 @@
+#include "workloads/hbv_segments.h"
+
+#include <algorithm>
+
+namespace tilejit::workloads {
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+} // namespace
+
+std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg) {
+  return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), 5, kHbvSegmentBasins};
+}
+
+std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg) {
+  return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), seg, 5, kHbvSegmentBasins};
+}
+
+std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg) {
+  return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), 30, kHbvSegmentBasins};
+}
+
+std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t) {
+  std::vector<int64_t> out;
+  if (b <= 0 || t <= 0) return out;
+  for (int64_t seg : kHbvSegmentLengths) {
+    // Compared in elements first: an absurd B x T must not overflow the byte count.
+    const std::vector<int64_t> tape = hbv_tape_shape(b, t, seg);
+    int64_t n = 1;
+    bool fits = true;
+    for (int64_t d : tape) {
+      if (d > 0 && n > kHbvTapeBudgetBytes / 4 / d) {
+        fits = false;
+        break;
+      }
+      n *= d;
+    }
+    if (fits && n * 4 <= kHbvTapeBudgetBytes) out.push_back(seg);
+  }
+  return out;
+}
+
+bool hbv_is_segment_length(int64_t seg) {
+  return std::find(std::begin(kHbvSegmentLengths), std::end(kHbvSegmentLengths), seg) !=
+         std::end(kHbvSegmentLengths);
+}
+
+int64_t hbv_default_segment(int64_t b, int64_t t) {
+  const std::vector<int64_t> offered = hbv_segment_lengths(b, t);
+  const int64_t want = b <= 2048 ? 32 : 128;
+  if (std::find(offered.begin(), offered.end(), want) != offered.end()) return want;
+  return offered.empty() ? 0 : offered.back();
+}
+
+} // namespace tilejit::workloads

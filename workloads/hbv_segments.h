@@ -1,0 +1,36 @@
+// The shape of hbv's derived backward in its segment form (reverse_mode.h: a program per block
+// of 32 basins and segment of SEG days), shared by the workload's plans and the typed op
+// (tilejit::ops::hbv_backward): which segment lengths a shape may use, its tensors' shapes, and
+// the length the op takes when nothing says otherwise.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tilejit::workloads {
+
+/// Basins per program of the segment form: one warp, hbv_forward's default.
+inline constexpr int64_t kHbvSegmentBasins = 32;
+/// Every segment length the form is offered with.
+inline constexpr int64_t kHbvSegmentLengths[] = {8, 16, 32, 64, 128, 256};
+/// A tape (every day's five states: about B * T * 20 bytes) larger than this is not offered, so
+/// that large shapes keep the checkpointed kernel's small footprint.
+inline constexpr int64_t kHbvTapeBudgetBytes = int64_t(256) << 20;
+
+/// `ck__f32[NP, NS, 5, BB]`: each segment's start state (the training forward writes it).
+std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg);
+/// `tp__f32[NP, NS, SEG, 5, BB]`: every day's five states.
+std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg);
+/// `ln__f32[NP, NS, 30, BB]`: each segment's affine map of the carried adjoints.
+std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg);
+
+/// The lengths offered for B basins and T days: those whose tape fits kHbvTapeBudgetBytes.
+std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t);
+bool hbv_is_segment_length(int64_t seg);
+
+/// The segment length the typed op uses untuned, 0 for the checkpointed kernel: on an H200
+/// (bench/results/2026-11-29-7b3f4b2-hbv-segments-h200.md) 16 to 32 days were fastest up to
+/// B = 1024 and 128 at B = 4096; beyond the tape budget the checkpointed kernel remains.
+int64_t hbv_default_segment(int64_t b, int64_t t);
+
+} // namespace tilejit::workloads
