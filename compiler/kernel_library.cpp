@@ -71,7 +71,7 @@ LoadedModule load_gradient_module(const std::string& source, const std::string& 
   LoadedModule forward = starts_with(source, "embedded:") ? load_embedded_tile(source.substr(9))
                                                           : load_tile_file(source);
   // The derived kernel's own name ("<name>_grad", or the segment form's "<name>_grad_fwd",
-  // "_grad_lin" and "_grad_seg") finds its forward kernel too.
+  // "_grad_lin", "_grad_seg" and "_grad_ck") finds its forward kernel too.
   std::string forward_name = name;
   autodiff::GradientOptions o;
   const bool in_file = std::any_of(forward.module->kernels.begin(), forward.module->kernels.end(),
@@ -80,7 +80,8 @@ LoadedModule load_gradient_module(const std::string& source, const std::string& 
       {"_grad", autodiff::GradientForm::whole},
       {"_grad_fwd", autodiff::GradientForm::segments_forward},
       {"_grad_lin", autodiff::GradientForm::segments_linearize},
-      {"_grad_seg", autodiff::GradientForm::segments_finish}};
+      {"_grad_seg", autodiff::GradientForm::segments_finish},
+      {"_grad_ck", autodiff::GradientForm::segments_checkpointed}};
   for (const auto& [suffix, form] : suffixes)
     if (!in_file && ends_with(name, suffix)) {
       forward_name = name.substr(0, name.size() - std::string(suffix).size());

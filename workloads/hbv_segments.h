@@ -13,6 +13,9 @@ namespace tilejit::workloads {
 inline constexpr int64_t kHbvSegmentBasins = 32;
 /// Every segment length the form is offered with.
 inline constexpr int64_t kHbvSegmentLengths[] = {8, 16, 32, 64, 128, 256};
+/// The checkpoint intervals offered for the checkpointed reverse on the training forward's
+/// states (hbv_forward_grad_ck): its memory is one state per interval, so every shape has them.
+inline constexpr int64_t kHbvStartsIntervals[] = {32, 64, 128};
 /// A tape (every day's five states: about B * T * 20 bytes) larger than this is not offered, so
 /// that large shapes keep the checkpointed kernel's small footprint.
 inline constexpr int64_t kHbvTapeBudgetBytes = int64_t(256) << 20;

@@ -132,6 +132,10 @@ public:
 
   std::vector<BufferSpec> segment_buffers() const {
     std::vector<BufferSpec> out;
+    if (s_.b > 0 && s_.t > 0)
+      for (int64_t ck : kHbvStartsIntervals)
+        out.push_back({fmt::format("ckpt_s{}", ck), DType::F32, hbv_starts_shape(s_.b, s_.t, ck),
+                       BufferRole::intermediate});
     for (int64_t seg : segment_lengths()) {
       out.push_back({fmt::format("starts_s{}", seg), DType::F32, hbv_starts_shape(s_.b, s_.t, seg),
                      BufferRole::intermediate});
@@ -204,6 +208,30 @@ public:
                      fmt::format("the derived backward's segment form, {} days a segment", seg),
                      std::move(st)});
     }
+    if (s_.b > 0 && s_.t > 0)
+      for (int64_t ck : kHbvStartsIntervals) {
+        // The training forward stores every CK-th day's states (each "segment's" start); the
+        // checkpointed reverse starts from them: no forward pass of its own.
+        std::vector<Step> st = steps();
+        const std::string starts = fmt::format("ckpt_s{}", ck);
+        const Config generics = {{"BB", std::to_string(kHbvSegmentBasins)},
+                                 {"WARPS", std::to_string(kHbvSegmentBasins / 32)},
+                                 {"SEG", std::to_string(ck)}};
+        Step& forward = st.front();
+        forward.kernel = "hbv_forward_grad_fwd";
+        forward.args.push_back(StepArg::of(starts));
+        forward.generics = generics;
+        forward.writes.push_back(starts);
+        Step& back = st.back();
+        back.kernel = "hbv_forward_grad_ck";
+        back.args.push_back(StepArg::of(starts));
+        back.generics = generics;
+        out.push_back({fmt::format("forward_checkpoints{}", ck),
+                       fmt::format("the training forward stores the states every {} days, the "
+                                   "derived reverse starts from them",
+                                   ck),
+                       std::move(st)});
+      }
     return out;
   }
 
@@ -236,6 +264,7 @@ public:
             {"hbv_forward_grad", kHbvGradSource},
             {"hbv_forward_grad_fwd", kHbvGradSource},
             {"hbv_forward_grad_lin", kHbvGradSource},
+            {"hbv_forward_grad_ck", kHbvGradSource},
             {"hbv_forward_grad_seg", kHbvGradSource}};
   }
   std::vector<std::string> peers() const override {

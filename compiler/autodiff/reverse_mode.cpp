@@ -320,17 +320,24 @@ public:
     analyse_activity();
     collect_outputs();
     GradientKernel g;
-    static const char* const suffix[] = {"_grad", "_grad_fwd", "_grad_lin", "_grad_seg"};
+    static const char* const suffix[] = {"_grad", "_grad_fwd", "_grad_lin", "_grad_seg",
+                                         "_grad_ck"};
     g.name = o_.name.empty() ? k_.name + suffix[static_cast<int>(o_.form)] : o_.name;
     g.wrt = wrt_;
     g.outputs = outputs_;
     std::vector<std::string> body;
     if (o_.form == GradientForm::whole) {
       body = loop_ ? loop_body() : straight_body();
+    } else if (o_.form == GradientForm::segments_checkpointed) {
+      // The whole form's walk over checkpoints, SEG apart, read from the training forward's
+      // starts (same layout: [program, k, value, lanes]); its tape stays one segment's scratch.
+      check_segment_form();
+      interval_ = "SEG";
+      body = loop_body(/*checkpoints_given=*/true);
     } else {
       check_segment_form();
       segment_ = "k__";
-      body = o_.form == GradientForm::segments_forward      ? forward_body()
+      body = o_.form == GradientForm::segments_forward     ? forward_body()
              : o_.form == GradientForm::segments_linearize ? linearize_body()
                                                            : finish_body();
     }
@@ -356,6 +363,7 @@ private:
   std::optional<Activity> act_;
   int temps_ = 0;
   std::string segment_; ///< the segment form's segment index in tape subscripts ("k__"), or ""
+  std::string interval_ = "CK"; ///< steps between checkpoints: CK, or the training forward's SEG
   std::vector<std::string> active_carried_; ///< segment form: the carried values with adjoints
 
   // -- checks ------------------------------------------------------------------------------------
@@ -600,7 +608,9 @@ private:
         "each segment's start, for its kernels that\n// ",
         "the segment form's first kernel:\n// each segment's affine map of the carried values' "
         "adjoints, toward ",
-        "the segment form's second kernel:\n// each segment undone with its maps, toward "};
+        "the segment form's second kernel:\n// each segment undone with its maps, toward ",
+        "the checkpointed reverse on the training\n// forward's segment starts (no forward "
+        "pass of its own); it"};
     std::string s = fmt::format(
         "// Derived by tilejit's reverse mode from kernel '{}' ({}): {}{} "
         "the gradients of\n// sum({}) into {}.\n",
@@ -633,7 +643,8 @@ private:
     if (!forward)
       for (const std::string& o : outputs_)
         params.push_back(gradient_param_name(o) + ": " + type_to_string(params_.at(o)->type));
-    if (o_.form == GradientForm::whole || o_.form == GradientForm::segments_finish)
+    if (o_.form == GradientForm::whole || o_.form == GradientForm::segments_finish ||
+        o_.form == GradientForm::segments_checkpointed)
       for (const std::string& w : wrt_) {
         std::string t = type_to_string(params_.at(w)->type);
         params.push_back(gradient_param_name(w) + ": f32" + t.substr(t.find('[')));
@@ -659,11 +670,17 @@ private:
       if (o_.form != GradientForm::segments_finish)
         params.push_back(
             fmt::format("ck__{}: {}[{}]", groups_[0].name, t.dtype, join(start, ", ")));
-      if (!forward) {
+      if (o_.form == GradientForm::segments_checkpointed) {
+        // One segment's tape per program, as the whole form's.
+        std::vector<std::string> own = grid_dims();
+        own.push_back("SEG");
+        own.push_back(std::to_string(carried_.size()));
+        for (const auto& d : t.dims) own.push_back(expr_to_string(*d));
         params.push_back(
-            fmt::format("tp__{}: {}[{}]", groups_[0].name, t.dtype, join(tape, ", ")));
-        params.push_back(
-            fmt::format("ln__{}: {}[{}]", groups_[0].name, t.dtype, join(map, ", ")));
+            fmt::format("scratch tp__{}: {}[{}]", groups_[0].name, t.dtype, join(own, ", ")));
+      } else if (!forward) {
+        params.push_back(fmt::format("tp__{}: {}[{}]", groups_[0].name, t.dtype, join(tape, ", ")));
+        params.push_back(fmt::format("ln__{}: {}[{}]", groups_[0].name, t.dtype, join(map, ", ")));
       }
     }
     if (loop_ && !segments) {
@@ -705,7 +722,8 @@ private:
       require.push_back("NS__ == " + segment_count());
     }
     if (!require.empty()) s += "  require " + join(require, ", ") + "\n";
-    if (segments && o_.form != GradientForm::segments_forward)
+    if (segments && o_.form != GradientForm::segments_forward &&
+        o_.form != GradientForm::segments_checkpointed)
       s += "  grid (" + exprs_text(k_.grid) + ", " + segment_count() + ")\n";
     else if (!k_.grid.empty())
       s += "  grid (" + exprs_text(k_.grid) + ")\n";
@@ -974,8 +992,8 @@ private:
     const std::string L = lo(), H = hi(), t = loop_->name;
     out.push_back("for kk__ in serial(0, nck__) {");
     out.push_back("let k__ = nck__ - 1 - kk__;");
-    out.push_back(fmt::format("let s0__ = {} + k__ * CK;", L));
-    out.push_back(fmt::format("let s1__ = min(s0__ + CK, {});", H));
+    out.push_back(fmt::format("let s0__ = {} + k__ * {};", L, interval_));
+    out.push_back(fmt::format("let s1__ = min(s0__ + {}, {});", interval_, H));
     for (const std::string& v : carried_)
       out.push_back(fmt::format("{} = load({}{});", v, ck(v), slot(v, "k__")));
     out.push_back("// recompute the segment, taping the state before each step");
@@ -1023,7 +1041,9 @@ private:
     return out;
   }
 
-  std::vector<std::string> loop_body() {
+  /// `checkpoints_given`: the training forward stored them (segments_checkpointed), so the
+  /// forward pass that stores them here is left out.
+  std::vector<std::string> loop_body(bool checkpoints_given = false) {
     std::vector<std::string> out;
     const std::string L = lo(), H = hi(), t = loop_->name;
     // Before the loop: as written (no assignments there), one operation per line.
@@ -1042,17 +1062,21 @@ private:
       if (!r.empty()) body_replay.push_back(source_note(*s));
       body_replay.insert(body_replay.end(), r.begin(), r.end());
     }
-    // 1. The forward, the carried state stored every CK steps.
-    out.push_back(fmt::format("let nck__ = cdiv({} - {}, CK);", H, L));
-    out.push_back("// 1. the forward, the carried state stored every CK steps");
-    out.push_back(fmt::format("for {} in serial({}, {}) {{", t, L, H));
-    out.push_back(fmt::format("if ({} - {}) % CK == 0 {{", t, L));
-    for (const std::string& v : carried_)
-      out.push_back(
-          fmt::format("store({}{}, {});", ck(v), slot(v, fmt::format("({} - {}) / CK", t, L)), v));
-    out.push_back("}");
-    out.insert(out.end(), body_replay.begin(), body_replay.end());
-    out.push_back("}");
+    out.push_back(fmt::format("let nck__ = cdiv({} - {}, {});", H, L, interval_));
+    if (checkpoints_given) {
+      out.push_back("// 1. the checkpoints: the training forward's segment starts (ck__)");
+    } else {
+      // 1. The forward, the carried state stored every CK steps.
+      out.push_back("// 1. the forward, the carried state stored every CK steps");
+      out.push_back(fmt::format("for {} in serial({}, {}) {{", t, L, H));
+      out.push_back(fmt::format("if ({} - {}) % CK == 0 {{", t, L));
+      for (const std::string& v : carried_)
+        out.push_back(fmt::format("store({}{}, {});", ck(v),
+                                  slot(v, fmt::format("({} - {}) / CK", t, L)), v));
+      out.push_back("}");
+      out.insert(out.end(), body_replay.begin(), body_replay.end());
+      out.push_back("}");
+    }
     // After the loop: forward, then its adjoints (the stores' weights reach the final state).
     Renames post_names;
     std::map<std::string, int> post_versions;
@@ -1139,8 +1163,8 @@ private:
     out.push_back(fmt::format("for {} in serial({}, {}) {{", t, lo(), hi()));
     out.push_back(fmt::format("if ({} - {}) % SEG == 0 {{", t, lo()));
     for (const std::string& v : carried_)
-      out.push_back(fmt::format("store({}, {});",
-                                start_slot(v, fmt::format("({} - {}) / SEG", t, lo())), v));
+      out.push_back(
+          fmt::format("store({}, {});", start_slot(v, fmt::format("({} - {}) / SEG", t, lo())), v));
     out.push_back("}");
     const std::vector<std::string> body = replayed_body(true);
     out.insert(out.end(), body.begin(), body.end());

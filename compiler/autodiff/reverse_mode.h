@@ -38,13 +38,25 @@ namespace tilejit::autodiff {
 ///    every gradient (inputs read before the loop by atomics, as every segment adds its share).
 /// The reverse then takes about two segments' time, not T reverse steps (with more work: one
 /// reverse per carried value and segment more, which pays where lanes alone leave the GPU idle).
-enum class GradientForm { whole, segments_forward, segments_linearize, segments_finish };
+///  - `segments_checkpointed` ("<kernel>_grad_ck"): the whole gradient in one kernel per lane
+///    block, as `whole`, but with the training forward's segment starts as its checkpoints
+///    (every SEG steps, the caller's `ck__<type>` tensor): no forward pass of its own, and no
+///    memory beyond one segment's tape. For shapes whose lanes fill the GPU, where the segment
+///    form's extra reverses cost more than they save.
+enum class GradientForm {
+  whole,
+  segments_forward,
+  segments_linearize,
+  segments_finish,
+  segments_checkpointed
+};
 
 struct GradientOptions {
   GradientForm form = GradientForm::whole;
   /// Tensor parameters to differentiate; empty: every floating-point tensor the kernel only reads.
   std::vector<std::string> wrt;
-  /// The derived kernel's name; empty: "<kernel>_grad" (segment form: "_grad_lin", "_grad_seg").
+  /// The derived kernel's name; empty: "<kernel>_grad" (segment form: "_grad_fwd", "_grad_lin",
+  /// "_grad_seg", "_grad_ck").
   std::string name;
 };
 

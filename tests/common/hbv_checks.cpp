@@ -77,7 +77,11 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
          TestArg::of(d_params)});
   } else {
     // The segment form: the forward storing each segment's start, the maps of every segment,
-    // then each segment undone with its own.
+    // then each segment undone with its own; or (ON_STARTS, the test's own key) the checkpointed
+    // reverse on those starts.
+    const bool on_starts = config.count("ON_STARTS") != 0;
+    Bindings kernel_config = config;
+    kernel_config.erase("ON_STARTS");
     const int64_t bb = config.count("BB") ? std::stoll(config.at("BB")) : 32;
     const int64_t seg = std::stoll(config.at("SEG"));
     const int64_t np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
@@ -86,17 +90,24 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
     tape.poison();
     maps.poison();
     starts.poison();
-    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_fwd", config,
+    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_fwd", kernel_config,
         {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
          TestArg::of(starts)});
     expect_close(q, workloads::hbv_forward(in), 1e-4); // the training forward's Q
-    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_lin", config,
-        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
-         TestArg::of(dq), TestArg::of(starts), TestArg::of(tape), TestArg::of(maps)});
-    run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_seg", config,
-        {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
-         TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
-         TestArg::of(d_params), TestArg::of(tape), TestArg::of(maps)});
+    if (on_starts) {
+      run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_ck", kernel_config,
+          {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+           TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
+           TestArg::of(d_params), TestArg::of(starts)});
+    } else {
+      run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_lin", kernel_config,
+          {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+           TestArg::of(dq), TestArg::of(starts), TestArg::of(tape), TestArg::of(maps)});
+      run("grad:embedded:workloads/hbv.tile#hbv_forward_grad_seg", kernel_config,
+          {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
+           TestArg::of(dq), TestArg::of(d_p), TestArg::of(d_temp), TestArg::of(d_pet),
+           TestArg::of(d_params), TestArg::of(tape), TestArg::of(maps)});
+    }
   }
   const std::vector<uint16_t> decisions =
       f32_branches ? workloads::hbv_decisions_f32(in) : std::vector<uint16_t>();

@@ -27,7 +27,8 @@ void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bind
 /// otherwise it takes float64's own, and basins near a tie are left out.
 /// With SEG in `config`, the segment form runs instead (reverse_mode.h): hbv_forward_grad_fwd
 /// (its Q checked too), hbv_forward_grad_lin, then hbv_forward_grad_seg, their tensors poisoned
-/// first.
+/// first; with ON_STARTS too (a key of this test's), hbv_forward_grad_ck on the forward's starts
+/// instead of those two.
 void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config,
                         double tol = 1e-3,
                         const std::function<void(workloads::HbvInputs&)>& edit = nullptr,

@@ -46,6 +46,8 @@ double loss(const std::string& source, const dsl::Kernel& k, Buffers& b,
 /// The segment form's tensors passed from `<name>_grad_lin` to `<name>_grad_seg`.
 struct SegmentTapes {
   std::vector<int64_t> starts, tape, maps; ///< ck__<type>'s, tp__<type>'s and ln__<type>'s shapes
+  /// `<name>_grad_ck` on the training forward's starts instead of _grad_lin and _grad_seg.
+  bool checkpointed = false;
 };
 
 /// The derived gradient of every input of kernel `name` (in `path`) against central finite
@@ -99,15 +101,20 @@ void check_against_finite_differences(const std::string& path, const std::string
       for (int64_t i = 0; i < plain.at(o).numel(); ++i)
         ASSERT_EQ(gb.at(o).get(i), plain.at(o).get(i)) << "element " << i;
     }
-    std::vector<std::string> lin_extra;
-    for (const auto& o : g.outputs) lin_extra.push_back(autodiff::gradient_param_name(o));
-    lin_extra.push_back("ck__");
-    lin_extra.push_back("tp__");
-    lin_extra.push_back("ln__");
-    cpu()("grad:" + source + "_grad_lin", config, args_of(m.kernel(name), gb, lin_extra));
-    extra.push_back("tp__");
-    extra.push_back("ln__");
-    cpu()("grad:" + source + "_grad_seg", config, args_of(m.kernel(name), gb, extra));
+    if (segments->checkpointed) {
+      extra.push_back("ck__");
+      cpu()("grad:" + source + "_grad_ck", config, args_of(m.kernel(name), gb, extra));
+    } else {
+      std::vector<std::string> lin_extra;
+      for (const auto& o : g.outputs) lin_extra.push_back(autodiff::gradient_param_name(o));
+      lin_extra.push_back("ck__");
+      lin_extra.push_back("tp__");
+      lin_extra.push_back("ln__");
+      cpu()("grad:" + source + "_grad_lin", config, args_of(m.kernel(name), gb, lin_extra));
+      extra.push_back("tp__");
+      extra.push_back("ln__");
+      cpu()("grad:" + source + "_grad_seg", config, args_of(m.kernel(name), gb, extra));
+    }
   }
   for (const auto& x : g.wrt) {
     if (b.at(x).numel() == 0) continue; // an empty input (T = 0): nothing to compare
@@ -176,6 +183,25 @@ TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
     for (int64_t bb : {16, 32}) {
       const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
       SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}};
+      check_against_finite_differences(kData, "coupled",
+                                       {{"x", random({b, t}, -1, 1)},
+                                        {"h0", random({b}, -0.5, 0.5)},
+                                        {"w", random({b}, 0.5, 1.5)},
+                                        {"y", HostBuffer(DType::F64, {b, t})}},
+                                       {{"BB", std::to_string(bb)}, {"SEG", std::to_string(seg)}},
+                                       1e-4, "", &tapes);
+    }
+}
+
+// The checkpointed reverse on the training forward's segment starts (`_grad_ck`: the whole
+// gradient in one kernel per lane block, no forward pass of its own) against finite differences:
+// the same cases as the segment form's.
+TEST(Autodiff, CheckpointedReverseOnTheTrainingForwardsStarts) {
+  for (const auto& [t, seg] :
+       std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {23, 8}, {5, 16}, {1, 8}, {40, 16}})
+    for (int64_t bb : {16, 32}) {
+      const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
+      SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}, true};
       check_against_finite_differences(kData, "coupled",
                                        {{"x", random({b, t}, -1, 1)},
                                         {"h0", random({b}, -0.5, 0.5)},
@@ -277,7 +303,7 @@ TEST(Autodiff, WhatTheSegmentFormRefuses) {
   auto expect = [](const std::string& text, const std::string& what) {
     for (auto form :
          {autodiff::GradientForm::segments_forward, autodiff::GradientForm::segments_linearize,
-          autodiff::GradientForm::segments_finish}) {
+          autodiff::GradientForm::segments_finish, autodiff::GradientForm::segments_checkpointed}) {
       const std::string e = refusal(text, {}, form);
       EXPECT_NE(e.find(what), std::string::npos) << e;
     }

@@ -38,6 +38,18 @@ TEST(RefHbv, SegmentFormMatchesTheFloat64Adjoint) {
                      true);
 }
 
+// The checkpointed reverse on the training forward's segment starts (hbv_forward_grad_ck: no
+// forward pass of its own) against the same adjoint: T a multiple of SEG and not, one segment,
+// one day, a partial last program, f32's branches.
+TEST(RefHbv, CheckpointedReverseOnTheStartsMatchesTheFloat64Adjoint) {
+  check_hbv_gradient(cpu(), 37, 100, {{"SEG", "16"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(cpu(), 40, 64, {{"SEG", "32"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(cpu(), 5, 1, {{"SEG", "8"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(cpu(), 33, 20,
+                     {{"BB", "64"}, {"WARPS", "2"}, {"SEG", "1024"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(cpu(), 40, 200, {{"SEG", "8"}, {"ON_STARTS", "1"}}, 1e-3, nullptr, true);
+}
+
 // The same at the ranges' edges: in each basin some parameters sit at the low or the high end of
 // WORKLOADS.md's range (CFR = 0 makes max(rr, 0) a tie every cold day, PERC = 0, UZL = 0,
 // CWH = 0, BETA = 1 or 6...), and every fifth day's temperature equals TT exactly (ties in

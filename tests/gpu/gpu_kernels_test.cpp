@@ -611,6 +611,10 @@ TEST(GpuHbv, DerivedBackwardMatchesTheFloat64Adjoint) {
   check_hbv_gradient(run, 37, 365, {{"SEG", "16"}});
   check_hbv_gradient(run, 300, 128, {{"BB", "64"}, {"WARPS", "2"}, {"SEG", "32"}});
   check_hbv_gradient(run, 5, 1, {{"SEG", "8"}});
+  // The checkpointed reverse on the training forward's starts (hbv_forward_grad_ck).
+  check_hbv_gradient(run, 1000, 1461, {{"SEG", "64"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(run, 37, 365, {{"SEG", "32"}, {"ON_STARTS", "1"}});
+  check_hbv_gradient(run, 5, 1, {{"SEG", "128"}, {"ON_STARTS", "1"}});
 }
 
 } // namespace

@@ -605,8 +605,12 @@ TEST(WorkloadInterface, HbvShapesOnTheInterpreter) {
     auto p = w->parse_shape({{"B", b}, {"T", t}}, DType::F32);
     SCOPED_TRACE(p->describe());
     auto data = p->make_data(fresh_seed());
-    workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small);
-    EXPECT_TRUE(c.ok) << c.summary();
+    // Every plan: the checkpointed kernel, the segment forms, and the reverse from the training
+    // forward's checkpoints.
+    for (const workloads::Plan& plan : p->plans()) {
+      workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, plan.name);
+      EXPECT_TRUE(c.ok) << plan.name << ": " << c.summary();
+    }
   }
 }
 
