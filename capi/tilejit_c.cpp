@@ -657,6 +657,10 @@ int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   return guarded([&] { return tilejit::ops::hbv_backward_form(b, t, segment); }, int64_t{-1});
 }
 
+int64_t tj_hbv_starts_interval(int64_t form) {
+  return guarded([&] { return tilejit::ops::hbv_starts_interval(form); }, int64_t{-1});
+}
+
 int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,
                    int64_t segment, int has_starts, const char* config, void* stream,
                    int check_only) {

@@ -111,6 +111,10 @@ int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed
 /* ops::hbv_backward_form: the backward's form (0: checkpoints, else the segment length) for B
  * basins, T days and segment (-1: the op's choice); -1 with tj_last_error set for bad values. */
 int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+/* Days between the states a training forward stores for backward form `form` (its segment
+ * length, or the checkpointed reverse's interval for 0): starts is [cdiv(B, 32), cdiv(T, days),
+ * 5, 32]. -1 with tj_last_error set for a form that is not one. */
+int64_t tj_hbv_starts_interval(int64_t form);
 /* ops::hbv_forward on P, TEMP, PET, params, Q (given), then starts when has_starts (a training
  * forward whose backward form is a segment length: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32). */
 int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,

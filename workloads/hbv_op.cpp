@@ -1,7 +1,8 @@
 // tilejit::ops::hbv_forward / hbv_backward (<tilejit/ops.h>): hbv's forward
 // (kernels_src/workloads/hbv.tile) and the backward the compiler derives from it
 // (grad:embedded:workloads/hbv.tile) on an application's tensors, in the same launches as the
-// workload's plans (workloads/hbv_workload.cpp): the checkpointed kernel, or the segment form.
+// workload's plans (workloads/hbv_workload.cpp): the segment form, the checkpointed reverse from
+// the training forward's states, or the checkpointed kernel alone.
 #include "support/error.h"
 #include "workloads/hbv_reference.h"
 #include "workloads/hbv_segments.h"
@@ -53,12 +54,13 @@ int64_t form_of(int64_t segment, const Tensor& p) {
   return segment >= 0 ? segment : workloads::hbv_default_segment(p.shape[0], p.shape[1]);
 }
 
-/// The training forward's segment starts for form `seg`: [cdiv(B, 32), cdiv(T, seg), 5, 32].
+/// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32].
 void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t, int64_t seg) {
   const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg);
   c.rank_and_dtype("starts", starts, 4, {DType::F32},
-                   "[cdiv(B, 32), cdiv(T, segment), 5, 32] (the training forward's)");
-  const char* what[4] = {"cdiv(B, 32)", "cdiv(T, segment)", "the states' count", "32"};
+                   "[cdiv(B, 32), cdiv(T, days), 5, 32] (the training forward's; days: the "
+                   "segment length, 64 for segment 0)");
+  const char* what[4] = {"cdiv(B, 32)", "cdiv(T, days)", "the states' count", "32"};
   for (int dim = 0; dim < 4; ++dim) c.size("starts", starts, dim, want[dim], what[dim]);
   c.contiguous("starts", starts);
 }
@@ -79,6 +81,12 @@ LaunchOptions segment_options(int64_t seg, void* stream) {
                {"WARPS", std::to_string(workloads::kHbvSegmentBasins / 32)},
                {"SEG", std::to_string(seg)}};
   return lo;
+}
+
+/// Days between the training forward's stored states for backward form `form`: its segment
+/// length, or the checkpointed reverse's interval.
+int64_t interval_of(int64_t form) {
+  return form > 0 ? form : workloads::kHbvForwardCheckpointDays;
 }
 
 /// hbv_forward_grad_fwd: Q and each segment's start state.
@@ -102,6 +110,12 @@ int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
 }
 
+int64_t hbv_starts_interval(int64_t form) {
+  if (form != 0 && !workloads::hbv_is_segment_length(form))
+    throw Error(str("hbv: form ", form, " is not 0 (checkpoints) or a segment length"));
+  return interval_of(form);
+}
+
 void check_hbv_forward(const HbvForwardArgs& a) {
   const OpChecks& c = forward_checks;
   check_inputs(c, a.P, a.TEMP, a.PET, a.params);
@@ -110,13 +124,10 @@ void check_hbv_forward(const HbvForwardArgs& a) {
                  "P's days T");
   check_segment(c, a.P, a.segment);
   if (a.starts) {
-    const int64_t form = a.training ? form_of(a.segment, a.P) : 0;
-    if (form == 0)
-      throw Error(
-          str(c.named("starts", *a.starts), " is given but ",
-              a.training ? "this forward's backward checkpoints (segment 0)" : "training = false",
-              ": only a training forward with a segment form writes starts"));
-    check_starts(c, *a.starts, a.P.shape[0], a.P.shape[1], form);
+    if (!a.training)
+      throw Error(str(c.named("starts", *a.starts),
+                      " is given but training = false: only a training forward writes starts"));
+    check_starts(c, *a.starts, a.P.shape[0], a.P.shape[1], interval_of(form_of(a.segment, a.P)));
   }
   c.on_one_gpu({{"P", &a.P},
                 {"TEMP", &a.TEMP},
@@ -134,18 +145,19 @@ HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& a) {
   auto owned = std::make_shared<OwnedBuffers>();
   out.Q = a.Q ? *a.Q : owned->allocate(DType::F32, {b, t}, device);
   out.segment = a.training ? form_of(a.segment, a.P) : 0;
-  if (out.segment > 0)
-    out.starts = a.starts ? *a.starts
-                          : owned->allocate(DType::F32,
-                                            workloads::hbv_starts_shape(b, t, out.segment), device);
+  const int64_t interval = interval_of(out.segment);
+  if (a.training)
+    out.starts =
+        a.starts ? *a.starts
+                 : owned->allocate(DType::F32, workloads::hbv_starts_shape(b, t, interval), device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (b == 0 || t == 0) return out;
-  if (out.segment > 0) {
-    launch_training_forward(rt, a.P, a.TEMP, a.PET, a.params, out.Q, *out.starts, out.segment,
+  if (a.training) {
+    launch_training_forward(rt, a.P, a.TEMP, a.PET, a.params, out.Q, *out.starts, interval,
                             a.stream);
     return out;
   }
-  // Inference, or a backward that checkpoints by itself: the forward as written.
+  // Inference: the forward as written.
   LaunchOptions lo;
   lo.stream = a.stream;
   lo.config = a.config;
@@ -183,10 +195,10 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
                "[cdiv(B, 32), cdiv(T, segment), 30, 32]");
   }
   if (a.starts) {
-    if (a.segment <= 0)
+    if (a.segment < 0)
       throw Error(str(c.named("starts", *a.starts), " is given but segment = ", a.segment,
-                      ": give the segment length the training forward returned with it"));
-    check_starts(c, *a.starts, b, t, a.segment);
+                      ": give the segment the training forward returned with it"));
+    check_starts(c, *a.starts, b, t, interval_of(a.segment));
   }
   c.on_one_gpu({{"P", &a.P},
                 {"TEMP", &a.TEMP},
@@ -228,6 +240,15 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
   // The derived kernels take the forward's Q among their parameters but never read it (its
   // store is the loss's seed, d_Q): dQ, of Q's shape, stands in.
   const Tensor& q_unread = a.dQ;
+  if (out.segment == 0 && a.starts) {
+    // The checkpointed reverse from the training forward's states: no forward pass of its own.
+    rt.launch(rt.load(derived, "hbv_forward_grad_ck"),
+              {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
+               Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
+               Arg::of(out.d_params), Arg::of(*a.starts)},
+              segment_options(workloads::kHbvForwardCheckpointDays, a.stream));
+    return out;
+  }
   if (out.segment == 0) {
     LaunchOptions lo;
     lo.stream = a.stream;

@@ -16,6 +16,12 @@ inline constexpr int64_t kHbvSegmentLengths[] = {8, 16, 32, 64, 128, 256};
 /// The checkpoint intervals offered for the checkpointed reverse on the training forward's
 /// states (hbv_forward_grad_ck): its memory is one state per interval, so every shape has them.
 inline constexpr int64_t kHbvStartsIntervals[] = {32, 64, 128};
+/// The op's checkpoint interval when the backward checkpoints (segment 0): its training forward
+/// stores every 64th day's states for hbv_forward_grad_ck. On an H200 at B = 16384, T = 1461
+/// (bench/results/2026-11-29-fed7ab8-hbv-h200.md): backward 1.71 ms against 2.06 with the
+/// kernel's own forward pass, and 1.65 at 128 days, whose per-program tape (40 MB there) would
+/// take the step's memory to Triton's half exactly.
+inline constexpr int64_t kHbvForwardCheckpointDays = 64;
 /// A tape (every day's five states: about B * T * 20 bytes) larger than this is not offered, so
 /// that large shapes keep the checkpointed kernel's small footprint.
 inline constexpr int64_t kHbvTapeBudgetBytes = int64_t(256) << 20;
@@ -31,9 +37,9 @@ std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg);
 std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t);
 bool hbv_is_segment_length(int64_t seg);
 
-/// The segment length the typed op uses untuned, 0 for the checkpointed kernel: on an H200
-/// (bench/results/2026-11-29-7b3f4b2-hbv-segments-h200.md) 16 to 32 days were fastest up to
-/// B = 1024 and 128 at B = 4096; beyond the tape budget the checkpointed kernel remains.
+/// The segment length the typed op uses untuned, 0 for the checkpointed reverse: on an H200
+/// (bench/results/2026-11-29-fed7ab8-hbv-h200.md) 16 to 32 days were fastest up to B = 1024 and
+/// 128 at B = 4096; past 4096 basins, or beyond the tape budget, the checkpointed reverse.
 int64_t hbv_default_segment(int64_t b, int64_t t);
 
 } // namespace tilejit::workloads

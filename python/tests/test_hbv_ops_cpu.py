@@ -48,13 +48,21 @@ def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
         backward(cpu_runtime, {"segment": 8, "starts": starts})
     with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
         forward(cpu_runtime, {"training": True, "segment": 8, "starts": starts})
+    # Segment 0: the states every 64 days (one row of them at T = 19) for the checkpointed reverse.
+    every64 = numpy.zeros((2, 1, 5, 32), numpy.float32)
+    with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+        forward(cpu_runtime, {"training": True, "segment": 0, "starts": every64})
+    with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
+        backward(cpu_runtime, {"segment": 0, "starts": every64})
 
 
 def test_the_backward_form_follows_the_tape_budget():
-    # The segment form while its tape (about B x T x 20 bytes) fits 256 MiB, then checkpoints.
+    # The segment form up to 4096 basins while its tape (about B x T x 20 bytes) fits 256 MiB,
+    # else the checkpointed reverse.
     assert tilejit.ops.hbv_backward_form(1024, 1461) == 32
     assert tilejit.ops.hbv_backward_form(4096, 1461) == 128
     assert tilejit.ops.hbv_backward_form(16384, 1461) == 0
+    assert tilejit.ops.hbv_backward_form(16384, 100) == 0  # lanes alone fill the GPU
     assert tilejit.ops.hbv_backward_form(16384, 1461, 64) == 64  # asked for: given
     assert tilejit.ops.hbv_backward_form(5, 1, 0) == 0
     assert tilejit.ops.hbv_backward_form(0, 0) == 0
@@ -72,11 +80,12 @@ def test_the_backward_form_follows_the_tape_budget():
     (forward, {"out": numpy.zeros((B, T), numpy.float16)}, {}, r"tensor 'Q' .* must be f32"),
     (forward, {"training": True, "segment": 9}, {}, r"segment = 9 is not -1 \(the op's choice\), 0 \(checkpoints\) or one of 8, 16"),
     (forward, {"training": True, "segment": True}, {}, r"hbv: segment = True must be an integer"),
-    (forward, {"training": True, "segment": 8, "starts": numpy.zeros((2, 2, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 2 in dimension 1 but cdiv\(T, segment\) = 3"),
-    (forward, {"training": True, "segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* is given but this forward's backward checkpoints"),
+    (forward, {"training": True, "segment": 8, "starts": numpy.zeros((2, 2, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 2 in dimension 1 but cdiv\(T, days\) = 3"),
+    (forward, {"training": True, "segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 3 in dimension 1 but cdiv\(T, days\) = 1"),
+    (forward, {"starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* is given but training = false"),
     (backward, None, {"dQ": numpy.zeros((B, T - 1), numpy.float32)}, r"hbv_backward: tensor 'dQ' .* has 18 in dimension 1 but P's days T = 19"),
-    (backward, {"segment": 16, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 3 in dimension 1 but cdiv\(T, segment\) = 2"),
-    (backward, {"segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* is given but segment = 0"),
+    (backward, {"segment": 16, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 3 in dimension 1 but cdiv\(T, days\) = 2"),
+    (backward, {"segment": 0, "starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"tensor 'starts' .* has 3 in dimension 1 but cdiv\(T, days\) = 1"),
     (backward, {"starts": numpy.zeros((2, 3, 5, 32), numpy.float32)}, {}, r"hbv_backward: starts given without its segment"),
     (backward, {"segment": 8, "starts": numpy.zeros((2, 3, 5, 32), numpy.float64)}, {}, r"tensor 'starts' .* must be f32"),
     (backward, {"segment": 300}, {}, r"segment = 300 is not -1"),

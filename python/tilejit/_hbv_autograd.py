@@ -1,6 +1,6 @@
-"""tilejit.ops.hbv's autograd: the training forward keeps each segment's start state (or nothing,
-when the backward checkpoints); the backward runs the kernels the compiler derived from the
-forward."""
+"""tilejit.ops.hbv's autograd: the training forward keeps the states the backward starts from
+(each segment's start, or every 64th day's); the backward runs the kernels the compiler derived
+from the forward."""
 
 import torch
 

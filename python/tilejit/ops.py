@@ -527,8 +527,9 @@ def _forcings_shape(op, P):
 
 def hbv_backward_form(B, T, segment=-1):
     """The derived backward's form a training forward prepares for B basins and T days: 0 for
-    the checkpointed kernel (nothing saved), else the segment length (each segment's start state
-    saved, [cdiv(B, 32), cdiv(T, segment), 5, 32] float32). segment -1: the op's choice."""
+    the checkpointed reverse (every 64th day's states saved), else the segment length (each
+    segment's start state saved, and the backward tapes about B x T x 20 bytes). The saved
+    states are [cdiv(B, 32), cdiv(T, days), 5, 32] float32. segment -1: the op's choice."""
     for name, value in (("B", B), ("T", T), ("segment", segment)):
         _int_arg("hbv", name, value, -1 if name == "segment" else 0)
     form = lib.tj_hbv_backward_form(B, T, segment)
@@ -538,7 +539,10 @@ def hbv_backward_form(B, T, segment=-1):
 
 
 def _starts_shape(B, T, form):
-    return (-(-B // 32), -(-T // form), 5, 32)
+    days = lib.tj_hbv_starts_interval(form)
+    if days < 0:
+        raise_last_error()
+    return (-(-B // 32), -(-T // days), 5, 32)
 
 
 def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, starts=None,
@@ -546,14 +550,14 @@ def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, s
     """The HBV-96 model (WORKLOADS.md section 5), one lane per model: P, TEMP, PET [B, T]
     float32 (forcings, days along the row), params [B, 12] float32 (BETA, FC, K0, K1, K2, LP,
     PERC, UZL, TT, CFMAX, CFR, CWH), all contiguous on one GPU. Returns Q [B, T] float32.
-    training=True also returns what hbv_backward takes: (Q, starts, segment), starts None when
-    the backward's form is the checkpointed kernel (segment 0)."""
+    training=True also returns what hbv_backward takes: (Q, starts, segment), the states the
+    training forward stored and the backward's form (hbv_backward_form)."""
     op = "hbv_forward"
     B, T = _forcings_shape(op, P)
     form = hbv_backward_form(B, T, segment) if training else 0
     if out is None:
         out = _empty(P, (B, T), dtype_of_like=False)
-    if form and starts is None:
+    if training and starts is None:
         starts = _empty(P, _starts_shape(B, T, form), dtype_of_like=False)
     tensors, names = (P, TEMP, PET, params, out), ("P", "TEMP", "PET", "params", "Q")
     if starts is not None:
@@ -569,8 +573,8 @@ def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=Non
     """The gradients (d_P, d_TEMP, d_PET, d_params) of sum(dQ * Q) for Q = hbv_forward(P, TEMP,
     PET, params), by the backward tilejit's compiler derives from the forward kernel (the tie
     rules of WORKLOADS.md). segment and starts as the training forward returned them; without
-    starts a segment form runs that forward first. grads: four tensors to write (allocated
-    when None)."""
+    starts a segment form runs that forward first, and segment 0 a kernel that reruns the
+    forward for its own checkpoints. grads: four tensors to write (allocated when None)."""
     op = "hbv_backward"
     B, T = _forcings_shape(op, P)
     if starts is not None and segment == -1:

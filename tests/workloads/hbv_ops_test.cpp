@@ -51,6 +51,8 @@ TEST(HbvSegments, TheOpsUntunedChoice) {
   EXPECT_EQ(ops::hbv_backward_form(32, 365, -1), 32);
   EXPECT_EQ(ops::hbv_backward_form(4096, 1461, -1), 128);
   EXPECT_EQ(ops::hbv_backward_form(16384, 1461, -1), 0);
+  EXPECT_EQ(ops::hbv_backward_form(16384, 100, -1), 0); // the tape would fit: lanes fill the GPU
+  EXPECT_EQ(ops::hbv_backward_form(4096, 100, -1), 128);
   EXPECT_EQ(ops::hbv_backward_form(16384, 1461, 16), 16); // asked for: taken
   EXPECT_NE(error_of([] { ops::hbv_backward_form(5, 5, 12); }).find("segment = 12 is not"),
             std::string::npos);
@@ -100,9 +102,24 @@ TEST(HbvOps, BadTensorsAreNamed) {
                     a.starts = starts_wrong.t;
                   }),
                   "tensor 'starts' (f32[2, 2, 5, 32] cpu) has 2 in dimension 1 but "
-                  "cdiv(T, segment) = 3"));
+                  "cdiv(T, days) = 3"));
   EXPECT_TRUE(has(backward([&](auto& a) { a.starts = starts8.t; }), "is given but segment = -1"));
   EXPECT_TRUE(has(backward([&](auto& a) { a.segment = 7; }), "segment = 7 is not"));
+  // Segment 0 with the training forward's states: every 64th day's (one row at T = 19).
+  HostTensor every64({2, 1, 5, 32});
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 0;
+                    a.starts = every64.t;
+                  }),
+                  "is in host memory"));
+  EXPECT_TRUE(has(backward([&](auto& a) {
+                    a.segment = 0;
+                    a.starts = starts8.t;
+                  }),
+                  "has 3 in dimension 1 but cdiv(T, days) = 1"));
+  EXPECT_EQ(ops::hbv_starts_interval(0), 64);
+  EXPECT_EQ(ops::hbv_starts_interval(16), 16);
+  EXPECT_NE(error_of([] { ops::hbv_starts_interval(5); }).find("form 5 is not"), std::string::npos);
   // The segment form's work buffers: both, of the form's shapes.
   HostTensor tape({2, 3, 8, 5, 32}), maps({2, 3, 30, 32}), maps16({2, 2, 30, 32});
   EXPECT_TRUE(has(backward([&](auto& a) {

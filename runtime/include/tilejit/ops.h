@@ -277,17 +277,18 @@ void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
 /// f32. Any B and T (0 too). Several components per basin (nmul) are B x nmul models whose rows
 /// the caller repeats (Python's tilejit.ops.hbv(..., nmul=) does, and averages Q).
 /// `segment` picks the derived backward the training forward prepares for: 0 the checkpointed
-/// kernel (nothing saved; the smallest memory), one of 8, 16, 32, 64, 128, 256 the segment form
-/// (each segment's start state saved: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32, returned as
-/// `starts`), -1 (default) the op's choice (workloads/hbv_segments.h: the segment form while its
-/// tape, about B x T x 20 bytes, fits 256 MiB).
+/// reverse (the training forward stores every 64th day's states, [cdiv(B, 32), cdiv(T, 64), 5,
+/// 32] f32: the smallest memory), one of 8, 16, 32, 64, 128, 256 the segment form (each segment's
+/// start state stored: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32; the backward tapes about B x T x
+/// 20 bytes), -1 (default) the op's choice (workloads/hbv_segments.h: the segment form while its
+/// tape fits 256 MiB). The stored states come back as `starts`.
 struct HbvForwardArgs {
   Tensor P, TEMP, PET, params;
   std::optional<Tensor> Q; ///< written when given; allocated otherwise
-  /// false: hbv_forward alone (inference); true: the forward the backward's `segment` form
-  /// needs (hbv_forward_grad_fwd, the same Q, each segment's start state kept).
+  /// false: hbv_forward alone (inference); true: the forward the backward needs
+  /// (hbv_forward_grad_fwd: the same Q, the states it stores kept as `starts`).
   bool training = false;
-  /// Training with a segment form: written when given (hbv_starts_shape); allocated otherwise.
+  /// Training: written when given (shaped as above); allocated otherwise.
   std::optional<Tensor> starts;
   int64_t segment = -1;
   void* stream = nullptr;
@@ -296,7 +297,7 @@ struct HbvForwardArgs {
 
 struct HbvForwardResult {
   Tensor Q;
-  std::optional<Tensor> starts; ///< training with a segment form: for hbv_backward
+  std::optional<Tensor> starts; ///< training: for hbv_backward
   int64_t segment = 0;          ///< the backward's form: 0 checkpoints, else SEG
   std::shared_ptr<void> storage;
 };
@@ -305,16 +306,19 @@ HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& args);
 /// The backward's form for B basins, T days and `segment` (as HbvForwardArgs takes it): 0 for
 /// the checkpointed kernel, else the segment length. Throws tilejit::Error for a bad segment.
 int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+/// Days between the states a training forward stores for backward form `form` (0 or a segment
+/// length): `starts` is [cdiv(B, 32), cdiv(T, days), 5, 32] f32. Throws for another form.
+int64_t hbv_starts_interval(int64_t form);
 void check_hbv_forward(const HbvForwardArgs& args);
 
 /// The gradients of sum(dQ * Q) for Q = hbv_forward(P, TEMP, PET, params), derived by the
 /// compiler from hbv_forward (reverse mode, dsl/README.md; the tie rules of WORKLOADS.md): d_P,
 /// d_TEMP, d_PET like P and d_params like params. `segment` and `starts` as the training forward
-/// returned them; without `starts` a segment form runs that forward itself first (one more
-/// forward pass). The checkpointed form (segment 0): the gradients zeroed, one kernel that
-/// reruns the forward keeping every 64th day's states. The segment form: the gradients zeroed,
-/// each segment linearised (its days taped: a work buffer of about B x T x 20 bytes, freed when
-/// the call returns), then each segment's reverse.
+/// returned them. Segment 0: the gradients zeroed, then one kernel that walks the days back from
+/// the starts (hbv_forward_grad_ck), or without starts one that first reruns the forward for its
+/// own checkpoints (hbv_forward_grad). A segment form: the gradients zeroed, each segment
+/// linearised (its days taped), then each segment's reverse; without starts the training forward
+/// runs first.
 struct HbvBackwardArgs {
   Tensor P, TEMP, PET, params, dQ;
   int64_t segment = -1;
