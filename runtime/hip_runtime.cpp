@@ -1,28 +1,44 @@
 #include "runtime/hip_runtime.h"
 
+// hipDeviceProp_t as the Debian ROCm 5.2 headers lay it out (libamdhip64-dev): only its type
+// is used, the functions are dlopen'd. ROCm 6 keeps this layout behind the plain
+// `hipGetDeviceProperties` symbol (its new layout is `hipGetDevicePropertiesR0600`).
+#define __HIP_PLATFORM_AMD__ 1
+#include <hip/hip_runtime_api.h>
+
 #include "support/error.h"
 #include "support/shared_library.h"
 #include "support/text.h"
 
 #include <tilejit/errors.h>
 
+#include <cstring>
+
 namespace tilejit {
 
 namespace {
-using hipError_t = int;
-constexpr hipError_t hipSuccess = 0;
+using HipStatus = int; // hipError_t's values, through the dlopen'd functions
+constexpr HipStatus kHipSuccess = 0;
 } // namespace
 
 struct HipRuntime::Api {
-  hipError_t (*hipInit)(unsigned) = nullptr;
-  hipError_t (*hipGetDeviceCount)(int*) = nullptr;
-  hipError_t (*hipSetDevice)(int) = nullptr;
-  const char* (*hipGetErrorString)(hipError_t) = nullptr;
-  hipError_t (*hipModuleLoadData)(void**, const void*) = nullptr;
-  hipError_t (*hipModuleUnload)(void*) = nullptr;
-  hipError_t (*hipModuleGetFunction)(void**, void*, const char*) = nullptr;
-  hipError_t (*hipModuleLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, unsigned, void*, void**, void**) = nullptr;
+  HipStatus (*hipInit)(unsigned) = nullptr;
+  HipStatus (*hipGetDeviceCount)(int*) = nullptr;
+  HipStatus (*hipSetDevice)(int) = nullptr;
+  const char* (*hipGetErrorString)(HipStatus) = nullptr;
+  HipStatus (*hipModuleLoadData)(void**, const void*) = nullptr;
+  HipStatus (*hipModuleUnload)(void*) = nullptr;
+  HipStatus (*hipModuleGetFunction)(void**, void*, const char*) = nullptr;
+  HipStatus (*hipModuleLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                     unsigned, unsigned, void*, void**, void**) = nullptr;
+  HipStatus (*hipGetDeviceProperties)(hipDeviceProp_t*, int) = nullptr;
+  HipStatus (*hipRuntimeGetVersion)(int*) = nullptr;
+  HipStatus (*hipDriverGetVersion)(int*) = nullptr;
+  HipStatus (*hipEventCreate)(void**) = nullptr;
+  HipStatus (*hipEventDestroy)(void*) = nullptr;
+  HipStatus (*hipEventRecord)(void*, void*) = nullptr;
+  HipStatus (*hipEventSynchronize)(void*) = nullptr;
+  HipStatus (*hipEventElapsedTime)(float*, void*, void*) = nullptr;
 };
 
 /// Friend of HipRuntime that performs the one-time load and device count.
@@ -52,15 +68,23 @@ struct HipRuntimeLoader {
     bind_symbol(lib, api->hipModuleUnload, "hipModuleUnload", missing);
     bind_symbol(lib, api->hipModuleGetFunction, "hipModuleGetFunction", missing);
     bind_symbol(lib, api->hipModuleLaunchKernel, "hipModuleLaunchKernel", missing);
+    bind_symbol(lib, api->hipGetDeviceProperties, "hipGetDeviceProperties", missing);
+    bind_symbol(lib, api->hipRuntimeGetVersion, "hipRuntimeGetVersion", missing);
+    bind_symbol(lib, api->hipDriverGetVersion, "hipDriverGetVersion", missing);
+    bind_symbol(lib, api->hipEventCreate, "hipEventCreate", missing);
+    bind_symbol(lib, api->hipEventDestroy, "hipEventDestroy", missing);
+    bind_symbol(lib, api->hipEventRecord, "hipEventRecord", missing);
+    bind_symbol(lib, api->hipEventSynchronize, "hipEventSynchronize", missing);
+    bind_symbol(lib, api->hipEventElapsedTime, "hipEventElapsedTime", missing);
     if (!missing.empty()) {
       out.reason = str("no AMD GPU: ", path, " has no ", missing);
       return out;
     }
     int count = 0;
-    const hipError_t init = api->hipInit(0);
-    const hipError_t counted = init == hipSuccess ? api->hipGetDeviceCount(&count) : init;
-    if (counted != hipSuccess || count == 0) {
-      const char* why = counted != hipSuccess && api->hipGetErrorString
+    const HipStatus init = api->hipInit(0);
+    const HipStatus counted = init == kHipSuccess ? api->hipGetDeviceCount(&count) : init;
+    if (counted != kHipSuccess || count == 0) {
+      const char* why = counted != kHipSuccess && api->hipGetErrorString
                             ? api->hipGetErrorString(counted)
                             : "no device";
       out.reason = str("no AMD GPU: the HIP runtime (", path, ") found none (", why, ")");
@@ -81,7 +105,7 @@ const HipRuntime& HipRuntime::get() {
 }
 
 void HipRuntime::check(int result, const std::string& what) const {
-  if (result == hipSuccess) return;
+  if (result == kHipSuccess) return;
   const char* s = api_->hipGetErrorString ? api_->hipGetErrorString(result) : nullptr;
   throw Error(str(what, " failed: ", s ? s : str("HIP error ", result)));
 }
@@ -91,8 +115,8 @@ HipRuntime::Function HipRuntime::load(const std::string& code_object, const std:
   check(api_->hipSetDevice(device), "hipSetDevice");
   Function f;
   check(api_->hipModuleLoadData(&f.module, code_object.data()), "hipModuleLoadData");
-  const hipError_t r = api_->hipModuleGetFunction(&f.function, f.module, entry.c_str());
-  if (r != hipSuccess) {
+  const HipStatus r = api_->hipModuleGetFunction(&f.function, f.module, entry.c_str());
+  if (r != kHipSuccess) {
     api_->hipModuleUnload(f.module);
     check(r, str("hipModuleGetFunction(", entry, ")"));
   }
@@ -111,6 +135,40 @@ void HipRuntime::launch(const Function& f, const std::array<int64_t, 3>& grid, i
                                     static_cast<unsigned>(threads), 1, 1,
                                     static_cast<unsigned>(smem_bytes), stream, args, nullptr),
         str("hipModuleLaunchKernel(", name, ")"));
+}
+
+HipRuntime::DeviceIdentity HipRuntime::identity(int device) const {
+  hipDeviceProp_t props{};
+  check(api_->hipGetDeviceProperties(&props, device), "hipGetDeviceProperties");
+  DeviceIdentity id;
+  id.name = std::string(props.name, strnlen(props.name, sizeof(props.name)));
+  id.gfx = std::string(props.gcnArchName, strnlen(props.gcnArchName, sizeof(props.gcnArchName)));
+  id.compute_units = props.multiProcessorCount;
+  check(api_->hipRuntimeGetVersion(&id.runtime_version), "hipRuntimeGetVersion");
+  check(api_->hipDriverGetVersion(&id.driver_version), "hipDriverGetVersion");
+  return id;
+}
+
+void* HipRuntime::event_create(int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  void* e = nullptr;
+  check(api_->hipEventCreate(&e), "hipEventCreate");
+  return e;
+}
+
+void HipRuntime::event_destroy(void* event) const {
+  if (event) api_->hipEventDestroy(event);
+}
+
+void HipRuntime::event_record(void* event, void* stream) const {
+  check(api_->hipEventRecord(event, stream), "hipEventRecord");
+}
+
+float HipRuntime::event_elapsed_ms(void* start, void* stop) const {
+  check(api_->hipEventSynchronize(stop), "hipEventSynchronize");
+  float ms = 0;
+  check(api_->hipEventElapsedTime(&ms, start, stop), "hipEventElapsedTime");
+  return ms;
 }
 
 } // namespace tilejit

@@ -27,6 +27,23 @@ public:
     void* function = nullptr;
   };
   Function load(const std::string& code_object, const std::string& entry, int device) const;
+
+  /// What the tuning key says of an AMD GPU (hipGetDeviceProperties, hipRuntimeGetVersion,
+  /// hipDriverGetVersion).
+  struct DeviceIdentity {
+    std::string name;      ///< "AMD Instinct MI250X"
+    std::string gfx;       ///< the ISA with its features, "gfx90a:sramecc+:xnack-"
+    int compute_units = 0; ///< multiProcessorCount
+    int runtime_version = 0, driver_version = 0;
+  };
+  DeviceIdentity identity(int device) const;
+
+  /// HIP events (hipEventCreate ... hipEventElapsedTime), for HipEventTimer.
+  void* event_create(int device) const;
+  void event_destroy(void* event) const;
+  void event_record(void* event, void* stream) const;
+  /// Waits for `stop`, then the milliseconds between the two.
+  float event_elapsed_ms(void* start, void* stop) const;
   void unload(const Function& f) const;
   void launch(const Function& f, const std::array<int64_t, 3>& grid, int threads,
               int64_t smem_bytes, void* stream, void** args, const std::string& name) const;

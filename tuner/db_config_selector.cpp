@@ -41,6 +41,20 @@ TuneIdentity tune_identity(const DeviceInfo& device, const std::string& compiler
   return id;
 }
 
+TuneIdentity tune_identity_amd(const std::string& name, const std::string& gfx, int compute_units,
+                               int runtime_version, int driver_version,
+                               const std::string& hiprtc_version,
+                               const std::string& tilejit_version) {
+  TuneIdentity id;
+  id.device_name = name;
+  id.compute_capability = gfx;
+  id.sm_count = compute_units;
+  id.driver_version = str("hip ", runtime_version, " driver ", driver_version);
+  id.compiler_version = "HIPRTC " + hiprtc_version;
+  id.tilejit_version = tilejit_version;
+  return id;
+}
+
 TuneKey make_tune_key(const std::string& kernel, const std::string& source_hash,
                       const std::map<std::string, std::string>& generics,
                       const std::map<std::string, int64_t>& sizes, const TuneIdentity& identity) {

@@ -33,6 +33,16 @@ struct TuneIdentity {
 TuneIdentity tune_identity(const DeviceInfo& device, const std::string& compiler_version,
                            const std::string& tilejit_version);
 
+/// An AMD GPU's identity in the same fields (there is no compute capability or SM count on
+/// AMD): the device name, its ISA with features ("gfx90a:sramecc+:xnack-") where the compute
+/// capability goes, its compute units as the SM count, the HIP runtime and driver versions as
+/// "hip <runtime> driver <driver>", the HIPRTC version. A winner tuned on one AMD GPU, ROCm or
+/// HIPRTC is not reused on another, as on NVIDIA.
+TuneIdentity tune_identity_amd(const std::string& name, const std::string& gfx, int compute_units,
+                               int runtime_version, int driver_version,
+                               const std::string& hiprtc_version,
+                               const std::string& tilejit_version);
+
 /// The key of one tuning problem. `generics` are the generic values (T=f16, D=128); those
 /// whose value is a dtype name are also put in the key's dtypes (every tensor's dtype follows
 /// from them and the kernel's source). `sizes` are the named runtime sizes the runtime passes

@@ -4,6 +4,8 @@
 #include "dsl/diagnostics.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_info.h"
+#include "runtime/hip_runtime.h"
+#include "runtime/hiprtc.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/nvrtc.h"
 #include "runtime/runtime_access.h"
@@ -23,6 +25,13 @@ TuneIdentity current_identity() {
   // The project's version, with the commit for development builds: a winner tuned by one
   // build of tilejit is not silently reused by another.
   return tune_identity(query_device(), Nvrtc::get().version(), tilejit_version());
+}
+
+TuneIdentity current_identity(const std::string& language) {
+  if (language != "hip") return current_identity();
+  const HipRuntime::DeviceIdentity d = HipRuntime::get().identity(0);
+  return tune_identity_amd(d.name, d.gfx, d.compute_units, d.runtime_version, d.driver_version,
+                           Hiprtc::get().version(), tilejit_version());
 }
 
 namespace {

@@ -78,5 +78,8 @@ TuneOutcome tune(const TuneRequest& request, TuneDatabase& db, const TuneIdentit
 
 /// The identity of this machine's GPU and compiler (for keys).
 TuneIdentity current_identity();
+/// The same for a target language: "cuda" (current_identity()), or "hip": AMD GPU 0 through the
+/// HIP runtime with HIPRTC's version (throws NoGpuError "no AMD GPU ..." without one).
+TuneIdentity current_identity(const std::string& language);
 
 } // namespace tilejit

@@ -3,12 +3,16 @@
 #include "tuner/db_config_selector.h"
 
 #include "runtime/device_info.h"
+#include "runtime/hip_event_timer.h"
 #include "support/error.h"
 #include "tests/tuner/tune_test_util.h"
+#include "tuner/tuner.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
+#include <tilejit/errors.h>
 
 namespace tilejit {
 namespace {
@@ -178,6 +182,53 @@ TEST_F(DbConfigSelector, AnyChangedKeyFieldMissesAndFallsBack) {
   // A shape change is a miss of the exact key, caught by the nearest-shape fallback.
   ASSERT_TRUE(ask({{"B", 5}, {"HQ", 32}, {"MAXK", 2048}}));
   EXPECT_EQ(why.rfind("no tuned entry for shape B=5", 0), 0u) << why;
+}
+
+} // namespace
+} // namespace tilejit
+
+namespace tilejit {
+namespace {
+
+// An AMD GPU's identity in the tuning key (issue 19): its ISA, compute units and HIP and HIPRTC
+// versions each change the key, so a winner is not reused across AMD GPUs, ROCm or HIPRTC
+// releases; none of it looks like an NVIDIA identity. On this machine (no AMD GPU) the live
+// identity and HIP's event timer say "no AMD GPU".
+TEST(AmdIdentity, EveryFieldReachesTheKey) {
+  const TuneIdentity mi250 = tune_identity_amd("AMD Instinct MI250X", "gfx90a:sramecc+:xnack-", 110,
+                                               50221153, 50221153, "5.2", "0.1.0");
+  EXPECT_EQ(mi250.compute_capability, "gfx90a:sramecc+:xnack-");
+  EXPECT_EQ(mi250.sm_count, 110);
+  EXPECT_EQ(mi250.driver_version, "hip 50221153 driver 50221153");
+  EXPECT_EQ(mi250.compiler_version, "HIPRTC 5.2");
+  auto key = [](const TuneIdentity& id) {
+    return make_tune_key("softmax", "abc", {{"T", "f16"}}, {{"N", 4096}}, id).hash();
+  };
+  const std::string base = key(mi250);
+  TuneIdentity other = mi250;
+  other.compute_capability = "gfx90a:sramecc-:xnack-";
+  EXPECT_NE(key(other), base);
+  other = tune_identity_amd("AMD Instinct MI250X", "gfx90a:sramecc+:xnack-", 104, 50221153,
+                            50221153, "5.2", "0.1.0");
+  EXPECT_NE(key(other), base);
+  other = tune_identity_amd("AMD Instinct MI250X", "gfx90a:sramecc+:xnack-", 110, 60032830,
+                            50221153, "5.2", "0.1.0");
+  EXPECT_NE(key(other), base);
+  other = tune_identity_amd("AMD Instinct MI250X", "gfx90a:sramecc+:xnack-", 110, 50221153,
+                            50221153, "6.0", "0.1.0");
+  EXPECT_NE(key(other), base);
+}
+
+TEST(AmdIdentity, WithoutAnAmdGpuTheLiveIdentityAndTimerSaySo) {
+  for (const std::function<void()>& f : std::vector<std::function<void()>>{
+           [] { current_identity("hip"); }, [] { HipEventTimer timer; }}) {
+    try {
+      f();
+      ADD_FAILURE() << "an AMD GPU is here: extend this test to check its identity and timer";
+    } catch (const NoGpuError& e) {
+      EXPECT_NE(std::string(e.what()).find("no AMD GPU"), std::string::npos) << e.what();
+    }
+  }
 }
 
 } // namespace
