@@ -6,12 +6,17 @@
 //   --shard I/N                    only the I-th of N slices of the workload's shapes (dealt
 //                                  round-robin), for N jobs of a cluster scheduler that each
 //                                  fill a database of their own (`cache import` merges them)
+//   --devices all|I,J,...          one worker process per GPU of this host, each tuning a slice
+//                                  of the shapes (its own --shard) into the one database, their
+//                                  progress combined into one line (tools/cli/devices.h)
 // Without a GPU it compiles what it can (NVRTC needs none), then says so in one line and exits
 // non-zero.
 #include "runtime/runtime_access.h"
 #include "tools/cli/cli_support.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/devices.h"
 #include "tools/cli/shard.h"
+#include "tools/cli/workers.h"
 
 #include "compiler/ref/run_tile.h"
 #include "compiler/target.h"
@@ -36,13 +41,15 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unistd.h>
 
 namespace tilejit::cli {
 namespace {
 
 struct TuneOptions {
   std::string source, workload, kernel, dtype, case_filter, strategy = "auto", budget = "60";
-  std::string shard; ///< "I/N"; empty: all shapes
+  std::string shard;   ///< "I/N"; empty: all shapes
+  std::string devices; ///< "all" or "0,1,..."; empty: this process's GPU alone
   std::vector<std::string> set, shape;
   uint64_t seed = 1;
   int repeats = 20;
@@ -225,6 +232,77 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
                            problems.size(), secs, compiled, db->path());
 }
 
+/// The command line of the worker for slice `shard`: this run's options, the database by its
+/// path, the slice as --shard (the GPU comes from CUDA_VISIBLE_DEVICES).
+std::vector<std::string> worker_command(const TuneOptions& o, const GlobalOptions& g,
+                                        const std::string& program, const std::string& db,
+                                        const Shard& shard) {
+  std::vector<std::string> a = {program, "--db", db};
+  if (g.verbose) a.push_back("--verbose");
+  for (const std::string& x : {std::string("tune"), std::string("--workload"), o.workload})
+    a.push_back(x);
+  if (!o.dtype.empty()) a.insert(a.end(), {"--dtype", o.dtype});
+  if (!o.case_filter.empty()) a.insert(a.end(), {"--case", o.case_filter});
+  for (const std::string& sh : o.shape) a.insert(a.end(), {"--shape", sh});
+  a.insert(a.end(), {"--strategy", o.strategy, "--budget", o.budget, "--seed",
+                     std::to_string(o.seed), "--repeats", std::to_string(o.repeats), "--warm-start",
+                     std::to_string(o.warm_start), "--shard", str(shard.index, "/", shard.count)});
+  if (o.retune) a.push_back("--retune");
+  return a;
+}
+
+/// --devices: a worker process per GPU, each on its slice of the shapes, all into one database.
+void tune_on_devices(const TuneOptions& o, const GlobalOptions& g) {
+  const DeviceSpec spec = parse_devices(o.devices);
+  const std::vector<int> devices = resolve_devices(spec, CudaDriver::get().device_count());
+  // `all` on a host with one GPU: nothing to spread, the run stays in this process. (A list,
+  // even of one, always runs workers: how the machinery is tried on a single GPU.)
+  if (spec.all && devices.size() == 1) return tune_workload(o, g);
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw Error("tune --devices: cannot find this program's path (/proc/self/exe)");
+  const std::string program(self, static_cast<size_t>(n));
+  const std::string db = database_path(g.db_path);
+  const Shard outer = parse_shard(o.shard);
+  const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<Worker> workers;
+  for (size_t j = 0; j < devices.size(); ++j) {
+    Worker w;
+    w.label = str("gpu", devices[j]);
+    w.argv = worker_command(o, g, program, db, worker_shard(outer, j, devices.size()));
+    w.env = {{"CUDA_VISIBLE_DEVICES", visible_device(devices[j], parent_visible)}};
+    workers.push_back(std::move(w));
+  }
+  std::cerr << fmt::format(
+      "tune --devices: {} workers ({}), database {}\n", workers.size(),
+      [&] {
+        std::vector<std::string> labels;
+        for (const Worker& w : workers) labels.push_back(w.label);
+        return join(labels, ", ");
+      }(),
+      db);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<WorkerResult> results = run_workers(workers, std::cerr);
+  std::vector<std::string> failed;
+  for (size_t j = 0; j < workers.size(); ++j) {
+    const Shard s = worker_shard(outer, j, workers.size());
+    std::cout << fmt::format("== {} (shard {}/{}) ==\n", workers[j].label, s.index, s.count)
+              << results[j].stdout_text;
+    if (results[j].exit_code != 0)
+      failed.push_back(fmt::format("{} (exit {}: {})", workers[j].label, results[j].exit_code,
+                                   results[j].last_line));
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << fmt::format("tune --devices: {} workers in {:.1f} s; database {}\n", workers.size(),
+                           secs, db);
+  // What the others tuned is in the database already: a failed worker loses only its slice.
+  if (!failed.empty())
+    throw Error(str("tune --devices: ", failed.size(), " of ", workers.size(),
+                    " workers failed: ", join(failed, "; "),
+                    " (the others' winners are in the database; rerun to finish)"));
+}
+
 /// Any .tile kernel: random inputs from --shape; candidates must match the default config.
 void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   std::string kernel_name = o.kernel;
@@ -319,6 +397,10 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
                   "I/N: tune only the I-th of N slices of the workload's shapes (I from 0; dealt "
                   "round-robin), one per job of a Slurm array or Kubernetes indexed Job, each "
                   "with its own --db; merge them with `tilejit cache import`");
+  cmd->add_option("--devices", o->devices,
+                  "all, or GPU indices (0,1,3): one worker process per GPU of this host, each "
+                  "tuning a slice of the workload's shapes into the one database (with --shard: "
+                  "slices of this job's slice)");
   cmd->add_option("--warm-start", o->warm_start,
                   "Measure the winners of up to N nearby tuned shapes first (default 8; 0: off; "
                   "at most 1000)")
@@ -339,6 +421,7 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       throw Error(str("--strategy: unknown search strategy '", o->strategy, "' (choose one of ",
                       join(strategies, ", "), ")"));
     parse_shard(o->shard);
+    parse_devices(o->devices);
     if (!o->workload.empty()) {
       auto w = workloads::find_workload(o->workload);
       workload_problems(*w, o->dtype.empty() ? dtype_name(w->dtypes().front()) : o->dtype,
@@ -347,6 +430,9 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       if (!o->case_filter.empty()) throw Error("--case is for --workload shapes");
       if (!o->shard.empty())
         throw Error("--shard is for --workload shapes (a .tile file tunes one)");
+      if (!o->devices.empty())
+        throw Error("--devices is for --workload shapes (a .tile file tunes one kernel on one "
+                    "GPU)");
       std::string name = o->kernel;
       LoadedModule m = load_kernel_source(o->source, "", name);
       parse_sizes(o->shape);
@@ -354,6 +440,7 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       parse_assignments(o->set, "--set");
     }
     if (!CudaDriver::available()) compile_without_gpu(*o);
+    if (!o->devices.empty()) return tune_on_devices(*o, global);
     if (!o->workload.empty()) return tune_workload(*o, global);
     tune_tile_file(*o, global);
   });
