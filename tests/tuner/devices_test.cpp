@@ -143,5 +143,38 @@ TEST(Workers, RunTogetherWithTheirOutputKeptApart) {
   EXPECT_EQ(e.find("table"), std::string::npos) << e;          // standard output kept apart
 }
 
+// The worker's command line, run by the real tilejit: every option it repeats parses (with every
+// optional one given), and the worker gets as far as this machine allows (no GPU in CI: exit 3
+// and "no GPU"; with one, a tuning run of one small shape).
+TEST(Workers, TheTuneWorkersCommandLineParses) {
+  TuneWorkerArgs a;
+  a.workload = "paged_sparse";
+  a.dtype = "f16";
+  a.case_filter = "";
+  a.shape = {"HQ=8,HKV=2,D=64,CTX=300,R=0.05"};
+  a.strategy = "exhaustive";
+  a.budget = "2";
+  a.seed = 7;
+  a.repeats = 3;
+  a.warm_start = 0;
+  a.retune = true;
+  a.verbose = true;
+  const std::string db = testing::TempDir() + "devices_test.db";
+  const std::vector<std::string> argv = tune_worker_argv(TILEJIT_BINARY, db, a, Shard{1, 2});
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()),
+            (std::vector<std::string>{"--shard", "1/2", "--retune"}));
+  std::ostringstream err;
+  const std::vector<WorkerResult> r =
+      run_workers({{"gpu0", argv, {{"CUDA_VISIBLE_DEVICES", "0"}}}}, err);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(err.str().find("unknown option"), std::string::npos) << err.str();
+  EXPECT_EQ(err.str().find("unexpected argument"), std::string::npos) << err.str();
+  if (r[0].exit_code == 3)
+    EXPECT_NE(r[0].last_line.find("no GPU"), std::string::npos) << err.str();
+  else
+    EXPECT_EQ(r[0].exit_code, 0) << err.str();
+  // The other slice (0/2) holds the one shape; this one tunes nothing, which is not an error.
+}
+
 } // namespace
 } // namespace tilejit::cli

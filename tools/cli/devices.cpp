@@ -51,6 +51,21 @@ Shard worker_shard(const Shard& outer, size_t j, size_t workers) {
   return s;
 }
 
+std::vector<std::string> tune_worker_argv(const std::string& program, const std::string& db,
+                                          const TuneWorkerArgs& o, const Shard& shard) {
+  std::vector<std::string> a = {program, "--db", db};
+  if (o.verbose) a.push_back("--verbose");
+  a.insert(a.end(), {"tune", "--workload", o.workload});
+  if (!o.dtype.empty()) a.insert(a.end(), {"--dtype", o.dtype});
+  if (!o.case_filter.empty()) a.insert(a.end(), {"--case", o.case_filter});
+  for (const std::string& sh : o.shape) a.insert(a.end(), {"--shape", sh});
+  a.insert(a.end(), {"--strategy", o.strategy, "--budget", o.budget, "--seed",
+                     std::to_string(o.seed), "--repeats", std::to_string(o.repeats), "--warm-start",
+                     std::to_string(o.warm_start), "--shard", str(shard.index, "/", shard.count)});
+  if (o.retune) a.push_back("--retune");
+  return a;
+}
+
 std::string visible_device(int device, const char* parent) {
   if (parent && *parent) {
     const std::vector<std::string> listed = split(parent, ',');

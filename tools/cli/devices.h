@@ -5,6 +5,7 @@
 
 #include "tools/cli/shard.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,20 @@ std::vector<int> resolve_devices(const DeviceSpec& spec, int count);
 /// outer.index + outer.count * j of outer.count * workers, so that the workers' slices together
 /// are exactly `outer`'s shapes, each once.
 Shard worker_shard(const Shard& outer, size_t j, size_t workers);
+
+/// The options of a `tune --workload` run that its workers repeat.
+struct TuneWorkerArgs {
+  std::string workload, dtype, case_filter, strategy, budget;
+  std::vector<std::string> shape;
+  uint64_t seed = 1;
+  int repeats = 20, warm_start = 8;
+  bool retune = false, verbose = false;
+};
+
+/// The command line of the worker for slice `shard`: `program` (this tilejit), the database by
+/// its path, the run's options, the slice as --shard (the GPU comes from CUDA_VISIBLE_DEVICES).
+std::vector<std::string> tune_worker_argv(const std::string& program, const std::string& db,
+                                          const TuneWorkerArgs& args, const Shard& shard);
 
 /// CUDA_VISIBLE_DEVICES for the worker on device `device` (an index among the GPUs this process
 /// sees): the parent's own CUDA_VISIBLE_DEVICES entry for it when that is set (`parent`, may be

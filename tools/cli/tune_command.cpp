@@ -232,25 +232,6 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
                            problems.size(), secs, compiled, db->path());
 }
 
-/// The command line of the worker for slice `shard`: this run's options, the database by its
-/// path, the slice as --shard (the GPU comes from CUDA_VISIBLE_DEVICES).
-std::vector<std::string> worker_command(const TuneOptions& o, const GlobalOptions& g,
-                                        const std::string& program, const std::string& db,
-                                        const Shard& shard) {
-  std::vector<std::string> a = {program, "--db", db};
-  if (g.verbose) a.push_back("--verbose");
-  for (const std::string& x : {std::string("tune"), std::string("--workload"), o.workload})
-    a.push_back(x);
-  if (!o.dtype.empty()) a.insert(a.end(), {"--dtype", o.dtype});
-  if (!o.case_filter.empty()) a.insert(a.end(), {"--case", o.case_filter});
-  for (const std::string& sh : o.shape) a.insert(a.end(), {"--shape", sh});
-  a.insert(a.end(), {"--strategy", o.strategy, "--budget", o.budget, "--seed",
-                     std::to_string(o.seed), "--repeats", std::to_string(o.repeats), "--warm-start",
-                     std::to_string(o.warm_start), "--shard", str(shard.index, "/", shard.count)});
-  if (o.retune) a.push_back("--retune");
-  return a;
-}
-
 /// --devices: a worker process per GPU, each on its slice of the shapes, all into one database.
 void tune_on_devices(const TuneOptions& o, const GlobalOptions& g) {
   const DeviceSpec spec = parse_devices(o.devices);
@@ -265,11 +246,16 @@ void tune_on_devices(const TuneOptions& o, const GlobalOptions& g) {
   const std::string db = database_path(g.db_path);
   const Shard outer = parse_shard(o.shard);
   const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  TuneWorkerArgs args;
+  args.workload = o.workload, args.dtype = o.dtype, args.case_filter = o.case_filter;
+  args.strategy = o.strategy, args.budget = o.budget, args.shape = o.shape;
+  args.seed = o.seed, args.repeats = o.repeats, args.warm_start = o.warm_start;
+  args.retune = o.retune, args.verbose = g.verbose;
   std::vector<Worker> workers;
   for (size_t j = 0; j < devices.size(); ++j) {
     Worker w;
     w.label = str("gpu", devices[j]);
-    w.argv = worker_command(o, g, program, db, worker_shard(outer, j, devices.size()));
+    w.argv = tune_worker_argv(program, db, args, worker_shard(outer, j, devices.size()));
     w.env = {{"CUDA_VISIBLE_DEVICES", visible_device(devices[j], parent_visible)}};
     workers.push_back(std::move(w));
   }
