@@ -174,15 +174,15 @@ TEST(Autodiff, LoopCarriedMaxCheckpointedEveryCkSteps) {
                                      {{"BB", "16"}, {"CK", ck}});
 }
 
-// The segment form (a time-parallel reverse: per-segment affine maps of the carried adjoints,
-// then each segment undone with its own) against finite differences: T a multiple of SEG and
-// not, one segment, SEG past T, B not a multiple of BB; h0's gradient only from segment 0.
-TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
+/// The coupled kernel's gradient through the segment form's kernels (or, `checkpointed`, the
+/// checkpointed reverse on the training forward's starts) against finite differences: T a
+/// multiple of SEG and not, one segment, SEG past T, B not a multiple of BB.
+void check_coupled_segment_forms(bool checkpointed) {
   for (const auto& [t, seg] :
        std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {23, 8}, {5, 16}, {1, 8}, {40, 16}})
     for (int64_t bb : {16, 32}) {
       const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
-      SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}};
+      SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}, checkpointed};
       check_against_finite_differences(kData, "coupled",
                                        {{"x", random({b, t}, -1, 1)},
                                         {"h0", random({b}, -0.5, 0.5)},
@@ -193,23 +193,16 @@ TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
     }
 }
 
+// The segment form (a time-parallel reverse: per-segment affine maps of the carried adjoints,
+// then each segment undone with its own); h0's gradient only from segment 0.
+TEST(Autodiff, SegmentFormOfTwoCoupledValues) {
+  check_coupled_segment_forms(false);
+}
+
 // The checkpointed reverse on the training forward's segment starts (`_grad_ck`: the whole
-// gradient in one kernel per lane block, no forward pass of its own) against finite differences:
-// the same cases as the segment form's.
+// gradient in one kernel per lane block, no forward pass of its own).
 TEST(Autodiff, CheckpointedReverseOnTheTrainingForwardsStarts) {
-  for (const auto& [t, seg] :
-       std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {23, 8}, {5, 16}, {1, 8}, {40, 16}})
-    for (int64_t bb : {16, 32}) {
-      const int64_t b = 19, np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
-      SegmentTapes tapes{{np, ns, 2, bb}, {np, ns, seg, 2, bb}, {np, ns, 6, bb}, true};
-      check_against_finite_differences(kData, "coupled",
-                                       {{"x", random({b, t}, -1, 1)},
-                                        {"h0", random({b}, -0.5, 0.5)},
-                                        {"w", random({b}, 0.5, 1.5)},
-                                        {"y", HostBuffer(DType::F64, {b, t})}},
-                                       {{"BB", std::to_string(bb)}, {"SEG", std::to_string(seg)}},
-                                       1e-4, "", &tapes);
-    }
+  check_coupled_segment_forms(true);
 }
 
 // Carried values of two types, each type's checkpoints and tape in a tensor of its own (values

@@ -1,6 +1,8 @@
 // tilejit::ops::attention_forward / attention_backward's checks of block-sparse lists
 // (AttentionBlocks), from C++ (Python builds consistent lists from a block_mask, so these errors
 // are what a C++ caller meets): host tensors, so a good call stops at the device check.
+#include "tests/workloads/op_test_util.h"
+
 #include <tilejit/ops.h>
 
 #include <gtest/gtest.h>
@@ -11,26 +13,8 @@
 namespace tilejit {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// Host storage behind a tensor of `shape`.
-struct HostTensor {
-  std::vector<char> bytes;
-  Tensor t;
-  HostTensor(DType d, std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    bytes.resize(static_cast<size_t>(n * dtype_size(d)) + 16);
-    t = Tensor::contiguous(bytes.data(), d, shape, DeviceKind::CPU);
-  }
-};
+using test::error_of;
+using test::HostTensor;
 
 constexpr int64_t B = 2, HQ = 4, HKV = 2, N = 300, D = 64; // 3 blocks of 128, 5 of 64
 

@@ -1,5 +1,6 @@
 // hbv's derived backward forms (workloads/hbv_segments.h) and tilejit::ops::hbv_forward /
 // hbv_backward's checks from C++ (host tensors, so a good call stops at the device check).
+#include "tests/workloads/op_test_util.h"
 #include "workloads/hbv_segments.h"
 
 #include <tilejit/ops.h>
@@ -12,25 +13,8 @@
 namespace tilejit {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-struct HostTensor {
-  std::vector<char> bytes;
-  Tensor t;
-  explicit HostTensor(std::vector<int64_t> shape, DType d = DType::F32) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    bytes.resize(static_cast<size_t>(n * dtype_size(d)) + 16);
-    t = Tensor::contiguous(bytes.data(), d, shape, DeviceKind::CPU);
-  }
-};
+using test::error_of;
+using test::HostTensor;
 
 TEST(HbvSegments, OfferedWhileTheTapeFitsItsBudget) {
   using workloads::hbv_segment_lengths;
@@ -62,7 +46,8 @@ TEST(HbvSegments, TheOpsUntunedChoice) {
 
 TEST(HbvOps, BadTensorsAreNamed) {
   constexpr int64_t B = 37, T = 19;
-  HostTensor p({B, T}), temp({B, T}), pet({B, T}), params({B, 12}), dq({B, T});
+  HostTensor p(DType::F32, {B, T}), temp(DType::F32, {B, T}), pet(DType::F32, {B, T}),
+      params(DType::F32, {B, 12}), dq(DType::F32, {B, T});
   auto forward = [&](const std::function<void(ops::HbvForwardArgs&)>& edit) {
     ops::HbvForwardArgs a;
     a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t;
@@ -80,7 +65,8 @@ TEST(HbvOps, BadTensorsAreNamed) {
   };
   EXPECT_TRUE(has(forward([](auto&) {}), "hbv_forward: tensor 'P' (f32[37, 19] cpu) is in host"));
   EXPECT_TRUE(has(backward([](auto&) {}), "hbv_backward: tensor 'P'"));
-  HostTensor short_temp({B, T - 1}), params11({B, 11}), half({B, T}, DType::F16);
+  HostTensor short_temp(DType::F32, {B, T - 1}), params11(DType::F32, {B, 11}),
+      half(DType::F16, {B, T});
   EXPECT_TRUE(has(forward([&](auto& a) { a.TEMP = short_temp.t; }),
                   "tensor 'TEMP' (f32[37, 18] cpu) has 18 in dimension 1 but P's days T = 19"));
   EXPECT_TRUE(has(forward([&](auto& a) { a.params = params11.t; }),
@@ -88,7 +74,7 @@ TEST(HbvOps, BadTensorsAreNamed) {
   EXPECT_TRUE(
       has(backward([&](auto& a) { a.dQ = half.t; }), "tensor 'dQ' (f16[37, 19] cpu) must be f32"));
   EXPECT_TRUE(has(backward([&](auto& a) { a.d_params = params11.t; }), "tensor 'd_params'"));
-  HostTensor starts8({2, 3, 5, 32}), starts_wrong({2, 2, 5, 32});
+  HostTensor starts8(DType::F32, {2, 3, 5, 32}), starts_wrong(DType::F32, {2, 2, 5, 32});
   EXPECT_TRUE(has(forward([&](auto& a) {
                     a.training = true;
                     a.segment = 8;
@@ -106,7 +92,7 @@ TEST(HbvOps, BadTensorsAreNamed) {
   EXPECT_TRUE(has(backward([&](auto& a) { a.starts = starts8.t; }), "is given but segment = -1"));
   EXPECT_TRUE(has(backward([&](auto& a) { a.segment = 7; }), "segment = 7 is not"));
   // Segment 0 with the training forward's states: every 64th day's (one row at T = 19).
-  HostTensor every64({2, 1, 5, 32});
+  HostTensor every64(DType::F32, {2, 1, 5, 32});
   EXPECT_TRUE(has(backward([&](auto& a) {
                     a.segment = 0;
                     a.starts = every64.t;
@@ -121,7 +107,8 @@ TEST(HbvOps, BadTensorsAreNamed) {
   EXPECT_EQ(ops::hbv_starts_interval(16), 16);
   EXPECT_NE(error_of([] { ops::hbv_starts_interval(5); }).find("form 5 is not"), std::string::npos);
   // The segment form's work buffers: both, of the form's shapes.
-  HostTensor tape({2, 3, 8, 5, 32}), maps({2, 3, 30, 32}), maps16({2, 2, 30, 32});
+  HostTensor tape(DType::F32, {2, 3, 8, 5, 32}), maps(DType::F32, {2, 3, 30, 32}),
+      maps16(DType::F32, {2, 2, 30, 32});
   EXPECT_TRUE(has(backward([&](auto& a) {
                     a.segment = 8;
                     a.tape = tape.t;
