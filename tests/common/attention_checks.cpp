@@ -3,6 +3,7 @@
 #include "support/text.h"
 #include "test_util.h"
 #include "workloads/host_parallel.h"
+#include "workloads/ring_attention.h"
 
 #include <gtest/gtest.h>
 
@@ -144,6 +145,88 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
     if (!(e <= worst)) worst = e, at = i; // NaN counts as the worst
   }
   EXPECT_LE(worst, lse_tol) << "lse element " << at << ": " << lse.get(at) << " vs " << ref_lse[at];
+}
+
+void check_ring_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                              int64_t chunk, int64_t dh, int world, bool causal,
+                              const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  const int64_t n = 2 * world * chunk;
+  SCOPED_TRACE(str("ring attention ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv,
+                   " chunk=", chunk, " DH=", dh, " world=", world, causal ? " causal " : " ",
+                   config_text(config), " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh});
+  fill_uniform(q, rng, -2, 2);
+  fill_uniform(k, rng, -2, 2);
+  fill_uniform(v, rng, -1, 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const auto [ref_o, ref_lse] = reference_forward(
+      q, k, v, scale, [&](int64_t, int64_t, int64_t i, int64_t j) { return !causal || j <= i; });
+  // Chunk c of a [b, h, n, dh] tensor, as a rank holds it.
+  auto chunk_of = [&](const HostBuffer& full, int64_t c) {
+    const int64_t heads = full.shape()[1];
+    HostBuffer out(full.dtype(), {b, heads, chunk, dh});
+    for (int64_t bh = 0; bh < b * heads; ++bh)
+      for (int64_t i = 0; i < chunk; ++i)
+        for (int64_t d = 0; d < dh; ++d)
+          out.set((bh * chunk + i) * dh + d, full.get((bh * n + c * chunk + i) * dh + d));
+    return out;
+  };
+  Bindings given = config;
+  given["T"] = dtype_name(t);
+  given["D"] = std::to_string((dh + 15) / 16 * 16);
+  given["EXACT"] = "0";
+  const bool wide = t != DType::F32;
+  for (int rank = 0; rank < world; ++rank) {
+    SCOPED_TRACE(str("rank ", rank));
+    // The running result of each of the rank's two query chunks.
+    std::vector<HostBuffer> acc, lse_acc, o;
+    for (int ql = 0; ql < 2; ++ql) {
+      acc.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk, dh});
+      lse_acc.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk});
+      o.emplace_back(t, std::vector<int64_t>{b, hq, chunk, dh});
+      for (int64_t i = 0; i < acc.back().numel(); ++i) acc.back().set(i, 0.0);
+      for (int64_t i = 0; i < lse_acc.back().numel(); ++i) lse_acc.back().set(i, -INFINITY);
+      o.back().poison();
+    }
+    for (const workloads::RingStep& step : workloads::ring_schedule(world, rank, causal))
+      for (const workloads::RingBlock& blk : step.blocks) {
+        HostBuffer qc = chunk_of(q, blk.q_chunk), kc = chunk_of(k, blk.kv_chunk),
+                   vc = chunk_of(v, blk.kv_chunk), o_p(t, {b, hq, chunk, dh}),
+                   lse_p(DType::F32, {b, hq, chunk});
+        o_p.poison();
+        lse_p.poison();
+        Bindings fwd = given;
+        fwd["CAUSAL"] = blk.causal ? "1" : "0";
+        run("embedded:workloads/attention.tile#attn_fwd", fwd,
+            {TestArg::of(qc), TestArg::of(kc), TestArg::of(vc), TestArg::of(o_p),
+             TestArg::of(lse_p), TestArg::f32(static_cast<float>(scale))});
+        Bindings merge = {{"T", given["T"]}, {"D", given["D"]}};
+        run("embedded:workloads/attention.tile#attn_merge", merge,
+            {TestArg::of(o_p), TestArg::of(lse_p), TestArg::of(acc[blk.q_local]),
+             TestArg::of(lse_acc[blk.q_local]), TestArg::of(o[blk.q_local])});
+      }
+    for (int ql = 0; ql < 2; ++ql) {
+      const int64_t c = workloads::ring_chunk(world, rank, ql);
+      SCOPED_TRACE(str("query chunk ", c));
+      std::vector<double> want_o(static_cast<size_t>(b * hq * chunk * dh)),
+          want_lse(static_cast<size_t>(b * hq * chunk));
+      for (int64_t bh = 0; bh < b * hq; ++bh)
+        for (int64_t i = 0; i < chunk; ++i) {
+          want_lse[bh * chunk + i] = ref_lse[bh * n + c * chunk + i];
+          for (int64_t d = 0; d < dh; ++d)
+            want_o[(bh * chunk + i) * dh + d] = ref_o[(bh * n + c * chunk + i) * dh + d];
+        }
+      expect_close(o[ql], want_o, wide ? 1e-2 : 5e-3);
+      double worst = 0;
+      for (int64_t i = 0; i < lse_acc[ql].numel(); ++i) {
+        const double e = std::abs(lse_acc[ql].get(i) - want_lse[i]);
+        if (!(e <= worst)) worst = e; // NaN counts as the worst
+      }
+      EXPECT_LE(worst, wide ? 2e-3 : 3e-3);
+    }
+  }
 }
 
 void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,

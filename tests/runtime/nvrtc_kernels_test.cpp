@@ -165,6 +165,10 @@ std::vector<Variant> variants() {
         {"BN", "64"},
         {"BM", "64"},
         {"WARPS", "4"}}},
+      // Ring attention's merge of a partial result (16-bit output, and f32 at an odd width).
+      {"workloads/attention.tile#attn_merge", {{"T", "bf16"}, {"D", "128"}}},
+      {"workloads/attention.tile#attn_merge",
+       {{"T", "f32"}, {"D", "48"}, {"BM", "16"}, {"WARPS", "1"}}},
       // gated_delta's linear attention, causal and anti-causal (the backward's form).
       {"workloads/gated_delta.tile#linear_attn", {{"T", "bf16"}, {"DK", "128"}}},
       {"workloads/gated_delta.tile#linear_attn",
