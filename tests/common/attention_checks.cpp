@@ -107,6 +107,97 @@ reference_forward(const HostBuffer& q, const HostBuffer& k, const HostBuffer& v,
   return {std::move(ref_o), std::move(ref_lse)};
 }
 
+/// The float64 forward (o, lse) and gradients (dq, dk, dv of sum(dout * o)) of attention over
+/// the keys `sees` allows, with the magnitudes of the terms dq's and dk's sums cancel (the floor
+/// of f32's error where ds nearly cancels).
+struct BackwardReference {
+  std::vector<double> o, lse, dq, dk, dv, dq_terms, dk_terms;
+};
+
+BackwardReference
+reference_backward(const HostBuffer& q, const HostBuffer& k, const HostBuffer& v,
+                   const HostBuffer& dout, double scale,
+                   const std::function<bool(int64_t, int64_t, int64_t, int64_t)>& sees) {
+  const int64_t b = q.shape()[0], hq = q.shape()[1], n = q.shape()[2], dh = q.shape()[3];
+  const int64_t hkv = k.shape()[1], group = hq / hkv;
+  auto at = [&](int64_t bi, int64_t h, int64_t heads, int64_t i) {
+    return ((bi * heads + h) * n + i) * dh;
+  };
+  // float64 forward (P kept) and gradients, one kv head (its whole query group) per task so
+  // that dk and dv are summed without sharing.
+  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v),
+                            dod = as_doubles(dout);
+  BackwardReference out;
+  std::vector<double>&rq = out.dq, &rk = out.dk, &rv = out.dv;
+  rq.assign(q.numel(), 0), rk.assign(k.numel(), 0), rv.assign(v.numel(), 0);
+  // |dq| and |dk| summed from the magnitudes of the terms ds = p * (dp - dl) cancels: with few
+  // keys (N = 2, causal) ds is a small difference of large terms, and f32's error follows them.
+  std::vector<double>&rq_terms = out.dq_terms, &rk_terms = out.dk_terms;
+  rq_terms.assign(q.numel(), 0), rk_terms.assign(k.numel(), 0);
+  std::vector<double>&o_ref = out.o, &lse_ref = out.lse;
+  o_ref.assign(q.numel(), 0), lse_ref.assign(b * hq * n, 0);
+  workloads::parallel_ranges(b * hkv, [&](int64_t lo, int64_t hi) {
+    std::vector<double> p(static_cast<size_t>(n * n)), ds(static_cast<size_t>(n * n)),
+        ds_terms(static_cast<size_t>(n * n));
+    for (int64_t bk = lo; bk < hi; ++bk) {
+      const int64_t bi = bk / hkv, hk = bk % hkv;
+      const double* kh = &kd[at(bi, hk, hkv, 0)];
+      const double* vh = &vd[at(bi, hk, hkv, 0)];
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        const double* qh = &qd[at(bi, h, hq, 0)];
+        const double* doh = &dod[at(bi, h, hq, 0)];
+        for (int64_t i = 0; i < n; ++i) {
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < n; ++j) {
+            double s = -INFINITY;
+            if (sees(bi, h, i, j)) {
+              s = 0;
+              for (int64_t d = 0; d < dh; ++d) s += qh[i * dh + d] * kh[j * dh + d];
+              s *= scale;
+            }
+            p[i * n + j] = s;
+            mx = std::max(mx, s);
+          }
+          // A row that sees no key: o = 0, lse = -inf, and no gradient through it.
+          double sum = 0;
+          for (int64_t j = 0; j < n; ++j)
+            if (p[i * n + j] > -INFINITY) sum += std::exp(p[i * n + j] - mx);
+          for (int64_t j = 0; j < n; ++j)
+            p[i * n + j] = p[i * n + j] > -INFINITY ? std::exp(p[i * n + j] - mx) / sum : 0;
+          lse_ref[(bi * hq + h) * n + i] = sum > 0 ? mx + std::log(sum) : -INFINITY;
+          double dl = 0;
+          for (int64_t d = 0; d < dh; ++d) {
+            double od = 0;
+            for (int64_t j = 0; j < n; ++j) od += p[i * n + j] * vh[j * dh + d];
+            o_ref[at(bi, h, hq, i) + d] = od;
+            dl += od * doh[i * dh + d];
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            double dp = 0;
+            for (int64_t d = 0; d < dh; ++d) dp += doh[i * dh + d] * vh[j * dh + d];
+            ds[i * n + j] = p[i * n + j] * (dp - dl);
+            ds_terms[i * n + j] = p[i * n + j] * (std::abs(dp) + std::abs(dl));
+          }
+        }
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            if (p[i * n + j] == 0 && ds[i * n + j] == 0) continue;
+            for (int64_t d = 0; d < dh; ++d) {
+              rq[at(bi, h, hq, i) + d] += scale * ds[i * n + j] * kh[j * dh + d];
+              rk[at(bi, hk, hkv, j) + d] += scale * ds[i * n + j] * qh[i * dh + d];
+              rv[at(bi, hk, hkv, j) + d] += p[i * n + j] * doh[i * dh + d];
+              rq_terms[at(bi, h, hq, i) + d] +=
+                  scale * ds_terms[i * n + j] * std::abs(kh[j * dh + d]);
+              rk_terms[at(bi, hk, hkv, j) + d] +=
+                  scale * ds_terms[i * n + j] * std::abs(qh[i * dh + d]);
+            }
+          }
+      }
+    }
+  });
+  return out;
+}
+
 } // namespace
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
@@ -147,49 +238,64 @@ void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq
   EXPECT_LE(worst, lse_tol) << "lse element " << at << ": " << lse.get(at) << " vs " << ref_lse[at];
 }
 
-void check_ring_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
-                              int64_t chunk, int64_t dh, int world, bool causal,
-                              const Bindings& config) {
+void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                          int64_t chunk, int64_t dh, int world, bool causal, bool backward,
+                          const Bindings& config) {
   uint32_t seed = fresh_seed();
-  const int64_t n = 2 * world * chunk;
+  const int64_t n = 2 * world * chunk, chunks = 2 * world;
   SCOPED_TRACE(str("ring attention ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv,
-                   " chunk=", chunk, " DH=", dh, " world=", world, causal ? " causal " : " ",
-                   config_text(config), " seed=", seed));
+                   " chunk=", chunk, " DH=", dh, " world=", world, causal ? " causal" : "",
+                   backward ? " backward " : " ", config_text(config), " seed=", seed));
   std::mt19937 rng(seed);
-  HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh});
+  HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
+      dout(t, {b, hq, n, dh});
   fill_uniform(q, rng, -2, 2);
   fill_uniform(k, rng, -2, 2);
   fill_uniform(v, rng, -1, 1);
+  fill_uniform(dout, rng, -1, 1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const auto [ref_o, ref_lse] = reference_forward(
-      q, k, v, scale, [&](int64_t, int64_t, int64_t i, int64_t j) { return !causal || j <= i; });
-  // Chunk c of a [b, h, n, dh] tensor, as a rank holds it.
+  const BackwardReference ref =
+      reference_backward(q, k, v, dout, scale,
+                         [&](int64_t, int64_t, int64_t i, int64_t j) { return !causal || j <= i; });
+  // Chunk c of a [b, h, n, dh] (or [b, h, n]) tensor, as a rank holds it, and the reference's.
   auto chunk_of = [&](const HostBuffer& full, int64_t c) {
-    const int64_t heads = full.shape()[1];
-    HostBuffer out(full.dtype(), {b, heads, chunk, dh});
+    std::vector<int64_t> shape = full.shape();
+    const int64_t row = shape.size() == 4 ? shape[3] : 1, heads = shape[1];
+    shape[2] = chunk;
+    HostBuffer out(full.dtype(), shape);
     for (int64_t bh = 0; bh < b * heads; ++bh)
-      for (int64_t i = 0; i < chunk; ++i)
-        for (int64_t d = 0; d < dh; ++d)
-          out.set((bh * chunk + i) * dh + d, full.get((bh * n + c * chunk + i) * dh + d));
+      for (int64_t i = 0; i < chunk * row; ++i)
+        out.set(bh * chunk * row + i, full.get((bh * n + c * chunk) * row + i));
     return out;
   };
+  auto ref_chunk = [&](const std::vector<double>& full, int64_t heads, int64_t row, int64_t c) {
+    std::vector<double> out(static_cast<size_t>(b * heads * chunk * row));
+    for (int64_t bh = 0; bh < b * heads; ++bh)
+      for (int64_t i = 0; i < chunk * row; ++i)
+        out[bh * chunk * row + i] = full[(bh * n + c * chunk) * row + i];
+    return out;
+  };
+  auto filled = [](DType d, std::vector<int64_t> shape, double value) {
+    HostBuffer out(d, std::move(shape));
+    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, value);
+    return out;
+  };
+  const std::string src = "embedded:workloads/attention.tile#";
   Bindings given = config;
   given["T"] = dtype_name(t);
   given["D"] = std::to_string((dh + 15) / 16 * 16);
   given["EXACT"] = "0";
+  const Bindings elementwise = {{"T", given["T"]}, {"D", given["D"]}};
   const bool wide = t != DType::F32;
-  for (int rank = 0; rank < world; ++rank) {
-    SCOPED_TRACE(str("rank ", rank));
-    // The running result of each of the rank's two query chunks.
-    std::vector<HostBuffer> acc, lse_acc, o;
-    for (int ql = 0; ql < 2; ++ql) {
-      acc.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk, dh});
-      lse_acc.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk});
-      o.emplace_back(t, std::vector<int64_t>{b, hq, chunk, dh});
-      for (int64_t i = 0; i < acc.back().numel(); ++i) acc.back().set(i, 0.0);
-      for (int64_t i = 0; i < lse_acc.back().numel(); ++i) lse_acc.back().set(i, -INFINITY);
-      o.back().poison();
-    }
+  // Forward: per global query chunk its running result (acc, lse) and output o.
+  std::vector<HostBuffer> acc, lse, o;
+  for (int64_t c = 0; c < chunks; ++c) {
+    acc.push_back(filled(DType::F32, {b, hq, chunk, dh}, 0.0));
+    lse.push_back(filled(DType::F32, {b, hq, chunk}, -INFINITY));
+    o.emplace_back(t, std::vector<int64_t>{b, hq, chunk, dh});
+    o.back().poison();
+  }
+  for (int rank = 0; rank < world; ++rank)
     for (const workloads::RingStep& step : workloads::ring_schedule(world, rank, causal))
       for (const workloads::RingBlock& blk : step.blocks) {
         HostBuffer qc = chunk_of(q, blk.q_chunk), kc = chunk_of(k, blk.kv_chunk),
@@ -199,33 +305,70 @@ void check_ring_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64
         lse_p.poison();
         Bindings fwd = given;
         fwd["CAUSAL"] = blk.causal ? "1" : "0";
-        run("embedded:workloads/attention.tile#attn_fwd", fwd,
+        run(src + "attn_fwd", fwd,
             {TestArg::of(qc), TestArg::of(kc), TestArg::of(vc), TestArg::of(o_p),
              TestArg::of(lse_p), TestArg::f32(static_cast<float>(scale))});
-        Bindings merge = {{"T", given["T"]}, {"D", given["D"]}};
-        run("embedded:workloads/attention.tile#attn_merge", merge,
-            {TestArg::of(o_p), TestArg::of(lse_p), TestArg::of(acc[blk.q_local]),
-             TestArg::of(lse_acc[blk.q_local]), TestArg::of(o[blk.q_local])});
+        run(src + "attn_merge", elementwise,
+            {TestArg::of(o_p), TestArg::of(lse_p), TestArg::of(acc[blk.q_chunk]),
+             TestArg::of(lse[blk.q_chunk]), TestArg::of(o[blk.q_chunk])});
       }
-    for (int ql = 0; ql < 2; ++ql) {
-      const int64_t c = workloads::ring_chunk(world, rank, ql);
-      SCOPED_TRACE(str("query chunk ", c));
-      std::vector<double> want_o(static_cast<size_t>(b * hq * chunk * dh)),
-          want_lse(static_cast<size_t>(b * hq * chunk));
-      for (int64_t bh = 0; bh < b * hq; ++bh)
-        for (int64_t i = 0; i < chunk; ++i) {
-          want_lse[bh * chunk + i] = ref_lse[bh * n + c * chunk + i];
-          for (int64_t d = 0; d < dh; ++d)
-            want_o[(bh * chunk + i) * dh + d] = ref_o[(bh * n + c * chunk + i) * dh + d];
-        }
-      expect_close(o[ql], want_o, wide ? 1e-2 : 5e-3);
-      double worst = 0;
-      for (int64_t i = 0; i < lse_acc[ql].numel(); ++i) {
-        const double e = std::abs(lse_acc[ql].get(i) - want_lse[i]);
-        if (!(e <= worst)) worst = e; // NaN counts as the worst
-      }
-      EXPECT_LE(worst, wide ? 2e-3 : 3e-3);
+  for (int64_t c = 0; c < chunks; ++c) {
+    SCOPED_TRACE(str("query chunk ", c));
+    expect_close(o[c], ref_chunk(ref.o, hq, dh, c), wide ? 1e-2 : 5e-3);
+    const std::vector<double> want = ref_chunk(ref.lse, hq, 1, c);
+    double worst = 0;
+    for (int64_t i = 0; i < lse[c].numel(); ++i) {
+      const double e = std::abs(lse[c].get(i) - want[i]);
+      if (!(e <= worst)) worst = e; // NaN counts as the worst
     }
+    EXPECT_LE(worst, wide ? 2e-3 : 3e-3);
+  }
+  if (!backward) return;
+  // Backward: delta and dq's accumulator per query chunk; dk and dv per key chunk summed in f32
+  // as the chunk would travel, the blocks as the forward's.
+  std::vector<HostBuffer> delta, dq_acc, dq, dk_acc, dv_acc, dk, dv;
+  for (int64_t c = 0; c < chunks; ++c) {
+    delta.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk});
+    dq_acc.emplace_back(DType::F32, std::vector<int64_t>{b, hq, chunk, dh});
+    dq.emplace_back(t, std::vector<int64_t>{b, hq, chunk, dh});
+    dk_acc.push_back(filled(DType::F32, {b, hkv, chunk, dh}, 0.0));
+    dv_acc.push_back(filled(DType::F32, {b, hkv, chunk, dh}, 0.0));
+    dk.emplace_back(t, std::vector<int64_t>{b, hkv, chunk, dh});
+    dv.emplace_back(t, std::vector<int64_t>{b, hkv, chunk, dh});
+    for (HostBuffer* x : {&delta.back(), &dq_acc.back(), &dq.back(), &dk.back(), &dv.back()})
+      x->poison();
+    HostBuffer doc = chunk_of(dout, c);
+    run(src + "attn_bwd_pre", {{"T", given["T"]}, {"D", given["D"]}, {"ATOMIC_DQ", "1"}},
+        {TestArg::of(o[c]), TestArg::of(doc), TestArg::of(delta[c]), TestArg::of(dq_acc[c])});
+  }
+  for (int rank = 0; rank < world; ++rank)
+    for (const workloads::RingStep& step : workloads::ring_schedule(world, rank, causal))
+      for (const workloads::RingBlock& blk : step.blocks) {
+        HostBuffer qc = chunk_of(q, blk.q_chunk), kc = chunk_of(k, blk.kv_chunk),
+                   vc = chunk_of(v, blk.kv_chunk), doc = chunk_of(dout, blk.q_chunk),
+                   dk_p(t, {b, hkv, chunk, dh}), dv_p(t, {b, hkv, chunk, dh});
+        dk_p.poison();
+        dv_p.poison();
+        Bindings bwd = given;
+        bwd["CAUSAL"] = blk.causal ? "1" : "0";
+        bwd["ATOMIC_DQ"] = "1";
+        run(src + "attn_bwd", bwd,
+            {TestArg::of(qc), TestArg::of(kc), TestArg::of(vc), TestArg::of(doc),
+             TestArg::of(lse[blk.q_chunk]), TestArg::of(delta[blk.q_chunk]), TestArg::of(dk_p),
+             TestArg::of(dv_p), TestArg::of(dq_acc[blk.q_chunk]),
+             TestArg::f32(static_cast<float>(scale))});
+        run(src + "attn_add", elementwise,
+            {TestArg::of(dk_p), TestArg::of(dk_acc[blk.kv_chunk]), TestArg::of(dk[blk.kv_chunk])});
+        run(src + "attn_add", elementwise,
+            {TestArg::of(dv_p), TestArg::of(dv_acc[blk.kv_chunk]), TestArg::of(dv[blk.kv_chunk])});
+      }
+  const double tol = wide ? 3e-2 : 1e-2;
+  for (int64_t c = 0; c < chunks; ++c) {
+    SCOPED_TRACE(str("chunk ", c));
+    run(src + "attn_bwd_dq", elementwise, {TestArg::of(dq_acc[c]), TestArg::of(dq[c])});
+    expect_close(dq[c], ref_chunk(ref.dq, hq, dh, c), tol);
+    expect_close(dk[c], ref_chunk(ref.dk, hkv, dh, c), tol);
+    expect_close(dv[c], ref_chunk(ref.dv, hkv, dh, c), tol);
   }
 }
 
@@ -316,10 +459,6 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   fill_uniform(v, rng, -1, 1);
   fill_uniform(dout, rng, -1, 1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const int64_t group = hq / hkv;
-  auto at = [&](int64_t bi, int64_t h, int64_t heads, int64_t i) {
-    return ((bi * heads + h) * n + i) * dh;
-  };
   const int64_t blk = sparse ? sparse->blk : 1, nb = sparse ? (n + blk - 1) / blk : 0;
   const int64_t mask_b = sparse ? sparse->mask_b : 1, mask_h = sparse ? sparse->mask_h : 1;
   HostBuffer q_cnt(DType::I32, {mask_b, mask_h, nb}), q_idx(DType::I32, {mask_b, mask_h, nb, nb});
@@ -334,74 +473,9 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
     const int64_t mbh = std::min(bi, mask_b - 1) * mask_h + std::min(h, mask_h - 1);
     return keep[(mbh * nb + i / blk) * nb + j / blk] != 0;
   };
-  // float64 forward (P kept) and gradients, one kv head (its whole query group) per task so
-  // that dk and dv are summed without sharing.
-  const std::vector<double> qd = as_doubles(q), kd = as_doubles(k), vd = as_doubles(v),
-                            dod = as_doubles(dout);
-  std::vector<double> rq(q.numel(), 0), rk(k.numel(), 0), rv(v.numel(), 0);
-  // |dq| and |dk| summed from the magnitudes of the terms ds = p * (dp - dl) cancels: with few
-  // keys (N = 2, causal) ds is a small difference of large terms, and f32's error follows them.
-  std::vector<double> rq_terms(q.numel(), 0), rk_terms(k.numel(), 0);
-  std::vector<double> o_ref(o.numel()), lse_ref(lse.numel());
-  workloads::parallel_ranges(b * hkv, [&](int64_t lo, int64_t hi) {
-    std::vector<double> p(static_cast<size_t>(n * n)), ds(static_cast<size_t>(n * n)),
-        ds_terms(static_cast<size_t>(n * n));
-    for (int64_t bk = lo; bk < hi; ++bk) {
-      const int64_t bi = bk / hkv, hk = bk % hkv;
-      const double* kh = &kd[at(bi, hk, hkv, 0)];
-      const double* vh = &vd[at(bi, hk, hkv, 0)];
-      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-        const double* qh = &qd[at(bi, h, hq, 0)];
-        const double* doh = &dod[at(bi, h, hq, 0)];
-        for (int64_t i = 0; i < n; ++i) {
-          double mx = -INFINITY;
-          for (int64_t j = 0; j < n; ++j) {
-            double s = -INFINITY;
-            if (sees(bi, h, i, j)) {
-              s = 0;
-              for (int64_t d = 0; d < dh; ++d) s += qh[i * dh + d] * kh[j * dh + d];
-              s *= scale;
-            }
-            p[i * n + j] = s;
-            mx = std::max(mx, s);
-          }
-          // A row that sees no key: o = 0, lse = -inf, and no gradient through it.
-          double sum = 0;
-          for (int64_t j = 0; j < n; ++j)
-            if (p[i * n + j] > -INFINITY) sum += std::exp(p[i * n + j] - mx);
-          for (int64_t j = 0; j < n; ++j)
-            p[i * n + j] = p[i * n + j] > -INFINITY ? std::exp(p[i * n + j] - mx) / sum : 0;
-          lse_ref[(bi * hq + h) * n + i] = sum > 0 ? mx + std::log(sum) : -INFINITY;
-          double dl = 0;
-          for (int64_t d = 0; d < dh; ++d) {
-            double od = 0;
-            for (int64_t j = 0; j < n; ++j) od += p[i * n + j] * vh[j * dh + d];
-            o_ref[at(bi, h, hq, i) + d] = od;
-            dl += od * doh[i * dh + d];
-          }
-          for (int64_t j = 0; j < n; ++j) {
-            double dp = 0;
-            for (int64_t d = 0; d < dh; ++d) dp += doh[i * dh + d] * vh[j * dh + d];
-            ds[i * n + j] = p[i * n + j] * (dp - dl);
-            ds_terms[i * n + j] = p[i * n + j] * (std::abs(dp) + std::abs(dl));
-          }
-        }
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            if (p[i * n + j] == 0 && ds[i * n + j] == 0) continue;
-            for (int64_t d = 0; d < dh; ++d) {
-              rq[at(bi, h, hq, i) + d] += scale * ds[i * n + j] * kh[j * dh + d];
-              rk[at(bi, hk, hkv, j) + d] += scale * ds[i * n + j] * qh[i * dh + d];
-              rv[at(bi, hk, hkv, j) + d] += p[i * n + j] * doh[i * dh + d];
-              rq_terms[at(bi, h, hq, i) + d] +=
-                  scale * ds_terms[i * n + j] * std::abs(kh[j * dh + d]);
-              rk_terms[at(bi, hk, hkv, j) + d] +=
-                  scale * ds_terms[i * n + j] * std::abs(qh[i * dh + d]);
-            }
-          }
-      }
-    }
-  });
+  const BackwardReference r = reference_backward(q, k, v, dout, scale, sees);
+  const std::vector<double>&rq = r.dq, &rk = r.dk, &rv = r.dv, &rq_terms = r.dq_terms,
+        &rk_terms = r.dk_terms, &o_ref = r.o, &lse_ref = r.lse;
   // The kernels read o and lse in their own dtypes, as the forward would have written them.
   for (int64_t i = 0; i < o.numel(); ++i) o.set(i, o_ref[i]);
   for (int64_t i = 0; i < lse.numel(); ++i) lse.set(i, lse_ref[i]);

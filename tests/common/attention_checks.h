@@ -13,14 +13,17 @@ namespace tilejit::test {
 /// 1/sqrt(DH); o and lse against float64 (relative error of o: 1e-2 for 16-bit inputs, 5e-3
 /// for f32 through TF32, 1e-5 exact; lse: 2e-3, 3e-3, 1e-5 absolute). The tile width D is DH
 /// rounded up to 16.
-/// Ring attention's forward (workloads/ring_attention.h) with `world` ranks simulated in turn on
-/// `run`: a sequence of 2 * world * chunk positions split zigzag, each rank's query chunks
-/// against the key/value chunks its ring steps hold (attn_fwd per block, causal on the
-/// diagonal), merged by attn_merge (outputs and partials poisoned first); every rank's o and
-/// lse against the float64 attention of the whole sequence, as check_attention_fwd's tolerances.
-void check_ring_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
-                              int64_t chunk, int64_t dh, int world, bool causal,
-                              const Bindings& config);
+/// Ring attention (workloads/ring_attention.h) with `world` ranks simulated in turn on `run`: a
+/// sequence of 2 * world * chunk positions split zigzag, each rank's query chunks against the
+/// key/value chunks its ring steps hold (attn_fwd per block, causal on the diagonal) merged by
+/// attn_merge; with `backward`, attn_bwd_pre per query chunk, attn_bwd per block (dq by
+/// atomics into its query chunk's accumulator), each block's dk and dv added into its key
+/// chunk's f32 sum by attn_add, dq by attn_bwd_dq. Outputs and partials poisoned first; o, lse
+/// (and dq, dk, dv) of every chunk against the float64 attention of the whole sequence, with
+/// check_attention_fwd's and check_attention_bwd's tolerances.
+void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
+                          int64_t chunk, int64_t dh, int world, bool causal, bool backward,
+                          const Bindings& config);
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);

@@ -23,15 +23,15 @@ TEST(RefAttention, ForwardCausal) {
                       {{"BM", "64"}, {"BN", "32"}, {"STAGES", "3"}, {"WARPS", "4"}});
 }
 
-// Ring attention's forward (issue 20) with its ranks simulated one after another: one rank
-// (its two chunks), two and three ranks, causal (the zigzag split's diagonal and skipped
-// blocks) and not, GQA, an odd chunk length and head dim, f32.
-TEST(RefAttention, RingForwardOverSimulatedRanks) {
-  check_ring_attention_fwd(cpu(), DType::F16, 1, 2, 1, 13, 40, 1, true, kSmall);
-  check_ring_attention_fwd(cpu(), DType::BF16, 1, 4, 2, 13, 40, 2, true, kSmall);
-  check_ring_attention_fwd(cpu(), DType::F16, 2, 2, 2, 9, 16, 3, true, kSmall);
-  check_ring_attention_fwd(cpu(), DType::F16, 1, 2, 1, 11, 24, 3, false, kSmall);
-  check_ring_attention_fwd(cpu(), DType::F32, 1, 1, 1, 7, 32, 2, true, kSmall);
+// Ring attention (issue 20) with its ranks simulated one after another: one rank (its two
+// chunks), two and three ranks, causal (the zigzag split's diagonal and skipped blocks) and
+// not, GQA, an odd chunk length and head dim, f32; forward, and forward and backward.
+TEST(RefAttention, RingOverSimulatedRanks) {
+  check_ring_attention(cpu(), DType::F16, 1, 2, 1, 13, 40, 1, true, false, kSmall);
+  check_ring_attention(cpu(), DType::BF16, 1, 4, 2, 13, 40, 2, true, true, kSmall);
+  check_ring_attention(cpu(), DType::F16, 2, 2, 2, 9, 16, 3, true, true, kSmall);
+  check_ring_attention(cpu(), DType::F16, 1, 2, 1, 11, 24, 3, false, true, kSmall);
+  check_ring_attention(cpu(), DType::F32, 1, 1, 1, 7, 32, 2, true, true, kSmall);
 }
 
 TEST(RefAttention, ForwardF32Tf32AndExact) {

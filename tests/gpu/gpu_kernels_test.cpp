@@ -52,15 +52,15 @@ TEST(GpuExamples, GemmF32Tf32AndExact) {
 
 // attention's forward: GQA, causal and not, N not a multiple of the blocks, head dims 40, 64,
 // 128, 256, bf16/f16 and f32 (TF32 and exact), several block shapes.
-// Ring attention's forward (issue 20) with its ranks simulated one after another on this GPU:
-// attn_fwd per block and attn_merge, against the float64 attention of the whole sequence
-// (no NCCL here: the chunks a rank would receive are taken from the whole tensors).
-TEST(GpuAttention, RingForwardOverSimulatedRanks) {
+// Ring attention (issue 20) with its ranks simulated one after another on this GPU: attn_fwd
+// per block and attn_merge, then attn_bwd per block and attn_add, against the float64 attention
+// of the whole sequence (no NCCL here: the chunks a rank would receive are taken whole).
+TEST(GpuAttention, RingOverSimulatedRanks) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
-  check_ring_attention_fwd(run, DType::BF16, 1, 4, 2, 512, 128, 2, true, {});
-  check_ring_attention_fwd(run, DType::F16, 2, 2, 1, 333, 64, 3, true, {});
-  check_ring_attention_fwd(run, DType::BF16, 1, 2, 2, 200, 72, 4, false, {});
+  check_ring_attention(run, DType::BF16, 1, 4, 2, 512, 128, 2, true, true, {});
+  check_ring_attention(run, DType::F16, 2, 2, 1, 333, 64, 3, true, true, {});
+  check_ring_attention(run, DType::BF16, 1, 2, 2, 200, 72, 4, false, false, {});
 }
 
 TEST(GpuAttention, Forward) {

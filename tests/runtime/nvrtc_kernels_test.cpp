@@ -169,6 +169,7 @@ std::vector<Variant> variants() {
       {"workloads/attention.tile#attn_merge", {{"T", "bf16"}, {"D", "128"}}},
       {"workloads/attention.tile#attn_merge",
        {{"T", "f32"}, {"D", "48"}, {"BM", "16"}, {"WARPS", "1"}}},
+      {"workloads/attention.tile#attn_add", {{"T", "f16"}, {"D", "64"}}},
       // gated_delta's linear attention, causal and anti-causal (the backward's form).
       {"workloads/gated_delta.tile#linear_attn", {{"T", "bf16"}, {"DK", "128"}}},
       {"workloads/gated_delta.tile#linear_attn",
