@@ -330,7 +330,7 @@ struct HbvBackwardArgs {
   /// absent, they are allocated and freed per call.
   std::optional<Tensor> tape, maps;
   void* stream = nullptr;
-  Config config; ///< forced tunables of the derived kernels (CK for the checkpointed one)
+  Config config; ///< forced tunables of hbv_forward_grad (BB, WARPS, CK): segment 0, no starts
 };
 
 struct HbvBackwardResult {
