@@ -41,17 +41,26 @@ void check_inputs(const OpChecks& c, const Tensor& p, const Tensor& temp, const 
                "the parameters' count");
 }
 
-/// -1 (the op's choice), 0 (checkpoints) or a segment length; named when not.
+/// Why `segment` is not one the ops take (-1: the op's choice, 0: checkpoints, or a segment
+/// length), or "" when it is.
+std::string bad_segment(int64_t segment) {
+  if (segment == -1 || segment == 0 || workloads::hbv_is_segment_length(segment)) return "";
+  return str("segment = ", segment,
+             " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, 256");
+}
+
 void check_segment(const OpChecks& c, const Tensor& p, int64_t segment) {
-  if (segment == -1 || segment == 0 || workloads::hbv_is_segment_length(segment)) return;
-  throw Error(str(c.named("P", p), ": segment = ", segment,
-                  " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, "
-                  "256"));
+  if (const std::string why = bad_segment(segment); !why.empty())
+    throw Error(str(c.named("P", p), ": ", why));
 }
 
 /// The form that runs: the caller's, or the op's choice for B x T.
+int64_t resolve_form(int64_t b, int64_t t, int64_t segment) {
+  return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
+}
+
 int64_t form_of(int64_t segment, const Tensor& p) {
-  return segment >= 0 ? segment : workloads::hbv_default_segment(p.shape[0], p.shape[1]);
+  return resolve_form(p.shape[0], p.shape[1], segment);
 }
 
 /// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32].
@@ -103,11 +112,8 @@ void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, c
 
 int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   if (b < 0 || t < 0) throw Error(str("hbv: B = ", b, " and T = ", t, " must not be negative"));
-  if (segment != -1 && segment != 0 && !workloads::hbv_is_segment_length(segment))
-    throw Error(str("hbv: segment = ", segment,
-                    " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, "
-                    "256"));
-  return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
+  if (const std::string why = bad_segment(segment); !why.empty()) throw Error("hbv: " + why);
+  return resolve_form(b, t, segment);
 }
 
 int64_t hbv_starts_interval(int64_t form) {

@@ -167,27 +167,40 @@ public:
                  {"d_P", "d_TEMP", "d_PET", "d_params"})};
   }
 
+  /// The derived kernels' generics past the checkpointed kernel: a warp of basins per program,
+  /// the training forward's states every `days` (their layouts must agree).
+  static Config derived_generics(int64_t days) {
+    return {{"BB", std::to_string(kHbvSegmentBasins)},
+            {"WARPS", std::to_string(kHbvSegmentBasins / 32)},
+            {"SEG", std::to_string(days)}};
+  }
+
+  /// steps() with the training forward (hbv_forward_grad_fwd: hbv_forward's loop, the states
+  /// also stored every `days` into `starts`) in place of hbv_forward.
+  std::vector<Step> steps_with_training_forward(int64_t days, const std::string& starts) const {
+    std::vector<Step> st = steps();
+    Step& forward = st.front();
+    forward.kernel = "hbv_forward_grad_fwd";
+    forward.args.push_back(StepArg::of(starts));
+    forward.generics = derived_generics(days);
+    forward.writes.push_back(starts);
+    return st;
+  }
+
   /// The checkpointed kernel (one program per block of basins walks all T days back), and
   /// the segment form for each offered SEG (the forward stores each segment's start; then a
   /// program per block of basins and segment: the reverse in about two segments' time, for
-  /// shapes too small to fill the GPU with basins alone). The tuner times each and keeps the
-  /// fastest per shape.
+  /// shapes too small to fill the GPU with basins alone), and the checkpointed reverse from the
+  /// training forward's states every 32, 64 or 128 days (no forward pass of its own: the
+  /// fastest where basins fill the GPU). The tuner times each and keeps the fastest per shape.
   std::vector<Plan> plans() const override {
     std::vector<Plan> out = {
         {"checkpoints", "the derived backward in one kernel, checkpoints every CK days", steps()}};
     for (int64_t seg : segment_lengths()) {
-      std::vector<Step> st = steps();
       const std::string tape = fmt::format("tape_s{}", seg), maps = fmt::format("maps_s{}", seg);
-      const Config generics = {{"BB", std::to_string(kHbvSegmentBasins)},
-                               {"WARPS", std::to_string(kHbvSegmentBasins / 32)},
-                               {"SEG", std::to_string(seg)}};
       const std::string starts = fmt::format("starts_s{}", seg);
-      // The training forward: hbv_forward's loop, each segment's start state stored too.
-      Step& forward = st.front();
-      forward.kernel = "hbv_forward_grad_fwd";
-      forward.args.push_back(StepArg::of(starts));
-      forward.generics = generics;
-      forward.writes.push_back(starts);
+      const Config generics = derived_generics(seg);
+      std::vector<Step> st = steps_with_training_forward(seg, starts);
       Step lin;
       lin.label = "linearize";
       lin.kernel = "hbv_forward_grad_lin";
@@ -212,20 +225,12 @@ public:
       for (int64_t ck : kHbvStartsIntervals) {
         // The training forward stores every CK-th day's states (each "segment's" start); the
         // checkpointed reverse starts from them: no forward pass of its own.
-        std::vector<Step> st = steps();
         const std::string starts = fmt::format("ckpt_s{}", ck);
-        const Config generics = {{"BB", std::to_string(kHbvSegmentBasins)},
-                                 {"WARPS", std::to_string(kHbvSegmentBasins / 32)},
-                                 {"SEG", std::to_string(ck)}};
-        Step& forward = st.front();
-        forward.kernel = "hbv_forward_grad_fwd";
-        forward.args.push_back(StepArg::of(starts));
-        forward.generics = generics;
-        forward.writes.push_back(starts);
+        std::vector<Step> st = steps_with_training_forward(ck, starts);
         Step& back = st.back();
         back.kernel = "hbv_forward_grad_ck";
         back.args.push_back(StepArg::of(starts));
-        back.generics = generics;
+        back.generics = derived_generics(ck);
         out.push_back({fmt::format("forward_checkpoints{}", ck),
                        fmt::format("the training forward stores the states every {} days, the "
                                    "derived reverse starts from them",
