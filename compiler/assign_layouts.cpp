@@ -347,6 +347,13 @@ private:
   /// Blocked, with vectors sized for the narrowest tensor the expression loads, so global
   /// accesses are 16 bytes wide.
   const Layout* default_for(const ir::Expr& e, const ir::Type& t) {
+    if (t.shape.empty()) {
+      // A scalar where a tile's layout is asked for: a combination the type checks let through
+      // (CI's sanitized lowering fuzz reached this once, input not kept). Said at the value,
+      // and a one-element layout to go on with, never an empty shape's undefined back().
+      error(e.loc, str("'", ir::print_expr(e), "' is a scalar where a tile is expected"));
+      return table_.default_blocked({1}, dtype_size(t.dtype), k_.threads);
+    }
     int bytes = dtype_size(t.dtype);
     ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) {
       if (n.kind == ExprKind::Load && n.type.rank() == t.rank())

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace tilejit {
 
@@ -188,9 +189,72 @@ private:
     // A value known only at run time is converted to i32 (dsl/README.md: loop bounds).
   }
 
+  /// sum_to(x, like) (a Reduce with axis kSumToLike): x summed over the axes `like`
+  /// broadcasts along to reach x's shape (x's leading axes beyond like's rank; the axes where
+  /// like has 1 and x does not, kept as unit axes), so the result broadcasts to like's shape.
+  /// Where x has 1 (or no axis) and like does not, x stays narrower: the reverse of broadcasting
+  /// as far as a value can go; a `frag` declared from it takes like's shape (decl). `like` is
+  /// only typed, never computed; its type goes to `like_type` when asked.
+  void sum_to(ExprPtr& e, Type* like_type) {
+    expr(e->a);
+    expr(e->b);
+    const Type x = e->a->type;
+    const Type like = e->b->type;
+    if (like_type) *like_type = like;
+    if (x.dtype == DType::Bool || !dtype_is_float(x.dtype))
+      error(e->loc, str("sum_to sums floats; its value is ", x.str()));
+    if (!broadcast(x.shape, like.shape))
+      error(e->loc, str("sum_to: shape ", shape_str(x.shape), " does not broadcast with ",
+                        shape_str(like.shape), " (the shape it is summed to)"));
+    const dsl::SourceLoc loc = e->loc;
+    ExprPtr v = std::move(e->a);
+    auto reduce = [&](ExprPtr a, int axis) {
+      DType rt =
+          a->type.dtype == DType::F16 || a->type.dtype == DType::BF16 ? DType::F32 : a->type.dtype;
+      auto r = std::make_unique<ir::Expr>(ExprKind::Reduce, loc);
+      r->reduce_op = ir::ReduceOp::Sum;
+      std::vector<int64_t> shape = a->type.shape;
+      if (axis == -1 || shape.size() == 1) {
+        axis = -1;
+        shape.clear();
+      } else {
+        shape.erase(shape.begin() + axis);
+      }
+      r->axis = axis;
+      r->a = cast_to(std::move(a), rt);
+      r->type = Type{rt, shape, shape.empty() ? Space::Scalar : Space::Frag};
+      return r;
+    };
+    // x's leading axes that like lacks: summed away.
+    while (!v->type.is_scalar() && v->type.rank() > like.rank())
+      v = reduce(std::move(v), like.is_scalar() ? -1 : 0);
+    // Aligned axes where like has 1 and x more: summed, the unit axis kept (x[:, None]).
+    const int offset = like.rank() - v->type.rank();
+    for (int ax = 0; ax < v->type.rank(); ++ax) {
+      if (like.shape[ax + offset] != 1 || v->type.shape[ax] == 1) continue;
+      std::vector<int64_t> shape = v->type.shape;
+      shape[ax] = 1;
+      v = reduce(std::move(v), ax);
+      auto x1 = std::make_unique<ir::Expr>(ExprKind::Expand, loc);
+      x1->axes = {ax};
+      x1->int_value = v->type.rank();
+      x1->type = Type{v->type.dtype, shape, Space::Frag};
+      x1->a = std::move(v);
+      v = std::move(x1);
+    }
+    e = std::move(v);
+  }
+
   void decl(ir::Stmt& s) {
     ir::Var& v = *s.var;
-    expr(s.value);
+    // `frag d = sum_to(x, like)` declares d with like's shape (x broadcast where narrower).
+    std::optional<Type> sum_to_like;
+    if (s.value->kind == ExprKind::Reduce && s.value->axis == ir::kSumToLike && !v.declared_type) {
+      sum_to_like.emplace();
+      sum_to(s.value, &*sum_to_like);
+    } else {
+      expr(s.value);
+    }
     const Type& vt = s.value->type;
     Space wanted = v.type.space; // from let/frag/shared; Scalar for `let`
     if (v.declared_type) {
@@ -212,6 +276,7 @@ private:
       v.type = t;
     } else {
       Type t = vt;
+      if (sum_to_like) t.shape = sum_to_like->shape;
       if (wanted == Space::Frag) {
         if (t.is_scalar())
           error(s.loc, str("frag '", v.name, "' is initialised with a scalar; give its type: frag ",
@@ -517,6 +582,10 @@ private:
       dot(e);
       return;
     case ExprKind::Reduce: {
+      if (e->axis == ir::kSumToLike) {
+        sum_to(e, nullptr);
+        return;
+      }
       expr(e->a);
       const Type& t = e->a->type;
       if (t.is_scalar()) error(e->loc, "reduce of a scalar");

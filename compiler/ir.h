@@ -117,7 +117,8 @@ enum class ExprKind {
   SharedSlice, ///< a shared tile's dynamic window: a[start : start + extent] along axis 0;
                ///< with axes == {0}, the single row a[start, :] (axis 0 dropped)
   Dot,         ///< a @ b (+ c): tensor cores, f32 accumulate
-  Reduce,      ///< reduce `reduce_op` over `axis` (-1 = all axes -> scalar)
+  Reduce,      ///< reduce `reduce_op` over `axis` (-1 = all axes -> scalar); until infer_types,
+               ///< axis kSumToLike: sum_to(a, b), a summed to b's shape (b only typed)
   Scan,        ///< inclusive cumulative `reduce_op` (sum or prod) along `axis`
   SolveTril,   ///< (I + A)^-1 where A is the strictly lower part of the square tile a (its
                ///< diagonal and upper part are not read): unit lower triangular, f32
@@ -150,6 +151,9 @@ enum class MathFn {
 const char* math_fn_name(MathFn f);
 enum class ReduceOp { Sum, Max, Min, Prod };
 const char* reduce_op_name(ReduceOp op);
+/// Expr::axis of a Reduce that stands for sum_to(a, b) until infer_types resolves it into
+/// reductions over the axes b broadcasts along (only b's shape matters: it is never computed).
+constexpr int kSumToLike = -2;
 
 /// Expr::scratch_region of a cluster_sum that exchanges through the dead tiles' bytes.
 constexpr int kExchangeRegion = 2;

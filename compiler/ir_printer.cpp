@@ -395,6 +395,7 @@ std::string print_bare(const Expr& e) {
                              : "",
                ")");
   case ExprKind::Reduce:
+    if (e.axis == kSumToLike) return str("sum_to(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
     return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,
                scratch_arg(e), ")");
   case ExprKind::Scan:

@@ -982,6 +982,17 @@ private:
       expect(")");
       return typed(std::move(e));
     }
+    if (name == "sum_to") { // before infer_types resolves it
+      auto e = make(ExprKind::Reduce);
+      e->reduce_op = ReduceOp::Sum;
+      e->axis = kSumToLike;
+      expect("(");
+      e->a = expr();
+      expect(",");
+      e->b = expr();
+      expect(")");
+      return typed(std::move(e));
+    }
     if (starts_with(name, "reduce_") || starts_with(name, "scan_")) {
       const bool reduce = starts_with(name, "reduce_");
       auto op = reduce_op(name.substr(reduce ? 7 : 5));

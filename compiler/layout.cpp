@@ -213,6 +213,7 @@ const Layout* LayoutTable::slice(const Layout* parent, int axis) {
 
 const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, int elem_bytes,
                                            int threads, int vector_bytes) {
+  TJ_ICHECK(!shape.empty(), "a tile layout asked for a scalar");
   int64_t cols = shape.back();
   int64_t rows = shape.size() == 2 ? shape[0] : 1;
   int vec = std::max(1, vector_bytes / std::max(1, elem_bytes));

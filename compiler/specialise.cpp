@@ -788,6 +788,15 @@ private:
       x->a = lower_expr(*e.args[0]);
       return x;
     }
+    case BK::SumTo: {
+      // Resolved by infer_types, which knows both shapes.
+      auto x = std::make_unique<ir::Expr>(ExprKind::Reduce, e.loc);
+      x->reduce_op = ir::ReduceOp::Sum;
+      x->axis = ir::kSumToLike;
+      x->a = lower_expr(*e.args[0]);
+      x->b = lower_expr(*e.args[1]);
+      return x;
+    }
     case BK::CumSum:
     case BK::CumProd: {
       auto x = std::make_unique<ir::Expr>(ExprKind::Scan, e.loc);

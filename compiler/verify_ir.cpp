@@ -404,6 +404,7 @@ private:
       break;
     }
     case ExprKind::Reduce: {
+      check(e.axis >= -1 && !e.b, nullptr, "sum_to left unresolved by infer_types");
       std::vector<int64_t> shape;
       if (e.axis >= 0) {
         check(e.axis < e.a->type.rank(), nullptr, str("reduce over axis ", e.axis));

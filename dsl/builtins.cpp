@@ -37,6 +37,7 @@ const std::vector<BuiltinInfo>& all_builtins() {
       {"cumsum", BuiltinKind::CumSum, 1, 1, {"axis"}, "cumsum(x, axis=)"},
       {"cumprod", BuiltinKind::CumProd, 1, 1, {"axis"}, "cumprod(x, axis=)"},
       {"solve_tril", BuiltinKind::SolveTril, 1, 1, {}, "solve_tril(a)"},
+      {"sum_to", BuiltinKind::SumTo, 2, 2, {}, "sum_to(x, like)"},
       {"cluster_sum", BuiltinKind::ClusterSum, 1, 1, {}, "cluster_sum(x)"},
       {"where", BuiltinKind::Where, 3, 3, {}, "where(cond, a, b)"},
       {"min", BuiltinKind::Min, 2, 2, {}, "min(a, b)"},

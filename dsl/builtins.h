@@ -26,6 +26,7 @@ enum class BuiltinKind {
   CumSum,
   CumProd,
   SolveTril, ///< solve_tril(a): (I + A)^-1 for a square tile's strictly lower part A
+  SumTo,     ///< sum_to(x, like): x summed over the axes `like` broadcasts along (reverse mode)
   ClusterSum,
   Where,
   Min,

@@ -64,6 +64,9 @@ bool op_kind_of_call(const std::string& callee, OpKind* kind) {
   case K::Load:
     *kind = OpKind::Load;
     return true;
+  case K::ReduceSum:
+    *kind = OpKind::ReduceSum;
+    return true;
   default:
     return false; // no adjoint rule (reductions, dot, floor/ceil, indices...)
   }
@@ -83,7 +86,8 @@ void Adjoints::add(std::vector<std::string>& out, const std::string& value, cons
   if (has(value)) {
     out.push_back(fmt::format("{} = {} + {};", a, a, c));
   } else {
-    out.push_back(fmt::format("frag {} = {};", a, c));
+    // `let`: an adjoint has its value's shape, a tile's or a scalar's (sum_to gives it).
+    out.push_back(fmt::format("let {} = {};", a, c));
     defined_.insert(value);
   }
 }
@@ -104,8 +108,12 @@ void emit_adjoint(const Op& op, Adjoints& adj, std::vector<std::string>& out) {
   auto add = [&](size_t i, const std::string& c) {
     if (i < a.size() && a[i].active) adj.add(out, a[i].text, "(" + c + ")");
   };
+  auto add_to = [&](size_t i, const std::string& c) {
+    if (i < a.size() && a[i].active)
+      adj.add(out, a[i].text, fmt::format("sum_to({}, {})", c, a[i].text));
+  };
   if (op.kind == OpKind::Store) {
-    add(0, fmt::format("load({}[{}]{})", gradient_param_name(op.tensor), op.access, masked(op)));
+    add_to(0, fmt::format("load({}[{}]{})", gradient_param_name(op.tensor), op.access, masked(op)));
     return;
   }
   if (!adj.has(op.result)) return; // the value reaches no output
@@ -117,45 +125,45 @@ void emit_adjoint(const Op& op, Adjoints& adj, std::vector<std::string>& out) {
     add(0, g);
     break;
   case OpKind::Add:
-    add(0, g);
-    add(1, g);
+    add_to(0, g);
+    add_to(1, g);
     break;
   case OpKind::Sub:
-    add(0, g);
-    add(1, "-" + g);
+    add_to(0, g);
+    add_to(1, "-" + g);
     break;
   case OpKind::Mul:
-    add(0, fmt::format("{} * {}", g, t(1)));
-    add(1, fmt::format("{} * {}", g, t(0)));
+    add_to(0, fmt::format("{} * {}", g, t(1)));
+    add_to(1, fmt::format("{} * {}", g, t(0)));
     break;
   case OpKind::Div: // d(a/b)/db = -(a/b)/b
-    add(0, fmt::format("{} / {}", g, t(1)));
-    add(1, fmt::format("-({} * {}) / {}", g, r, t(1)));
+    add_to(0, fmt::format("{} / {}", g, t(1)));
+    add_to(1, fmt::format("-({} * {}) / {}", g, r, t(1)));
     break;
   case OpKind::Neg:
     add(0, "-" + g);
     break;
   case OpKind::Where: // the branch taken gets it
-    add(1, fmt::format("where({}, {}, 0.0)", t(0), g));
-    add(2, fmt::format("where({}, 0.0, {})", t(0), g));
+    add_to(1, fmt::format("where({}, {}, 0.0)", t(0), g));
+    add_to(2, fmt::format("where({}, 0.0, {})", t(0), g));
     break;
   case OpKind::Min: // a tie goes to the first argument
-    add(0, fmt::format("where({} <= {}, {}, 0.0)", t(0), t(1), g));
-    add(1, fmt::format("where({} <= {}, 0.0, {})", t(0), t(1), g));
+    add_to(0, fmt::format("where({} <= {}, {}, 0.0)", t(0), t(1), g));
+    add_to(1, fmt::format("where({} <= {}, 0.0, {})", t(0), t(1), g));
     break;
   case OpKind::Max:
-    add(0, fmt::format("where({} >= {}, {}, 0.0)", t(0), t(1), g));
-    add(1, fmt::format("where({} >= {}, 0.0, {})", t(0), t(1), g));
+    add_to(0, fmt::format("where({} >= {}, {}, 0.0)", t(0), t(1), g));
+    add_to(1, fmt::format("where({} >= {}, 0.0, {})", t(0), t(1), g));
     break;
   case OpKind::Clamp: // x keeps it at its bounds, as PyTorch's clamp
-    add(0, fmt::format("where({} >= {} && {} <= {}, {}, 0.0)", t(0), t(1), t(0), t(2), g));
-    add(1, fmt::format("where({} < {}, {}, 0.0)", t(0), t(1), g));
-    add(2, fmt::format("where({} > {} && {} >= {}, {}, 0.0)", t(0), t(2), t(0), t(1), g));
+    add_to(0, fmt::format("where({} >= {} && {} <= {}, {}, 0.0)", t(0), t(1), t(0), t(2), g));
+    add_to(1, fmt::format("where({} < {}, {}, 0.0)", t(0), t(1), g));
+    add_to(2, fmt::format("where({} > {} && {} >= {}, {}, 0.0)", t(0), t(2), t(0), t(1), g));
     break;
   case OpKind::Pow: // x^y at x = 0: gradient 0 in x and in y
-    add(0, fmt::format("where({} == 0.0, 0.0, {} * {} * pow({}, {} - 1.0))", t(0), g, t(1), t(0),
-                       t(1)));
-    add(1, fmt::format("where({} > 0.0, {} * {} * log({}), 0.0)", t(0), g, r, t(0)));
+    add_to(0, fmt::format("where({} == 0.0, 0.0, {} * {} * pow({}, {} - 1.0))", t(0), g, t(1), t(0),
+                          t(1)));
+    add_to(1, fmt::format("where({} > 0.0, {} * {} * log({}), 0.0)", t(0), g, r, t(0)));
     break;
   case OpKind::Exp:
     add(0, fmt::format("{} * {}", g, r));
@@ -184,6 +192,19 @@ void emit_adjoint(const Op& op, Adjoints& adj, std::vector<std::string>& out) {
   case OpKind::Abs:
     add(0, fmt::format("where({} > 0.0, {}, where({} < 0.0, -{}, 0.0))", t(0), g, t(0), g));
     break;
+  case OpKind::ReduceSum:
+    // g broadcast back over the reduced axis: g[:, None] for axis 1 (a [M] along [M, N]'s rows);
+    // along axis 0 or every axis, g broadcasts as it is (NumPy aligns the last axes).
+    add_to(0, op.axis == 1 ? g + "[:, None]" : g);
+    break;
+  case OpKind::NewAxes: {
+    // Summed over the unit axes added, last first: back to the operand's shape exactly.
+    std::string c = g;
+    for (auto it = op.axes.rbegin(); it != op.axes.rend(); ++it)
+      c = fmt::format("reduce_sum({}, axis = {})", c, *it);
+    add(0, c);
+    break;
+  }
   case OpKind::Load:
     // Gradients are f32 tensors (atomic_add's widest float), whatever the value's dtype.
     out.push_back(fmt::format("atomic_add({}[{}], cast<f32>({}){});",

@@ -33,8 +33,10 @@ enum class OpKind {
   Sigmoid,
   Abs,
   Cast,
-  Load,  ///< a read of a differentiated input: its adjoint is added to d_<tensor>
-  Store, ///< a write of an output: d_<tensor> is the adjoint of the value stored
+  ReduceSum, ///< reduce_sum(x, axis = `axis`) (-1: every axis): its adjoint is broadcast back
+  NewAxes,   ///< x[:, None] / x[None, :] (unit axes at `axes`): its adjoint is summed over them
+  Load,      ///< a read of a differentiated input: its adjoint is added to d_<tensor>
+  Store,     ///< a write of an output: d_<tensor> is the adjoint of the value stored
 };
 
 /// An operand: a value's name when it is differentiated, else its text (a constant, an index).
@@ -48,6 +50,8 @@ struct Op {
   std::string result; ///< the value's name (empty for Store)
   std::vector<Operand> args;
   std::string tensor, access, mask; ///< Load / Store: `tensor[access]`, the mask's text or ""
+  int axis = -1;                    ///< ReduceSum
+  std::vector<int> axes;            ///< NewAxes: the new axes' positions in the result
 };
 
 /// The call names that map to an OpKind (min, max, clamp, pow, exp, ...), with Load for load
@@ -75,7 +79,9 @@ private:
 
 /// Emits the adjoint statements of `op` (those of its active operands); nothing for an op whose
 /// result has no adjoint (its value reaches no output). Loads add into `d_<tensor>` with
-/// atomic_add; stores read `d_<tensor>`.
+/// atomic_add; stores read `d_<tensor>`. An operand of an operation with several operands (or
+/// of a store) may have been broadcast to the result's shape: its contribution is written
+/// `sum_to(c, operand)`, summed back to the operand's shape (free where the shapes are equal).
 void emit_adjoint(const Op& op, Adjoints& adjoints, std::vector<std::string>& out);
 
 } // namespace tilejit::autodiff

@@ -150,14 +150,20 @@ public:
       if (e.name == "floor" || e.name == "ceil" || !any) return false; // piecewise constant
       if (!op_kind_of_call(e.name, &kind))
         fail_at(e.loc, fmt::format("cannot differentiate '{}' (reverse mode supports elementwise "
-                                   "math, where, min, max, clamp, pow, cast, load and store)",
+                                   "math, where, min, max, clamp, pow, cast, reduce_sum, new "
+                                   "axes, load and store)",
                                    e.name));
       return true;
     }
     case ExprKind::Index:
-      if (active(*e.lhs))
-        fail_at(e.loc, "cannot differentiate an indexed tile (x[...] of a differentiated value)");
-      return false;
+      if (!active(*e.lhs)) return false;
+      // New axes (x[:, None]) broadcast: their adjoint sums over them. Any other subscript
+      // picks elements, which reverse mode does not do.
+      for (const auto& it : e.index)
+        if (it.kind != IndexItem::Kind::Full && it.kind != IndexItem::Kind::NewAxis)
+          fail_at(e.loc, "cannot differentiate an indexed tile (x[...] of a differentiated "
+                         "value); only new axes (x[:, None], x[None, :]) are supported");
+      return true;
     default:
       return false;
     }
@@ -180,6 +186,15 @@ struct Block {
   std::vector<std::string> code;
   std::vector<Op> ops;
 };
+
+/// `name` declared with `value`: `frag` for a tile type, `let` where the type is a scalar's or
+/// not written (a `let` takes a tile's shape or a scalar's, whichever its value has).
+std::string declaration(const std::string& name, const std::string& type,
+                        const std::string& value) {
+  if (type.empty()) return fmt::format("let {} = {};", name, value);
+  const bool tile = type.find('[') != std::string::npos;
+  return fmt::format("{} {}: {} = {};", tile ? "frag" : "let", name, type, value);
+}
 
 class Flattener {
 public:
@@ -205,9 +220,29 @@ public:
       op.args = {flatten(*e.lhs), flatten(*e.rhs)};
       value = fmt::format("({} {} {})", op.args[0].text, binary_op_spelling(e.binary_op),
                           op.args[1].text);
+    } else if (e.kind == ExprKind::Index) {
+      op.kind = OpKind::NewAxes;
+      op.args = {flatten(*e.lhs)};
+      std::vector<std::string> items;
+      for (size_t i = 0; i < e.index.size(); ++i) {
+        const bool added = e.index[i].kind == IndexItem::Kind::NewAxis;
+        if (added) op.axes.push_back(static_cast<int>(i));
+        items.push_back(added ? "None" : ":");
+      }
+      value = fmt::format("{}[{}]", op.args[0].text, join(items, ", "));
     } else if (e.kind == ExprKind::Call) {
       op_kind_of_call(e.name, &op.kind);
-      if (op.kind == OpKind::Load) {
+      if (op.kind == OpKind::ReduceSum) {
+        op.args = {flatten(*e.args.at(0))};
+        if (const Expr* ax = kwarg(e, "axis")) {
+          if (ax->kind != ExprKind::IntLit)
+            fail_at(ax->loc, "cannot differentiate reduce_sum with an axis that is not a number "
+                             "(write axis = 0 or axis = 1)");
+          op.axis = static_cast<int>(ax->int_value);
+        }
+        value = op.axis < 0 ? fmt::format("reduce_sum({})", op.args[0].text)
+                            : fmt::format("reduce_sum({}, axis = {})", op.args[0].text, op.axis);
+      } else if (op.kind == OpKind::Load) {
         const Expr& access = *e.args[0];
         op.tensor = access.lhs->name;
         op.access = index_text(access.index, names_);
@@ -222,8 +257,7 @@ public:
       }
     }
     op.result = hint.empty() ? fmt::format("tmp__{}", ++temps_) : hint;
-    out_.code.push_back(
-        fmt::format("frag {}{} = {};", op.result, type.empty() ? "" : ": " + type, value));
+    out_.code.push_back(declaration(op.result, type, value));
     out_.ops.push_back(std::move(op));
     return {out_.ops.back().result, true};
   }
@@ -841,8 +875,7 @@ private:
       if (act_->active(*value)) {
         Operand o = f.flatten(*value, name, type);
         if (o.text != name) { // a bare name: copy it
-          b.code.push_back(
-              fmt::format("frag {}{} = {};", name, type.empty() ? "" : ": " + type, o.text));
+          b.code.push_back(declaration(name, type, o.text));
           Op copy;
           copy.kind = OpKind::Copy;
           copy.result = name;
@@ -1027,7 +1060,7 @@ private:
       } else if (type) {
         out.push_back(fmt::format("let {}: {} = 0.0;", a, adjoint_dtype(*type)));
       } else {
-        out.push_back(fmt::format("frag {} = {};", a, zero_like(v)));
+        out.push_back(fmt::format("let {} = {};", a, zero_like(v))); // a scalar's or a tile's
       }
       top.set_outer(v, a);
     };

@@ -160,4 +160,146 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
   }
 }
 
+void check_hbv_nmul(const KernelRunner& run, int64_t b, int64_t t, int64_t nm,
+                    const Bindings& given, const std::string& form, double tol) {
+  using workloads::kHbvParams;
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("hbv_forward_nmul B=", b, " T=", t, " NM=", nm, " ", form, " ",
+                   config_text(given), " seed=", seed));
+  // The B * NM models: model b * NM + m has basin b's forcings and component m's parameters.
+  workloads::HbvInputs models = workloads::random_hbv_inputs(b * nm, t, seed);
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t m = 1; m < nm; ++m)
+      for (auto* f : {&models.p, &models.temp, &models.pet})
+        for (int64_t d = 0; d < t; ++d) (*f)[(bi * nm + m) * t + d] = (*f)[bi * nm * t + d];
+  std::mt19937 rng(seed ^ 0x5bd1e995u);
+  HostBuffer p(DType::F32, {b, t}), temp(DType::F32, {b, t}), pet(DType::F32, {b, t});
+  HostBuffer params(DType::F32, {b, kHbvParams, nm}), q(DType::F32, {b, t}), dq(DType::F32, {b, t});
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t d = 0; d < t; ++d) {
+      p.set(bi * t + d, models.p[bi * nm * t + d]);
+      temp.set(bi * t + d, models.temp[bi * nm * t + d]);
+      pet.set(bi * t + d, models.pet[bi * nm * t + d]);
+    }
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int k = 0; k < kHbvParams; ++k)
+      for (int64_t m = 0; m < nm; ++m)
+        params.set((bi * kHbvParams + k) * nm + m, models.params[(bi * nm + m) * kHbvParams + k]);
+  // The reference on exactly the f32 values the kernel reads.
+  for (int64_t i = 0; i < b * nm; ++i) {
+    const int64_t bi = i / nm, m = i % nm;
+    for (int64_t d = 0; d < t; ++d) {
+      models.p[i * t + d] = p.get(bi * t + d);
+      models.temp[i * t + d] = temp.get(bi * t + d);
+      models.pet[i * t + d] = pet.get(bi * t + d);
+    }
+    for (int k = 0; k < kHbvParams; ++k)
+      models.params[i * kHbvParams + k] = params.get((bi * kHbvParams + k) * nm + m);
+  }
+  const std::vector<double> qm = workloads::hbv_forward(models);
+  std::vector<double> q_ref(static_cast<size_t>(b * t), 0.0);
+  for (int64_t i = 0; i < b * nm; ++i)
+    for (int64_t d = 0; d < t; ++d) q_ref[(i / nm) * t + d] += qm[i * t + d] / double(nm);
+  Bindings config = given;
+  config["NM"] = std::to_string(nm);
+  const std::string source = "embedded:workloads/hbv.tile#hbv_forward_nmul";
+  const std::vector<TestArg> inputs = {TestArg::of(p), TestArg::of(temp), TestArg::of(pet),
+                                       TestArg::of(params), TestArg::of(q)};
+  q.poison();
+  if (form == "forward") {
+    run(source, config, inputs);
+    expect_close(q, q_ref, 1e-4);
+    return;
+  }
+  fill_uniform(dq, rng, -1, 1);
+  HostBuffer d_p(DType::F32, {b, t}), d_temp(DType::F32, {b, t}), d_pet(DType::F32, {b, t});
+  HostBuffer d_params(DType::F32, {b, kHbvParams, nm});
+  std::vector<HostBuffer*> grads = {&d_p, &d_temp, &d_pet, &d_params};
+  std::vector<std::vector<double>> start;
+  for (HostBuffer* g : grads) {
+    fill_uniform(*g, rng, -1, 1);
+    std::vector<double> s0(static_cast<size_t>(g->numel()));
+    for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
+    start.push_back(std::move(s0));
+  }
+  std::vector<TestArg> args = inputs;
+  args.push_back(TestArg::of(dq));
+  for (HostBuffer* g : grads) args.push_back(TestArg::of(*g));
+  if (form == "whole") {
+    run("grad:" + source, config, args);
+  } else {
+    const int64_t bb = config.count("BB") ? std::stoll(config.at("BB")) : 16;
+    const int64_t seg = std::stoll(config.at("SEG"));
+    const int64_t np = (b + bb - 1) / bb, ns = (t + seg - 1) / seg;
+    HostBuffer starts(DType::F32, {np, ns, 5, bb, nm}), tape(DType::F32, {np, ns, seg, 5, bb, nm}),
+        maps(DType::F32, {np, ns, 30, bb, nm});
+    for (HostBuffer* x : {&starts, &tape, &maps}) x->poison();
+    std::vector<TestArg> fwd = inputs;
+    fwd.push_back(TestArg::of(starts));
+    run("grad:" + source + "_grad_fwd", config, fwd);
+    expect_close(q, q_ref, 1e-4); // the training forward's Q
+    if (form == "ck") {
+      args.push_back(TestArg::of(starts));
+      run("grad:" + source + "_grad_ck", config, args);
+    } else {
+      std::vector<TestArg> lin = inputs;
+      for (HostBuffer* x : {&dq, &starts, &tape, &maps}) lin.push_back(TestArg::of(*x));
+      run("grad:" + source + "_grad_lin", config, lin);
+      args.push_back(TestArg::of(tape));
+      args.push_back(TestArg::of(maps));
+      run("grad:" + source + "_grad_seg", config, args);
+    }
+  }
+  // The models' gradients with dQ / NM each; the forcings' summed over the components.
+  std::vector<double> dq_models(static_cast<size_t>(b * nm * t));
+  for (int64_t i = 0; i < b * nm; ++i)
+    for (int64_t d = 0; d < t; ++d) dq_models[i * t + d] = dq.get((i / nm) * t + d) / double(nm);
+  const std::vector<uint16_t> decisions = workloads::hbv_decisions_f32(models);
+  const workloads::HbvGradients gm = workloads::hbv_backward(models, dq_models, &decisions);
+  std::vector<double> ref_p(size_t(b * t), 0.0), ref_temp(size_t(b * t), 0.0),
+      ref_pet(size_t(b * t), 0.0), ref_params(size_t(b * kHbvParams * nm));
+  for (int64_t i = 0; i < b * nm; ++i) {
+    const int64_t bi = i / nm, m = i % nm;
+    for (int64_t d = 0; d < t; ++d) {
+      ref_p[bi * t + d] += gm.p[i * t + d];
+      ref_temp[bi * t + d] += gm.temp[i * t + d];
+      ref_pet[bi * t + d] += gm.pet[i * t + d];
+    }
+    for (int k = 0; k < kHbvParams; ++k)
+      ref_params[(bi * kHbvParams + k) * nm + m] = gm.params[i * kHbvParams + k];
+  }
+  const std::vector<const std::vector<double>*> refs = {&ref_p, &ref_temp, &ref_pet, &ref_params};
+  const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
+  for (size_t g = 0; g < grads.size(); ++g) {
+    SCOPED_TRACE(names[g]);
+    std::vector<double> added(static_cast<size_t>(grads[g]->numel()));
+    double ref_norm = 0, diff_norm = 0, max_diff = 0;
+    for (int64_t i = 0; i < grads[g]->numel(); ++i) {
+      added[i] = grads[g]->get(i) - start[g][i];
+      const double r = (*refs[g])[i];
+      ref_norm += r * r;
+      diff_norm += (added[i] - r) * (added[i] - r);
+      max_diff = std::max(max_diff, std::abs(added[i] - r));
+    }
+    if (std::sqrt(ref_norm / double(added.size())) < 1e-5) {
+      EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
+      continue;
+    }
+    EXPECT_LE(std::sqrt(diff_norm / ref_norm), tol) << "relative error";
+    // Each basin's own share, so that one basin left out cannot hide in the norm.
+    const int64_t row = grads[g]->numel() / b;
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      double diff = 0, norm = 0;
+      for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
+        diff += (added[j] - (*refs[g])[j]) * (added[j] - (*refs[g])[j]);
+        norm += (*refs[g])[j] * (*refs[g])[j];
+      }
+      if (std::sqrt(diff) > 10 * tol * std::sqrt(norm) + 1e-6)
+        if (bad++ == 0) first_bad = bi;
+    }
+    EXPECT_EQ(bad, 0) << "basins off by more than " << 10 * tol << ", first " << first_bad;
+  }
+}
+
 } // namespace tilejit::test

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace tilejit::test {
 
@@ -33,5 +34,16 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
                         double tol = 1e-3,
                         const std::function<void(workloads::HbvInputs&)>& edit = nullptr,
                         bool f32_branches = false);
+
+/// hbv_forward_nmul (NM components per basin, Q their mean) and its derived backward on B
+/// basins over T days against the float64 reference run on the B * NM models (each basin's
+/// forcings, the component's parameters): Q, then the gradients of sum(dQ * Q) for the
+/// parameters [B, 12, NM] and the forcings (summed over the components). `form`: "forward" (Q
+/// only), "whole" (hbv_forward_nmul_grad, CK in `config`), "ck" (the training forward's starts
+/// every SEG days, then hbv_forward_nmul_grad_ck) or "segments" (_grad_fwd, _grad_lin,
+/// _grad_seg). Outputs and the caller's tensors poisoned; gradients start at random values.
+/// The reference follows f32's branches (every model compared).
+void check_hbv_nmul(const KernelRunner& run, int64_t b, int64_t t, int64_t nm,
+                    const Bindings& config, const std::string& form, double tol = 1e-3);
 
 } // namespace tilejit::test

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <tuple>
 
 namespace tilejit::test {
 namespace {
@@ -217,6 +218,35 @@ TEST(Autodiff, CarriedValuesOfTwoTypesCheckpointedSideBySide) {
                                      {{"BB", "16"}, {"CK", ck}});
 }
 
+// Broadcasting: a [BB] input and a [BB, 1] load broadcast over NM components, the mean over
+// them by reduce_sum, a column sum broadcast back: odd B, NM = 1 (every axis of length 1), T
+// shorter than CK, checkpointed every CK steps.
+TEST(Autodiff, BroadcastsAndReductionsOverComponents) {
+  for (const auto& [b, nm, t, ck] : std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>>{
+           {7, 3, 9, "4"}, {9, 16, 5, "8"}, {5, 1, 6, "4"}, {1, 2, 3, "64"}})
+    check_against_finite_differences(kData, "components",
+                                     {{"x", random({b, t}, -1, 1)},
+                                      {"w", random({b, nm}, 0.2, 0.9)},
+                                      {"y", HostBuffer(DType::F64, {b, t})},
+                                      {"last", HostBuffer(DType::F64, {b, nm})}},
+                                     {{"BB", "4"}, {"CK", ck}});
+  // The same through the training forward's states and the checkpointed reverse (hbv's plan
+  // for many basins): [BB, NM] states checkpointed every SEG steps.
+  for (const auto& [b, nm, t, seg] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+           {7, 3, 19, 8}, {9, 16, 5, 8}, {6, 2, 33, 16}})
+    for (bool checkpointed : {true, false}) {
+      const int64_t np = (b + 3) / 4, ns = (t + seg - 1) / seg;
+      SegmentTapes tapes{
+          {np, ns, 1, 4, nm}, {np, ns, seg, 1, 4, nm}, {np, ns, 2, 4, nm}, checkpointed};
+      check_against_finite_differences(kData, "components_mean",
+                                       {{"x", random({b, t}, -1, 1)},
+                                        {"w", random({b, nm}, 0.2, 0.9)},
+                                        {"y", HostBuffer(DType::F64, {b, t})}},
+                                       {{"BB", "4"}, {"SEG", std::to_string(seg)}}, 1e-4, "",
+                                       &tapes);
+    }
+}
+
 // The shipped f32 bucket_scan's derived backward against finite differences of its f64 copy.
 TEST(Autodiff, TheShippedBucketScan) {
   const int64_t b = 21, t = 40;
@@ -330,8 +360,12 @@ TEST(Autodiff, WhatItRefusesIsNamedWhereItIs) {
     const std::string e = refusal(kHead + body + "}\n", wrt);
     EXPECT_NE(e.find(what), std::string::npos) << e;
   };
-  expect("  frag a = load(x[0 : 4]);\n  store(y[0 : 4], reduce_sum(a) + a);\n",
-         "bad.tile:5:19: error: cannot differentiate 'reduce_sum'");
+  expect("  frag a = load(x[0 : 4]);\n  store(y[0 : 4], reduce_max(a) + a);\n",
+         "bad.tile:5:19: error: cannot differentiate 'reduce_max'");
+  expect("  frag a = load(x[0 : 4]);\n  store(y[0 : 4], reduce_sum(a[:, None], axis = 0 + 1));\n",
+         "bad.tile:5:51: error: cannot differentiate reduce_sum with an axis that is not a number");
+  expect("  frag a = load(x[0 : 4]);\n  store(y[0 : 4], cumsum(a));\n",
+         "bad.tile:5:19: error: cannot differentiate 'cumsum'");
   expect("  frag a = load(x[0 : 4]);\n  store(y[0 : 4], a % 2.0);\n",
          "bad.tile:5:21: error: cannot differentiate '%'");
   expect("  frag a = load(x[0 : 4]);\n  atomic_add(y[0 : 4], a);\n",

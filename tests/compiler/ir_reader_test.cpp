@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 
@@ -153,7 +154,11 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
 uint32_t test_seed() {
   if (const char* s = std::getenv("TILEJIT_TEST_SEED"))
     return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
+  // Printed now, not only on failure: a sanitizer that stops the process (UBSan's
+  // halt_on_error) leaves no failure message, and the seed is the only way back to the input.
+  const uint32_t seed = std::random_device{}();
+  std::fprintf(stderr, "[random seed %u: TILEJIT_TEST_SEED=%u reproduces this run]\n", seed, seed);
+  return seed;
 }
 
 TEST(IrReader, MutatedIrReadsOrIsDiagnosed) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 
@@ -23,7 +24,11 @@ namespace {
 uint32_t test_seed() {
   if (const char* s = std::getenv("TILEJIT_TEST_SEED"))
     return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
+  // Printed now, not only on failure: a sanitizer that stops the process (UBSan's
+  // halt_on_error) leaves no failure message, and the seed is the only way back to the input.
+  const uint32_t seed = std::random_device{}();
+  std::fprintf(stderr, "[random seed %u: TILEJIT_TEST_SEED=%u reproduces this run]\n", seed, seed);
+  return seed;
 }
 
 enum class Outcome { Cuda, Diagnosed, Broken };
@@ -69,10 +74,10 @@ Outcome compile_all(const std::string& text, bool debug, std::string* what) {
 
 const std::vector<std::string>& pieces() {
   static const std::vector<std::string> p = {
-      "zip(",      "zip(a, b)", "1|",      "|1",         "1|B",     "[:, None]",
-      "[None, :]", ", ",        "iota(8)", "iota(4)",    "[0 : 8]", ": 1]",
-      "f32[8, 1]", "f32[1, 8]", "mask = ", "other = -1", ")",       "(",
-      "]",         "[",         "gather(", "load(",      "copy(",   "store("};
+      "zip(",    "zip(a, b)",  "1|",      "|1",         "1|B",    "[:, None]", "[None, :]",
+      ", ",      "iota(8)",    "iota(4)", "[0 : 8]",    ": 1]",   "f32[8, 1]", "f32[1, 8]",
+      "mask = ", "other = -1", ")",       "(",          "]",      "[",         "gather(",
+      "load(",   "copy(",      "store(",  "sum_to(x, ", "sum_to("};
   return p;
 }
 

@@ -77,5 +77,18 @@ TEST(RefHbv, DerivedBackwardAtTheRangesEdges) {
                      true);
 }
 
+// NM components per basin in one kernel (hbv_forward_nmul: Q their mean, the forcings read
+// once per basin) and its derived backward in every form, against the float64 reference on
+// the B * NM models: odd B, a partial last program, T a multiple of CK/SEG and not, NM 2..16.
+TEST(RefHbv, ComponentsInOneKernelForwardAndEveryBackwardForm) {
+  check_hbv_nmul(cpu(), 5, 37, 16, {{"BB", "4"}}, "forward");
+  check_hbv_nmul(cpu(), 9, 20, 2, {{"BB", "16"}}, "forward");
+  check_hbv_nmul(cpu(), 7, 40, 4, {{"BB", "8"}, {"CK", "16"}}, "whole");
+  check_hbv_nmul(cpu(), 3, 33, 16, {{"BB", "2"}, {"CK", "8"}}, "whole");
+  check_hbv_nmul(cpu(), 5, 41, 8, {{"BB", "4"}, {"SEG", "16"}}, "ck");
+  check_hbv_nmul(cpu(), 6, 24, 4, {{"BB", "8"}, {"SEG", "8"}}, "segments");
+  check_hbv_nmul(cpu(), 1, 1, 2, {{"BB", "16"}, {"CK", "4"}}, "whole");
+}
+
 } // namespace
 } // namespace tilejit::test

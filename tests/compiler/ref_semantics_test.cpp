@@ -419,6 +419,74 @@ TEST(RefSemantics, WhereBroadcastsItsOperands) {
     EXPECT_EQ(y.get(k), k > 5.5 ? k : (k / 4 == 1 ? -1.0 : -2.0)) << k;
 }
 
+const char* kSumTo =
+    R"(kernel sum_to_shapes(X: f32[5, 8], R: f32[5, 1], C: f32[1, 8], V: f32[8], S: f32[1],
+                     W: f32[5, 8])
+  grid (1)
+{
+  frag x = load(X[0 : 5, 0 : 8]);
+  frag r = load(X[0 : 5, 0 : 1]);
+  store(R[0 : 5, 0 : 1], sum_to(x, r));
+  store(C[0 : 1, 0 : 8], sum_to(x * 2.0, load(X[0 : 1, 0 : 8])));
+  store(V[0 : 8], sum_to(x, load(X[0, 0 : 8])));
+  store(S[0], sum_to(x, load(X[0, 0])));
+  frag w = sum_to(r, x);
+  store(W[0 : 5, 0 : 8], w + sum_to(x, x));
+}
+)";
+
+// sum_to (reverse mode's adjoint of broadcasting): summed over the axes `like` broadcasts
+// along (unit axes kept, missing leading axes dropped, a scalar like: everything); a narrower
+// value declared with `frag` takes like's shape.
+TEST(RefSemantics, SumToSumsOverTheAxesItsLikeBroadcastsAlong) {
+  uint32_t seed = test::fresh_seed();
+  SCOPED_TRACE(str("seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer x(DType::F32, {5, 8}), r(DType::F32, {5, 1}), c(DType::F32, {1, 8}),
+      v(DType::F32, {8}), s(DType::F32, {1}), w(DType::F32, {5, 8});
+  test::fill_uniform(x, rng, -1, 1);
+  for (HostBuffer* b : {&r, &c, &v, &s, &w}) b->poison();
+  run_text("sum_to.tile", kSumTo, {x.arg(), r.arg(), c.arg(), v.arg(), s.arg(), w.arg()});
+  std::vector<double> rows(5, 0), cols(8, 0), cols2(8, 0), all(1, 0), wide(40);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 8; ++j) {
+      const double e = x.get(i * 8 + j);
+      rows[i] += e;
+      cols[j] += e;
+      cols2[j] += 2 * e;
+      all[0] += e;
+      wide[i * 8 + j] = x.get(i * 8) + e;
+    }
+  test::expect_close(r, rows, 1e-6);
+  test::expect_close(c, cols2, 1e-6);
+  test::expect_close(v, cols, 1e-6);
+  test::expect_close(s, all, 1e-6);
+  test::expect_close(w, wide, 1e-6);
+}
+
+TEST(RefSemantics, SumToOfShapesThatDoNotBroadcastIsNamed) {
+  const std::string head = "kernel k(X: f32[5, 8], Y: f32[5, 8])\n  grid (1)\n{\n"
+                           "  frag x = load(X[0 : 5, 0 : 8]);\n";
+  auto error = [&](const std::string& body) -> std::string {
+    try {
+      HostBuffer x(DType::F32, {5, 8}), y(DType::F32, {5, 8});
+      run_text("bad.tile", head + body + "}\n", {x.arg(), y.arg()});
+    } catch (const std::exception& e) { // dsl::CompileError, at the call
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(error("  store(Y[0 : 5, 0 : 8], sum_to(x, load(X[0 : 3, 0 : 8])));\n")
+                .find("bad.tile:5:26: error: sum_to: shape [5, 8] does not broadcast with [3, 8]"),
+            std::string::npos);
+  EXPECT_NE(error("  store(Y[0 : 5, 0 : 8], cast<f32>(sum_to(x > 0.0, x)));\n")
+                .find("bad.tile:5:36: error: sum_to sums floats; its value is bool[5, 8]"),
+            std::string::npos);
+  EXPECT_NE(error("  store(Y[0 : 5, 0 : 8], sum_to(x));\n")
+                .find("bad.tile:5:26: error: sum_to takes 2 arguments, got 1"),
+            std::string::npos);
+}
+
 // ---- runtime errors ----------------------------------------------------------------------
 const char* kDivide = R"(kernel divide(X: i32[N], Y: i32[N])
   grid (N)

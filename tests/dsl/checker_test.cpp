@@ -186,7 +186,7 @@ TEST(DslChecker, BuiltinTableAndDtypes) {
   ASSERT_NE(find_builtin("gather"), nullptr);
   EXPECT_EQ(find_builtin("gather")->kind, BuiltinKind::Load); // gather is load
   EXPECT_EQ(find_builtin("nope"), nullptr);
-  EXPECT_EQ(all_builtins().size(), 39u);
+  EXPECT_EQ(all_builtins().size(), 40u);
   for (const auto& b : all_builtins()) {
     EXPECT_LE(b.min_args, b.max_args) << b.name;
     EXPECT_EQ(find_builtin(b.name), &b) << b.name; // names are unique

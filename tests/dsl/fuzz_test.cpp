@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -22,7 +23,11 @@ namespace {
 uint32_t test_seed() {
   if (const char* s = std::getenv("TILEJIT_TEST_SEED"))
     return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
+  // Printed now, not only on failure: a sanitizer that stops the process (UBSan's
+  // halt_on_error) leaves no failure message, and the seed is the only way back to the input.
+  const uint32_t seed = std::random_device{}();
+  std::fprintf(stderr, "[random seed %u: TILEJIT_TEST_SEED=%u reproduces this run]\n", seed, seed);
+  return seed;
 }
 
 std::string read_source(const std::string& relative) {

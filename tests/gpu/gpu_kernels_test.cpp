@@ -628,5 +628,21 @@ TEST(GpuHbv, DerivedBackwardMatchesTheFloat64Adjoint) {
   check_hbv_gradient(run, 5, 1, {{"SEG", "128"}, {"ON_STARTS", "1"}});
 }
 
+// NM components per basin in one kernel and its derived backward in every form, on the GPU
+// (the shuffles of the mean, the forcings broadcast over the components, the atomics that sum
+// their gradients), against the float64 reference on the B * NM models.
+TEST(GpuHbv, ComponentsInOneKernelForwardAndEveryBackwardForm) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  check_hbv_nmul(run, 100, 365, 16, {}, "forward");
+  check_hbv_nmul(run, 37, 100, 4, {{"BB", "8"}, {"WARPS", "1"}}, "forward");
+  check_hbv_nmul(run, 9, 200, 2, {{"BB", "32"}, {"WARPS", "2"}}, "forward");
+  check_hbv_nmul(run, 100, 365, 16, {{"CK", "64"}}, "whole");
+  check_hbv_nmul(run, 37, 100, 8, {{"BB", "4"}, {"CK", "16"}}, "whole");
+  check_hbv_nmul(run, 100, 365, 16, {{"SEG", "64"}}, "ck");
+  check_hbv_nmul(run, 21, 130, 4, {{"BB", "8"}, {"SEG", "32"}}, "segments");
+  check_hbv_nmul(run, 3, 1, 2, {{"BB", "16"}, {"SEG", "8"}}, "ck");
+}
+
 } // namespace
 } // namespace tilejit::test
