@@ -22,4 +22,4 @@ echo "tune --devices ${DEVICES:-0}: exit $?"
 tr '\r' '\n' <"$out/list.err" | grep -v '^$' | tail -4; tail -6 "$out/list.out"
 timeout 100 $B/tilejit --db "$DB" tune "${S[@]}" --devices all >"$out/all.out" 2>"$out/all.err"
 echo "tune --devices all (warm database): exit $?"; tail -3 "$out/all.out"
-$B --db "$DB" cache list | head -6
+$B/tilejit --db "$DB" cache list | head -6

@@ -28,7 +28,28 @@ void check_matrix(const OpChecks& c, const char* name, const Tensor& t, int64_t 
   c.contiguous(name, t);
 }
 
-/// The forcings [B, T] (P's sizes) and params [B, 12].
+/// Components per basin: 1 for params [B, 12], NM for [B, 12, NM] (hbv_forward_nmul).
+int64_t components(const Tensor& params) {
+  return params.shape.size() == 3 ? params.shape[2] : 1;
+}
+
+/// The forcings [B, T] (P's sizes) and params [B, 12], or [B, 12, NM] with NM components per
+/// basin (2, 4, 8 or 16: hbv_forward_nmul's; its Q is their mean). `grad` names a gradient
+/// checked like params ("d_params").
+void check_params(const OpChecks& c, const char* name, const Tensor& params, int64_t b,
+                  const char* layout) {
+  const int rank = params.shape.size() == 3 ? 3 : 2;
+  c.rank_and_dtype(name, params, rank, {DType::F32}, layout);
+  c.size(name, params, 0, b, "P's basins B");
+  c.size(name, params, 1, int64_t(workloads::kHbvParams), "the parameters' count");
+  if (rank == 3 && !workloads::hbv_is_component_count(params.shape[2]))
+    throw Error(str(c.named(name, params), " has ", params.shape[2],
+                    " components per basin in dimension 2; one kernel takes 2, 4, 8 or 16 "
+                    "(for another count, repeat the forcings per component: tilejit.ops.hbv's "
+                    "nmul does)"));
+  c.contiguous(name, params);
+}
+
 void check_inputs(const OpChecks& c, const Tensor& p, const Tensor& temp, const Tensor& pet,
                   const Tensor& params) {
   c.rank_and_dtype("P", p, 2, {DType::F32}, "[B, T] (basins, days)");
@@ -36,9 +57,9 @@ void check_inputs(const OpChecks& c, const Tensor& p, const Tensor& temp, const 
   const int64_t b = p.shape[0], t = p.shape[1];
   check_matrix(c, "TEMP", temp, b, t, "[B, T] like P", "P's basins B", "P's days T");
   check_matrix(c, "PET", pet, b, t, "[B, T] like P", "P's basins B", "P's days T");
-  check_matrix(c, "params", params, b, int64_t(workloads::kHbvParams),
-               "[B, 12] (BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH)", "P's basins B",
-               "the parameters' count");
+  check_params(c, "params", params, b,
+               "[B, 12] (BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH) or [B, 12, "
+               "NM] (NM components per basin)");
 }
 
 /// Why `segment` is not one the ops take (-1: the op's choice, 0: checkpoints, or a segment
@@ -49,9 +70,13 @@ std::string bad_segment(int64_t segment) {
              " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, 256");
 }
 
-void check_segment(const OpChecks& c, const Tensor& p, int64_t segment) {
+void check_segment(const OpChecks& c, const Tensor& p, const Tensor& params, int64_t segment) {
   if (const std::string why = bad_segment(segment); !why.empty())
     throw Error(str(c.named("P", p), ": ", why));
+  if (components(params) > 1 && segment > 0)
+    throw Error(str(c.named("params", params), ": segment = ", segment,
+                    ", but with several components per basin the backward checkpoints (segment "
+                    "0 or -1): the segment form takes one component per basin"));
 }
 
 /// The form that runs: the caller's, or the op's choice for B x T.
@@ -59,18 +84,24 @@ int64_t resolve_form(int64_t b, int64_t t, int64_t segment) {
   return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
 }
 
-int64_t form_of(int64_t segment, const Tensor& p) {
-  return resolve_form(p.shape[0], p.shape[1], segment);
+int64_t form_of(int64_t segment, const Tensor& p, const Tensor& params) {
+  return components(params) > 1 ? 0 : resolve_form(p.shape[0], p.shape[1], segment);
 }
 
-/// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32].
-void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t, int64_t seg) {
-  const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg);
-  c.rank_and_dtype("starts", starts, 4, {DType::F32},
-                   "[cdiv(B, 32), cdiv(T, days), 5, 32] (the training forward's; days: the "
-                   "segment length, 64 for segment 0)");
-  const char* what[4] = {"cdiv(B, 32)", "cdiv(T, days)", "the states' count", "32"};
-  for (int dim = 0; dim < 4; ++dim) c.size("starts", starts, dim, want[dim], what[dim]);
+/// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32],
+/// or with NM components [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] (BB = 128 / NM).
+void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t, int64_t seg,
+                  int64_t nm) {
+  const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg, nm);
+  const int rank = static_cast<int>(want.size());
+  c.rank_and_dtype("starts", starts, rank, {DType::F32},
+                   nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, 64), 5, 128 / NM, NM] (the training "
+                            "forward's)"
+                          : "[cdiv(B, 32), cdiv(T, days), 5, 32] (the training forward's; days: "
+                            "the segment length, 64 for segment 0)");
+  const char* what[5] = {nm > 1 ? "cdiv(B, 128 / NM)" : "cdiv(B, 32)", "cdiv(T, days)",
+                         "the states' count", nm > 1 ? "128 / NM" : "32", "NM"};
+  for (int dim = 0; dim < rank; ++dim) c.size("starts", starts, dim, want[dim], what[dim]);
   c.contiguous("starts", starts);
 }
 
@@ -98,14 +129,30 @@ int64_t interval_of(int64_t form) {
   return form > 0 ? form : workloads::kHbvForwardCheckpointDays;
 }
 
-/// hbv_forward_grad_fwd: Q and each segment's start state.
+/// The derived kernels' launch options with NM components per basin: 128 models per program.
+LaunchOptions component_options(int64_t nm, void* stream) {
+  LaunchOptions lo;
+  lo.stream = stream;
+  lo.config = {{"BB", std::to_string(workloads::hbv_component_basins(nm))},
+               {"WARPS", "1"},
+               {"SEG", std::to_string(workloads::kHbvForwardCheckpointDays)}};
+  return lo;
+}
+
+/// The kernel for params' components: hbv_forward's own name, or hbv_forward_nmul's.
+std::string kernel_name(const Tensor& params, const char* suffix) {
+  return std::string(components(params) > 1 ? "hbv_forward_nmul" : "hbv_forward") + suffix;
+}
+
+/// hbv_forward_grad_fwd (or hbv_forward_nmul_grad_fwd): Q and each segment's start state.
 void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, const Tensor& pet,
                              const Tensor& params, const Tensor& q, const Tensor& starts,
                              int64_t seg, void* stream) {
   static const std::string derived = kDerived;
-  rt.launch(rt.load(derived, "hbv_forward_grad_fwd"),
+  const int64_t nm = components(params);
+  rt.launch(rt.load(derived, kernel_name(params, "_grad_fwd")),
             {Arg::of(p), Arg::of(temp), Arg::of(pet), Arg::of(params), Arg::of(q), Arg::of(starts)},
-            segment_options(seg, stream));
+            nm > 1 ? component_options(nm, stream) : segment_options(seg, stream));
 }
 
 } // namespace
@@ -128,12 +175,13 @@ void check_hbv_forward(const HbvForwardArgs& a) {
   if (a.Q)
     check_matrix(c, "Q", *a.Q, a.P.shape[0], a.P.shape[1], "[B, T] like P", "P's basins B",
                  "P's days T");
-  check_segment(c, a.P, a.segment);
+  check_segment(c, a.P, a.params, a.segment);
   if (a.starts) {
     if (!a.training)
       throw Error(str(c.named("starts", *a.starts),
                       " is given but training = false: only a training forward writes starts"));
-    check_starts(c, *a.starts, a.P.shape[0], a.P.shape[1], interval_of(form_of(a.segment, a.P)));
+    check_starts(c, *a.starts, a.P.shape[0], a.P.shape[1],
+                 interval_of(form_of(a.segment, a.P, a.params)), components(a.params));
   }
   c.on_one_gpu({{"P", &a.P},
                 {"TEMP", &a.TEMP},
@@ -150,12 +198,15 @@ HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& a) {
   const int64_t b = a.P.shape[0], t = a.P.shape[1];
   auto owned = std::make_shared<OwnedBuffers>();
   out.Q = a.Q ? *a.Q : owned->allocate(DType::F32, {b, t}, device);
-  out.segment = a.training ? form_of(a.segment, a.P) : 0;
+  out.segment = a.training ? form_of(a.segment, a.P, a.params) : 0;
   const int64_t interval = interval_of(out.segment);
   if (a.training)
     out.starts =
-        a.starts ? *a.starts
-                 : owned->allocate(DType::F32, workloads::hbv_starts_shape(b, t, interval), device);
+        a.starts
+            ? *a.starts
+            : owned->allocate(DType::F32,
+                              workloads::hbv_starts_shape(b, t, interval, components(a.params)),
+                              device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (b == 0 || t == 0) return out;
   if (a.training) {
@@ -168,7 +219,7 @@ HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& a) {
   lo.stream = a.stream;
   lo.config = a.config;
   static const std::string source = kSource;
-  rt.launch(rt.load(source, "hbv_forward"),
+  rt.launch(rt.load(source, kernel_name(a.params, "")),
             {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(out.Q)}, lo);
   return out;
 }
@@ -182,15 +233,18 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
                                 {"d_TEMP", &a.d_TEMP},
                                 {"d_PET", &a.d_PET}})
     if (*g) check_matrix(c, name, **g, b, t, "[B, T] like P", "P's basins B", "P's days T");
-  if (a.d_params)
-    check_matrix(c, "d_params", *a.d_params, b, int64_t(workloads::kHbvParams),
-                 "[B, 12] like params", "P's basins B", "the parameters' count");
-  check_segment(c, a.P, a.segment);
+  if (a.d_params) {
+    check_params(c, "d_params", *a.d_params, b, "like params");
+    if (components(*a.d_params) != components(a.params))
+      throw Error(str(c.named("d_params", *a.d_params), " must be shaped like params (",
+                      c.named("params", a.params), ")"));
+  }
+  check_segment(c, a.P, a.params, a.segment);
   if (a.tape.has_value() != a.maps.has_value())
     throw Error(str(c.named(a.tape ? "tape" : "maps", a.tape ? *a.tape : *a.maps),
                     " is given without ", a.tape ? "maps" : "tape", ": give both or neither"));
   if (a.tape) {
-    const int64_t form = form_of(a.segment, a.P);
+    const int64_t form = form_of(a.segment, a.P, a.params);
     if (form == 0)
       throw Error(str(c.named("tape", *a.tape),
                       " is given but this backward checkpoints (segment 0): only the segment "
@@ -204,7 +258,7 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
     if (a.segment < 0)
       throw Error(str(c.named("starts", *a.starts), " is given but segment = ", a.segment,
                       ": give the segment the training forward returned with it"));
-    check_starts(c, *a.starts, b, t, interval_of(a.segment));
+    check_starts(c, *a.starts, b, t, interval_of(a.segment), components(a.params));
   }
   c.on_one_gpu({{"P", &a.P},
                 {"TEMP", &a.TEMP},
@@ -229,17 +283,16 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
   out.d_P = a.d_P ? *a.d_P : owned->allocate(DType::F32, {b, t}, device);
   out.d_TEMP = a.d_TEMP ? *a.d_TEMP : owned->allocate(DType::F32, {b, t}, device);
   out.d_PET = a.d_PET ? *a.d_PET : owned->allocate(DType::F32, {b, t}, device);
-  out.d_params = a.d_params
-                     ? *a.d_params
-                     : owned->allocate(DType::F32, {b, int64_t(workloads::kHbvParams)}, device);
+  out.d_params = a.d_params ? *a.d_params : owned->allocate(DType::F32, a.params.shape, device);
   if (!owned->buffers.empty()) out.storage = owned;
-  out.segment = form_of(a.segment, a.P);
+  out.segment = form_of(a.segment, a.P, a.params);
   if (b == 0) return out;
   static const std::string source = kSource, derived = kDerived;
+  const int64_t nm = components(a.params);
   // The derived kernels add into the gradients; with no days, d_params is zero.
   LaunchOptions zero;
   zero.stream = a.stream;
-  rt.launch(rt.load(source, "hbv_zero_grads"),
+  rt.launch(rt.load(source, nm > 1 ? "hbv_zero_grads_nmul" : "hbv_zero_grads"),
             {Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET), Arg::of(out.d_params)},
             zero);
   if (t == 0) return out;
@@ -248,18 +301,19 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
   const Tensor& q_unread = a.dQ;
   if (out.segment == 0 && a.starts) {
     // The checkpointed reverse from the training forward's states: no forward pass of its own.
-    rt.launch(rt.load(derived, "hbv_forward_grad_ck"),
+    rt.launch(rt.load(derived, kernel_name(a.params, "_grad_ck")),
               {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
                Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
                Arg::of(out.d_params), Arg::of(*a.starts)},
-              segment_options(workloads::kHbvForwardCheckpointDays, a.stream));
+              nm > 1 ? component_options(nm, a.stream)
+                     : segment_options(workloads::kHbvForwardCheckpointDays, a.stream));
     return out;
   }
   if (out.segment == 0) {
     LaunchOptions lo;
     lo.stream = a.stream;
     lo.config = a.config;
-    rt.launch(rt.load(derived, "hbv_forward_grad"),
+    rt.launch(rt.load(derived, kernel_name(a.params, "_grad")),
               {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
                Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
                Arg::of(out.d_params)},

@@ -11,7 +11,20 @@ int64_t cdiv(int64_t a, int64_t b) {
 
 } // namespace
 
-std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg) {
+bool hbv_is_component_count(int64_t nm) {
+  return std::find(std::begin(kHbvComponentCounts), std::end(kHbvComponentCounts), nm) !=
+         std::end(kHbvComponentCounts);
+}
+
+int64_t hbv_component_basins(int64_t nm) {
+  return 128 / nm;
+}
+
+std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg, int64_t nm) {
+  if (nm > 1) {
+    const int64_t bb = hbv_component_basins(nm);
+    return {cdiv(b, bb), cdiv(t, seg), 5, bb, nm};
+  }
   return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), 5, kHbvSegmentBasins};
 }
 

@@ -26,8 +26,16 @@ inline constexpr int64_t kHbvForwardCheckpointDays = 64;
 /// that large shapes keep the checkpointed kernel's small footprint.
 inline constexpr int64_t kHbvTapeBudgetBytes = int64_t(256) << 20;
 
-/// `ck__f32[NP, NS, 5, BB]`: each segment's start state (the training forward writes it).
-std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg);
+/// Components per basin that hbv_forward_nmul takes in one kernel (params [B, 12, NM]).
+inline constexpr int64_t kHbvComponentCounts[] = {2, 4, 8, 16};
+bool hbv_is_component_count(int64_t nm);
+/// Basins per program of hbv_forward_nmul's training forward and checkpointed reverse: 128
+/// models, four per lane of one warp (independent chains for each lane to overlap).
+int64_t hbv_component_basins(int64_t nm);
+
+/// `ck__f32[NP, NS, 5, BB]`: each segment's start state (the training forward writes it); with
+/// NM > 1 components per basin `[NP, NS, 5, BB, NM]`, BB = hbv_component_basins(NM).
+std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg, int64_t nm = 1);
 /// `tp__f32[NP, NS, SEG, 5, BB]`: every day's five states.
 std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg);
 /// `ln__f32[NP, NS, 30, BB]`: each segment's affine map of the carried adjoints.

@@ -166,9 +166,10 @@ def test_autograd_and_the_torch_operator():
         check(Q.detach(), [x.grad for x in leaves], ref)
 
 
-def test_components_are_averaged_and_their_gradients_summed():
-    B, T, nmul = 9, 40, 4
-    gen = torch.Generator().manual_seed(11)
+@pytest.mark.parametrize("nmul", [3, 4, 16])  # repeated forcings; one kernel; one kernel
+def test_components_are_averaged_and_their_gradients_summed(nmul):
+    B, T = 9, 40
+    gen = torch.Generator().manual_seed(11 + nmul)
     P, TEMP, PET, _, dQ = random_inputs(B, T, gen)
     params = random_inputs(B * nmul, 1, gen)[3].view(B, nmul, 12).permute(0, 2, 1).contiguous()
     leaves = [x.clone().requires_grad_() for x in (P, TEMP, PET, params)]

@@ -56,6 +56,32 @@ def test_good_tensors_pass_every_check_but_the_device(cpu_runtime):
         backward(cpu_runtime, {"segment": 0, "starts": every64})
 
 
+def test_components_per_basin_in_one_kernel(cpu_runtime):
+    p16 = numpy.zeros((B, 12, 16), numpy.float32)
+    for options in ({}, {"training": True}, {"training": True, "segment": 0}):
+        with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+            forward(cpu_runtime, options, params=p16)
+    with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
+        backward(cpu_runtime, params=p16)
+    # The training forward's states: 128 / 16 = 8 basins per program, every 64th day.
+    starts = numpy.zeros((5, 1, 5, 8, 16), numpy.float32)
+    with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
+        backward(cpu_runtime, {"segment": 0, "starts": starts}, params=p16)
+    with pytest.raises(tilejit.TilejitError,
+                       match=r"tensor 'params' \(f32\[37, 12, 3\] cpu\) has 3 components per "
+                             r"basin in dimension 2; one kernel takes 2, 4, 8 or 16"):
+        forward(cpu_runtime, params=numpy.zeros((B, 12, 3), numpy.float32))
+    with pytest.raises(tilejit.TilejitError,
+                       match=r"segment = 32, but with several components per basin the "
+                             r"backward checkpoints"):
+        forward(cpu_runtime, {"training": True, "segment": 32}, params=p16)
+    with pytest.raises(tilejit.TilejitError,
+                       match=r"tensor 'starts' \(f32\[2, 1, 5, 32\] cpu\) must have 5 "
+                             r"dimensions"):
+        backward(cpu_runtime, {"segment": 0, "starts": numpy.zeros((2, 1, 5, 32), numpy.float32)},
+                 params=p16)
+
+
 def test_the_backward_form_follows_the_tape_budget():
     # The segment form up to 4096 basins while its tape (about B x T x 20 bytes) fits 256 MiB,
     # else the checkpointed reverse.
@@ -72,7 +98,7 @@ def test_the_backward_form_follows_the_tape_budget():
     (forward, None, {"TEMP": numpy.zeros((B, T + 1), numpy.float32)}, r"hbv_forward: tensor 'TEMP' .* has 20 in dimension 1 but P's days T = 19"),
     (forward, None, {"PET": numpy.zeros((B - 1, T), numpy.float32)}, r"tensor 'PET' .* has 36 in dimension 0 but P's basins B = 37"),
     (forward, None, {"params": numpy.zeros((B, 11), numpy.float32)}, r"tensor 'params' .* has 11 in dimension 1 but the parameters' count = 12"),
-    (forward, None, {"params": numpy.zeros((B, 12, 2), numpy.float32)}, r"tensor 'params' .* must have 2 dimensions: \[B, 12\]"),
+    (forward, None, {"params": numpy.zeros((B, 12, 2, 1), numpy.float32)}, r"tensor 'params' .* must have 2 dimensions: \[B, 12\] .* or \[B, 12, NM\]"),
     (forward, None, {"P": numpy.zeros((B, T), numpy.float64)}, r"tensor 'P' .* must be f32"),
     (forward, None, {"TEMP": numpy.zeros((B, T), numpy.float16)}, r"tensor 'TEMP' .* must be f32"),
     (forward, None, {"P": numpy.zeros((B, T, 1), numpy.float32)}, r"hbv_forward: tensor 'P' of shape \(37, 19, 1\) must have 2 dimensions"),
@@ -107,9 +133,15 @@ def test_hbv_checks_nmul_and_the_component_parameters(cpu_runtime):
                        match=r"tensor 'params' of shape \(37, 12\) must be \[B, 12, nmul\] = "
                              r"\[B, 12, 16\] for nmul = 16"):
         tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], nmul=16, runtime=cpu_runtime)
-    with pytest.raises(tilejit.TilejitError, match=r"nmul = 4 takes torch tensors"):
-        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], numpy.zeros((B, 12, 4), numpy.float32),
-                        nmul=4, runtime=cpu_runtime)
+    with pytest.raises(tilejit.TilejitError, match=r"nmul = 3 takes torch tensors"):
+        tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], numpy.zeros((B, 12, 3), numpy.float32),
+                        nmul=3, runtime=cpu_runtime)
+    # 2, 4, 8 or 16 components run in one kernel: params [B, 12, nmul] go to the op as they are.
+    for nmul in (2, 4, 8, 16):
+        with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
+            tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"],
+                            numpy.zeros((B, 12, nmul), numpy.float32), nmul=nmul,
+                            runtime=cpu_runtime)
     # nmul = 1: the forward's checks, down to the device.
     with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):
         tilejit.ops.hbv(a["P"], a["TEMP"], a["PET"], a["params"], runtime=cpu_runtime)

@@ -538,10 +538,32 @@ def hbv_backward_form(B, T, segment=-1):
     return form
 
 
-def _starts_shape(B, T, form):
+# Components per basin that one kernel runs (hbv_forward_nmul; params [B, 12, NM]).
+HBV_COMPONENTS = (2, 4, 8, 16)
+
+
+def _components_of(params):
+    """NM for params [B, 12, NM] (the one-kernel form), 1 for [B, 12] or anything else (the
+    op's checks name what is wrong)."""
+    s = _shape(params)
+    return s[2] if s is not None and len(s) == 3 else 1
+
+
+def _form(B, T, segment, nm):
+    """The backward's form: several components per basin always checkpoint (0), unless a
+    segment was asked for, which the op then refuses by name."""
+    if nm > 1 and segment == -1:
+        return 0
+    return hbv_backward_form(B, T, segment)
+
+
+def _starts_shape(B, T, form, nm=1):
     days = lib.tj_hbv_starts_interval(form)
     if days < 0:
         raise_last_error()
+    if nm > 1:  # 128 models per program: 128 / NM basins of NM components
+        bb = 128 // nm
+        return (-(-B // bb), -(-T // days), 5, bb, nm)
     return (-(-B // 32), -(-T // days), 5, 32)
 
 
@@ -549,16 +571,18 @@ def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, s
                 config=None, stream=None, runtime=None, check_only=False):
     """The HBV-96 model (WORKLOADS.md section 5), one lane per model: P, TEMP, PET [B, T]
     float32 (forcings, days along the row), params [B, 12] float32 (BETA, FC, K0, K1, K2, LP,
-    PERC, UZL, TT, CFMAX, CFR, CWH), all contiguous on one GPU. Returns Q [B, T] float32.
+    PERC, UZL, TT, CFMAX, CFR, CWH), or [B, 12, NM] for NM = 2, 4, 8 or 16 components per
+    basin (Q their mean, one kernel), all contiguous on one GPU. Returns Q [B, T] float32.
     training=True also returns what hbv_backward takes: (Q, starts, segment), the states the
     training forward stored and the backward's form (hbv_backward_form)."""
     op = "hbv_forward"
     B, T = _forcings_shape(op, P)
-    form = hbv_backward_form(B, T, segment) if training else 0
+    nm = _components_of(params)
+    form = _form(B, T, segment, nm) if training else 0
     if out is None:
         out = _empty(P, (B, T), dtype_of_like=False)
-    if training and starts is None:
-        starts = _empty(P, _starts_shape(B, T, form), dtype_of_like=False)
+    if training and starts is None and (nm in HBV_COMPONENTS or nm == 1):
+        starts = _empty(P, _starts_shape(B, T, form, nm), dtype_of_like=False)
     tensors, names = (P, TEMP, PET, params, out), ("P", "TEMP", "PET", "params", "Q")
     if starts is not None:
         tensors, names = tensors + (starts,), names + ("starts",)
@@ -580,14 +604,15 @@ def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=Non
     if starts is not None and segment == -1:
         raise TilejitError(f"{op}: starts given without its segment: pass the segment "
                            "hbv_forward(training=True) returned with it")
-    form = hbv_backward_form(B, T, segment)
+    nm = _components_of(params)
+    form = _form(B, T, segment, nm)
     if form and starts is None and not check_only:
         # The training forward first, its buffers from the caller's allocator (torch's cache).
         starts = hbv_forward(P, TEMP, PET, params, training=True, segment=form, stream=stream,
                              runtime=runtime)[1]
     if grads is None:
         grads = tuple(_empty(P, shape, dtype_of_like=False)
-                      for shape in ((B, T), (B, T), (B, T), (B, HBV_PARAMS)))
+                      for shape in ((B, T), (B, T), (B, T), _shape(params)))
     elif len(grads) != 4:
         raise TilejitError(f"{op}: grads must be four tensors (d_P, d_TEMP, d_PET, d_params), "
                            f"not {len(grads)}")
@@ -625,15 +650,23 @@ def hbv(P, TEMP, PET, params, *, nmul=1, segment=-1, runtime=None):
     """Q [B, T] of the HBV-96 model, differentiable: torch tensors that require grad go through
     a torch.autograd.Function whose backward is hbv_backward (gradients to P, TEMP, PET and
     params). nmul > 1: params [B, 12, nmul], B * nmul models whose Q is averaged over the
-    components (their forcings repeated: nmul times the forcings' memory)."""
+    components: nmul = 2, 4, 8 or 16 in one kernel (each basin's forcings read once, shared by
+    its components; the backward checkpoints), another count with the forcings repeated per
+    component (nmul times their memory)."""
     op = "hbv"
     _int_arg(op, "nmul", nmul, 1)
     B, T = _forcings_shape(op, P)
+    in_kernel = nmul in HBV_COMPONENTS
     if nmul > 1:
+        s = _shape(params)
+        if s is None or len(s) != 3 or s[1] != HBV_PARAMS or s[2] != nmul:
+            raise TilejitError(f"{op}: tensor 'params' of shape {s} must be [B, 12, nmul] = "
+                               f"[B, 12, {nmul}] for nmul = {nmul}")
+    if nmul > 1 and not in_kernel:
         P, TEMP, PET, params = _components(op, P, TEMP, PET, params, nmul)
     if any(getattr(t, "requires_grad", False) for t in (P, TEMP, PET, params)):
         from ._hbv_autograd import HbvFunction
         q = HbvFunction.apply(P, TEMP, PET, params, segment, runtime)
     else:
         q = hbv_forward(P, TEMP, PET, params, runtime=runtime)
-    return q if nmul == 1 else q.view(B, nmul, T).mean(1)
+    return q if nmul == 1 or in_kernel else q.view(B, nmul, T).mean(1)

@@ -18,14 +18,29 @@ namespace tilejit::test {
 
 using ref::HostBuffer;
 
-/// A seed from std::random_device, or from $TILEJIT_TEST_SEED when set.
+/// A seed from std::random_device, or from $TILEJIT_TEST_SEED when set: one number for every
+/// seed of the process, or a comma-separated list, taken in order (the last repeats), which
+/// replays a run whose tests drew several.
 inline uint32_t fresh_seed() {
-  if (const char* s = std::getenv("TILEJIT_TEST_SEED"))
-    return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  static std::string drawn; // this process's seeds so far, as TILEJIT_TEST_SEED takes them
+  static size_t next = 0;   // the next entry of TILEJIT_TEST_SEED's list
+  if (const char* s = std::getenv("TILEJIT_TEST_SEED")) {
+    const std::string list = s;
+    size_t at = 0;
+    for (size_t k = 0; k < next; ++k) {
+      const size_t comma = list.find(',', at);
+      if (comma == std::string::npos) break; // past the end: the last one again
+      at = comma + 1;
+    }
+    ++next;
+    return static_cast<uint32_t>(std::strtoul(list.c_str() + at, nullptr, 10));
+  }
   // Printed now, not only on failure: a sanitizer that stops the process (UBSan's
-  // halt_on_error) leaves no failure message, and the seed is the only way back to the input.
+  // halt_on_error) leaves no failure message, and the seeds are the only way back to the input.
   const uint32_t seed = std::random_device{}();
-  std::fprintf(stderr, "[random seed %u: TILEJIT_TEST_SEED=%u reproduces this run]\n", seed, seed);
+  drawn += (drawn.empty() ? "" : ",") + std::to_string(seed);
+  std::fprintf(stderr, "[random seed %u; TILEJIT_TEST_SEED=%s replays this process's seeds]\n",
+               seed, drawn.c_str());
   return seed;
 }
 

@@ -121,7 +121,13 @@ void check_against_finite_differences(const std::string& path, const std::string
     if (b.at(x).numel() == 0) continue; // an empty input (T = 0): nothing to compare
     SCOPED_TRACE("d_" + x);
     const HostBuffer& dx = gb.at(autodiff::gradient_param_name(x));
+    // An input perturbed by h moves every later step's values: where one of them passes a
+    // kink (min, max, clamp) inside the stencil, the two one-sided slopes differ and the
+    // central difference is neither side's derivative. Such elements are left out (a kernel
+    // with kinks met them about once in 30 runs); they must stay few.
+    const double center = loss(path + "#" + name, k, b, g.outputs, forward_config);
     double diff = 0, norm = 0;
+    int64_t straddled = 0;
     for (int64_t i = 0; i < b.at(x).numel(); ++i) {
       const double x0 = b.at(x).get(i), h = 1e-6 * std::max(1.0, std::abs(x0));
       b.at(x).set(i, x0 + h);
@@ -130,9 +136,15 @@ void check_against_finite_differences(const std::string& path, const std::string
       const double down = loss(path + "#" + name, k, b, g.outputs, forward_config);
       b.at(x).set(i, x0);
       const double fd = (up - down) / (2 * h);
+      const double right = (up - center) / h, left = (center - down) / h;
+      if (std::abs(right - left) > 1e-3 * std::max(1.0, std::abs(fd))) {
+        ++straddled;
+        continue;
+      }
       diff += (dx.get(i) - fd) * (dx.get(i) - fd);
       norm += fd * fd;
     }
+    EXPECT_LE(straddled * 20, b.at(x).numel()) << "too many kinks inside the stencils";
     ASSERT_GT(norm, 0) << "no gradient at all: the case tests nothing";
     EXPECT_LE(std::sqrt(diff / norm), tol);
   }

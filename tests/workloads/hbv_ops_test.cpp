@@ -134,5 +134,67 @@ TEST(HbvOps, BadTensorsAreNamed) {
                   "is given but this backward checkpoints"));
 }
 
+// Several components per basin in one kernel: params [B, 12, NM], NM = 2, 4, 8 or 16; the
+// backward checkpoints, its states [cdiv(B, 128 / NM), cdiv(T, 64), 5, 128 / NM, NM].
+TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
+  constexpr int64_t B = 37, T = 19;
+  HostTensor p(DType::F32, {B, T}), temp(DType::F32, {B, T}), pet(DType::F32, {B, T}),
+      dq(DType::F32, {B, T}), p16(DType::F32, {B, 12, 16}), p3(DType::F32, {B, 12, 3}),
+      p4(DType::F32, {B, 12, 4}), p13(DType::F32, {B, 13, 16}), flat(DType::F32, {B, 12});
+  auto forward = [&](const HostTensor& params,
+                     const std::function<void(ops::HbvForwardArgs&)>& edit) {
+    ops::HbvForwardArgs a;
+    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t;
+    edit(a);
+    return error_of([&] { ops::check_hbv_forward(a); });
+  };
+  auto backward = [&](const HostTensor& params,
+                      const std::function<void(ops::HbvBackwardArgs&)>& edit) {
+    ops::HbvBackwardArgs a;
+    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t, a.dQ = dq.t;
+    edit(a);
+    return error_of([&] { ops::check_hbv_backward(a); });
+  };
+  auto has = [](const std::string& error, const char* part) {
+    return error.find(part) != std::string::npos;
+  };
+  // Good shapes stop at the device check.
+  EXPECT_TRUE(has(forward(p16, [](auto&) {}), "is in host memory"));
+  EXPECT_TRUE(has(backward(p4, [](auto&) {}), "is in host memory"));
+  EXPECT_TRUE(has(forward(p3, [](auto&) {}),
+                  "tensor 'params' (f32[37, 12, 3] cpu) has 3 components per basin in dimension "
+                  "2; one kernel takes 2, 4, 8 or 16"));
+  EXPECT_TRUE(has(forward(p13, [](auto&) {}), "has 13 in dimension 1 but the parameters' count"));
+  EXPECT_TRUE(has(forward(p16, [](auto& a) { a.segment = 32; }),
+                  "segment = 32, but with several components per basin the backward checkpoints"));
+  EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = flat.t; }),
+                  "tensor 'd_params' (f32[37, 12] cpu) must be shaped like params"));
+  EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = p4.t; }),
+                  "tensor 'd_params' (f32[37, 12, 4] cpu) must be shaped like params"));
+  // The training forward's states: 128 / 16 = 8 basins per program, every 64th day.
+  HostTensor starts(DType::F32, {5, 1, 5, 8, 16}), starts_flat(DType::F32, {2, 1, 5, 32});
+  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 16), (std::vector<int64_t>{5, 1, 5, 8, 16}));
+  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 2), (std::vector<int64_t>{1, 1, 5, 64, 2}));
+  EXPECT_TRUE(has(backward(p16,
+                           [&](auto& a) {
+                             a.segment = 0;
+                             a.starts = starts.t;
+                           }),
+                  "is in host memory"));
+  EXPECT_TRUE(
+      has(backward(p16,
+                   [&](auto& a) {
+                     a.segment = 0;
+                     a.starts = starts_flat.t;
+                   }),
+          "tensor 'starts' (f32[2, 1, 5, 32] cpu) must have 5 dimensions: [cdiv(B, 128 / NM)"));
+  EXPECT_TRUE(has(forward(p16,
+                          [&](auto& a) {
+                            a.training = true;
+                            a.starts = starts.t;
+                          }),
+                  "is in host memory"));
+}
+
 } // namespace
 } // namespace tilejit

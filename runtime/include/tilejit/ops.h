@@ -274,8 +274,13 @@ void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
 /// hbv (WORKLOADS.md section 5): the HBV-96 hydrological model, one lane per model. P, TEMP and
 /// PET [B, T] f32 (the forcings, days along the row), params [B, 12] f32 in WORKLOADS.md's order
 /// (BETA, FC, K0, K1, K2, LP, PERC, UZL, TT, CFMAX, CFR, CWH), all contiguous; writes Q [B, T]
-/// f32. Any B and T (0 too). Several components per basin (nmul) are B x nmul models whose rows
-/// the caller repeats (Python's tilejit.ops.hbv(..., nmul=) does, and averages Q).
+/// f32. Any B and T (0 too). Several components per basin: params [B, 12, NM] (dHBV's layout,
+/// NM = 2, 4, 8 or 16) runs B x NM models in one kernel (hbv_forward_nmul: each basin's
+/// forcings read once and shared by its components) and Q is their mean; d_params is then
+/// [B, 12, NM] and the forcings' gradients sum over the components. Such a backward always
+/// checkpoints (segment 0: the training forward stores every 64th day's states, [cdiv(B, BB),
+/// cdiv(T, 64), 5, BB, NM] with BB = 128 / NM); another count of components is B x NM models
+/// whose rows the caller repeats (Python's tilejit.ops.hbv(..., nmul=) does).
 /// `segment` picks the derived backward the training forward prepares for: 0 the checkpointed
 /// reverse (the training forward stores every 64th day's states, [cdiv(B, 32), cdiv(T, 64), 5,
 /// 32] f32: the smallest memory), one of 8, 16, 32, 64, 128, 256 the segment form (each segment's
