@@ -22,7 +22,6 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 
 
@@ -44,21 +43,12 @@ def main():
     import hbv as y  # the shared yardstick
     import tilejit
 
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from flushed_timer import FlushedTimer  # the timing tilejit bench and the other peers share
+    timer = FlushedTimer(torch)
 
     def time_ms(fn):
-        fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(args.reps):
-            flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-        return statistics.median(times)
+        return timer.median_ms(fn, n=args.reps, warmup=1)
 
     def peak_mb(fn):
         torch.cuda.synchronize()

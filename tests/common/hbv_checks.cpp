@@ -28,6 +28,65 @@ void round_to_f32(workloads::HbvInputs& in, HostBuffer& p, HostBuffer& temp, Hos
   fill(in.params, params);
 }
 
+/// Gradients are added: each buffer starts at random values, returned to take away after.
+std::vector<std::vector<double>> random_starts(const std::vector<HostBuffer*>& grads,
+                                               std::mt19937& rng) {
+  std::vector<std::vector<double>> start;
+  for (HostBuffer* g : grads) {
+    fill_uniform(*g, rng, -1, 1);
+    std::vector<double> s0(static_cast<size_t>(g->numel()));
+    for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
+    start.push_back(std::move(s0));
+  }
+  return start;
+}
+
+/// What the kernels added to d_P, d_TEMP, d_PET and d_params (each minus its start) against
+/// the references, over the basins marked `clear`: norm-relative within `tol` over each whole
+/// gradient and within 10 x tol over each basin's own share.
+void expect_gradients(const std::vector<HostBuffer*>& grads,
+                      const std::vector<std::vector<double>>& start,
+                      const std::vector<const std::vector<double>*>& refs,
+                      const std::vector<bool>& clear, int64_t b, double tol) {
+  const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
+  for (size_t g = 0; g < grads.size(); ++g) {
+    SCOPED_TRACE(names[g]);
+    HostBuffer added(DType::F64, grads[g]->shape());
+    for (int64_t i = 0; i < added.numel(); ++i) added.set(i, grads[g]->get(i) - start[g][i]);
+    const int64_t row = added.numel() / b;
+    double ref_norm = 0, max_diff = 0, diff_norm = 0;
+    for (int64_t i = 0; i < added.numel(); ++i) {
+      if (!clear[size_t(i / row)]) continue;
+      ref_norm += (*refs[g])[i] * (*refs[g])[i];
+      diff_norm += (added.get(i) - (*refs[g])[i]) * (added.get(i) - (*refs[g])[i]);
+      max_diff = std::max(max_diff, std::abs(added.get(i) - (*refs[g])[i]));
+    }
+    // A gradient that is (next to) zero everywhere (a day or two from the 0.001 start states,
+    // or no snow at all) has no relative error to speak of: then it must be zero within f32's
+    // rounding of the random start values.
+    // (The buffers start at values of order 1, so f32 keeps only gradients above ~1e-7 each.)
+    if (std::sqrt(ref_norm / double(added.numel())) < 1e-5) {
+      EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
+      continue;
+    }
+    EXPECT_LE(std::sqrt(diff_norm / ref_norm), tol) << "relative error over the clear basins";
+    // Each basin's own gradient, so that one basin left out cannot hide in the norm.
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      if (!clear[size_t(bi)]) continue;
+      double diff = 0, norm = 0;
+      for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
+        const double r = (*refs[g])[j];
+        diff += (added.get(j) - r) * (added.get(j) - r);
+        norm += r * r;
+      }
+      if (std::sqrt(diff) > 10 * tol * std::sqrt(norm) + 1e-6)
+        if (bad++ == 0) first_bad = bi;
+    }
+    EXPECT_EQ(bad, 0) << "basins off by more than " << 10 * tol << ", first " << first_bad;
+  }
+}
+
 } // namespace
 
 void check_hbv_forward(const KernelRunner& run, int64_t b, int64_t t, const Bindings& config) {
@@ -63,13 +122,7 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
   HostBuffer d_p(DType::F32, {b, t}), d_temp(DType::F32, {b, t}), d_pet(DType::F32, {b, t});
   HostBuffer d_params(DType::F32, {b, kHbvParams});
   std::vector<HostBuffer*> grads = {&d_p, &d_temp, &d_pet, &d_params};
-  std::vector<std::vector<double>> start;
-  for (HostBuffer* g : grads) {
-    fill_uniform(*g, rng, -1, 1);
-    std::vector<double> s0(static_cast<size_t>(g->numel()));
-    for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
-    start.push_back(std::move(s0));
-  }
+  const std::vector<std::vector<double>> start = random_starts(grads, rng);
   if (!config.count("SEG")) {
     run("grad:embedded:workloads/hbv.tile#hbv_forward", config,
         {TestArg::of(p), TestArg::of(temp), TestArg::of(pet), TestArg::of(params), TestArg::of(q),
@@ -120,44 +173,7 @@ void check_hbv_gradient(const KernelRunner& run, int64_t b, int64_t t, const Bin
   workloads::hbv_forward(in, nullptr, &nearest);
   const std::vector<bool> clear =
       f32_branches ? std::vector<bool>(size_t(b), true) : workloads::hbv_basins_to_compare(nearest);
-  const std::vector<const std::vector<double>*> refs = {&ref.p, &ref.temp, &ref.pet, &ref.params};
-  const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
-  for (size_t g = 0; g < grads.size(); ++g) {
-    SCOPED_TRACE(names[g]);
-    HostBuffer added(DType::F64, grads[g]->shape());
-    for (int64_t i = 0; i < added.numel(); ++i) added.set(i, grads[g]->get(i) - start[g][i]);
-    const int64_t row = added.numel() / b;
-    double ref_norm = 0, max_diff = 0, diff_norm = 0;
-    for (int64_t i = 0; i < added.numel(); ++i) {
-      if (!clear[size_t(i / row)]) continue;
-      ref_norm += (*refs[g])[i] * (*refs[g])[i];
-      diff_norm += (added.get(i) - (*refs[g])[i]) * (added.get(i) - (*refs[g])[i]);
-      max_diff = std::max(max_diff, std::abs(added.get(i) - (*refs[g])[i]));
-    }
-    // A gradient that is (next to) zero everywhere (a day or two from the 0.001 start states,
-    // or no snow at all) has no relative error to speak of: then it must be zero within f32's
-    // rounding of the random start values.
-    // (The buffers start at values of order 1, so f32 keeps only gradients above ~1e-7 each.)
-    if (std::sqrt(ref_norm / double(added.numel())) < 1e-5) {
-      EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
-      continue;
-    }
-    EXPECT_LE(std::sqrt(diff_norm / ref_norm), tol) << "relative error over the clear basins";
-    // Each basin's own gradient, so that one basin left out cannot hide in the norm.
-    int64_t bad = 0, first_bad = -1;
-    for (int64_t bi = 0; bi < b; ++bi) {
-      if (!clear[size_t(bi)]) continue;
-      double diff = 0, norm = 0;
-      for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
-        const double r = (*refs[g])[j];
-        diff += (added.get(j) - r) * (added.get(j) - r);
-        norm += r * r;
-      }
-      if (std::sqrt(diff) > 10 * tol * std::sqrt(norm) + 1e-6)
-        if (bad++ == 0) first_bad = bi;
-    }
-    EXPECT_EQ(bad, 0) << "basins off by more than " << 10 * tol << ", first " << first_bad;
-  }
+  expect_gradients(grads, start, {&ref.p, &ref.temp, &ref.pet, &ref.params}, clear, b, tol);
 }
 
 void check_hbv_nmul(const KernelRunner& run, int64_t b, int64_t t, int64_t nm,
@@ -215,13 +231,7 @@ void check_hbv_nmul(const KernelRunner& run, int64_t b, int64_t t, int64_t nm,
   HostBuffer d_p(DType::F32, {b, t}), d_temp(DType::F32, {b, t}), d_pet(DType::F32, {b, t});
   HostBuffer d_params(DType::F32, {b, kHbvParams, nm});
   std::vector<HostBuffer*> grads = {&d_p, &d_temp, &d_pet, &d_params};
-  std::vector<std::vector<double>> start;
-  for (HostBuffer* g : grads) {
-    fill_uniform(*g, rng, -1, 1);
-    std::vector<double> s0(static_cast<size_t>(g->numel()));
-    for (int64_t i = 0; i < g->numel(); ++i) s0[i] = g->get(i);
-    start.push_back(std::move(s0));
-  }
+  const std::vector<std::vector<double>> start = random_starts(grads, rng);
   std::vector<TestArg> args = inputs;
   args.push_back(TestArg::of(dq));
   for (HostBuffer* g : grads) args.push_back(TestArg::of(*g));
@@ -268,38 +278,8 @@ void check_hbv_nmul(const KernelRunner& run, int64_t b, int64_t t, int64_t nm,
     for (int k = 0; k < kHbvParams; ++k)
       ref_params[(bi * kHbvParams + k) * nm + m] = gm.params[i * kHbvParams + k];
   }
-  const std::vector<const std::vector<double>*> refs = {&ref_p, &ref_temp, &ref_pet, &ref_params};
-  const char* names[] = {"d_P", "d_TEMP", "d_PET", "d_params"};
-  for (size_t g = 0; g < grads.size(); ++g) {
-    SCOPED_TRACE(names[g]);
-    std::vector<double> added(static_cast<size_t>(grads[g]->numel()));
-    double ref_norm = 0, diff_norm = 0, max_diff = 0;
-    for (int64_t i = 0; i < grads[g]->numel(); ++i) {
-      added[i] = grads[g]->get(i) - start[g][i];
-      const double r = (*refs[g])[i];
-      ref_norm += r * r;
-      diff_norm += (added[i] - r) * (added[i] - r);
-      max_diff = std::max(max_diff, std::abs(added[i] - r));
-    }
-    if (std::sqrt(ref_norm / double(added.size())) < 1e-5) {
-      EXPECT_LE(max_diff, 1e-4) << "a gradient that should be (next to) zero";
-      continue;
-    }
-    EXPECT_LE(std::sqrt(diff_norm / ref_norm), tol) << "relative error";
-    // Each basin's own share, so that one basin left out cannot hide in the norm.
-    const int64_t row = grads[g]->numel() / b;
-    int64_t bad = 0, first_bad = -1;
-    for (int64_t bi = 0; bi < b; ++bi) {
-      double diff = 0, norm = 0;
-      for (int64_t j = bi * row; j < (bi + 1) * row; ++j) {
-        diff += (added[j] - (*refs[g])[j]) * (added[j] - (*refs[g])[j]);
-        norm += (*refs[g])[j] * (*refs[g])[j];
-      }
-      if (std::sqrt(diff) > 10 * tol * std::sqrt(norm) + 1e-6)
-        if (bad++ == 0) first_bad = bi;
-    }
-    EXPECT_EQ(bad, 0) << "basins off by more than " << 10 * tol << ", first " << first_bad;
-  }
+  expect_gradients(grads, start, {&ref_p, &ref_temp, &ref_pet, &ref_params},
+                   std::vector<bool>(size_t(b), true), b, tol);
 }
 
 } // namespace tilejit::test

@@ -44,24 +44,41 @@ TEST(HbvSegments, TheOpsUntunedChoice) {
             std::string::npos);
 }
 
-TEST(HbvOps, BadTensorsAreNamed) {
-  constexpr int64_t B = 37, T = 19;
-  HostTensor p(DType::F32, {B, T}), temp(DType::F32, {B, T}), pet(DType::F32, {B, T}),
-      params(DType::F32, {B, 12}), dq(DType::F32, {B, T});
-  auto forward = [&](const std::function<void(ops::HbvForwardArgs&)>& edit) {
+/// check_hbv_forward / check_hbv_backward's error on host tensors of B = 37 basins and T = 19
+/// days with `params` (and `edit`'s changes): "" when every check passes.
+struct HbvChecks {
+  static constexpr int64_t B = 37, T = 19;
+  HostTensor p{DType::F32, {B, T}}, temp{DType::F32, {B, T}}, pet{DType::F32, {B, T}},
+      dq{DType::F32, {B, T}};
+  std::string forward(const HostTensor& params,
+                      const std::function<void(ops::HbvForwardArgs&)>& edit) const {
     ops::HbvForwardArgs a;
     a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t;
     edit(a);
     return error_of([&] { ops::check_hbv_forward(a); });
-  };
-  auto backward = [&](const std::function<void(ops::HbvBackwardArgs&)>& edit) {
+  }
+  std::string backward(const HostTensor& params,
+                       const std::function<void(ops::HbvBackwardArgs&)>& edit) const {
     ops::HbvBackwardArgs a;
     a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t, a.dQ = dq.t;
     edit(a);
     return error_of([&] { ops::check_hbv_backward(a); });
+  }
+};
+
+bool has(const std::string& error, const char* part) {
+  return error.find(part) != std::string::npos;
+}
+
+TEST(HbvOps, BadTensorsAreNamed) {
+  constexpr int64_t B = HbvChecks::B, T = HbvChecks::T;
+  const HbvChecks checks;
+  HostTensor params(DType::F32, {B, 12});
+  auto forward = [&](const std::function<void(ops::HbvForwardArgs&)>& edit) {
+    return checks.forward(params, edit);
   };
-  auto has = [](const std::string& error, const char* part) {
-    return error.find(part) != std::string::npos;
+  auto backward = [&](const std::function<void(ops::HbvBackwardArgs&)>& edit) {
+    return checks.backward(params, edit);
   };
   EXPECT_TRUE(has(forward([](auto&) {}), "hbv_forward: tensor 'P' (f32[37, 19] cpu) is in host"));
   EXPECT_TRUE(has(backward([](auto&) {}), "hbv_backward: tensor 'P'"));
@@ -137,26 +154,17 @@ TEST(HbvOps, BadTensorsAreNamed) {
 // Several components per basin in one kernel: params [B, 12, NM], NM = 2, 4, 8 or 16; the
 // backward checkpoints, its states [cdiv(B, 128 / NM), cdiv(T, 64), 5, 128 / NM, NM].
 TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
-  constexpr int64_t B = 37, T = 19;
-  HostTensor p(DType::F32, {B, T}), temp(DType::F32, {B, T}), pet(DType::F32, {B, T}),
-      dq(DType::F32, {B, T}), p16(DType::F32, {B, 12, 16}), p3(DType::F32, {B, 12, 3}),
-      p4(DType::F32, {B, 12, 4}), p13(DType::F32, {B, 13, 16}), flat(DType::F32, {B, 12});
+  constexpr int64_t B = HbvChecks::B, T = HbvChecks::T;
+  const HbvChecks checks;
+  HostTensor p16(DType::F32, {B, 12, 16}), p3(DType::F32, {B, 12, 3}), p4(DType::F32, {B, 12, 4}),
+      p13(DType::F32, {B, 13, 16}), flat(DType::F32, {B, 12});
   auto forward = [&](const HostTensor& params,
                      const std::function<void(ops::HbvForwardArgs&)>& edit) {
-    ops::HbvForwardArgs a;
-    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t;
-    edit(a);
-    return error_of([&] { ops::check_hbv_forward(a); });
+    return checks.forward(params, edit);
   };
   auto backward = [&](const HostTensor& params,
                       const std::function<void(ops::HbvBackwardArgs&)>& edit) {
-    ops::HbvBackwardArgs a;
-    a.P = p.t, a.TEMP = temp.t, a.PET = pet.t, a.params = params.t, a.dQ = dq.t;
-    edit(a);
-    return error_of([&] { ops::check_hbv_backward(a); });
-  };
-  auto has = [](const std::string& error, const char* part) {
-    return error.find(part) != std::string::npos;
+    return checks.backward(params, edit);
   };
   // Good shapes stop at the device check.
   EXPECT_TRUE(has(forward(p16, [](auto&) {}), "is in host memory"));
