@@ -18,11 +18,13 @@ inline constexpr const char* kHbvGradSource = "grad:embedded:workloads/hbv.tile"
 
 struct HbvShape {
   int64_t b = 0, t = 0; ///< basins, days
+  int64_t nm = 1;       ///< components per basin (WORKLOADS.md's nmul: Q their mean)
 };
 
 std::shared_ptr<const Workload> make_hbv_workload();
 
-/// Parses --shape items for hbv (keys case-insensitive): B (basins, >= 0), T (days, >= 0).
+/// Parses --shape items for hbv (keys case-insensitive): B (basins, >= 0), T (days, >= 0),
+/// optionally NMUL (components per basin: 1, or 2, 4, 8, 16 in one kernel, hbv_forward_nmul).
 HbvShape parse_hbv_shape(const std::map<std::string, std::string>& items);
 
 } // namespace tilejit::workloads

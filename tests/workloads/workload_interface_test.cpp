@@ -24,6 +24,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <tuple>
 
 namespace tilejit::test {
 namespace {
@@ -600,15 +601,24 @@ TEST(GatedDeltaShape, ParsesAndRefusesShapes) {
 TEST(WorkloadInterface, HbvShapesOnTheInterpreter) {
   auto w = workloads::find_workload("hbv");
   const Config small = {{"BB", "32"}, {"WARPS", "1"}, {"CK", "16"}, {"BT", "32"}};
-  for (const auto& [b, t] : std::vector<std::pair<const char*, const char*>>{
-           {"37", "50"}, {"5", "1"}, {"6", "0"}, {"0", "7"}}) {
-    auto p = w->parse_shape({{"B", b}, {"T", t}}, DType::F32);
+  for (const auto& [b, t, nm] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"37", "50", "1"},
+           {"5", "1", "1"},
+           {"6", "0", "1"},
+           {"0", "7", "1"},
+           {"9", "40", "16"}, // components per basin in one kernel
+           {"13", "70", "2"},
+           {"3", "1", "4"},
+           {"4", "0", "8"}}) {
+    auto p = w->parse_shape({{"B", b}, {"T", t}, {"NMUL", nm}}, DType::F32);
     SCOPED_TRACE(p->describe());
     auto data = p->make_data(fresh_seed());
     // Every plan: the checkpointed kernel, the segment forms, and the reverse from the training
     // forward's checkpoints.
     for (const workloads::Plan& plan : p->plans()) {
-      workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, small, plan.name);
+      // (With components the derived kernels take their own block of basins: the plan's.)
+      const Config config = std::string(nm) == "1" ? small : Config{{"CK", "16"}, {"BT", "32"}};
+      workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, config, plan.name);
       EXPECT_TRUE(c.ok) << plan.name << ": " << c.summary();
     }
   }
@@ -677,6 +687,18 @@ TEST(HbvShape, ParsesAndRefusesShapes) {
     workloads::parse_hbv_shape({{"B", "3"}, {"T", "5"}, {"N", "2"}});
   });
   EXPECT_NE(unknown.find("hbv has no size 'N'"), std::string::npos) << unknown;
+  EXPECT_EQ(workloads::parse_hbv_shape({{"B", "10"}, {"T", "5"}, {"nmul", "16"}}).nm, 16);
+  EXPECT_EQ(workloads::parse_hbv_shape({{"B", "10"}, {"T", "5"}}).nm, 1);
+  const std::string three = error_of([] {
+    workloads::parse_hbv_shape({{"B", "3"}, {"T", "5"}, {"NMUL", "3"}});
+  });
+  EXPECT_NE(three.find("--shape NMUL=3: components per basin run in one kernel for 2, 4, 8 or 16"),
+            std::string::npos)
+      << three;
+  EXPECT_NE(error_of([] {
+              workloads::parse_hbv_shape({{"B", "3"}, {"T", "5"}, {"NMUL", "0"}});
+            }).find("NMUL"),
+            std::string::npos);
   const std::string huge = error_of([] {
     workloads::parse_hbv_shape({{"B", "1000000"}, {"T", "100000"}});
   });
@@ -943,7 +965,7 @@ TEST(AttentionShape, MutatedShapesGiveAProblemOrAnError) {
 }
 
 TEST(HbvShape, MutatedShapesGiveAProblemOrAnError) {
-  check_mutated_shapes("hbv", "hbv_shapes.txt", "0123456789=,-.eEBTbt \x01");
+  check_mutated_shapes("hbv", "hbv_shapes.txt", "0123456789=,-.eEBTbtNMULnmul \x01");
 }
 
 TEST(GatedDeltaShape, MutatedShapesGiveAProblemOrAnError) {
