@@ -658,8 +658,9 @@ private:
         e.layout = l;
         place_access(*e.access, l);
       } else if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {
-        const Layout* l = natural_or_default(*e.a);
-        if (e.a->type.shape != e.type.shape)
+        // A scalar value is added to every element of the tile (broadcast, as a store's).
+        const Layout* l = e.a->type.is_scalar() ? nullptr : natural_or_default(*e.a);
+        if (!l || e.a->type.shape != e.type.shape)
           l = table_.default_blocked(e.type.shape, 4, k_.threads);
         e.layout = l;
         place(e.a, l);

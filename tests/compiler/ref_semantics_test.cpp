@@ -187,6 +187,25 @@ TEST(RefSemantics, TileAtomicAddWithDuplicatesMasksAndBounds) {
   }
 }
 
+const char* kScalarAtomic = R"(kernel scalar_atomic(Y: f32[R, C], Z: i32[M])
+  grid (1)
+{
+  atomic_add(Y[0 : 4, 0 : 8], 1.5);
+  atomic_add(Z[0 : 8], 2, mask = iota(8) < M - 1);
+}
+)";
+
+// A scalar added to a tile of elements: each element once, within bounds and the mask. (Its
+// layout once asked a scalar's tile shape: undefined behaviour CI's sanitized fuzz ran into.)
+TEST(RefSemantics, ScalarAtomicAddIntoATile) {
+  HostBuffer y(DType::F32, {3, 7}), z(DType::I32, {6});
+  for (int64_t k = 0; k < 21; ++k) y.set(k, k);
+  for (int64_t k = 0; k < 6; ++k) z.set_int(k, 10 * k);
+  run_text("scalar_atomic.tile", kScalarAtomic, {y.arg(), z.arg()});
+  for (int64_t k = 0; k < 21; ++k) EXPECT_EQ(y.get(k), k + 1.5) << k;
+  for (int64_t k = 0; k < 6; ++k) EXPECT_EQ(z.get_int(k), 10 * k + (k < 5 ? 2 : 0)) << k;
+}
+
 // ---- control flow ------------------------------------------------------------------------
 const char* kLoops = R"(kernel loops(X: f32[N], Y: f32[N], Z: i32[16])
   grid (1)
