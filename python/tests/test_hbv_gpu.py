@@ -172,20 +172,31 @@ def test_components_are_averaged_and_their_gradients_summed(nmul):
     gen = torch.Generator().manual_seed(11 + nmul)
     P, TEMP, PET, _, dQ = random_inputs(B, T, gen)
     params = random_inputs(B * nmul, 1, gen)[3].view(B, nmul, 12).permute(0, 2, 1).contiguous()
-    leaves = [x.clone().requires_grad_() for x in (P, TEMP, PET, params)]
-    Q = tilejit.ops.hbv(*leaves, nmul=nmul)
-    assert Q.shape == (B, T)
-    (Q * dQ).sum().backward()
-    # The reference: B * nmul models, Q averaged, each forcing's gradient summed over them.
+    # The reference: B * nmul models, Q averaged, each forcing's gradient summed over them;
+    # a basin's gradients compared when every one of its components is clear of kinks (as long
+    # as half the basins are, else every basin, as hbv_basins_to_compare).
     flat = params.permute(0, 2, 1).reshape(B * nmul, 12)
     rows = [x.repeat_interleave(nmul, 0) for x in (P, TEMP, PET)]
     Q_ref, g_ref, clear = reference(*rows, flat, dQ.repeat_interleave(nmul, 0) / nmul)
-    assert rel_err(Q.detach(), Q_ref.view(B, nmul, T).mean(1)) < 1e-4
-    if bool(clear.all()):  # summed over components: compared where every one is clear
+    basins = clear.view(B, nmul).all(1)
+    if 2 * int(basins.sum()) < B:
+        basins = torch.ones(B, dtype=torch.bool)
+    # tilejit.ops.hbv (2, 4, 8, 16: one kernel; others: repeated rows) and, with params
+    # [B, 12, nmul] as they are, torch.ops.tilejit.hbv (one kernel for 2, 4, 8, 16 only).
+    calls = [lambda *x: tilejit.ops.hbv(*x, nmul=nmul)]
+    if nmul in (2, 4, 8, 16):
+        calls.append(torch.ops.tilejit.hbv)
+    for fn in calls:
+        leaves = [x.clone().requires_grad_() for x in (P, TEMP, PET, params)]
+        Q = fn(*leaves)
+        assert Q.shape == (B, T)
+        (Q * dQ).sum().backward()
+        assert rel_err(Q.detach(), Q_ref.view(B, nmul, T).mean(1)) < 1e-4
         for g, want in zip(leaves[:3], g_ref[:3]):
-            assert rel_err(g.grad, want.view(B, nmul, T).sum(1)) < 1e-3
+            assert rel_err(g.grad.cpu()[basins], want.view(B, nmul, T).sum(1)[basins]) < 1e-3
         want = g_ref[3].view(B, nmul, 12).permute(0, 2, 1)
-        assert rel_err(leaves[3].grad, want) < 1e-3
+        assert leaves[3].grad.shape == (B, 12, nmul)
+        assert rel_err(leaves[3].grad.cpu()[basins], want[basins]) < 1e-3
 
 
 @pytest.mark.parametrize("B, T", [(0, 10), (6, 0), (0, 0)])
