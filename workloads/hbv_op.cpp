@@ -70,13 +70,9 @@ std::string bad_segment(int64_t segment) {
              " is not -1 (the op's choice), 0 (checkpoints) or one of 8, 16, 32, 64, 128, 256");
 }
 
-void check_segment(const OpChecks& c, const Tensor& p, const Tensor& params, int64_t segment) {
+void check_segment(const OpChecks& c, const Tensor& p, int64_t segment) {
   if (const std::string why = bad_segment(segment); !why.empty())
     throw Error(str(c.named("P", p), ": ", why));
-  if (components(params) > 1 && segment > 0)
-    throw Error(str(c.named("params", params), ": segment = ", segment,
-                    ", but with several components per basin the backward checkpoints (segment "
-                    "0 or -1): the segment form takes one component per basin"));
 }
 
 /// The form that runs: the caller's, or the op's choice for B x T.
@@ -84,8 +80,11 @@ int64_t resolve_form(int64_t b, int64_t t, int64_t segment) {
   return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
 }
 
+/// With several components per basin the op checkpoints unless a segment is asked for: their
+/// segment form is not measured yet (the hbv workload's plans offer it to the tuner).
 int64_t form_of(int64_t segment, const Tensor& p, const Tensor& params) {
-  return components(params) > 1 ? 0 : resolve_form(p.shape[0], p.shape[1], segment);
+  if (components(params) > 1) return segment > 0 ? segment : 0;
+  return resolve_form(p.shape[0], p.shape[1], segment);
 }
 
 /// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32],
@@ -95,8 +94,8 @@ void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t,
   const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg, nm);
   const int rank = static_cast<int>(want.size());
   c.rank_and_dtype("starts", starts, rank, {DType::F32},
-                   nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, 64), 5, 128 / NM, NM] (the training "
-                            "forward's)"
+                   nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, days), 5, 128 / NM, NM] (the training "
+                            "forward's; days: the segment length, 64 for segment 0)"
                           : "[cdiv(B, 32), cdiv(T, days), 5, 32] (the training forward's; days: "
                             "the segment length, 64 for segment 0)");
   const char* what[5] = {nm > 1 ? "cdiv(B, 128 / NM)" : "cdiv(B, 32)", "cdiv(T, days)",
@@ -129,13 +128,15 @@ int64_t interval_of(int64_t form) {
   return form > 0 ? form : workloads::kHbvForwardCheckpointDays;
 }
 
-/// The derived kernels' launch options with NM components per basin: 128 models per program.
-LaunchOptions component_options(int64_t nm, void* stream) {
+/// The derived kernels' launch options, states every `seg` days: a warp of 32 basins per
+/// program, or with NM components per basin 128 models (hbv_component_basins).
+LaunchOptions derived_options(int64_t nm, int64_t seg, void* stream) {
+  if (nm == 1) return segment_options(seg, stream);
   LaunchOptions lo;
   lo.stream = stream;
   lo.config = {{"BB", std::to_string(workloads::hbv_component_basins(nm))},
                {"WARPS", "1"},
-               {"SEG", std::to_string(workloads::kHbvForwardCheckpointDays)}};
+               {"SEG", std::to_string(seg)}};
   return lo;
 }
 
@@ -152,7 +153,7 @@ void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, c
   const int64_t nm = components(params);
   rt.launch(rt.load(derived, kernel_name(params, "_grad_fwd")),
             {Arg::of(p), Arg::of(temp), Arg::of(pet), Arg::of(params), Arg::of(q), Arg::of(starts)},
-            nm > 1 ? component_options(nm, stream) : segment_options(seg, stream));
+            derived_options(nm, seg, stream));
 }
 
 } // namespace
@@ -175,7 +176,7 @@ void check_hbv_forward(const HbvForwardArgs& a) {
   if (a.Q)
     check_matrix(c, "Q", *a.Q, a.P.shape[0], a.P.shape[1], "[B, T] like P", "P's basins B",
                  "P's days T");
-  check_segment(c, a.P, a.params, a.segment);
+  check_segment(c, a.P, a.segment);
   if (a.starts) {
     if (!a.training)
       throw Error(str(c.named("starts", *a.starts),
@@ -239,7 +240,8 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
       throw Error(str(c.named("d_params", *a.d_params), " must be shaped like params (",
                       c.named("params", a.params), ")"));
   }
-  check_segment(c, a.P, a.params, a.segment);
+  check_segment(c, a.P, a.segment);
+  const int64_t nm = components(a.params);
   if (a.tape.has_value() != a.maps.has_value())
     throw Error(str(c.named(a.tape ? "tape" : "maps", a.tape ? *a.tape : *a.maps),
                     " is given without ", a.tape ? "maps" : "tape", ": give both or neither"));
@@ -249,16 +251,18 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
       throw Error(str(c.named("tape", *a.tape),
                       " is given but this backward checkpoints (segment 0): only the segment "
                       "form takes a tape and maps"));
-    check_work(c, "tape", *a.tape, workloads::hbv_tape_shape(b, t, form),
-               "[cdiv(B, 32), cdiv(T, segment), segment, 5, 32]");
-    check_work(c, "maps", *a.maps, workloads::hbv_maps_shape(b, t, form),
-               "[cdiv(B, 32), cdiv(T, segment), 30, 32]");
+    check_work(c, "tape", *a.tape, workloads::hbv_tape_shape(b, t, form, nm),
+               nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, segment), segment, 5, 128 / NM, NM]"
+                      : "[cdiv(B, 32), cdiv(T, segment), segment, 5, 32]");
+    check_work(c, "maps", *a.maps, workloads::hbv_maps_shape(b, t, form, nm),
+               nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, segment), 30, 128 / NM, NM]"
+                      : "[cdiv(B, 32), cdiv(T, segment), 30, 32]");
   }
   if (a.starts) {
     if (a.segment < 0)
       throw Error(str(c.named("starts", *a.starts), " is given but segment = ", a.segment,
                       ": give the segment the training forward returned with it"));
-    check_starts(c, *a.starts, b, t, interval_of(a.segment), components(a.params));
+    check_starts(c, *a.starts, b, t, interval_of(a.segment), nm);
   }
   c.on_one_gpu({{"P", &a.P},
                 {"TEMP", &a.TEMP},
@@ -305,8 +309,7 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
               {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
                Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
                Arg::of(out.d_params), Arg::of(*a.starts)},
-              nm > 1 ? component_options(nm, a.stream)
-                     : segment_options(workloads::kHbvForwardCheckpointDays, a.stream));
+              derived_options(nm, workloads::kHbvForwardCheckpointDays, a.stream));
     return out;
   }
   if (out.segment == 0) {
@@ -322,24 +325,26 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
   }
   const int64_t seg = out.segment;
   OwnedBuffers work; // freed on return, after the launches are queued (cuMemFree waits)
-  Tensor starts = a.starts
-                      ? *a.starts
-                      : work.allocate(DType::F32, workloads::hbv_starts_shape(b, t, seg), device);
+  Tensor starts =
+      a.starts ? *a.starts
+               : work.allocate(DType::F32, workloads::hbv_starts_shape(b, t, seg, nm), device);
   if (!a.starts) {
     // No training forward kept the starts: run it here (its Q goes to a work buffer).
     Tensor q = work.allocate(DType::F32, {b, t}, device);
     launch_training_forward(rt, a.P, a.TEMP, a.PET, a.params, q, starts, seg, a.stream);
   }
-  Tensor tape =
-      a.tape ? *a.tape : work.allocate(DType::F32, workloads::hbv_tape_shape(b, t, seg), device);
-  Tensor maps =
-      a.maps ? *a.maps : work.allocate(DType::F32, workloads::hbv_maps_shape(b, t, seg), device);
-  const LaunchOptions lo = segment_options(seg, a.stream);
-  rt.launch(rt.load(derived, "hbv_forward_grad_lin"),
+  Tensor tape = a.tape
+                    ? *a.tape
+                    : work.allocate(DType::F32, workloads::hbv_tape_shape(b, t, seg, nm), device);
+  Tensor maps = a.maps
+                    ? *a.maps
+                    : work.allocate(DType::F32, workloads::hbv_maps_shape(b, t, seg, nm), device);
+  const LaunchOptions lo = derived_options(nm, seg, a.stream);
+  rt.launch(rt.load(derived, kernel_name(a.params, "_grad_lin")),
             {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
              Arg::of(a.dQ), Arg::of(starts), Arg::of(tape), Arg::of(maps)},
             lo);
-  rt.launch(rt.load(derived, "hbv_forward_grad_seg"),
+  rt.launch(rt.load(derived, kernel_name(a.params, "_grad_seg")),
             {Arg::of(a.P), Arg::of(a.TEMP), Arg::of(a.PET), Arg::of(a.params), Arg::of(q_unread),
              Arg::of(a.dQ), Arg::of(out.d_P), Arg::of(out.d_TEMP), Arg::of(out.d_PET),
              Arg::of(out.d_params), Arg::of(tape), Arg::of(maps)},

@@ -28,20 +28,24 @@ std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg, int64_t
   return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), 5, kHbvSegmentBasins};
 }
 
-std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg) {
-  return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), seg, 5, kHbvSegmentBasins};
+std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg, int64_t nm) {
+  std::vector<int64_t> s = hbv_starts_shape(b, t, seg, nm); // [NP, NS, 5, BB(, NM)]
+  s.insert(s.begin() + 2, seg);
+  return s;
 }
 
-std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg) {
-  return {cdiv(b, kHbvSegmentBasins), cdiv(t, seg), 30, kHbvSegmentBasins};
+std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg, int64_t nm) {
+  std::vector<int64_t> s = hbv_starts_shape(b, t, seg, nm);
+  s[2] = 30; // the 5 x 6 coefficients of each segment's affine map
+  return s;
 }
 
-std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t) {
+std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t, int64_t nm) {
   std::vector<int64_t> out;
   if (b <= 0 || t <= 0) return out;
   for (int64_t seg : kHbvSegmentLengths) {
     // Compared in elements first: an absurd B x T must not overflow the byte count.
-    const std::vector<int64_t> tape = hbv_tape_shape(b, t, seg);
+    const std::vector<int64_t> tape = hbv_tape_shape(b, t, seg, nm);
     int64_t n = 1;
     bool fits = true;
     for (int64_t d : tape) {

@@ -36,13 +36,16 @@ int64_t hbv_component_basins(int64_t nm);
 /// `ck__f32[NP, NS, 5, BB]`: each segment's start state (the training forward writes it); with
 /// NM > 1 components per basin `[NP, NS, 5, BB, NM]`, BB = hbv_component_basins(NM).
 std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg, int64_t nm = 1);
-/// `tp__f32[NP, NS, SEG, 5, BB]`: every day's five states.
-std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg);
-/// `ln__f32[NP, NS, 30, BB]`: each segment's affine map of the carried adjoints.
-std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg);
+/// `tp__f32[NP, NS, SEG, 5, BB]`: every day's five states (with NM components
+/// `[NP, NS, SEG, 5, BB, NM]`, as hbv_starts_shape).
+std::vector<int64_t> hbv_tape_shape(int64_t b, int64_t t, int64_t seg, int64_t nm = 1);
+/// `ln__f32[NP, NS, 30, BB]`: each segment's affine map of the carried adjoints (with NM
+/// components `[NP, NS, 30, BB, NM]`).
+std::vector<int64_t> hbv_maps_shape(int64_t b, int64_t t, int64_t seg, int64_t nm = 1);
 
-/// The lengths offered for B basins and T days: those whose tape fits kHbvTapeBudgetBytes.
-std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t);
+/// The lengths offered for B basins (of NM components) and T days: those whose tape fits
+/// kHbvTapeBudgetBytes.
+std::vector<int64_t> hbv_segment_lengths(int64_t b, int64_t t, int64_t nm = 1);
 bool hbv_is_segment_length(int64_t seg);
 
 /// The segment length the typed op uses untuned, 0 for the checkpointed reverse: on an H200

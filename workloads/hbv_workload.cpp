@@ -183,10 +183,7 @@ public:
     return out;
   }
 
-  /// The segment form takes one component per basin.
-  std::vector<int64_t> segment_lengths() const {
-    return s_.nm > 1 ? std::vector<int64_t>{} : hbv_segment_lengths(s_.b, s_.t);
-  }
+  std::vector<int64_t> segment_lengths() const { return hbv_segment_lengths(s_.b, s_.t, s_.nm); }
 
   std::vector<BufferSpec> segment_buffers() const {
     std::vector<BufferSpec> out;
@@ -195,12 +192,12 @@ public:
         out.push_back({fmt::format("ckpt_s{}", ck), DType::F32,
                        hbv_starts_shape(s_.b, s_.t, ck, s_.nm), BufferRole::intermediate});
     for (int64_t seg : segment_lengths()) {
-      out.push_back({fmt::format("starts_s{}", seg), DType::F32, hbv_starts_shape(s_.b, s_.t, seg),
-                     BufferRole::intermediate});
-      out.push_back({fmt::format("tape_s{}", seg), DType::F32, hbv_tape_shape(s_.b, s_.t, seg),
-                     BufferRole::intermediate});
-      out.push_back({fmt::format("maps_s{}", seg), DType::F32, hbv_maps_shape(s_.b, s_.t, seg),
-                     BufferRole::intermediate});
+      out.push_back({fmt::format("starts_s{}", seg), DType::F32,
+                     hbv_starts_shape(s_.b, s_.t, seg, s_.nm), BufferRole::intermediate});
+      out.push_back({fmt::format("tape_s{}", seg), DType::F32,
+                     hbv_tape_shape(s_.b, s_.t, seg, s_.nm), BufferRole::intermediate});
+      out.push_back({fmt::format("maps_s{}", seg), DType::F32,
+                     hbv_maps_shape(s_.b, s_.t, seg, s_.nm), BufferRole::intermediate});
     }
     return out;
   }
@@ -270,7 +267,7 @@ public:
       std::vector<Step> st = steps_with_training_forward(seg, starts);
       Step lin;
       lin.label = "linearize";
-      lin.kernel = "hbv_forward_grad_lin";
+      lin.kernel = kernel("_grad_lin");
       for (const char* a : {"P", "TEMP", "PET", "params", "Q", "d_Q"})
         lin.args.push_back(StepArg::of(a));
       lin.args.push_back(StepArg::of(starts));
@@ -279,7 +276,7 @@ public:
       lin.generics = generics;
       lin.writes = {tape, maps};
       Step& back = st.back();
-      back.kernel = "hbv_forward_grad_seg";
+      back.kernel = kernel("_grad_seg");
       back.args.push_back(StepArg::of(tape));
       back.args.push_back(StepArg::of(maps));
       back.generics = generics;
@@ -344,6 +341,8 @@ public:
             {"hbv_forward_nmul_grad", kHbvGradSource},
             {"hbv_forward_nmul_grad_fwd", kHbvGradSource},
             {"hbv_forward_nmul_grad_ck", kHbvGradSource},
+            {"hbv_forward_nmul_grad_lin", kHbvGradSource},
+            {"hbv_forward_nmul_grad_seg", kHbvGradSource},
             {"hbv_forward_grad", kHbvGradSource},
             {"hbv_forward_grad_fwd", kHbvGradSource},
             {"hbv_forward_grad_lin", kHbvGradSource},

@@ -12,6 +12,7 @@ yardstick in one process:
   tilejit_kernel  tilejit.ops.hbv(..., nmul=) through autograd: nmul = 2, 4, 8 or 16 in one
                   kernel (hbv_forward_nmul; each basin's forcings read once), its derived
                   backward checkpointed from the training forward's 64-day states.
+  tilejit_kernel_seg32  the same with the derived backward's segment form (32-day segments).
   tilejit_repeat  tilejit.ops.hbv on the repeated rows (the path other counts take), Q averaged.
 
 Each row: ms (median step, CUDA events, L2 flushed before each), mem_mb (peak beyond the
@@ -81,14 +82,14 @@ def main():
             dpar = g[0].view(B, nm, 12).permute(0, 2, 1)
             return [Q] + [x.view(B, nm, T).sum(1) for x in g[1:]] + [dpar]
 
-        def tilejit_step(in_kernel):
+        def tilejit_step(in_kernel, segment=-1):
             leaves = [x.clone().requires_grad_() for x in (P, TEMP, PET, params)]
 
             def step():
                 for x in leaves:
                     x.grad = None
                 if in_kernel:
-                    Q = tilejit.ops.hbv(*leaves, nmul=nm)
+                    Q = tilejit.ops.hbv(*leaves, nmul=nm, segment=segment)
                 else:
                     rep = [x.repeat_interleave(nm, 0) for x in leaves[:3]]
                     q = tilejit.ops.hbv(*rep, leaves[3].permute(0, 2, 1).reshape(B * nm, 12))
@@ -99,6 +100,7 @@ def main():
 
         ref = triton_step()
         impls = [("triton", triton_step), ("tilejit_kernel", tilejit_step(True)),
+                 ("tilejit_kernel_seg32", tilejit_step(True, 32)),
                  ("tilejit_repeat", tilejit_step(False))]
         for impl, step in impls:
             try:

@@ -184,8 +184,8 @@ def test_components_are_averaged_and_their_gradients_summed(nmul):
     # tilejit.ops.hbv (2, 4, 8, 16: one kernel; others: repeated rows) and, with params
     # [B, 12, nmul] as they are, torch.ops.tilejit.hbv (one kernel for 2, 4, 8, 16 only).
     calls = [lambda *x: tilejit.ops.hbv(*x, nmul=nmul)]
-    if nmul in (2, 4, 8, 16):
-        calls.append(torch.ops.tilejit.hbv)
+    if nmul in (2, 4, 8, 16):  # also the segment form, asked for
+        calls += [torch.ops.tilejit.hbv, lambda *x: tilejit.ops.hbv(*x, nmul=nmul, segment=16)]
     for fn in calls:
         leaves = [x.clone().requires_grad_() for x in (P, TEMP, PET, params)]
         Q = fn(*leaves)

@@ -550,21 +550,25 @@ def _components_of(params):
 
 
 def _form(B, T, segment, nm):
-    """The backward's form: several components per basin always checkpoint (0), unless a
-    segment was asked for, which the op then refuses by name."""
+    """The backward's form: several components per basin checkpoint (0) unless a segment is
+    asked for (their segment form is not measured yet)."""
     if nm > 1 and segment == -1:
         return 0
     return hbv_backward_form(B, T, segment)
+
+
+def _blocks(B, nm):
+    """The derived kernels' programs and basins per program: 32 basins, or 128 models."""
+    bb = 128 // nm if nm > 1 else 32
+    return -(-B // bb), bb
 
 
 def _starts_shape(B, T, form, nm=1):
     days = lib.tj_hbv_starts_interval(form)
     if days < 0:
         raise_last_error()
-    if nm > 1:  # 128 models per program: 128 / NM basins of NM components
-        bb = 128 // nm
-        return (-(-B // bb), -(-T // days), 5, bb, nm)
-    return (-(-B // 32), -(-T // days), 5, 32)
+    nb, bb = _blocks(B, nm)  # with NM components: 128 / NM basins of NM, the NM last
+    return (nb, -(-T // days), 5, bb) + ((nm,) if nm > 1 else ())
 
 
 def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, starts=None,
@@ -623,9 +627,10 @@ def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=Non
         tensors, names = tensors + (starts,), names + ("starts",)
     work = form > 0 and B > 0 and T > 0
     if work:  # the segment form's tape and maps, from the caller's allocator too
-        nb, ns = -(-B // 32), -(-T // form)
-        tensors += (_empty(P, (nb, ns, form, 5, 32), dtype_of_like=False),
-                    _empty(P, (nb, ns, 30, 32), dtype_of_like=False))
+        (nb, bb), ns = _blocks(B, nm), -(-T // form)
+        lanes = (bb, nm) if nm > 1 else (bb,)
+        tensors += (_empty(P, (nb, ns, form, 5) + lanes, dtype_of_like=False),
+                    _empty(P, (nb, ns, 30) + lanes, dtype_of_like=False))
         names += ("tape", "maps")
     _packed_call(op, lib.tj_hbv_backward, tensors, names,
                  (form, 1 if starts is not None else 0, 1 if work else 0,

@@ -28,6 +28,12 @@ TEST(HbvSegments, OfferedWhileTheTapeFitsItsBudget) {
   EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 8, 5, 32}));
   EXPECT_EQ(workloads::hbv_starts_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 5, 32}));
   EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 30, 32}));
+  // With NM components: 128 / NM basins per program, the components last; the budget counts
+  // every model's tape (B x NM x T x 20 bytes).
+  EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8, 16), (std::vector<int64_t>{5, 2, 8, 5, 8, 16}));
+  EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8, 2), (std::vector<int64_t>{1, 2, 30, 64, 2}));
+  EXPECT_EQ(hbv_segment_lengths(64, 1461, 16), (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
+  EXPECT_TRUE(hbv_segment_lengths(1024, 1461, 16).empty()); // 16384 models: 479 MB
 }
 
 TEST(HbvSegments, TheOpsUntunedChoice) {
@@ -173,8 +179,26 @@ TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
                   "tensor 'params' (f32[37, 12, 3] cpu) has 3 components per basin in dimension "
                   "2; one kernel takes 2, 4, 8 or 16"));
   EXPECT_TRUE(has(forward(p13, [](auto&) {}), "has 13 in dimension 1 but the parameters' count"));
-  EXPECT_TRUE(has(forward(p16, [](auto& a) { a.segment = 32; }),
-                  "segment = 32, but with several components per basin the backward checkpoints"));
+  // The segment form with components when asked for: its states, tape and maps end in NM.
+  EXPECT_TRUE(has(forward(p16, [](auto& a) { a.segment = 32; }), "is in host memory"));
+  HostTensor starts8(DType::F32, {5, 3, 5, 8, 16}), tape8(DType::F32, {5, 3, 8, 5, 8, 16}),
+      maps8(DType::F32, {5, 3, 30, 8, 16}), flat_tape(DType::F32, {2, 3, 8, 5, 32});
+  EXPECT_TRUE(has(backward(p16,
+                           [&](auto& a) {
+                             a.segment = 8;
+                             a.starts = starts8.t;
+                             a.tape = tape8.t;
+                             a.maps = maps8.t;
+                           }),
+                  "is in host memory"));
+  EXPECT_TRUE(has(backward(p16,
+                           [&](auto& a) {
+                             a.segment = 8;
+                             a.tape = flat_tape.t;
+                             a.maps = maps8.t;
+                           }),
+                  "tensor 'tape' (f32[2, 3, 8, 5, 32] cpu) must have 6 dimensions: [cdiv(B, 128 "
+                  "/ NM), cdiv(T, segment), segment, 5, 128 / NM, NM]"));
   EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = flat.t; }),
                   "tensor 'd_params' (f32[37, 12] cpu) must be shaped like params"));
   EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = p4.t; }),
