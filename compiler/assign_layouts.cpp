@@ -307,8 +307,12 @@ private:
       return e.type.space == Space::Frag ? e.layout : nullptr;
     case ExprKind::Expand: {
       const Layout* x = natural(*e.a);
+      // x[:, None] of a row slice has the parent's layout only where the parent's shape is the
+      // expand's: a [BB, 1] value in its [BB, NM] parent's layout would be read NM times by a
+      // reduction, a store or an atomic over it (hbv_forward_nmul's derived backward added
+      // each forcing's gradient NM times so, on the GPU only: the interpreter has no layouts).
       if (x && x->kind == LayoutKind::Slice && e.axes.size() == 1 && e.type.rank() == 2 &&
-          x->slice_axis == e.axes[0])
+          x->slice_axis == e.axes[0] && x->parent->shape == e.type.shape)
         return x->parent;
       return nullptr;
     }

@@ -62,6 +62,27 @@ DType promote(const ir::Expr& a, const ir::Expr& b) {
   return int_rank(x) >= int_rank(y) ? x : y;
 }
 
+/// A reduction over the unit axis that x[:, None] added is x itself (reverse mode writes it as
+/// the adjoint of a new axis; a [N, 1] variable kept rank 1 is read as x[:, None]): no loop over
+/// an operand broadcast in its parent's layout, and no [N, 1] layout to convert into.
+void fold_reduce_of_new_axis(ExprPtr& e) {
+  if (e->kind != ExprKind::Reduce || e->axis < 0) return;
+  ir::Expr* in = e->a.get();
+  const bool cast = in->kind == ExprKind::Cast;
+  if (cast) in = in->a.get();
+  if (in->kind != ExprKind::Expand || in->axes.size() != 1 || in->axes[0] != e->axis ||
+      in->a->type.space != Space::Frag || in->a->type.shape != e->type.shape)
+    return;
+  ExprPtr x = std::move(in->a);
+  if (cast) { // the reduction's f32 of an f16/bf16 value: cast the value itself
+    ExprPtr c = std::move(e->a);
+    c->a = std::move(x);
+    c->type.shape = e->type.shape;
+    x = std::move(c);
+  }
+  e = std::move(x);
+}
+
 class TypeInference {
 public:
   explicit TypeInference(ir::Kernel& k) : k_(k) {}
@@ -603,6 +624,7 @@ private:
         e->type = Type{rt, shape, Space::Frag};
       }
       if (rt != t.dtype) e->a = cast_to(std::move(e->a), rt);
+      fold_reduce_of_new_axis(e);
       return;
     }
     case ExprKind::Scan: {
@@ -888,6 +910,7 @@ private:
       if (*op) expand_reads(*op);
     if (e->access)
       for (auto& ix : e->access->indices) expand_reads(ix.index);
+    fold_reduce_of_new_axis(e);
     if (e->kind != ExprKind::VarRef || !axis_.count(e->var) || e->type.rank() != 2) return;
     const Type rank2 = old_type_.at(e->var);
     auto x = std::make_unique<ir::Expr>(ExprKind::Expand, e->loc);

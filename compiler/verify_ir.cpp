@@ -115,6 +115,7 @@ private:
       break;
     case StmtKind::Store:
       need(s.access && s.value, "access or value");
+      if (after("assign-layouts") && s.value) layout_is_shape(*s.value, "a stored value");
       break;
     case StmtKind::Eval:
     case StmtKind::If:
@@ -302,6 +303,22 @@ private:
     if (after("assign-layouts") && e.type.space == Space::Frag && !e.type.is_scalar() &&
         e.kind != ExprKind::Prefetch && !shared_view)
       layout_fits(e.layout, e.type, str("'", print_expr(e), "'"));
+    // Nodes that visit each element of their operand once: a unit axis broadcast in a wider
+    // layout would be counted once per column (a sum NM times too large).
+    if (after("assign-layouts") &&
+        (e.kind == ExprKind::Reduce || e.kind == ExprKind::Scan || e.kind == ExprKind::SolveTril ||
+         e.kind == ExprKind::ClusterSum))
+      layout_is_shape(*e.a, str("the operand of '", print_expr(e), "'"));
+    if (after("assign-layouts") && e.kind == ExprKind::AtomicAdd && !e.a->type.is_scalar())
+      layout_is_shape(*e.a, str("the value of '", print_expr(e), "'"));
+  }
+
+  /// `x`'s layout has x's own shape, not one its unit axes broadcast to.
+  void layout_is_shape(const Expr& x, const std::string& what) {
+    if (x.type.space != Space::Frag || x.type.is_scalar() || !x.layout) return;
+    check(x.layout->shape == x.type.shape, nullptr,
+          str(what, " has shape ", shape_str(x.type.shape), " but is laid out as ", x.layout->str(),
+              ": each of its elements would be visited more than once"));
   }
 
   void same_shape(const Expr& e, const std::vector<int64_t>& want) {

@@ -322,6 +322,33 @@ TEST(RefIndexing, UnitAxisTilesBroadcastLikeRank1Tiles) {
   }
 }
 
+// A row sum read as s[:, None]: added, stored and summed once per row.
+TEST(RefIndexing, UnitAxisOfARowSumCountsEachRowOnce) {
+  uint32_t seed = test::fresh_seed();
+  SCOPED_TRACE(str("seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t R = 37, C = 21;
+  HostBuffer x = floats(DType::F32, {R, C}, rng);
+  for (const char* br : {"1", "2", "16"})
+    for (const char* bc : {"16", "32"}) {
+      SCOPED_TRACE(str("BR=", br, " BC=", bc));
+      HostBuffer y = floats(DType::F32, {R, 4}, rng), z(DType::F32, {R});
+      const HostBuffer y0 = y;
+      z.poison();
+      run("unit_axis_sums", {x.arg(), y.arg(), z.arg()}, {{"BR", br}, {"BC", bc}});
+      const int64_t BC = std::stoi(bc);
+      for (int64_t r = 0; r < R; ++r) {
+        float s = 0;
+        for (int64_t c = 0; c < std::min(BC, C); ++c) s += static_cast<float>(x.get(r * C + c));
+        EXPECT_NEAR(y.get(r * 4 + 1), y0.get(r * 4 + 1) + s, 1e-5) << r;
+        EXPECT_NEAR(y.get(r * 4 + 2), 2 * s, 1e-5) << r;
+        EXPECT_EQ(y.get(r * 4 + 0), y0.get(r * 4 + 0)) << r;
+        EXPECT_EQ(y.get(r * 4 + 3), y0.get(r * 4 + 3)) << r;
+        EXPECT_NEAR(z.get(r), 1.5 * s, 1e-5) << r;
+      }
+    }
+}
+
 TEST(RefIndexing, OneByOneTilesBroadcast) {
   uint32_t seed = test::fresh_seed();
   SCOPED_TRACE(str("seed=", seed));

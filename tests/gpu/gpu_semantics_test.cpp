@@ -379,6 +379,14 @@ TEST(GpuSemantics, UnitAxisTilesBroadcast) {
                                  ref::HostBuffer(DType::F32, {R, C})},
                                 {1, 2}, 1e-6);
     }
+  // s[:, None] of a row sum added, stored and reduced: once per row (BC times before).
+  for (const char* br : {"1", "2", "16"})
+    for (const char* bc : {"16", "32"})
+      check_against_interpreter("unit_axis_sums", {{"BR", br}, {"BC", bc}},
+                                {random_buffer(DType::F32, {37, 21}, rng, -2, 2),
+                                 random_buffer(DType::F32, {37, 4}, rng, -2, 2),
+                                 ref::HostBuffer(DType::F32, {37})},
+                                {1, 2}, 1e-6, {1});
   for (const char* br : {"1", "4", "16"})
     check_against_interpreter(
         "unit_corner", {{"BR", br}},

@@ -32,6 +32,8 @@ std::vector<Variant> variants() {
       {"unit_axis", {}},
       {"unit_axis", {{"BR", "1"}, {"BC", "128"}, {"WARPS", "1"}}},
       {"unit_axis", {{"BR", "2"}, {"BC", "128"}, {"WARPS", "4"}}},
+      {"unit_axis_sums", {}},
+      {"unit_axis_sums", {{"BR", "1"}, {"BC", "32"}}},
       {"unit_dot", {}},
       {"unit_dot", {{"BM", "64"}, {"BC", "64"}}},
       {"point_index", {}},
@@ -63,8 +65,8 @@ TEST(NvrtcSemantics, EveryKernelCompilesWithAndWithoutBoundsChecks) {
           EXPECT_FALSE(c.binary.empty());
           EXPECT_GT(c.resources.registers, 0) << "no resource report";
           EXPECT_EQ(c.debug_bounds, debug);
-          bool has_points =
-              v.kernel != "unit_axis" && v.kernel != "unit_dot" && v.kernel != "unit_corner";
+          bool has_points = v.kernel != "unit_axis" && v.kernel != "unit_dot" &&
+                            v.kernel != "unit_corner" && v.kernel != "unit_axis_sums";
           // Every checked subscript is a site the runtime can name; none without the mode.
           EXPECT_EQ(!c.bounds_sites.empty(), debug && has_points);
           EXPECT_EQ(c.source.find("tj::check_index") != std::string::npos, debug && has_points);
