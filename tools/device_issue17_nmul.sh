@@ -6,8 +6,8 @@
 #   - the Python op through autograd (test_hbv_gpu.py -k components: nmul 3, 4, 16);
 #   - one training step at nmul = 16 beside the shared Triton yardstick on repeated rows
 #     (bench/peers/hbv_nmul_step.py), rows in $OUT/hbv-nmul.jsonl.
-# Stage: tools/stage_device.sh build/capi/libtilejit.so.0.1.0 (tilejit, gpu_kernels_test and
-# the library into .device/bin); carry .device and .peers (the shared yardstick).
+# Stage: tools/stage_device.sh build/capi/libtilejit.so.0.1.0 build/tests/gpu/gpu_semantics_test
+# (tilejit, gpu_kernels_test, gpu_semantics_test and the library into .device/bin); carry .device and .peers (the shared yardstick).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
@@ -19,6 +19,10 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 timeout 200 $B/gpu_kernels_test --gtest_filter='GpuHbv.Components*' >"$out/nmul-gtest.log" 2>&1
 echo "GpuHbv.Components*: exit $?"
 grep -hE "^\[  FAILED|Failure|Expected|^\[       OK" "$out/nmul-gtest.log" | head -6
+if [ -x $B/gpu_semantics_test ]; then # a [N, 1] value of a row slice: once per row
+  timeout 100 $B/gpu_semantics_test --gtest_filter='GpuSemantics.UnitAxis*' >"$out/unit-gtest.log" 2>&1
+  echo "GpuSemantics.UnitAxis*: exit $?"; grep -hE "^\[  FAILED|Failure" "$out/unit-gtest.log" | head -4
+fi
 timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_hbv_gpu.py -k components \
   >"$out/nmul-pytest.log" 2>&1
 echo "pytest -k components: exit $?"; tail -3 "$out/nmul-pytest.log"
@@ -34,3 +38,7 @@ for r in rows:
     print(f"{r['shape']['B']:>6} {r['impl']:<15} {ms:>9} {r.get('mem_mb', 0):>8.0f} "
           f"{r.get('err', 0):>9.2e}")
 PY
+# Every plan of the nmul = 16 shapes (which backward form the op should default to).
+timeout 240 $B/tilejit bench --workload hbv --case nmul --plan all --repeats 10 \
+  --out "$out/hbv-nmul-plans.jsonl" >"$out/nmul-plans.log" 2>&1
+echo "bench --case nmul --plan all: exit $?"; tail -30 "$out/nmul-plans.log"

@@ -170,11 +170,12 @@ std::vector<double> hbv_forward(const HbvInputs& in, std::vector<uint8_t>* branc
   return q;
 }
 
-std::vector<bool> hbv_basins_to_compare(const std::vector<double>& nearest_tie) {
+std::vector<bool> hbv_basins_to_compare(const std::vector<double>& nearest_tie, double min_share) {
   std::vector<bool> clear(nearest_tie.size());
   size_t n = 0;
   for (size_t b = 0; b < nearest_tie.size(); ++b) n += clear[b] = nearest_tie[b] >= kHbvNearKink;
-  if (2 * n < nearest_tie.size()) clear.assign(nearest_tie.size(), true);
+  if (n == 0 || double(n) < min_share * double(nearest_tie.size()))
+    clear.assign(nearest_tie.size(), true);
   return clear;
 }
 

@@ -152,6 +152,11 @@ TEST(HbvReference, NearestTieMarksTheBasinsRoundingCanSendDownAnotherBranch) {
             (std::vector<bool>{true, false, true, false}));
   EXPECT_EQ(hbv_basins_to_compare({inf, 0.0, 1e-7, 1e-6}), (std::vector<bool>(4, true)));
   EXPECT_TRUE(hbv_basins_to_compare({}).empty());
+  // A smaller share asked (basins of many components): 1 clear in 4 is enough for 1/8, none
+  // never is.
+  EXPECT_EQ(hbv_basins_to_compare({inf, 0.0, 1e-7, 1e-6}, 0.125),
+            (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(hbv_basins_to_compare({0.0, 1e-7}, 0.125), (std::vector<bool>(2, true)));
 }
 
 // The branches an f32 run takes (hbv_decisions_f32) are float64's on nearly every day of random
