@@ -16,16 +16,16 @@ B=.device/bin
 PY=/opt/torch/.venv/bin/python3
 export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 200 $B/gpu_kernels_test --gtest_filter='GpuHbv.Components*' >"$out/nmul-gtest.log" 2>&1
-echo "GpuHbv.Components*: exit $?"
+timeout 200 $B/gpu_kernels_test --gtest_filter='GpuHbv.*' >"$out/nmul-gtest.log" 2>&1
+echo "GpuHbv.*: exit $?"
 grep -hE "^\[  FAILED|Failure|Expected|^\[       OK" "$out/nmul-gtest.log" | head -6
 if [ -x $B/gpu_semantics_test ]; then # a [N, 1] value of a row slice: once per row
   timeout 100 $B/gpu_semantics_test --gtest_filter='GpuSemantics.UnitAxis*' >"$out/unit-gtest.log" 2>&1
   echo "GpuSemantics.UnitAxis*: exit $?"; grep -hE "^\[  FAILED|Failure" "$out/unit-gtest.log" | head -4
 fi
-timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_hbv_gpu.py -k components \
+timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_hbv_gpu.py \
   >"$out/nmul-pytest.log" 2>&1
-echo "pytest -k components: exit $?"; tail -3 "$out/nmul-pytest.log"
+echo "pytest test_hbv_gpu.py: exit $?"; tail -3 "$out/nmul-pytest.log"
 timeout 200 $PY bench/peers/hbv_nmul_step.py --yardstick .peers --out "$out/hbv-nmul.jsonl" \
   --commit "$(git rev-parse --short HEAD 2>/dev/null)" >"$out/nmul-bench.log" 2>&1
 echo "hbv_nmul_step: exit $?"

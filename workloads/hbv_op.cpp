@@ -88,18 +88,18 @@ int64_t form_of(int64_t segment, const Tensor& p, const Tensor& params) {
 }
 
 /// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32],
-/// or with NM components [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] (BB = 128 / NM).
+/// or with NM components [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] (BB = 32 / NM).
 void check_starts(const OpChecks& c, const Tensor& starts, int64_t b, int64_t t, int64_t seg,
                   int64_t nm) {
   const std::vector<int64_t> want = workloads::hbv_starts_shape(b, t, seg, nm);
   const int rank = static_cast<int>(want.size());
   c.rank_and_dtype("starts", starts, rank, {DType::F32},
-                   nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, days), 5, 128 / NM, NM] (the training "
+                   nm > 1 ? "[cdiv(B, 32 / NM), cdiv(T, days), 5, 32 / NM, NM] (the training "
                             "forward's; days: the segment length, 64 for segment 0)"
                           : "[cdiv(B, 32), cdiv(T, days), 5, 32] (the training forward's; days: "
                             "the segment length, 64 for segment 0)");
-  const char* what[5] = {nm > 1 ? "cdiv(B, 128 / NM)" : "cdiv(B, 32)", "cdiv(T, days)",
-                         "the states' count", nm > 1 ? "128 / NM" : "32", "NM"};
+  const char* what[5] = {nm > 1 ? "cdiv(B, 32 / NM)" : "cdiv(B, 32)", "cdiv(T, days)",
+                         "the states' count", nm > 1 ? "32 / NM" : "32", "NM"};
   for (int dim = 0; dim < rank; ++dim) c.size("starts", starts, dim, want[dim], what[dim]);
   c.contiguous("starts", starts);
 }
@@ -129,7 +129,7 @@ int64_t interval_of(int64_t form) {
 }
 
 /// The derived kernels' launch options, states every `seg` days: a warp of 32 basins per
-/// program, or with NM components per basin 128 models (hbv_component_basins).
+/// program, or with NM components per basin 32 models (hbv_component_basins).
 LaunchOptions derived_options(int64_t nm, int64_t seg, void* stream) {
   if (nm == 1) return segment_options(seg, stream);
   LaunchOptions lo;
@@ -252,10 +252,10 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
                       " is given but this backward checkpoints (segment 0): only the segment "
                       "form takes a tape and maps"));
     check_work(c, "tape", *a.tape, workloads::hbv_tape_shape(b, t, form, nm),
-               nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, segment), segment, 5, 128 / NM, NM]"
+               nm > 1 ? "[cdiv(B, 32 / NM), cdiv(T, segment), segment, 5, 32 / NM, NM]"
                       : "[cdiv(B, 32), cdiv(T, segment), segment, 5, 32]");
     check_work(c, "maps", *a.maps, workloads::hbv_maps_shape(b, t, form, nm),
-               nm > 1 ? "[cdiv(B, 128 / NM), cdiv(T, segment), 30, 128 / NM, NM]"
+               nm > 1 ? "[cdiv(B, 32 / NM), cdiv(T, segment), 30, 32 / NM, NM]"
                       : "[cdiv(B, 32), cdiv(T, segment), 30, 32]");
   }
   if (a.starts) {

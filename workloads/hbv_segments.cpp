@@ -17,7 +17,7 @@ bool hbv_is_component_count(int64_t nm) {
 }
 
 int64_t hbv_component_basins(int64_t nm) {
-  return 128 / nm;
+  return 32 / nm;
 }
 
 std::vector<int64_t> hbv_starts_shape(int64_t b, int64_t t, int64_t seg, int64_t nm) {

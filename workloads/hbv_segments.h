@@ -29,8 +29,9 @@ inline constexpr int64_t kHbvTapeBudgetBytes = int64_t(256) << 20;
 /// Components per basin that hbv_forward_nmul takes in one kernel (params [B, 12, NM]).
 inline constexpr int64_t kHbvComponentCounts[] = {2, 4, 8, 16};
 bool hbv_is_component_count(int64_t nm);
-/// Basins per program of hbv_forward_nmul's training forward and checkpointed reverse: 128
-/// models, four per lane of one warp (independent chains for each lane to overlap).
+/// Basins per program of hbv_forward_nmul's training forward and checkpointed reverse: 32
+/// models, one per lane of one warp. (Four per lane, 128 models, ran no faster on an H200 at
+/// B = 1024, NM = 16: a warp per SM waits on its four chains as four warps do on one each.)
 int64_t hbv_component_basins(int64_t nm);
 
 /// `ck__f32[NP, NS, 5, BB]`: each segment's start state (the training forward writes it); with

@@ -233,7 +233,7 @@ public:
   }
 
   /// The derived kernels' generics past the checkpointed kernel: a warp of basins per program
-  /// (with components, 128 models: hbv_component_basins), the training forward's states every
+  /// (with components, 32 models: hbv_component_basins), the training forward's states every
   /// `days` (their layouts must agree).
   Config derived_generics(int64_t days) const {
     const int64_t bb = s_.nm > 1 ? hbv_component_basins(s_.nm) : kHbvSegmentBasins;

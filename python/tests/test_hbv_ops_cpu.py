@@ -63,15 +63,15 @@ def test_components_per_basin_in_one_kernel(cpu_runtime):
             forward(cpu_runtime, options, params=p16)
     with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
         backward(cpu_runtime, params=p16)
-    # The training forward's states: 128 / 16 = 8 basins per program, every 64th day.
-    starts = numpy.zeros((5, 1, 5, 8, 16), numpy.float32)
+    # The training forward's states: 32 / 16 = 2 basins per program, every 64th day.
+    starts = numpy.zeros((19, 1, 5, 2, 16), numpy.float32)
     with pytest.raises(tilejit.TilejitError, match="hbv_backward: " + HOST):
         backward(cpu_runtime, {"segment": 0, "starts": starts}, params=p16)
     with pytest.raises(tilejit.TilejitError,
                        match=r"tensor 'params' \(f32\[37, 12, 3\] cpu\) has 3 components per "
                              r"basin in dimension 2; one kernel takes 2, 4, 8 or 16"):
         forward(cpu_runtime, params=numpy.zeros((B, 12, 3), numpy.float32))
-    # The segment form when asked for: states [cdiv(B, 8), cdiv(T, seg), 5, 8, 16] (and the
+    # The segment form when asked for: states [cdiv(B, 2), cdiv(T, seg), 5, 2, 16] (and the
     # backward's tape and maps shaped alike).
     for segment in (8, 32):
         with pytest.raises(tilejit.TilejitError, match="hbv_forward: " + HOST):

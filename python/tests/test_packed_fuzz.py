@@ -249,16 +249,16 @@ def test_mutated_hbv_records_are_errors_not_crashes(cpu_runtime):
     bwd_work = list(bwd_starts)  # the segment form's work buffers at segment 8
     pack_tensor(bwd_work, numpy.zeros((2, 3, 8, 5, 32), numpy.float32), "tape")
     pack_tensor(bwd_work, numpy.zeros((2, 3, 30, 32), numpy.float32), "maps")
-    # Components per basin in one kernel: params [B, 12, 16], states [5, 1, 5, 8, 16].
+    # Components per basin in one kernel: params [B, 12, 16], states [19, 1, 5, 2, 16].
     p16 = numpy.zeros((B, 12, 16), numpy.float32)
     fwd16, bwd16 = [], []
     for t, name in ((bt, "P"), (bt, "TEMP"), (bt, "PET"), (p16, "params"), (bt, "Q")):
         pack_tensor(fwd16, t, name)
-    pack_tensor(fwd16, numpy.zeros((5, 1, 5, 8, 16), numpy.float32), "starts")
+    pack_tensor(fwd16, numpy.zeros((19, 1, 5, 2, 16), numpy.float32), "starts")
     for t, name in ((bt, "P"), (bt, "TEMP"), (bt, "PET"), (p16, "params"), (bt, "dQ"),
                     (bt, "d_P"), (bt, "d_TEMP"), (bt, "d_PET"), (p16, "d_params")):
         pack_tensor(bwd16, t, name)
-    pack_tensor(bwd16, numpy.zeros((5, 1, 5, 8, 16), numpy.float32), "starts")
+    pack_tensor(bwd16, numpy.zeros((19, 1, 5, 2, 16), numpy.float32), "starts")
     seeds = [(lib.tj_hbv_forward, fwd, (0, -1, 0)), (lib.tj_hbv_forward, fwd, (1, 0, 0)),
              (lib.tj_hbv_forward, fwd_starts, (1, 8, 1)), (lib.tj_hbv_backward, bwd, (-1, 0, 0)),
              (lib.tj_hbv_backward, bwd_starts, (8, 1, 0)),

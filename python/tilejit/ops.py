@@ -558,8 +558,8 @@ def _form(B, T, segment, nm):
 
 
 def _blocks(B, nm):
-    """The derived kernels' programs and basins per program: 32 basins, or 128 models."""
-    bb = 128 // nm if nm > 1 else 32
+    """The derived kernels' programs and basins per program: 32 basins, or 32 models."""
+    bb = 32 // nm if nm > 1 else 32
     return -(-B // bb), bb
 
 
@@ -567,7 +567,7 @@ def _starts_shape(B, T, form, nm=1):
     days = lib.tj_hbv_starts_interval(form)
     if days < 0:
         raise_last_error()
-    nb, bb = _blocks(B, nm)  # with NM components: 128 / NM basins of NM, the NM last
+    nb, bb = _blocks(B, nm)  # with NM components: 32 / NM basins of NM, the NM last
     return (nb, -(-T // days), 5, bb) + ((nm,) if nm > 1 else ())
 
 

@@ -28,10 +28,10 @@ TEST(HbvSegments, OfferedWhileTheTapeFitsItsBudget) {
   EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 8, 5, 32}));
   EXPECT_EQ(workloads::hbv_starts_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 5, 32}));
   EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8), (std::vector<int64_t>{2, 2, 30, 32}));
-  // With NM components: 128 / NM basins per program, the components last; the budget counts
+  // With NM components: 32 / NM basins per program, the components last; the budget counts
   // every model's tape (B x NM x T x 20 bytes).
-  EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8, 16), (std::vector<int64_t>{5, 2, 8, 5, 8, 16}));
-  EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8, 2), (std::vector<int64_t>{1, 2, 30, 64, 2}));
+  EXPECT_EQ(workloads::hbv_tape_shape(33, 9, 8, 16), (std::vector<int64_t>{17, 2, 8, 5, 2, 16}));
+  EXPECT_EQ(workloads::hbv_maps_shape(33, 9, 8, 2), (std::vector<int64_t>{3, 2, 30, 16, 2}));
   EXPECT_EQ(hbv_segment_lengths(64, 1461, 16), (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
   EXPECT_TRUE(hbv_segment_lengths(1024, 1461, 16).empty()); // 16384 models: 479 MB
 }
@@ -158,7 +158,7 @@ TEST(HbvOps, BadTensorsAreNamed) {
 }
 
 // Several components per basin in one kernel: params [B, 12, NM], NM = 2, 4, 8 or 16; the
-// backward checkpoints, its states [cdiv(B, 128 / NM), cdiv(T, 64), 5, 128 / NM, NM].
+// backward checkpoints, its states [cdiv(B, 32 / NM), cdiv(T, 64), 5, 32 / NM, NM].
 TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
   constexpr int64_t B = HbvChecks::B, T = HbvChecks::T;
   const HbvChecks checks;
@@ -181,8 +181,8 @@ TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
   EXPECT_TRUE(has(forward(p13, [](auto&) {}), "has 13 in dimension 1 but the parameters' count"));
   // The segment form with components when asked for: its states, tape and maps end in NM.
   EXPECT_TRUE(has(forward(p16, [](auto& a) { a.segment = 32; }), "is in host memory"));
-  HostTensor starts8(DType::F32, {5, 3, 5, 8, 16}), tape8(DType::F32, {5, 3, 8, 5, 8, 16}),
-      maps8(DType::F32, {5, 3, 30, 8, 16}), flat_tape(DType::F32, {2, 3, 8, 5, 32});
+  HostTensor starts8(DType::F32, {19, 3, 5, 2, 16}), tape8(DType::F32, {19, 3, 8, 5, 2, 16}),
+      maps8(DType::F32, {19, 3, 30, 2, 16}), flat_tape(DType::F32, {2, 3, 8, 5, 32});
   EXPECT_TRUE(has(backward(p16,
                            [&](auto& a) {
                              a.segment = 8;
@@ -197,16 +197,16 @@ TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
                              a.tape = flat_tape.t;
                              a.maps = maps8.t;
                            }),
-                  "tensor 'tape' (f32[2, 3, 8, 5, 32] cpu) must have 6 dimensions: [cdiv(B, 128 "
-                  "/ NM), cdiv(T, segment), segment, 5, 128 / NM, NM]"));
+                  "tensor 'tape' (f32[2, 3, 8, 5, 32] cpu) must have 6 dimensions: [cdiv(B, 32 "
+                  "/ NM), cdiv(T, segment), segment, 5, 32 / NM, NM]"));
   EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = flat.t; }),
                   "tensor 'd_params' (f32[37, 12] cpu) must be shaped like params"));
   EXPECT_TRUE(has(backward(p16, [&](auto& a) { a.d_params = p4.t; }),
                   "tensor 'd_params' (f32[37, 12, 4] cpu) must be shaped like params"));
-  // The training forward's states: 128 / 16 = 8 basins per program, every 64th day.
-  HostTensor starts(DType::F32, {5, 1, 5, 8, 16}), starts_flat(DType::F32, {2, 1, 5, 32});
-  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 16), (std::vector<int64_t>{5, 1, 5, 8, 16}));
-  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 2), (std::vector<int64_t>{1, 1, 5, 64, 2}));
+  // The training forward's states: 32 / 16 = 2 basins per program, every 64th day.
+  HostTensor starts(DType::F32, {19, 1, 5, 2, 16}), starts_flat(DType::F32, {2, 1, 5, 32});
+  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 16), (std::vector<int64_t>{19, 1, 5, 2, 16}));
+  EXPECT_EQ(workloads::hbv_starts_shape(B, T, 64, 2), (std::vector<int64_t>{3, 1, 5, 16, 2}));
   EXPECT_TRUE(has(backward(p16,
                            [&](auto& a) {
                              a.segment = 0;
@@ -219,7 +219,7 @@ TEST(HbvOps, ComponentsPerBasinAreCheckedAndNamed) {
                      a.segment = 0;
                      a.starts = starts_flat.t;
                    }),
-          "tensor 'starts' (f32[2, 1, 5, 32] cpu) must have 5 dimensions: [cdiv(B, 128 / NM)"));
+          "tensor 'starts' (f32[2, 1, 5, 32] cpu) must have 5 dimensions: [cdiv(B, 32 / NM)"));
   EXPECT_TRUE(has(forward(p16,
                           [&](auto& a) {
                             a.training = true;

@@ -279,7 +279,7 @@ void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
 /// forcings read once and shared by its components) and Q is their mean; d_params is then
 /// [B, 12, NM] and the forcings' gradients sum over the components. Such a backward
 /// checkpoints unless a segment is given (segment -1 or 0: the training forward stores every
-/// 64th day's states, [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] with BB = 128 / NM; a segment
+/// 64th day's states, [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] with BB = 32 / NM; a segment
 /// length: the segment form, its states, tape and maps shaped so, NM last); another count of
 /// components is B x NM models whose rows the caller repeats (Python's tilejit.ops.hbv(...,
 /// nmul=) does).
