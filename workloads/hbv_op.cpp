@@ -80,11 +80,12 @@ int64_t resolve_form(int64_t b, int64_t t, int64_t segment) {
   return segment >= 0 ? segment : workloads::hbv_default_segment(b, t);
 }
 
-/// With several components per basin the op checkpoints unless a segment is asked for: their
-/// segment form is not measured yet (the hbv workload's plans offer it to the tuner).
+/// With several components per basin the untuned choice is the one for their B x NM models: on
+/// an H200 at NM = 16, T = 1461 (bench/results/2026-11-29-hbv-nmul-h200.md) the segment form
+/// took 0.95-0.99 ms at B = 256 (4096 models) against 2.18 for the reverse from the forward's
+/// states, which at B = 1024 (16384 models, a tape over the budget) took 2.23-2.31.
 int64_t form_of(int64_t segment, const Tensor& p, const Tensor& params) {
-  if (components(params) > 1) return segment > 0 ? segment : 0;
-  return resolve_form(p.shape[0], p.shape[1], segment);
+  return resolve_form(p.shape[0] * components(params), p.shape[1], segment);
 }
 
 /// The training forward's stored states, `seg` days apart: [cdiv(B, 32), cdiv(T, seg), 5, 32],

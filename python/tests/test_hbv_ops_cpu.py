@@ -95,6 +95,12 @@ def test_the_backward_form_follows_the_tape_budget():
     assert tilejit.ops.hbv_backward_form(16384, 1461, 64) == 64  # asked for: given
     assert tilejit.ops.hbv_backward_form(5, 1, 0) == 0
     assert tilejit.ops.hbv_backward_form(0, 0) == 0
+    # With components the choice is the B x nmul models': 256 x 16 = 4096 the segment form,
+    # 1024 x 16 (a tape over the budget) the checkpointed reverse; asked for: given.
+    from tilejit.ops import _form
+    assert _form(256, 1461, -1, 16) == tilejit.ops.hbv_backward_form(4096, 1461) == 128
+    assert _form(1024, 1461, -1, 16) == 0
+    assert _form(1024, 1461, 16, 16) == 16
 
 
 @pytest.mark.parametrize("call, options, change, message", [

@@ -550,10 +550,10 @@ def _components_of(params):
 
 
 def _form(B, T, segment, nm):
-    """The backward's form: several components per basin checkpoint (0) unless a segment is
-    asked for (their segment form is not measured yet)."""
+    """The backward's form: with several components per basin, the untuned choice for their
+    B x NM models (hbv_backward_form counts models)."""
     if nm > 1 and segment == -1:
-        return 0
+        return hbv_backward_form(B * nm, T, segment)
     return hbv_backward_form(B, T, segment)
 
 
@@ -656,8 +656,8 @@ def hbv(P, TEMP, PET, params, *, nmul=1, segment=-1, runtime=None):
     a torch.autograd.Function whose backward is hbv_backward (gradients to P, TEMP, PET and
     params). nmul > 1: params [B, 12, nmul], B * nmul models whose Q is averaged over the
     components: nmul = 2, 4, 8 or 16 in one kernel (each basin's forcings read once, shared by
-    its components; the backward checkpoints), another count with the forcings repeated per
-    component (nmul times their memory)."""
+    its components; the backward in the form chosen for the B * nmul models), another count
+    with the forcings repeated per component (nmul times their memory)."""
     op = "hbv"
     _int_arg(op, "nmul", nmul, 1)
     B, T = _forcings_shape(op, P)

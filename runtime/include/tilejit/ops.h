@@ -277,10 +277,10 @@ void check_gated_delta_rule_backward(const GatedDeltaRuleBackwardArgs& args);
 /// f32. Any B and T (0 too). Several components per basin: params [B, 12, NM] (dHBV's layout,
 /// NM = 2, 4, 8 or 16) runs B x NM models in one kernel (hbv_forward_nmul: each basin's
 /// forcings read once and shared by its components) and Q is their mean; d_params is then
-/// [B, 12, NM] and the forcings' gradients sum over the components. Such a backward
-/// checkpoints unless a segment is given (segment -1 or 0: the training forward stores every
-/// 64th day's states, [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] with BB = 32 / NM; a segment
-/// length: the segment form, its states, tape and maps shaped so, NM last); another count of
+/// [B, 12, NM] and the forcings' gradients sum over the components. Such a backward takes the
+/// form segment -1 gives B x NM models (0: the training forward stores every 64th day's states,
+/// [cdiv(B, BB), cdiv(T, 64), 5, BB, NM] with BB = 32 / NM; a segment length: the segment form,
+/// its states, tape and maps shaped so, NM last); another count of
 /// components is B x NM models whose rows the caller repeats (Python's tilejit.ops.hbv(...,
 /// nmul=) does).
 /// `segment` picks the derived backward the training forward prepares for: 0 the checkpointed
