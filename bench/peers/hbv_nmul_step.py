@@ -4,20 +4,21 @@ components per basin, Q averaged"), one training step, tilejit beside the shared
 yardstick in one process:
 
     python3 bench/peers/hbv_nmul_step.py --yardstick .peers --out FILE.jsonl [--nmul 16]
-        [--basins 1024,4096] [--days 1461] [--commit ID]
+        [--basins 256,1024,4096] [--days 1461] [--commit ID]
 
   triton          the yardstick's fused kernels on B x nmul models, as a Triton user runs
                   components: the forcings repeated per component, Q averaged, the forcings'
                   gradients summed over the components (all inside the timed step).
   tilejit_kernel  tilejit.ops.hbv(..., nmul=) through autograd: nmul = 2, 4, 8 or 16 in one
-                  kernel (hbv_forward_nmul; each basin's forcings read once), its derived
-                  backward checkpointed from the training forward's 64-day states.
+                  kernel (hbv_forward_nmul; each basin's forcings read once), the derived
+                  backward in the op's untuned form for the B x nmul models.
+  tilejit_kernel_ck  the same, the backward checkpointed from the training forward's states.
   tilejit_kernel_seg32  the same with the derived backward's segment form (32-day segments).
   tilejit_repeat  tilejit.ops.hbv on the repeated rows (the path other counts take), Q averaged.
 
 Each row: ms (median step, CUDA events, L2 flushed before each), mem_mb (peak beyond the
 inputs), err (the largest norm-relative error of Q and the four gradients against the Triton
-step's). Written 2026-11-29 without a GPU at hand: not yet run.
+step's). First run on an H200 on 2026-11-29 (bench/results/2026-11-29-hbv-nmul-h200.md).
 """
 import argparse
 import datetime
@@ -31,7 +32,7 @@ def main():
     ap.add_argument("--yardstick", default=".peers", help="folder holding the shared hbv.py")
     ap.add_argument("--out", required=True)
     ap.add_argument("--nmul", type=int, default=16)
-    ap.add_argument("--basins", default="1024,4096")
+    ap.add_argument("--basins", default="256,1024,4096")
     ap.add_argument("--days", type=int, default=1461)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--commit", default="")
@@ -100,6 +101,7 @@ def main():
 
         ref = triton_step()
         impls = [("triton", triton_step), ("tilejit_kernel", tilejit_step(True)),
+                 ("tilejit_kernel_ck", tilejit_step(True, 0)),
                  ("tilejit_kernel_seg32", tilejit_step(True, 32)),
                  ("tilejit_repeat", tilejit_step(False))]
         for impl, step in impls:
