@@ -236,10 +236,15 @@ ExprPtr fold(ExprPtr e) {
     }
     return e;
   }
-  case ExprKind::Select:
-    if (is_const(e->a) && e->a->type.dtype == DType::Bool)
-      return std::move(e->a->int_value ? e->b : e->c);
-    return e;
+  case ExprKind::Select: {
+    // A constant condition picks a branch only where that branch has the where's own type:
+    // where(true, 1.0, x) is x's shape of ones, not the scalar 1.0 (a tile declared from it
+    // was refused as a scalar). Before infer_types nothing is typed, so nothing folds there.
+    if (!is_const(e->a) || e->a->type.dtype != DType::Bool) return e;
+    ExprPtr& keep = e->a->int_value ? e->b : e->c;
+    if (!(keep->type == e->type)) return e;
+    return std::move(keep);
+  }
   case ExprKind::Math: {
     if (!is_const(e->a) || (e->b && !is_const(e->b))) return e;
     const ir::Expr& a = *e->a;

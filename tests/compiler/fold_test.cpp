@@ -155,5 +155,31 @@ TEST(Fold, ArithmeticOnABoolIsLeftForTypeInference) {
   EXPECT_EQ(e->kind, ir::ExprKind::Const);
 }
 
+// where() with a constant condition (a generic's test, say) keeps its broadcast shape: the
+// scalar branch taken is spread over the tile the other branch gives.
+TEST(Fold, WhereOfAConstantConditionKeepsItsShape) {
+  const char* text = R"(kernel k<ONE: 0|1 = 1>(X: f32[8], Y: f32[8], Z: f32[8])
+  grid (1) {
+  frag x = load(X[0 : 8]);
+  frag ones = where(ONE == 1, 1.0, x);
+  store(Y[0 : 8], ones + x);
+  store(Z[0 : 8], where(true, x, 0.0) * 2.0);
+}
+)";
+  HostBuffer x(DType::F32, {8}), y(DType::F32, {8}), z(DType::F32, {8});
+  for (int i = 0; i < 8; ++i) x.set(i, 0.25 * i - 1);
+  LoadedModule m = load_tile_text("where.tile", text);
+  for (const char* one : {"1", "0"}) {
+    y.poison();
+    z.poison();
+    ref::run_tile(m.kernel(), {{"ONE", one}}, {x.arg(), y.arg(), z.arg()});
+    for (int i = 0; i < 8; ++i) {
+      const double xi = 0.25 * i - 1;
+      EXPECT_EQ(y.get(i), (one[0] == '1' ? 1.0 : xi) + xi) << i << " ONE=" << one;
+      EXPECT_EQ(z.get(i), 2 * xi) << i;
+    }
+  }
+}
+
 } // namespace
 } // namespace tilejit
