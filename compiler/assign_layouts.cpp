@@ -363,7 +363,7 @@ private:
       if (n.kind == ExprKind::Load && n.type.rank() == t.rank())
         bytes = std::min(bytes, dtype_size(n.type.dtype));
     });
-    return table_.default_blocked(t.shape, bytes, k_.threads);
+    return table_.default_blocked(t.shape, bytes, k_.threads, 16, /*fill_warp=*/true);
   }
 
   // ---- placing expressions in layouts ------------------------------------------------------

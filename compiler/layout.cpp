@@ -212,7 +212,7 @@ const Layout* LayoutTable::slice(const Layout* parent, int axis) {
 }
 
 const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, int elem_bytes,
-                                           int threads, int vector_bytes) {
+                                           int threads, int vector_bytes, bool fill_warp) {
   TJ_ICHECK(!shape.empty(), "a tile layout asked for a scalar");
   int64_t cols = shape.back();
   int64_t rows = shape.size() == 2 ? shape[0] : 1;
@@ -224,12 +224,12 @@ const Layout* LayoutTable::default_blocked(const std::vector<int64_t>& shape, in
   // every thread move the same bytes as wide ones by a quarter of them.
   if (rows == 1 && shape.size() == 1)
     while (vec > 1 && cols / vec < threads) vec /= 2;
-  // A 2-D tile with fewer vectors than a warp has lanes takes narrower ones: hbv's [2, 16]
-  // state (basins by components) in a warp took 4-wide vectors, 8 busy lanes with 4 chains
-  // each, where 32 lanes with one each run its serial loop in a quarter of the instructions.
-  // (Larger tiles and single rows keep their vectors: the tuned kernels' copies, paged_sparse's
-  // [1, D] query by cp.async among them, were measured with them.)
-  if (rows > 1)
+  // A 2-D register value with fewer vectors than a warp has lanes takes narrower ones: hbv's
+  // [2, 16] state (basins by components) in a warp took 4-wide vectors, 8 busy lanes with 4
+  // chains each, where 32 lanes with one each run its serial loop in a quarter of the
+  // instructions. (Larger tiles, single rows and copies keep their vectors: the tuned kernels'
+  // accesses, paged_sparse's [1, D] query by cp.async among them, were measured with them.)
+  if (fill_warp && rows > 1)
     while (vec > 1 && rows * (cols / vec) < warp_) vec /= 2;
   // Threads along a row: enough to cover it with one vector each, at most a warp for 2-D tiles
   // (so row reductions stay inside a warp), up to the whole block for rank-1 tiles.

@@ -80,8 +80,10 @@ public:
   /// 16-byte vectors along the last axis where the shape allows.
   /// vector_bytes: bytes one thread owns contiguously along a row (16 for 16-byte accesses; a
   /// prefetch uses 128, one cache line per element).
+  /// fill_warp: a register value's layout; a 2-D tile with fewer vectors than a warp has lanes
+  /// takes narrower vectors (copies and prefetches keep their 16- and 128-byte pieces).
   const Layout* default_blocked(const std::vector<int64_t>& shape, int elem_bytes, int threads,
-                                int vector_bytes = 16);
+                                int vector_bytes = 16, bool fill_warp = false);
 
 private:
   const Layout* intern(Layout l);
