@@ -661,6 +661,23 @@ int64_t tj_hbv_starts_interval(int64_t form) {
   return guarded([&] { return tilejit::ops::hbv_starts_interval(form); }, int64_t{-1});
 }
 
+int tj_hbv_buffer_shape(const char* which, int64_t b, int64_t t, int64_t form, int64_t nm,
+                        int64_t* shape, int capacity) {
+  return guarded(
+      [&] {
+        if (!which)
+          throw tilejit::Error("tj_hbv_buffer_shape: which is NULL (starts, tape or maps)");
+        const std::vector<int64_t> s = tilejit::ops::hbv_buffer_shape(which, b, t, form, nm);
+        if (!shape || capacity < static_cast<int>(s.size()))
+          throw tilejit::Error("tj_hbv_buffer_shape: room for " + std::to_string(s.size()) +
+                               " dimensions needed, " + std::to_string(shape ? capacity : 0) +
+                               " given");
+        std::copy(s.begin(), s.end(), shape);
+        return static_cast<int>(s.size());
+      },
+      -1);
+}
+
 int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,
                    int64_t segment, int has_starts, const char* config, void* stream,
                    int check_only) {

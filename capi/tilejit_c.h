@@ -115,6 +115,11 @@ int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment);
  * length, or the checkpointed reverse's interval for 0): starts is [cdiv(B, 32), cdiv(T, days),
  * 5, 32]. -1 with tj_last_error set for a form that is not one. */
 int64_t tj_hbv_starts_interval(int64_t form);
+/* ops::hbv_buffer_shape: the shape of work buffer `which` ("starts", "tape" or "maps") for B
+ * basins of nm components, T days and backward form `form`, written to shape[0 .. rank) (at most
+ * `capacity` entries). Returns the rank, or -1 with tj_last_error set for bad values. */
+int tj_hbv_buffer_shape(const char* which, int64_t b, int64_t t, int64_t form, int64_t nm,
+                        int64_t* shape, int capacity);
 /* ops::hbv_forward on P, TEMP, PET, params, Q (given), then starts when has_starts (a training
  * forward whose backward form is a segment length: [cdiv(B, 32), cdiv(T, SEG), 5, 32] f32). */
 int tj_hbv_forward(void* runtime, const int64_t* packed, int64_t packed_len, int training,

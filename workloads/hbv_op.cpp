@@ -165,6 +165,22 @@ int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   return resolve_form(b, t, segment);
 }
 
+std::vector<int64_t> hbv_buffer_shape(const std::string& which, int64_t b, int64_t t, int64_t form,
+                                      int64_t nm) {
+  if (b < 0 || t < 0) throw Error(str("hbv: B = ", b, " and T = ", t, " must not be negative"));
+  if (nm != 1 && !workloads::hbv_is_component_count(nm))
+    throw Error(str("hbv: ", nm, " components per basin; one kernel takes 1, 2, 4, 8 or 16"));
+  const int64_t days = hbv_starts_interval(form);
+  if (which == "starts") return workloads::hbv_starts_shape(b, t, days, nm);
+  if (which != "tape" && which != "maps")
+    throw Error(str("hbv: no work buffer '", which, "' (starts, tape or maps)"));
+  if (form == 0)
+    throw Error(
+        str("hbv: the ", which, " belongs to the segment form; form 0 (checkpoints) has none"));
+  return which == "tape" ? workloads::hbv_tape_shape(b, t, form, nm)
+                         : workloads::hbv_maps_shape(b, t, form, nm);
+}
+
 int64_t hbv_starts_interval(int64_t form) {
   if (form != 0 && !workloads::hbv_is_segment_length(form))
     throw Error(str("hbv: form ", form, " is not 0 (checkpoints) or a segment length"));

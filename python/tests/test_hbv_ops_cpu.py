@@ -103,6 +103,45 @@ def test_the_backward_form_follows_the_tape_budget():
     assert _form(1024, 1461, 16, 16) == 16
 
 
+def test_work_buffer_shapes_come_from_the_library():
+    # The shapes the op checks, as Python allocates them (one formula: ops::hbv_buffer_shape).
+    from tilejit.ops import _buffer_shape
+    assert _buffer_shape("starts", 33, 9, 8) == (2, 2, 5, 32)
+    assert _buffer_shape("starts", 33, 9, 8, 16) == (17, 2, 5, 2, 16)
+    assert _buffer_shape("tape", 33, 9, 8, 16) == (17, 2, 8, 5, 2, 16)
+    assert _buffer_shape("maps", 33, 9, 8, 2) == (3, 2, 30, 16, 2)
+    # Random sizes (a fuzz of the arguments): always the documented formula.
+    rng = numpy.random.default_rng(5)
+    for _ in range(200):
+        B, T = (int(x) for x in rng.integers(0, 5000, 2))
+        nm = int(rng.choice([1, 2, 4, 8, 16]))
+        form = int(rng.choice([0, 8, 16, 32, 64, 128, 256]))
+        days = form if form else 64
+        bb = 32 // nm if nm > 1 else 32
+        lanes = (bb, nm) if nm > 1 else (bb,)
+        assert _buffer_shape("starts", B, T, form, nm) == (-(-B // bb), -(-T // days), 5) + lanes
+        if form:
+            assert _buffer_shape("tape", B, T, form, nm) == (-(-B // bb), -(-T // form), form, 5) + lanes
+    for args, message in ((("starts", -1, 9, 8), "must not be negative"),
+                          (("starts", 4, 9, 8, 3), "3 components per basin"),
+                          (("starts", 4, 9, 7), "form 7"),
+                          (("tapes", 4, 9, 8), "no work buffer 'tapes'"),
+                          (("maps", 4, 9, 0), r"form 0 \(checkpoints\)")):
+        with pytest.raises(tilejit.TilejitError, match=message):
+            _buffer_shape(*args)
+
+
+def test_buffer_shape_through_the_c_abi_refuses_no_name_and_no_room():
+    import ctypes
+    from tilejit._native import lib
+    out = (ctypes.c_int64 * 8)()
+    assert lib.tj_hbv_buffer_shape(None, 4, 9, 8, 1, ctypes.addressof(out), 8) == -1
+    assert "which is NULL" in lib.tj_last_error().decode()
+    assert lib.tj_hbv_buffer_shape(b"tape", 4, 9, 8, 16, ctypes.addressof(out), 5) == -1
+    assert "room for 6 dimensions needed, 5 given" in lib.tj_last_error().decode()
+    assert lib.tj_hbv_buffer_shape(b"tape", 4, 9, 8, 16, None, 8) == -1
+
+
 @pytest.mark.parametrize("call, options, change, message", [
     (forward, None, {"TEMP": numpy.zeros((B, T + 1), numpy.float32)}, r"hbv_forward: tensor 'TEMP' .* has 20 in dimension 1 but P's days T = 19"),
     (forward, None, {"PET": numpy.zeros((B - 1, T), numpy.float32)}, r"tensor 'PET' .* has 36 in dimension 0 but P's basins B = 37"),

@@ -3,6 +3,7 @@ tensor by tensor (device, dtype, shape, strides) with errors that name the tenso
 allocated like the inputs when not given, launched on the current CUDA stream with the tuned
 configuration of the runtime's database."""
 
+import ctypes
 import math
 
 from array import array
@@ -557,18 +558,14 @@ def _form(B, T, segment, nm):
     return hbv_backward_form(B, T, segment)
 
 
-def _blocks(B, nm):
-    """The derived kernels' programs and basins per program: 32 basins, or 32 models."""
-    bb = 32 // nm if nm > 1 else 32
-    return -(-B // bb), bb
-
-
-def _starts_shape(B, T, form, nm=1):
-    days = lib.tj_hbv_starts_interval(form)
-    if days < 0:
+def _buffer_shape(which, B, T, form, nm=1):
+    """The shape of hbv work buffer `which` ("starts", "tape" or "maps"), from the library (the
+    formula the op checks against: ops::hbv_buffer_shape)."""
+    out = (ctypes.c_int64 * 8)()
+    rank = lib.tj_hbv_buffer_shape(which.encode(), B, T, form, nm, ctypes.addressof(out), 8)
+    if rank < 0:
         raise_last_error()
-    nb, bb = _blocks(B, nm)  # with NM components: 32 / NM basins of NM, the NM last
-    return (nb, -(-T // days), 5, bb) + ((nm,) if nm > 1 else ())
+    return tuple(out[:rank])
 
 
 def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, starts=None,
@@ -586,7 +583,7 @@ def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, s
     if out is None:
         out = _empty(P, (B, T), dtype_of_like=False)
     if training and starts is None and (nm in HBV_COMPONENTS or nm == 1):
-        starts = _empty(P, _starts_shape(B, T, form, nm), dtype_of_like=False)
+        starts = _empty(P, _buffer_shape("starts", B, T, form, nm), dtype_of_like=False)
     tensors, names = (P, TEMP, PET, params, out), ("P", "TEMP", "PET", "params", "Q")
     if starts is not None:
         tensors, names = tensors + (starts,), names + ("starts",)
@@ -625,12 +622,11 @@ def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=Non
     names = ("P", "TEMP", "PET", "params", "dQ", "d_P", "d_TEMP", "d_PET", "d_params")
     if starts is not None:
         tensors, names = tensors + (starts,), names + ("starts",)
-    work = form > 0 and B > 0 and T > 0
+    # (Another count of components has no work buffers: the op's checks name params.)
+    work = form > 0 and B > 0 and T > 0 and (nm == 1 or nm in HBV_COMPONENTS)
     if work:  # the segment form's tape and maps, from the caller's allocator too
-        (nb, bb), ns = _blocks(B, nm), -(-T // form)
-        lanes = (bb, nm) if nm > 1 else (bb,)
-        tensors += (_empty(P, (nb, ns, form, 5) + lanes, dtype_of_like=False),
-                    _empty(P, (nb, ns, 30) + lanes, dtype_of_like=False))
+        tensors += (_empty(P, _buffer_shape("tape", B, T, form, nm), dtype_of_like=False),
+                    _empty(P, _buffer_shape("maps", B, T, form, nm), dtype_of_like=False))
         names += ("tape", "maps")
     _packed_call(op, lib.tj_hbv_backward, tensors, names,
                  (form, 1 if starts is not None else 0, 1 if work else 0,

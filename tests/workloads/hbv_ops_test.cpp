@@ -36,6 +36,36 @@ TEST(HbvSegments, OfferedWhileTheTapeFitsItsBudget) {
   EXPECT_TRUE(hbv_segment_lengths(1024, 1461, 16).empty()); // 16384 models: 479 MB
 }
 
+// The work buffers' shapes as the ops check them (and Python allocates them): starts per form,
+// tape and maps for the segment form, with or without components; bad values named.
+TEST(HbvSegments, BufferShapesAndTheirBadValues) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(ops::hbv_buffer_shape("starts", 33, 9, 8), (V{2, 2, 5, 32}));
+  EXPECT_EQ(ops::hbv_buffer_shape("starts", 33, 130, 0), (V{2, 3, 5, 32})); // every 64th day
+  EXPECT_EQ(ops::hbv_buffer_shape("starts", 33, 9, 8, 16), (V{17, 2, 5, 2, 16}));
+  EXPECT_EQ(ops::hbv_buffer_shape("tape", 33, 9, 8, 16), (V{17, 2, 8, 5, 2, 16}));
+  EXPECT_EQ(ops::hbv_buffer_shape("maps", 33, 9, 8, 2), (V{3, 2, 30, 16, 2}));
+  EXPECT_EQ(ops::hbv_buffer_shape("starts", 0, 0, 0), (V{0, 0, 5, 32}));
+  auto error = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("starts", -1, 9, 8); }).find("must not be negative"),
+            std::string::npos);
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("starts", 4, 9, 8, 3); }).find("3 components"),
+            std::string::npos);
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("starts", 4, 9, 7); }).find("form 7"),
+            std::string::npos);
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("tapes", 4, 9, 8); }).find("no work buffer 'tapes'"),
+            std::string::npos);
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("maps", 4, 9, 0); }).find("form 0 (checkpoints)"),
+            std::string::npos);
+}
+
 TEST(HbvSegments, TheOpsUntunedChoice) {
   EXPECT_EQ(ops::hbv_backward_form(1024, 1461, -1), 32);
   EXPECT_EQ(ops::hbv_backward_form(32, 365, -1), 32);

@@ -316,6 +316,14 @@ int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment);
 /// Days between the states a training forward stores for backward form `form` (0 or a segment
 /// length): `starts` is [cdiv(B, 32), cdiv(T, days), 5, 32] f32. Throws for another form.
 int64_t hbv_starts_interval(int64_t form);
+/// The shape of an hbv work buffer for B basins of `nm` components (1, or 2, 4, 8, 16 in one
+/// kernel), T days and backward form `form` (0 or a segment length): `which` is "starts" (the
+/// training forward's states: [cdiv(B, BB), cdiv(T, days), 5, BB] with BB = 32, or with
+/// components [.., 5, 32 / NM, NM]), "tape" or "maps" (the segment form's, [.., SEG, 5, BB(, NM)]
+/// and [.., 30, BB(, NM)]; form > 0 only). The one formula Python and C++ share; throws
+/// tilejit::Error naming what is wrong.
+std::vector<int64_t> hbv_buffer_shape(const std::string& which, int64_t b, int64_t t, int64_t form,
+                                      int64_t nm = 1);
 void check_hbv_forward(const HbvForwardArgs& args);
 
 /// The gradients of sum(dQ * Q) for Q = hbv_forward(P, TEMP, PET, params), derived by the
