@@ -144,7 +144,10 @@ void check_against_finite_differences(const std::string& path, const std::string
       diff += (dx.get(i) - fd) * (dx.get(i) - fd);
       norm += fd * fd;
     }
-    EXPECT_LE(straddled * 20, b.at(x).numel()) << "too many kinks inside the stencils";
+    // At most one in 20, and one in a small input (w's 19 elements once had one: the check
+    // failed about once in 80 runs with that input alone, seed 3814530071).
+    EXPECT_LE(straddled, std::max<int64_t>(1, b.at(x).numel() / 20))
+        << "too many kinks inside the stencils";
     ASSERT_GT(norm, 0) << "no gradient at all: the case tests nothing";
     EXPECT_LE(std::sqrt(diff / norm), tol);
   }
