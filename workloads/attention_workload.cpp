@@ -145,6 +145,10 @@ public:
         st.suggested.push_back(c);
       };
       add(forward, forward_tile(tiles));
+      // Untuned, `run` and `bench` launch what the op launches on Hopper (its fallback).
+      forward.fallback = forward_tile(tiles);
+      backward.fallback = backward_tile(tiles);
+      forward.fallback_cc_major = backward.fallback_cc_major = 9;
       if (!s_.sparse()) {
         add(forward, {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}});
         add(forward, {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"WG", "1"}});
@@ -190,6 +194,8 @@ public:
     dq.suggested.clear();
     if (hopper_tiles_apply(tile_case())) {
       dq.suggested = {dq_kernel_tile(tile_case())};
+      dq.fallback = dq_kernel_tile(tile_case());
+      dq.fallback_cc_major = 9;
       for (const Config& other :
            {Config{{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}},
             Config{{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}}})

@@ -148,9 +148,7 @@ size_t ProblemOnGpu::scratch_bytes(const Config& user) const {
   size_t bytes = 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (steps_[i].one_time) continue;
-    LaunchOptions lo;
-    lo.config = config(i, user);
-    const PreparedLaunch& pl = rt.prepare(kernel(i), args_[i], lo);
+    const PreparedLaunch& pl = rt.prepare(kernel(i), args_[i], options(i, user));
     std::string key = steps_[i].kernel;
     for (const auto& [n, v] : pl.config) key += "|" + n + "=" + v;
     if (counted.insert(key).second) bytes += static_cast<size_t>(pl.scratch_bytes);
@@ -169,18 +167,25 @@ Config ProblemOnGpu::config(size_t step, const Config& user) const {
 
 ProblemOnGpu::ResolvedStep ProblemOnGpu::resolve(size_t step, const Config& user) const {
   Runtime& rt = kernels_.runtime();
-  LaunchOptions lo;
-  lo.config = config(step, user);
-  const PreparedLaunch& pl = rt.prepare(kernel(step), args_[step], lo);
+  const PreparedLaunch& pl = rt.prepare(kernel(step), args_[step], options(step, user));
   std::vector<std::string> tunables;
   for (const auto& t : RuntimeAccess::kernel(rt, kernel(step)).tunables)
     tunables.push_back(t.name + "=" + pl.config.at(t.name));
   return {join(tunables, ","), pl.why};
 }
 
-void ProblemOnGpu::launch(size_t step, const Config& user, void* stream) {
+LaunchOptions ProblemOnGpu::options(size_t step, const Config& user) const {
   LaunchOptions o;
   o.config = config(step, user);
+  const Step& s = steps_.at(step);
+  Runtime& rt = kernels_.runtime();
+  if (!s.fallback.empty() && rt.has_gpu() && rt.device().cc_major == s.fallback_cc_major)
+    o.fallback = s.fallback;
+  return o;
+}
+
+void ProblemOnGpu::launch(size_t step, const Config& user, void* stream) {
+  LaunchOptions o = options(step, user);
   o.stream = stream;
   kernels_.runtime().launch(kernel(step), args_[step], o);
 }

@@ -63,6 +63,9 @@ public:
   const std::vector<Arg>& args(size_t step) const { return args_[step]; }
   /// step_config of step `i` for the user's values.
   Config config(size_t step, const Config& user) const;
+  /// A launch's options for step `i`: config(i, user) forced, and the step's fallback where it
+  /// applies to this GPU (Step::fallback).
+  LaunchOptions options(size_t step, const Config& user) const;
   /// What launching step `i` with the user's values resolves to (Runtime::prepare): its
   /// tunables as text ("CHUNK=256,BN=32") and where they came from. Throws ConstraintError
   /// when the values are ones the kernel's constraints rule out.

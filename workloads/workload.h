@@ -49,6 +49,13 @@ struct Step {
   /// valid configuration here (a constraint, a smaller GPU) is skipped. The search still
   /// measures the rest of the space and keeps whatever is fastest.
   std::vector<Config> suggested;
+  /// What a launch of this step takes where nothing was tuned for it, in place of the kernel's
+  /// portable defaults: the configuration the workload's op launches untuned (attention's tiles
+  /// on Hopper), so that `run` and `bench` of an untuned shape time what an application gets.
+  /// Applies on GPUs of compute capability `fallback_cc_major` (where it was measured); empty:
+  /// the defaults. A fallback that breaks one of the kernel's constraints is dropped.
+  Config fallback;
+  int fallback_cc_major = 0;
 };
 
 /// One way to compute a problem's outputs: a host sequence of steps. A problem may offer several

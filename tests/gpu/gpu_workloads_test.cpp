@@ -348,6 +348,31 @@ TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
   EXPECT_EQ(pinned.plan_why, "pinned in the database");
 }
 
+// Untuned, a workload's steps launch what its op launches: attention's Hopper tiles on a GPU
+// of compute capability 9 (Step::fallback), the kernels' defaults elsewhere; right either way.
+TEST(GpuWorkloads, UntunedStepsTakeTheOpsFallbackWhereItWasMeasured) {
+  REQUIRE_GPU();
+  auto w = workloads::find_workload("attention");
+  auto rt = runtime();
+  workloads::WorkloadKernels kernels(*rt, *w);
+  auto p = w->parse_shape({{"H", "2"}, {"N", "301"}, {"D", "128"}, {"CAUSAL", "1"}}, DType::BF16);
+  auto data = p->make_data(fresh_seed());
+  workloads::ProblemOnGpu gpu(kernels, *p, *data);
+  const bool hopper = rt->device().cc_major == 9;
+  for (size_t i = 0; i < gpu.steps().size(); ++i) {
+    const workloads::Step& s = gpu.steps()[i];
+    SCOPED_TRACE(s.label);
+    const workloads::ProblemOnGpu::ResolvedStep r = gpu.resolve(i, {});
+    const bool expect = hopper && !s.fallback.empty();
+    EXPECT_EQ(r.why.find("fallback") != std::string::npos, expect) << r.why;
+    if (expect)
+      for (const auto& [name, value] : s.fallback)
+        EXPECT_NE(r.tunables.find(name + "=" + value), std::string::npos) << r.tunables;
+  }
+  EXPECT_EQ(!gpu.steps()[0].fallback.empty(), true) << "attn_fwd has Hopper tiles at D = 128";
+  check_problem(gpu, {});
+}
+
 // Tuning on first use: a launch of a shape the database does not know is tuned there, its
 // winner stored and launched, the output right; a new runtime then finds the exact winner.
 TEST(GpuWorkloads, TuningOnFirstUse) {
