@@ -374,7 +374,8 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--strategy", o->strategy,
                   "auto, exhaustive, halving or evolutionary (default auto)");
   cmd->add_option("--budget", o->budget,
-                  "Per shape: trials (\"60\") or time (\"90s\"); default 60 trials");
+                  "Per kernel and shape (each step of a workload's plans gets it): trials (\"60\") "
+                  "or time (\"90s\"); default 60 trials");
   cmd->add_option("--seed", o->seed, "Seed of the search (deterministic for a seed; default 1)");
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20; 1..100000)")
       ->check(CLI::Range(1, 100000));
