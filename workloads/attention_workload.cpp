@@ -86,6 +86,11 @@ public:
     return out;
   }
 
+  /// Untuned, dq by attn_dq where the op takes it on Hopper (attention_tiles.h: dq_by_kernel).
+  size_t untuned_plan(int cc_major) const override {
+    return cc_major == 9 && !s_.sparse() && dq_by_kernel(tile_case()) ? 1 : 0;
+  }
+
   AttentionTileCase tile_case() const {
     return {s_.dtype, s_.tile_width(), s_.causal, s_.seq, s_.sparse() ? s_.block : 0};
   }

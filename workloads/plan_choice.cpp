@@ -63,9 +63,11 @@ ChosenPlan choose_plan(const WorkloadKernels& kernels, const Problem& problem,
                        const TuneIdentity& identity, const std::string& asked) {
   TJ_ICHECK(!plans.empty(), problem.name() + " has no plan");
   if (!asked.empty()) return {find_plan(plans, asked, problem.name()), "--plan"};
-  if (plans.size() == 1 || !db) return {0, "the only plan"};
-  const TuneKey key = plan_choice_key(kernels, problem, plans, identity);
-  for (const NearestWinner& n : db->nearest_winners(key)) {
+  if (plans.size() == 1) return {0, "the only plan"};
+  const std::vector<NearestWinner> nearest =
+      db ? db->nearest_winners(plan_choice_key(kernels, problem, plans, identity))
+         : std::vector<NearestWinner>();
+  for (const NearestWinner& n : nearest) {
     std::optional<size_t> i = stored_plan_index(n.winner, plans.size());
     if (!i) continue; // a choice stored by another build's plans: not ours to read
     if (n.distance == 0) return {*i, "tuned"};
@@ -73,6 +75,10 @@ ChosenPlan choose_plan(const WorkloadKernels& kernels, const Problem& problem,
     for (const auto& [name, v] : n.key.shape) shape.push_back(fmt::format("{}={}", name, v));
     return {*i, "nearest tuned shape " + join(shape, ",")};
   }
+  Runtime& rt = kernels.runtime();
+  const size_t untuned = problem.untuned_plan(rt.has_gpu() ? rt.device().cc_major : 0);
+  TJ_ICHECK(untuned < plans.size(), problem.name() + ": untuned plan out of range");
+  if (untuned != 0) return {untuned, "default (not tuned; the op's choice on this GPU)"};
   return {0, "default (not tuned)"};
 }
 

@@ -129,6 +129,14 @@ public:
   /// Every way to compute the outputs, the default (steps()) first; each plan's buffers are among
   /// buffers() (a plan may leave some unused). One plan, "default", unless a workload offers more.
   virtual std::vector<Plan> plans() const { return {{"default", "", steps()}}; }
+  /// The plan (an index into plans()) a shape takes where nothing was tuned for it or a nearby
+  /// shape, on a GPU of compute capability `cc_major` (0: none): the one the workload's op
+  /// launches untuned, so that `run` and `bench` time what an application gets. The first by
+  /// default.
+  virtual size_t untuned_plan(int cc_major) const {
+    (void)cc_major;
+    return 0;
+  }
   virtual std::unique_ptr<ProblemData> make_data(uint64_t seed) const = 0;
   virtual FloorWork floor() const = 0;
   /// The shape as JSON for benchmark rows (the keys the peers' rows use, so they pair).

@@ -371,6 +371,15 @@ TEST(GpuWorkloads, UntunedStepsTakeTheOpsFallbackWhereItWasMeasured) {
   }
   EXPECT_EQ(!gpu.steps()[0].fallback.empty(), true) << "attn_fwd has Hopper tiles at D = 128";
   check_problem(gpu, {});
+  // The plan too: at D = 64 the op takes dq by attn_dq on Hopper, and so does an untuned run.
+  auto p64 = w->parse_shape({{"H", "2"}, {"N", "301"}, {"D", "64"}}, DType::BF16);
+  const std::vector<workloads::Plan> plans = p64->plans();
+  const workloads::ChosenPlan chosen =
+      workloads::choose_plan(kernels, *p64, plans, nullptr, current_identity(), "");
+  EXPECT_EQ(plans[chosen.index].name, hopper ? "dq_kernel" : "atomic_dq") << chosen.why;
+  auto data64 = p64->make_data(fresh_seed());
+  workloads::ProblemOnGpu gpu64(kernels, *p64, *data64, plans[chosen.index]);
+  check_problem(gpu64, {});
 }
 
 // Tuning on first use: a launch of a shape the database does not know is tuned there, its

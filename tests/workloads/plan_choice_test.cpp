@@ -126,6 +126,31 @@ TEST(PlanChoice, TheDatabaseChoiceIsReadBackAndPlanOverridesIt) {
   EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, other, "").index, 0u);
 }
 
+// Untuned, a shape takes the plan its op would launch on that GPU: attention's dq by attn_dq on
+// Hopper where the op takes it (head dims up to 64; wider non-causal from N = 8192), atomics
+// elsewhere and for block-sparse and f32 shapes. Without a GPU (here), the first plan.
+TEST(PlanChoice, UntunedShapesTakeTheOpsPlanOnItsGpu) {
+  AttentionPlans a;
+  auto p = a.problem("1000", "0"); // f16, D = 64
+  EXPECT_EQ(p->plans()[1].name, "dq_kernel");
+  EXPECT_EQ(p->untuned_plan(9), 1u);
+  EXPECT_EQ(p->untuned_plan(8), 0u);
+  EXPECT_EQ(p->untuned_plan(0), 0u);
+  auto shape = [&](Bindings s, DType t) {
+    s["H"] = "4";
+    return a.w->parse_shape(s, t)->untuned_plan(9);
+  };
+  EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}}, DType::BF16), 1u);
+  EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}, {"CAUSAL", "1"}}, DType::BF16), 0u);
+  EXPECT_EQ(shape({{"N", "2048"}, {"D", "128"}}, DType::BF16), 0u);
+  EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}, {"DENSITY", "30"}}, DType::BF16), 0u);
+  EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}}, DType::F32), 0u);
+  // No GPU here: choose_plan asks the plan for cc 0, the first.
+  const auto chosen = workloads::choose_plan(a.kernels, *p, p->plans(), nullptr, h100(), "");
+  EXPECT_EQ(chosen.index, 0u);
+  EXPECT_EQ(chosen.why, "default (not tuned)");
+}
+
 TEST(PlanChoice, AStaleOrForeignChoiceIsIgnored) {
   AttentionPlans a;
   TempDir dir;
