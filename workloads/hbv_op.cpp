@@ -11,6 +11,8 @@
 
 #include <tilejit/ops.h>
 
+#include <limits>
+
 namespace tilejit::ops {
 namespace {
 
@@ -171,14 +173,23 @@ std::vector<int64_t> hbv_buffer_shape(const std::string& which, int64_t b, int64
   if (nm != 1 && !workloads::hbv_is_component_count(nm))
     throw Error(str("hbv: ", nm, " components per basin; one kernel takes 1, 2, 4, 8 or 16"));
   const int64_t days = hbv_starts_interval(form);
-  if (which == "starts") return workloads::hbv_starts_shape(b, t, days, nm);
-  if (which != "tape" && which != "maps")
+  if (which != "starts" && which != "tape" && which != "maps")
     throw Error(str("hbv: no work buffer '", which, "' (starts, tape or maps)"));
-  if (form == 0)
+  if (which != "starts" && form == 0)
     throw Error(
         str("hbv: the ", which, " belongs to the segment form; form 0 (checkpoints) has none"));
-  return which == "tape" ? workloads::hbv_tape_shape(b, t, form, nm)
-                         : workloads::hbv_maps_shape(b, t, form, nm);
+  const std::vector<int64_t> shape = which == "starts" ? workloads::hbv_starts_shape(b, t, days, nm)
+                                     : which == "tape" ? workloads::hbv_tape_shape(b, t, form, nm)
+                                                       : workloads::hbv_maps_shape(b, t, form, nm);
+  // Its f32 bytes must be a size: an absurd B x T is refused, not wrapped into a small buffer.
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / 4 / d)
+      throw Error(str("hbv: B = ", b, " and T = ", t, " give a ", which,
+                      " buffer of more than 2^63 bytes"));
+    elements *= d;
+  }
+  return shape;
 }
 
 int64_t hbv_starts_interval(int64_t form) {

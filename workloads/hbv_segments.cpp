@@ -5,8 +5,10 @@
 namespace tilejit::workloads {
 namespace {
 
+/// ceil(a / b) for a >= 0, b > 0, with no overflow near INT64_MAX (a + b - 1 wrapped there and
+/// gave a negative count of programs).
 int64_t cdiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0);
 }
 
 } // namespace

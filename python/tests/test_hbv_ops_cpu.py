@@ -131,6 +131,40 @@ def test_work_buffer_shapes_come_from_the_library():
             _buffer_shape(*args)
 
 
+def test_buffer_shape_fuzz_from_its_seeds():
+    # tests/workloads/seeds/hbv_buffer_shapes.txt, mutated: an error that names the problem, or
+    # a shape with no negative dimension whose f32 bytes fit in 2^63 (never a wrapped size).
+    import os
+    from tilejit.ops import _buffer_shape
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "workloads", "seeds",
+                        "hbv_buffer_shapes.txt")
+    seeds = [l.split() for l in open(path) if l.strip() and not l.startswith("#")]
+    assert len(seeds) >= 10
+    rng = numpy.random.default_rng(17)
+    extremes = [0, 1, -1, 2**31 - 1, 2**31, 2**62, 2**63 - 1, -2**63, 64, 7]
+    names = ["starts", "tape", "maps", "", "start", "tape\x00x", "MAPS"]
+    cases = []
+    for which, *nums in seeds:
+        cases.append((which, *map(int, nums)))
+        for _ in range(30):
+            args = [which] + [int(x) for x in nums]
+            k = int(rng.integers(0, 5))
+            args[k] = names[int(rng.integers(0, len(names)))] if k == 0 else \
+                extremes[int(rng.integers(0, len(extremes)))]
+            cases.append(tuple(args))
+    for which, B, T, form, nm in cases:
+        try:
+            shape = _buffer_shape(which, B, T, form, nm)
+        except tilejit.TilejitError as e:
+            assert str(e).startswith("hbv"), (which, B, T, form, nm, str(e))
+            continue
+        assert all(d >= 0 for d in shape), (which, B, T, form, nm, shape)
+        n = 4
+        for d in shape:
+            n *= d
+        assert n < 2**63, (which, B, T, form, nm, shape)
+
+
 def test_buffer_shape_through_the_c_abi_refuses_no_name_and_no_room():
     import ctypes
     from tilejit._native import lib

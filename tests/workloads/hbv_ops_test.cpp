@@ -64,6 +64,13 @@ TEST(HbvSegments, BufferShapesAndTheirBadValues) {
             std::string::npos);
   EXPECT_NE(error([] { ops::hbv_buffer_shape("maps", 4, 9, 0); }).find("form 0 (checkpoints)"),
             std::string::npos);
+  // Near INT64_MAX: refused by name, never a negative or wrapped count of programs.
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("starts", INT64_MAX, 5, 8); }).find("2^63 bytes"),
+            std::string::npos);
+  EXPECT_NE(error([] { ops::hbv_buffer_shape("tape", 5, INT64_MAX, 8); }).find("2^63 bytes"),
+            std::string::npos);
+  EXPECT_EQ(ops::hbv_buffer_shape("starts", int64_t(1) << 40, 1461, 0, 16),
+            (V{int64_t(1) << 39, 23, 5, 2, 16}));
 }
 
 TEST(HbvSegments, TheOpsUntunedChoice) {
