@@ -88,7 +88,9 @@ public:
 
   /// Untuned, dq by attn_dq where the op takes it on Hopper (attention_tiles.h: dq_by_kernel).
   size_t untuned_plan(int cc_major) const override {
-    return cc_major == 9 && !s_.sparse() && dq_by_kernel(tile_case()) ? 1 : 0;
+    return cc_major == 9 && dq_by_kernel(tile_case())
+               ? 1
+               : 0; // (dense only: block-sparse has one plan)
   }
 
   AttentionTileCase tile_case() const {
