@@ -53,13 +53,20 @@ bool tma_copy(const Kernel& k, const Stmt& s) {
   if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2) return false;
   const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
   if (rows < 1 || rows > 256 || cols % 64 != 0 || c.b || c.c || !c.access) return false;
+  // A range of rows and columns, after point subscripts of the outer dimensions (attention's
+  // k[b, h, j : j + BN, 0 : D]): the tensor map has the tensor's rank (at most 5), its box one
+  // element deep in those dimensions.
   const Access& a = *c.access;
-  if (a.param < 0 || a.indices.size() != 2) return false;
+  const size_t r = a.indices.size();
+  if (a.param < 0 || r < 2 || r > 5) return false;
   const Param& p = k.params[a.param];
-  if (!p.tma || p.rank() != 2 || p.dtype != v->type.dtype) return false;
-  for (const AccessIndex& ix : a.indices)
-    if (ix.kind != AccessIndex::Kind::Range || ix.zip >= 0) return false;
-  return a.indices[0].extent == rows && a.indices[1].extent == cols;
+  if (!p.tma || p.rank() != static_cast<int>(r) || p.dtype != v->type.dtype) return false;
+  for (size_t i = 0; i < r; ++i) {
+    const AccessIndex& ix = a.indices[i];
+    const auto want = i + 2 < r ? AccessIndex::Kind::Point : AccessIndex::Kind::Range;
+    if (ix.kind != want || ix.zip >= 0) return false;
+  }
+  return a.indices[r - 2].extent == rows && a.indices[r - 1].extent == cols;
 }
 
 } // namespace tilejit

@@ -193,20 +193,24 @@ private:
     Stmt* running = in_flight_dot(loop.body, rings, S);
     const int D = running ? S - 2 : S - 1;
     if (running) running->value->wgmma = 2;
-    // TMA copies (only in a loop that runs once per program: its mbarriers are set up once).
-    // Their mbarriers, one per ring slot, go after the planned shared memory where they fit.
+    // TMA copies: their mbarriers, one per ring slot, go after the planned shared memory
+    // where they fit, set up once per program. A loop that runs once per program waits on
+    // slot s's (it / S)-th phase; a loop inside another one (attention's backward, once per
+    // query head of a group) runs again on mbarriers whose phases went on, so it carries each
+    // slot's parity in a bit of a counter declared at the kernel's start, flipped at each wait
+    // (every copy into a slot is waited for once, so the bits follow the phases).
     int tma_copies = 0;
     int64_t barriers = -1;
-    if (loop_depth_ == 0) {
-      for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(k_, *sp);
-      const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
-      if (tma_copies > 0 && at + 8 * S <= k_.smem_limit) {
-        barriers = at;
-        k_.smem_bytes = at + 8 * S;
-        for (StmtPtr& sp : loop.body)
-          if (tma_copy(k_, *sp)) sp->value->tma_barrier = barriers;
-      }
+    for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(k_, *sp);
+    const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
+    if (tma_copies > 0 && at + 8 * S <= k_.smem_limit) {
+      barriers = at;
+      k_.smem_bytes = at + 8 * S;
+      for (StmtPtr& sp : loop.body)
+        if (tma_copy(k_, *sp)) sp->value->tma_barrier = barriers;
     }
+    const bool nested = loop_depth_ > 0;
+    Var* phases = nullptr;
     Block out;
     Var* lo = fresh(v->name + "_lo", kIndex, loc);
     Var* hi = fresh(v->name + "_hi", kIndex, loc);
@@ -217,8 +221,17 @@ private:
       init->barrier_offset = barriers;
       init->barrier_slots = S;
       init->barrier_arrivals = tma_copies;
-      out.push_back(std::move(init));
-      out.push_back(barrier("the mbarriers are set up before any copy signals them", loc));
+      StmtPtr published = barrier("the mbarriers are set up before any copy signals them", loc);
+      if (nested) {
+        phases = fresh(v->name + "_phases", kIndex, loc);
+        phases->assigned_in_loop = true;
+        kernel_start_.push_back(std::move(init));
+        kernel_start_.push_back(std::move(published));
+        kernel_start_.push_back(decl(phases, constant(0, loc), loc));
+      } else {
+        out.push_back(std::move(init));
+        out.push_back(std::move(published));
+      }
     }
 
     // Prologue: iterations 0 .. D-1 issue their copies into slots 0 .. D-1.
@@ -275,10 +288,24 @@ private:
       auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
       wait->barrier_offset = barriers;
       wait->value = ref(read, loc);
-      wait->mask = binary(dsl::BinaryOp::Mod,
-                          binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
-                          constant(2, loc), loc);
-      main->body.push_back(std::move(wait));
+      if (phases) {
+        // (phases >> read) & 1, then phases ^= 1 << read: the slot's next phase.
+        wait->mask = binary(dsl::BinaryOp::BitAnd,
+                            binary(dsl::BinaryOp::Shr, ref(phases, loc), ref(read, loc), loc),
+                            constant(1, loc), loc);
+        main->body.push_back(std::move(wait));
+        auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
+        flip->var = phases;
+        flip->value =
+            binary(dsl::BinaryOp::BitXor, ref(phases, loc),
+                   binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
+        main->body.push_back(std::move(flip));
+      } else {
+        wait->mask = binary(dsl::BinaryOp::Mod,
+                            binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
+                            constant(2, loc), loc);
+        main->body.push_back(std::move(wait));
+      }
     }
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
@@ -319,6 +346,12 @@ private:
     return out;
   }
 
+public:
+  /// What nested loops' TMA copies need once per program, before anything else runs: their
+  /// mbarriers' setup (and the barrier publishing it) and their parity counters.
+  Block kernel_start_;
+
+private:
   Kernel& k_;
   std::set<std::string> names_;
   int loop_depth_ = 0; ///< loops around the statement being expanded
@@ -327,7 +360,10 @@ private:
 } // namespace
 
 void expand_pipelines(Kernel& k) {
-  PipelineExpander(k).run(k.body);
+  PipelineExpander expander(k);
+  expander.run(k.body);
+  k.body.insert(k.body.begin(), std::make_move_iterator(expander.kernel_start_.begin()),
+                std::make_move_iterator(expander.kernel_start_.end()));
 }
 
 } // namespace tilejit

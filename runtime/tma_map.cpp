@@ -7,14 +7,24 @@
 namespace tilejit {
 
 bool tma_compatible(const Tensor& t) {
-  if (t.shape.size() != 2 || t.strides.size() != 2 || !t.data) return false;
+  // Rank 2 to 5 (a kernel's TMA copy takes a 2-D range after point subscripts of the outer
+  // dimensions); the last dimension contiguous; every other stride a multiple of 16 bytes under
+  // 2^40 and at least a row long (no overlapping rows, no broadcast), in any order (heads
+  // between rows, [B, N, H, D] seen as [B, H, N, D]), as cuTensorMapEncodeTiled takes them:
+  // anything else is copied by the threads instead.
+  const size_t rank = t.shape.size();
+  if (rank < 2 || rank > 5 || t.strides.size() != rank || !t.data) return false;
   const int64_t esize = dtype_size(t.dtype);
   if (esize != 1 && esize != 2 && esize != 4) return false;
-  const int64_t rows = t.shape[0], cols = t.shape[1], stride = t.strides[0];
-  if (rows < 1 || cols < 1 || rows > INT32_MAX || cols > INT32_MAX) return false;
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0 || t.strides[1] != 1) return false;
-  if (stride < cols || (stride * esize) % 16 != 0 || stride * esize >= (int64_t(1) << 40))
-    return false;
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0 || t.strides[rank - 1] != 1) return false;
+  for (size_t i = 0; i < rank; ++i)
+    if (t.shape[i] < 1 || t.shape[i] > INT32_MAX) return false;
+  const int64_t row = t.shape[rank - 1];
+  for (size_t i = 0; i + 1 < rank; ++i) {
+    const int64_t stride = t.strides[i];
+    if (stride < row || (stride * esize) % 16 != 0 || stride * esize >= (int64_t(1) << 40))
+      return false;
+  }
   return true;
 }
 
@@ -26,24 +36,35 @@ cu::CUtensorMap encode_tma_map(const Tensor& t, const TmaMapSpec& spec, const st
   const int type = spec.elem_bytes == 1   ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT8
                    : spec.elem_bytes == 2 ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT16
                                           : cu::CU_TENSOR_MAP_DATA_TYPE_UINT32;
-  // Innermost first: columns, then rows; the row stride in bytes.
-  const unsigned long long dims[2] = {static_cast<unsigned long long>(t.shape[1]),
-                                      static_cast<unsigned long long>(t.shape[0])};
-  const unsigned long long strides[1] = {
-      static_cast<unsigned long long>(t.strides[0] * spec.elem_bytes)};
-  const unsigned box[2] = {static_cast<unsigned>(spec.box_cols),
-                           static_cast<unsigned>(spec.box_rows)};
-  const unsigned element_strides[2] = {1, 1};
+  // Innermost first: columns, rows, then the outer dimensions; strides in bytes (the innermost
+  // one implied); the box is one element deep outside the rows and columns.
+  const unsigned rank = static_cast<unsigned>(t.shape.size());
+  unsigned long long dims[5] = {}, strides[4] = {};
+  unsigned box[5] = {}, element_strides[5] = {};
+  for (unsigned i = 0; i < rank; ++i) {
+    dims[i] = static_cast<unsigned long long>(t.shape[rank - 1 - i]);
+    if (i > 0)
+      strides[i - 1] = static_cast<unsigned long long>(t.strides[rank - 1 - i] * spec.elem_bytes);
+    box[i] = i == 0   ? static_cast<unsigned>(spec.box_cols)
+             : i == 1 ? static_cast<unsigned>(spec.box_rows)
+                      : 1u;
+    element_strides[i] = 1;
+  }
   cu::CUtensorMap map{};
   cu::CUresult r = d.cuTensorMapEncodeTiled(
-      &map, type, 2, t.data, dims, strides, box, element_strides, cu::CU_TENSOR_MAP_INTERLEAVE_NONE,
-      cu::CU_TENSOR_MAP_SWIZZLE_128B, cu::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      cu::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != cu::CUDA_SUCCESS)
-    throw Error(str("tensor '", name, "' [", t.shape[0], ", ", t.shape[1], "] (row stride ",
-                    t.strides[0], "): the driver refused its TMA descriptor (boxes of ",
-                    spec.box_rows, " x ", spec.box_cols, "): ", d.error_name(r), ": ",
-                    d.error_string(r)));
+      &map, type, rank, t.data, dims, strides, box, element_strides,
+      cu::CU_TENSOR_MAP_INTERLEAVE_NONE, cu::CU_TENSOR_MAP_SWIZZLE_128B,
+      cu::CU_TENSOR_MAP_L2_PROMOTION_L2_256B, cu::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != cu::CUDA_SUCCESS) {
+    std::string shape, stride;
+    for (unsigned i = 0; i < rank; ++i) {
+      shape += str(i ? ", " : "", t.shape[i]);
+      stride += str(i ? ", " : "", t.strides[i]);
+    }
+    throw Error(str("tensor '", name, "' [", shape, "] (strides ", stride,
+                    "): the driver refused its TMA descriptor (boxes of ", spec.box_rows, " x ",
+                    spec.box_cols, "): ", d.error_name(r), ": ", d.error_string(r)));
+  }
   return map;
 }
 

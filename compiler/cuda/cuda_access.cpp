@@ -457,8 +457,9 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   const ir::Access& a = *e.access;
   line(str("// ", dst_var->name, " <- ", ir::print_expr(e)));
   AccessPlan p = plan_access(*this, a);
-  TJ_ICHECK(p.hoisted.size() == 2 && !p.gathered && dst_var->smem_swizzle == 128,
-            "a TMA copy of a rank-2 range into a swizzled tile");
+  const size_t rank = p.hoisted.size();
+  TJ_ICHECK(rank >= 2 && rank <= 5 && !p.gathered && dst_var->smem_swizzle == 128,
+            "a TMA copy of a 2-D range (after point subscripts) into a swizzled tile");
   const int64_t rows = dst_var->type.shape[0], cols = dst_var->type.shape[1];
   const int esize = dtype_size(dst_var->type.dtype);
   const std::string map = tma_map(a.param, static_cast<int>(rows));
@@ -471,8 +472,11 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   open("if (threadIdx.x == 0)");
   const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
   line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
-  line(str("tj::tma_load_2d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var), ">(", dst,
-           ", &", map, ", ", p.hoisted[1], ", ", p.hoisted[0], ", ", bar, ");"));
+  // Coordinates innermost first: the column, the row, then the point subscripts outwards.
+  std::string coords = str(p.hoisted[rank - 1], ", ", p.hoisted[rank - 2]);
+  for (size_t i = rank - 2; i-- > 0;) coords += str(", ", p.hoisted[i]);
+  line(str("tj::tma_load_", rank, "d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var),
+           ">(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
   close();
 }
 

@@ -70,4 +70,43 @@ TJ_DEVICE void tma_load_2d_sw128(T* dst, const TmaMap* map, int col, int row,
 #endif
 }
 
+/// tma_load_2d_sw128 for a tensor of rank 3, 4 or 5 whose outer dimensions are points (one
+/// element deep in the map's box): c2, c3, c4 their coordinates, innermost first.
+template <int BLOCKS, int ROWS, class T>
+TJ_DEVICE void tma_load_3d_sw128(T* dst, const TmaMap* map, int col, int row, int c2,
+                                 unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  for (int b = 0; b < BLOCKS; ++b)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst) + b * ROWS * 128),
+                 "l"(map), "r"(col + b * static_cast<int>(128 / sizeof(T))), "r"(row), "r"(c2),
+                 "r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+template <int BLOCKS, int ROWS, class T>
+TJ_DEVICE void tma_load_4d_sw128(T* dst, const TmaMap* map, int col, int row, int c2, int c3,
+                                 unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  for (int b = 0; b < BLOCKS; ++b)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(smem_addr(dst) + b * ROWS * 128),
+                 "l"(map), "r"(col + b * static_cast<int>(128 / sizeof(T))), "r"(row), "r"(c2),
+                 "r"(c3), "r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+template <int BLOCKS, int ROWS, class T>
+TJ_DEVICE void tma_load_5d_sw128(T* dst, const TmaMap* map, int col, int row, int c2, int c3,
+                                 int c4, unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  for (int b = 0; b < BLOCKS; ++b)
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(smem_addr(dst) + b * ROWS * 128),
+                 "l"(map), "r"(col + b * static_cast<int>(128 / sizeof(T))), "r"(row), "r"(c2),
+                 "r"(c3), "r"(c4), "r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+
 } // namespace tj
