@@ -25,7 +25,8 @@ Config backward_tile(const AttentionTileCase& c) {
 }
 
 Config dq_kernel_tile(const AttentionTileCase& c) {
-  if (c.tile_width == 64) return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
+  if (c.tile_width == 64 || c.block == 64)
+    return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
   return {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}};
 }
 

@@ -33,7 +33,8 @@ Config forward_tile(const AttentionTileCase& c);
 /// BM 64, 8 warps wider (BN 64, BM 64, 4 warps at block 64).
 Config backward_tile(const AttentionTileCase& c);
 
-/// attn_dq: the forward's wide tile from width 128, BM 64, BN 64, 4 warps at 64.
+/// attn_dq (and attn_dq_sparse): the forward's wide tile from width 128, BM 64, BN 64, 4 warps
+/// at 64 (and at block 64, which the wide tile does not divide).
 Config dq_kernel_tile(const AttentionTileCase& c);
 
 /// Whether dq is faster by attn_dq (no atomics, two more products) than by atomics: dense only,

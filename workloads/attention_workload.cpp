@@ -177,13 +177,12 @@ public:
             step("bwd_dq", "attn_bwd_dq", {A::of("dq_acc"), A::of("dq")}, {{"D", d}}, {"dq"})};
   }
 
-  /// Dense shapes have a second plan: dq in a kernel of its own (attn_dq: no atomics, no f32
-  /// accumulator, two more products per tile) instead of attn_bwd's atomics into dq_acc and
-  /// the conversion after. Which is faster depends on the shape (the atomics' traffic against
-  /// the recomputation): the tuner times both.
+  /// A second plan: dq in a kernel of its own (attn_dq, block-sparse attn_dq_sparse over the
+  /// forward's lists: no atomics, no f32 accumulator, two more products per tile) instead of
+  /// the backward's atomics into dq_acc and the conversion after. Which is faster depends on
+  /// the shape (the atomics' traffic against the recomputation): the tuner times both.
   std::vector<Plan> plans() const override {
     std::vector<Step> atomic = steps();
-    if (s_.sparse()) return {{"atomic_dq", "dq added into an f32 accumulator by atomics", atomic}};
     std::vector<Step> own = atomic;
     Step& pre = own[1];
     Step& backward = own[2];
@@ -193,9 +192,10 @@ public:
     backward.generics["ATOMIC_DQ"] = "0";
     backward.writes = {"dk", "dv"};
     using A = StepArg;
-    dq.kernel = "attn_dq";
-    dq.args = {A::of("q"),   A::of("k"),     A::of("v"),  A::of("dout"),
-               A::of("lse"), A::of("delta"), A::of("dq"), backward.args.back()};
+    dq.kernel = s_.sparse() ? "attn_dq_sparse" : "attn_dq";
+    dq.args = {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta")};
+    if (s_.sparse()) dq.args.insert(dq.args.end(), {A::of("kv_cnt"), A::of("kv_idx")});
+    dq.args.insert(dq.args.end(), {A::of("dq"), backward.args.back()});
     dq.generics = backward.generics;
     dq.generics.erase("ATOMIC_DQ");
     dq.suggested.clear();
@@ -206,10 +206,14 @@ public:
       for (const Config& other :
            {Config{{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}},
             Config{{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}}})
-        if (other != dq.suggested.front()) dq.suggested.push_back(other);
+        if (other != dq.suggested.front() && (s_.block != 64 || other.at("BM") == "64"))
+          dq.suggested.push_back(other);
     }
     return {{"atomic_dq", "dq added into an f32 accumulator by atomics", std::move(atomic)},
-            {"dq_kernel", "dq computed by a kernel of its own (attn_dq)", std::move(own)}};
+            {"dq_kernel",
+             s_.sparse() ? "dq computed by a kernel of its own (attn_dq_sparse)"
+                         : "dq computed by a kernel of its own (attn_dq)",
+             std::move(own)}};
   }
 
   std::unique_ptr<ProblemData> make_data(uint64_t seed) const override {
@@ -252,10 +256,10 @@ public:
     return "FlashAttention forward + backward, dense, causal, GQA, block-sparse";
   }
   std::vector<KernelSource> kernels() const override {
-    return {{"attn_fwd", kAttentionSource},       {"attn_bwd_pre", kAttentionSource},
-            {"attn_bwd", kAttentionSource},       {"attn_bwd_dq", kAttentionSource},
-            {"attn_dq", kAttentionSource},        {"attn_fwd_sparse", kAttentionSource},
-            {"attn_bwd_sparse", kAttentionSource}};
+    return {{"attn_fwd", kAttentionSource},        {"attn_bwd_pre", kAttentionSource},
+            {"attn_bwd", kAttentionSource},        {"attn_bwd_dq", kAttentionSource},
+            {"attn_dq", kAttentionSource},         {"attn_fwd_sparse", kAttentionSource},
+            {"attn_bwd_sparse", kAttentionSource}, {"attn_dq_sparse", kAttentionSource}};
   }
   std::vector<std::string> peers() const override {
     return {"../shared/peers/attention.py: SDPA (flash, cuDNN, efficient, math), "

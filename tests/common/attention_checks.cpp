@@ -448,7 +448,8 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
                                 " density ", sparse->density)
                           : std::string(),
                    causal ? " causal" : "", exact ? " exact " : " ", config_text(config),
-                   dq_kernel ? " dq by attn_dq" : "", " seed=", seed));
+                   dq_kernel ? (sparse ? " dq by attn_dq_sparse" : " dq by attn_dq") : "",
+                   " seed=", seed));
   std::mt19937 rng(seed);
   HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
       dout(t, {b, hq, n, dh}), o(t, {b, hq, n, dh}), lse(DType::F32, {b, hq, n}),
@@ -462,9 +463,11 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   const int64_t blk = sparse ? sparse->blk : 1, nb = sparse ? (n + blk - 1) / blk : 0;
   const int64_t mask_b = sparse ? sparse->mask_b : 1, mask_h = sparse ? sparse->mask_h : 1;
   HostBuffer q_cnt(DType::I32, {mask_b, mask_h, nb}), q_idx(DType::I32, {mask_b, mask_h, nb, nb});
+  // attn_dq_sparse walks the forward's lists (per query block), attn_bwd_sparse the transposed.
+  HostBuffer kv_cnt(DType::I32, {mask_b, mask_h, nb}), kv_idx(DType::I32, {mask_b, mask_h, nb, nb});
   const std::vector<char> keep = sparse
                                      ? random_block_mask(rng, mask_b, mask_h, nb, sparse->density,
-                                                         nullptr, nullptr, &q_cnt, &q_idx)
+                                                         &kv_cnt, &kv_idx, &q_cnt, &q_idx)
                                      : std::vector<char>();
   // Whether query i of head h (batch bi) sees key j.
   auto sees = [&](int64_t bi, int64_t h, int64_t i, int64_t j) {
@@ -496,7 +499,9 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   given["EXACT"] = exact ? "1" : "0";
   if (sparse) {
     given["BLK"] = std::to_string(blk);
-    run(src + "attn_bwd_sparse", given,
+    Bindings bwd = given;
+    bwd["ATOMIC_DQ"] = atomic_dq;
+    run(src + "attn_bwd_sparse", bwd,
         {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
          TestArg::of(delta), TestArg::of(q_cnt), TestArg::of(q_idx), TestArg::of(dk),
          TestArg::of(dv), TestArg::of(dq_acc), TestArg::f32(static_cast<float>(scale))});
@@ -512,9 +517,15 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
     Bindings dq_config = given;
     dq_config.erase("TR"); // attn_bwd's own form (transposed or not) and its wgmma switch
     dq_config.erase("WG");
-    run(src + "attn_dq", dq_config,
-        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
-         TestArg::of(delta), TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
+    if (sparse)
+      run(src + "attn_dq_sparse", dq_config,
+          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+           TestArg::of(delta), TestArg::of(kv_cnt), TestArg::of(kv_idx), TestArg::of(dq),
+           TestArg::f32(static_cast<float>(scale))});
+    else
+      run(src + "attn_dq", dq_config,
+          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+           TestArg::of(delta), TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
   } else {
     run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
         {TestArg::of(dq_acc), TestArg::of(dq)});
@@ -568,10 +579,10 @@ void check_attention_bwd_dq_kernel(const KernelRunner& run, DType t, int64_t b, 
 
 void check_attention_sparse_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,
                                 int64_t hkv, int64_t n, int64_t dh, int64_t blk, int64_t mask_b,
-                                int64_t mask_h, double density, bool causal,
-                                const Bindings& config) {
+                                int64_t mask_h, double density, bool causal, const Bindings& config,
+                                bool dq_kernel) {
   const SparseSpec spec{blk, mask_b, mask_h, density};
-  check_backward(run, t, b, hq, hkv, n, dh, causal, false, config, &spec);
+  check_backward(run, t, b, hq, hkv, n, dh, causal, false, config, &spec, dq_kernel);
 }
 
 } // namespace tilejit::test

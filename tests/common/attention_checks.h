@@ -55,9 +55,11 @@ void check_attention_bwd_dq_kernel(const KernelRunner& run, DType t, int64_t b, 
 /// attn_bwd_pre, attn_bwd_sparse and attn_bwd_dq over a random block mask as in
 /// check_attention_sparse_fwd (the kernel takes the per-key-block lists): dq, dk and dv against
 /// float64 gradients of the masked attention, and dq exactly 0 on rows that see no key.
+/// dq_kernel: the "dq_kernel" plan instead, attn_bwd_sparse without atomics and dq by
+/// attn_dq_sparse (the forward's per-query-block lists); `config` is both kernels' tile.
 void check_attention_sparse_bwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,
                                 int64_t hkv, int64_t n, int64_t dh, int64_t blk, int64_t mask_b,
-                                int64_t mask_h, double density, bool causal,
-                                const Bindings& config);
+                                int64_t mask_h, double density, bool causal, const Bindings& config,
+                                bool dq_kernel = false);
 
 } // namespace tilejit::test

@@ -75,6 +75,22 @@ TEST(RefAttention, SparseBackwardTransposed) {
       {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"TR", "1"}});
 }
 
+// Block-sparse with dq in its own kernel (the "dq_kernel" plan: attn_bwd_sparse without atomics,
+// then attn_dq_sparse over the forward's lists): GQA with per-head masks, broadcast masks,
+// causal, odd N, several key tiles per kept block, both backward forms, empty rows (dq = 0).
+TEST(RefAttention, SparseBackwardWithDqInItsOwnKernel) {
+  check_attention_sparse_bwd(cpu(), DType::F16, 1, 4, 2, 70, 40, 32, 1, 4, 0.5, false,
+                             {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}},
+                             /*dq_kernel=*/true);
+  check_attention_sparse_bwd(cpu(), DType::BF16, 2, 2, 1, 77, 32, 16, 2, 1, 0.5, true,
+                             {{"BN", "16"}, {"BM", "16"}, {"STAGES", "3"}, {"WARPS", "2"}},
+                             /*dq_kernel=*/true);
+  check_attention_sparse_bwd(
+      cpu(), DType::F32, 1, 2, 2, 50, 16, 32, 1, 1, 0.6, true,
+      {{"BN", "32"}, {"BM", "16"}, {"STAGES", "1"}, {"WARPS", "2"}, {"TR", "1"}},
+      /*dq_kernel=*/true);
+}
+
 TEST(RefAttention, BackwardGqaCausalAndOddSizes) {
   check_attention_bwd(cpu(), DType::F16, 1, 4, 2, 37, 40, false, false,
                       {{"BN", "16"}, {"BM", "16"}, {"STAGES", "2"}, {"WARPS", "1"}});

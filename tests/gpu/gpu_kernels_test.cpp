@@ -127,6 +127,17 @@ TEST(GpuAttention, SparseBackward) {
   check_attention_sparse_bwd(
       run, DType::F16, 1, 4, 2, 300, 64, 64, 1, 4, 0.3, true,
       {{"BN", "64"}, {"BM", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"TR", "1"}});
+  // The dq_kernel plan: attn_bwd_sparse without atomics, dq by attn_dq_sparse (the tile is both
+  // kernels'; on Hopper the wide one takes wgmma and TMA in both).
+  for (const Bindings& cfg :
+       {Bindings{}, Bindings{{"BN", "128"}, {"BM", "128"}, {"STAGES", "2"}, {"WARPS", "8"}},
+        Bindings{{"BN", "64"}, {"BM", "64"}, {"STAGES", "2"}, {"WARPS", "4"}, {"TR", "1"}}})
+    for (bool causal : {false, true}) {
+      check_attention_sparse_bwd(run, DType::BF16, 1, 8, 2, 600, 128, 128, 1, 8, 0.4, causal, cfg,
+                                 /*dq_kernel=*/true);
+      check_attention_sparse_bwd(run, DType::F16, 2, 3, 3, 333, 64, 128, 2, 1, 0.5, causal, cfg,
+                                 /*dq_kernel=*/true);
+    }
 }
 
 // attention's backward (pre-pass, dk/dv with dq atomics and dq conversion, or dq by attn_dq):

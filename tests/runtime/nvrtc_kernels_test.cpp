@@ -165,6 +165,17 @@ std::vector<Variant> variants() {
         {"BN", "64"},
         {"BM", "64"},
         {"WARPS", "4"}}},
+      // Block-sparse dq in its own kernel (the dq_kernel plan). (Its wide tile, BM = BN = 128 on
+      // 8 warps, needs Hopper's shared memory and spills 128 bytes with unaligned tensors;
+      // GpuAttention.SparseBackward runs it.)
+      {"workloads/attention.tile#attn_dq_sparse",
+       {{"T", "bf16"},
+        {"D", "128"},
+        {"CAUSAL", "1"},
+        {"EXACT", "0"},
+        {"BM", "64"},
+        {"BN", "64"},
+        {"WARPS", "4"}}},
       // Ring attention's merge of a partial result (16-bit output, and f32 at an odd width).
       {"workloads/attention.tile#attn_merge", {{"T", "bf16"}, {"D", "128"}}},
       {"workloads/attention.tile#attn_merge",

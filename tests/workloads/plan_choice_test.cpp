@@ -37,7 +37,9 @@ struct AttentionPlans {
   }
 };
 
-TEST(PlanChoice, DenseAttentionOffersTwoPlansAndSparseOne) {
+// Dense and block-sparse shapes alike: dq by atomics or by a kernel of its own (block-sparse:
+// attn_dq_sparse over the forward's lists, after attn_bwd_sparse without atomics).
+TEST(PlanChoice, AttentionOffersTwoPlansDenseAndBlockSparse) {
   AttentionPlans a;
   auto dense = a.problem("1000", "0");
   auto plans = dense->plans();
@@ -47,7 +49,16 @@ TEST(PlanChoice, DenseAttentionOffersTwoPlansAndSparseOne) {
   EXPECT_EQ(plans[1].steps.back().kernel, "attn_dq");
   auto sparse = a.w->parse_shape(
       {{"H", "2"}, {"N", "256"}, {"D", "64"}, {"DENSITY", "50"}, {"BLOCK", "64"}}, DType::F16);
-  EXPECT_EQ(sparse->plans().size(), 1u);
+  auto sparse_plans = sparse->plans();
+  ASSERT_EQ(sparse_plans.size(), 2u);
+  EXPECT_EQ(sparse_plans[0].steps[2].kernel, "attn_bwd_sparse");
+  EXPECT_EQ(sparse_plans[0].steps[2].generics.count("ATOMIC_DQ"), 0u); // the kernel's default, 1
+  EXPECT_EQ(sparse_plans[1].name, "dq_kernel");
+  EXPECT_EQ(sparse_plans[1].steps[2].generics.at("ATOMIC_DQ"), "0");
+  EXPECT_EQ(sparse_plans[1].steps.back().kernel, "attn_dq_sparse");
+  EXPECT_EQ(sparse_plans[1].steps.back().generics.at("BLK"), "64");
+  // Untuned, block-sparse shapes keep the atomics (the op's plan; the other is unmeasured).
+  EXPECT_EQ(sparse->untuned_plan(9), 0u);
 }
 
 TEST(PlanChoice, Int4DequantOffersTheGptqGemvPlan) {

@@ -326,16 +326,17 @@ TEST(WorkloadInterface, AttentionSuggestionsAreValidConfigurations) {
           const bool wgmma = t != DType::F32 && (std::string(d) == "64" || std::string(d) == "128");
           for (const workloads::Plan& plan : p->plans())
             for (const workloads::Step& step : plan.steps) {
-              // attn_dq (the dq_kernel plan's last step) takes the forward's tiles.
-              const bool dq_kernel = step.kernel == "attn_dq";
+              // attn_dq (the dq_kernel plan's last step) takes the forward's tiles; at block 64,
+              // which they do not divide, attn_dq_sparse takes BM 64, BN 64.
+              const bool dq_kernel = step.kernel == "attn_dq" || step.kernel == "attn_dq_sparse";
               if (step.label != "forward" && step.label != "backward" && !dq_kernel) {
                 EXPECT_TRUE(step.suggested.empty()) << step.label;
                 continue;
               }
               // Block-sparse kernels take tiles that divide the block: the forward's wide
               // tile (BM = BN = 128) only blocks of 128.
-              const bool suggests =
-                  wgmma && (!*sparse || step.label == "backward" || std::string(sparse) == "128");
+              const bool suggests = wgmma && (!*sparse || step.label == "backward" || dq_kernel ||
+                                              std::string(sparse) == "128");
               EXPECT_EQ(step.suggested.empty(), !suggests) << plan.name << " " << step.label;
               Bindings generics(step.generics.begin(), step.generics.end());
               generics["T"] = dtype_name(t);
@@ -395,7 +396,7 @@ void check_attention_shape(const std::map<std::string, std::string>& items, DTyp
   auto p = w->parse_shape(items, t);
   SCOPED_TRACE(p->describe());
   auto data = p->make_data(fresh_seed());
-  // Every plan (dense shapes: dq by atomics, or by attn_dq), each on outputs poisoned anew.
+  // Every plan (dq by atomics, or by attn_dq / attn_dq_sparse), each on outputs poisoned anew.
   for (const workloads::Plan& plan : p->plans()) {
     workloads::Comparison c = run_problem_on_interpreter(*w, *p, *data, user, plan.name);
     EXPECT_TRUE(c.ok) << plan.name << ": " << c.summary();
