@@ -39,6 +39,10 @@ struct HipRuntime::Api {
   HipStatus (*hipEventRecord)(void*, void*) = nullptr;
   HipStatus (*hipEventSynchronize)(void*) = nullptr;
   HipStatus (*hipEventElapsedTime)(float*, void*, void*) = nullptr;
+  HipStatus (*hipMalloc)(void**, size_t) = nullptr;
+  HipStatus (*hipFree)(void*) = nullptr;
+  HipStatus (*hipMemsetD32Async)(void*, int, size_t, void*) = nullptr;
+  HipStatus (*hipStreamSynchronize)(void*) = nullptr;
 };
 
 /// Friend of HipRuntime that performs the one-time load and device count.
@@ -76,6 +80,10 @@ struct HipRuntimeLoader {
     bind_symbol(lib, api->hipEventRecord, "hipEventRecord", missing);
     bind_symbol(lib, api->hipEventSynchronize, "hipEventSynchronize", missing);
     bind_symbol(lib, api->hipEventElapsedTime, "hipEventElapsedTime", missing);
+    bind_symbol(lib, api->hipMalloc, "hipMalloc", missing);
+    bind_symbol(lib, api->hipFree, "hipFree", missing);
+    bind_symbol(lib, api->hipMemsetD32Async, "hipMemsetD32Async", missing);
+    bind_symbol(lib, api->hipStreamSynchronize, "hipStreamSynchronize", missing);
     if (!missing.empty()) {
       out.reason = str("no AMD GPU: ", path, " has no ", missing);
       return out;
@@ -121,6 +129,25 @@ HipRuntime::Function HipRuntime::load(const std::string& code_object, const std:
     check(r, str("hipModuleGetFunction(", entry, ")"));
   }
   return f;
+}
+
+void* HipRuntime::allocate(size_t bytes, int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  void* p = nullptr;
+  check(api_->hipMalloc(&p, bytes), str("hipMalloc(", bytes, " bytes)"));
+  return p;
+}
+
+void HipRuntime::release(void* p) const {
+  if (p) api_->hipFree(p);
+}
+
+void HipRuntime::memset_d32_async(void* p, unsigned value, size_t count, void* stream) const {
+  check(api_->hipMemsetD32Async(p, static_cast<int>(value), count, stream), "hipMemsetD32Async");
+}
+
+void HipRuntime::stream_synchronize(void* stream) const {
+  check(api_->hipStreamSynchronize(stream), "hipStreamSynchronize");
 }
 
 void HipRuntime::unload(const Function& f) const {

@@ -44,6 +44,12 @@ public:
   void event_record(void* event, void* stream) const;
   /// Waits for `stop`, then the milliseconds between the two.
   float event_elapsed_ms(void* start, void* stop) const;
+  /// Device memory and the stream calls the timer's L2 flush takes (hipMalloc, hipFree,
+  /// hipMemsetD32Async, hipStreamSynchronize).
+  void* allocate(size_t bytes, int device) const;
+  void release(void* p) const;
+  void memset_d32_async(void* p, unsigned value, size_t count, void* stream) const;
+  void stream_synchronize(void* stream) const;
   void unload(const Function& f) const;
   void launch(const Function& f, const std::array<int64_t, 3>& grid, int threads,
               int64_t smem_bytes, void* stream, void** args, const std::string& name) const;

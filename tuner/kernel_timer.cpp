@@ -1,11 +1,12 @@
 #include "tuner/kernel_timer.h"
 
+#include "tuner/timing_protocol.h"
+
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "support/error.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 namespace tilejit {
@@ -71,16 +72,56 @@ private:
   cu::CUgraphExec exec_ = nullptr;
 };
 
+/// The CUDA stream the protocol drives: the call (direct or replayed from its graph), each
+/// after its flush, timed between CUDA events.
+class CudaTimedStream final : public TimedStream {
+public:
+  CudaTimedStream(cu::CUstream stream, L2Flush* flush, std::function<void()> launch)
+      : stream_(stream), flush_(flush), launch_(std::move(launch)) {}
+
+  void enqueue_call(unsigned i) override {
+    if (flush_) flush_->enqueue(stream_, i);
+    launch_();
+  }
+
+  void time_calls(int n, std::vector<float>& times) override {
+    CudaDriver& d = CudaDriver::get();
+    std::vector<cu::CUevent> start(n), stop(n);
+    for (int i = 0; i < n; ++i) {
+      d.check(d.cuEventCreate(&start[i], 0), "cuEventCreate");
+      d.check(d.cuEventCreate(&stop[i], 0), "cuEventCreate");
+    }
+    for (int i = 0; i < n; ++i) {
+      if (flush_) flush_->enqueue(stream_, static_cast<unsigned>(i));
+      d.check(d.cuEventRecord(start[i], stream_), "cuEventRecord");
+      launch_();
+      d.check(d.cuEventRecord(stop[i], stream_), "cuEventRecord");
+    }
+    d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (timing)");
+    for (int i = 0; i < n; ++i) {
+      float ms = 0;
+      d.check(d.cuEventElapsedTime(&ms, start[i], stop[i]), "cuEventElapsedTime");
+      times.push_back(ms);
+      d.cuEventDestroy(start[i]);
+      d.cuEventDestroy(stop[i]);
+    }
+  }
+
+  void synchronize() override {
+    CudaDriver& d = CudaDriver::get();
+    d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+  }
+
+private:
+  cu::CUstream stream_;
+  L2Flush* flush_;
+  std::function<void()> launch_;
+};
+
 } // namespace
 
 Timing KernelTimer::time(const Launch& launch, const TimingOptions& o) {
-  Timing best = time_once(launch, o);
-  for (int i = 1; i < o.tries && looks_disturbed(best, o.disturbed_spread); ++i) {
-    Timing again = time_once(launch, o);
-    if (again.median_ms < best.median_ms) best = again;
-    if (!looks_disturbed(again, o.disturbed_spread)) break;
-  }
-  return best;
+  return time_until_undisturbed([&] { return time_once(launch, o); }, o);
 }
 
 Timing KernelTimer::time_once(const Launch& direct_launch, const TimingOptions& o) {
@@ -103,82 +144,13 @@ Timing KernelTimer::time_once(const Launch& direct_launch, const TimingOptions& 
     if (!slot) slot = std::make_unique<L2Flush>(o.flush);
     flush = slot.get();
   }
-  auto launch = [&] {
+  CudaTimedStream timed(stream, flush, [&] {
     if (captured)
       captured->replay(stream);
     else
       direct_launch(stream);
-  };
-  auto run_batch = [&](int n, std::vector<float>& times) {
-    std::vector<cu::CUevent> start(n), stop(n);
-    for (int i = 0; i < n; ++i) {
-      d.check(d.cuEventCreate(&start[i], 0), "cuEventCreate");
-      d.check(d.cuEventCreate(&stop[i], 0), "cuEventCreate");
-    }
-    for (int i = 0; i < n; ++i) {
-      if (flush) flush->enqueue(stream, static_cast<unsigned>(i));
-      d.check(d.cuEventRecord(start[i], stream), "cuEventRecord");
-      launch();
-      d.check(d.cuEventRecord(stop[i], stream), "cuEventRecord");
-    }
-    d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (timing)");
-    for (int i = 0; i < n; ++i) {
-      float ms = 0;
-      d.check(d.cuEventElapsedTime(&ms, start[i], stop[i]), "cuEventElapsedTime");
-      times.push_back(ms);
-      d.cuEventDestroy(start[i]);
-      d.cuEventDestroy(stop[i]);
-    }
-  };
-  // Warm-up: the calls themselves, each after a flush as when timed, until both the count and
-  // the duration are reached (the GPU back at its working clock; see the header).
-  const auto warm_start = std::chrono::steady_clock::now();
-  auto warm_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start)
-        .count();
-  };
-  for (int i = 0;; ++i) {
-    if (i >= o.warmup && (i - o.warmup) % 8 == 0) { // keep a few calls queued between checks
-      d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");
-      if (warm_ms() >= o.warmup_ms || i >= 100000) break;
-    }
-    if (flush) flush->enqueue(stream, static_cast<unsigned>(i));
-    launch();
-  }
-  d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (warm-up)");
-  Timing t;
-  if (o.warmup_steady) {
-    // Rounds of timed calls until two in a row agree: the clock ramp after a long idle can
-    // outlast any fixed warm-up.
-    t.steady = false;
-    WarmupRounds rounds(o.steady_tolerance);
-    while (!t.steady && warm_ms() < o.warmup_cap_ms) {
-      std::vector<float> round;
-      run_batch(8, round);
-      t.steady = rounds.add(median_of(round));
-    }
-  }
-  t.warmup_ms = warm_ms();
-  std::vector<float> times;
-  run_batch(std::max(1, o.repeats), times);
-  if (o.budget_ms > 0) {
-    double total = 0;
-    for (float t : times) total += t;
-    int more =
-        static_cast<int>(std::min(200.0, o.budget_ms / std::max(1e-3, total / times.size()))) -
-        static_cast<int>(times.size());
-    if (more > 0) run_batch(more, times);
-  }
-  std::sort(times.begin(), times.end());
-  auto pct = [&](double p) {
-    return static_cast<double>(times[static_cast<size_t>(p * (times.size() - 1))]);
-  };
-  t.repeats = static_cast<int>(times.size());
-  t.min_ms = times.front();
-  t.median_ms = median_of(times);
-  t.p10_ms = pct(0.1);
-  t.p90_ms = pct(0.9);
-  return t;
+  });
+  return run_timing_protocol(timed, o);
 }
 
 double measure_copy_bandwidth() {

@@ -14,6 +14,9 @@
 // With `graph`, the call is captured once into a CUDA graph and every warm-up and timed call
 // replays it: how a serving engine runs its decode step, and how our Triton peer's `ms` is
 // timed (its two launches replayed from a graph), so both sides are measured the same way.
+//
+// The protocol itself (warm-up, rounds, repeats, percentiles, tries) is tuner/timing_protocol.h,
+// shared with the HIP timer (tuner/hip_kernel_timer.h); this file is its CUDA stream.
 #pragma once
 
 #include "runtime/cuda_abi.h"
