@@ -13,12 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?usage: device_attention_long.sh dense-a|dense-b|sparse|dq-kernel}
-out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
-export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
-B=.device/bin
-PY=/opt/torch/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+source tools/device_env.sh
 BWD=(--set backward:TR=1 backward:BN=128 backward:BM=64 backward:WARPS=8 backward:STAGES=2)
 PLAN=atomic_dq
 bench() { # shape

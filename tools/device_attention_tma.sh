@@ -8,12 +8,7 @@
 # tools/stage_device.sh build/capi/libtilejit.so.0.1.0).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
-export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
-B=.device/bin
-PY=/opt/torch/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+source tools/device_env.sh
 [ "${TESTS-}" = none ] || timeout 240 $B/gpu_kernels_test --gtest_filter="${TESTS:-GpuAttention.*:GpuDequant.W4A16WgmmaInFlightWithTma}" \
   >"$out/tests.log" 2>&1
 echo "gpu_kernels_test: exit $?"

@@ -8,12 +8,7 @@
 # Carry .device (tools/stage_device.sh, which stages gpu_tune_test and gpu_kernels_test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/tilejit-out}; mkdir -p "$out"
-export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
-B=.device/bin
-PY=/opt/torch/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+source tools/device_env.sh
 timeout 150 $B/gpu_tune_test >"$out/tune_test.log" 2>&1
 echo "gpu_tune_test: exit $?"; grep -hE "^\[  FAILED|Failure" "$out/tune_test.log" | head -5
 timeout 200 $B/gpu_kernels_test --gtest_filter='GpuAttention.SparseBackward' >"$out/tests.log" 2>&1
