@@ -2,9 +2,11 @@
 // no C++ exception may cross into C (or into Python through ctypes).
 #include "capi/tilejit_c.h"
 
+#include "support/error.h"
 #include "support/version.h"
 
 #include <tilejit/ops.h>
+#include <tilejit/ring_attention.h>
 #include <tilejit/tilejit.h>
 #include <tilejit/tuning.h>
 
@@ -201,10 +203,15 @@ int tj_last_error_kind(void) {
 }
 
 void* tj_runtime_new(const char* arch, const char* cache_dir, int tune_on_first_use, int debug,
-                     double compile_timeout_s, int verbose) {
+                     double compile_timeout_s, int verbose, int device) {
   return guarded(
       [&]() -> void* {
+        if (device < 0)
+          throw tilejit::Error(tilejit::str("Runtime: device = ", device,
+                                            " is not a CUDA "
+                                            "device ordinal (0 and up)"));
         tilejit::RuntimeOptions o;
+        o.device = device;
         if (arch) o.arch = arch;
         if (cache_dir) o.cache_dir = std::string(cache_dir);
         if (tune_on_first_use >= 0) o.tune_on_first_use = tune_on_first_use != 0;
@@ -602,6 +609,89 @@ int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t p
                                  const char* config, void* stream, int check_only) {
   return attention_backward_call(runtime, packed, packed_len, true, block, causal, exact, scale,
                                  config, stream, check_only);
+}
+
+int tj_ring_new_id(char* id) {
+  return guarded(
+      [&] {
+        const tilejit::ops::RingGroup::Id made = tilejit::ops::RingGroup::new_id();
+        std::memcpy(id, made.data(), made.size());
+        return 0;
+      },
+      -1);
+}
+
+void* tj_ring_group_new(void* runtime, const char* id, int world, int rank) {
+  return guarded(
+      [&]() -> void* {
+        tilejit::ops::RingGroup::Id given;
+        std::memcpy(given.data(), id, given.size());
+        return new tilejit::ops::RingGroup(runtime_of(runtime), given, world, rank);
+      },
+      static_cast<void*>(nullptr));
+}
+
+void tj_ring_group_free(void* ring) {
+  delete static_cast<tilejit::ops::RingGroup*>(ring);
+}
+
+int tj_ring_attention_forward(void* runtime, void* ring, const int64_t* packed, int64_t packed_len,
+                              int causal, double scale, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "ring_attention_forward";
+        const auto& args = op_tensors(op, packed, packed_len, 5, "q, k, v, o, lse");
+        tilejit::ops::RingAttentionForwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.o = tensor_arg(op, args[3], "o");
+        a.lse = tensor_arg(op, args[4], "lse");
+        a.causal = causal != 0;
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (check_only) {
+          tilejit::ops::check_ring_attention_forward(a);
+        } else {
+          if (!ring) throw tilejit::Error(tilejit::str(op, ": no ring group (tj_ring_group_new)"));
+          tilejit::ops::ring_attention_forward(runtime_of(runtime),
+                                               *static_cast<tilejit::ops::RingGroup*>(ring), a);
+        }
+        return 0;
+      },
+      -1);
+}
+
+int tj_ring_attention_backward(void* runtime, void* ring, const int64_t* packed, int64_t packed_len,
+                               int causal, double scale, void* stream, int check_only) {
+  return guarded(
+      [&] {
+        const char* op = "ring_attention_backward";
+        const auto& args =
+            op_tensors(op, packed, packed_len, 9, "q, k, v, o, lse, dout, dq, dk, dv");
+        tilejit::ops::RingAttentionBackwardArgs a;
+        a.q = tensor_arg(op, args[0], "q");
+        a.k = tensor_arg(op, args[1], "k");
+        a.v = tensor_arg(op, args[2], "v");
+        a.o = tensor_arg(op, args[3], "o");
+        a.lse = tensor_arg(op, args[4], "lse");
+        a.dout = tensor_arg(op, args[5], "dout");
+        a.dq = tensor_arg(op, args[6], "dq");
+        a.dk = tensor_arg(op, args[7], "dk");
+        a.dv = tensor_arg(op, args[8], "dv");
+        a.causal = causal != 0;
+        if (!std::isnan(scale)) a.scale = scale;
+        a.stream = stream;
+        if (check_only) {
+          tilejit::ops::check_ring_attention_backward(a);
+        } else {
+          if (!ring) throw tilejit::Error(tilejit::str(op, ": no ring group (tj_ring_group_new)"));
+          tilejit::ops::ring_attention_backward(runtime_of(runtime),
+                                                *static_cast<tilejit::ops::RingGroup*>(ring), a);
+        }
+        return 0;
+      },
+      -1);
 }
 
 int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,

@@ -32,9 +32,9 @@ int tj_last_error_kind(void);
 
 /* arch: NULL or "" for the GPU's own; cache_dir: NULL for the default, "" for memory only;
  * tune_on_first_use, debug: -1 unset (the environment decides), 0 or 1; compile_timeout_s:
- * < 0 unset; verbose: log to stderr. */
+ * < 0 unset; verbose: log to stderr; device: the CUDA device's ordinal (0 and up). */
 void* tj_runtime_new(const char* arch, const char* cache_dir, int tune_on_first_use, int debug,
-                     double compile_timeout_s, int verbose);
+                     double compile_timeout_s, int verbose, int device);
 void tj_runtime_free(void* runtime);
 int tj_has_gpu(void* runtime);
 /* The runtime's compile target ("sm_90a"); NULL on error. */
@@ -101,6 +101,19 @@ int tj_attention_forward_sparse(void* runtime, const int64_t* packed, int64_t pa
 int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
                                  int64_t block, int causal, int exact, double scale,
                                  const char* config, void* stream, int check_only);
+
+/* Ring attention (<tilejit/ring_attention.h>). tj_ring_new_id writes a new communicator id
+ * (128 bytes) into `id`; every rank passes the same one to tj_ring_group_new with its rank, and
+ * the call returns when all have joined (NULL on error). The calls take a ring's packed
+ * tensors as tj_attention_forward and tj_attention_backward do (five and nine); `ring` may be
+ * NULL when check_only is 1. */
+int tj_ring_new_id(char* id);
+void* tj_ring_group_new(void* runtime, const char* id, int world, int rank);
+void tj_ring_group_free(void* ring);
+int tj_ring_attention_forward(void* runtime, void* ring, const int64_t* packed, int64_t packed_len,
+                              int causal, double scale, void* stream, int check_only);
+int tj_ring_attention_backward(void* runtime, void* ring, const int64_t* packed, int64_t packed_len,
+                               int causal, double scale, void* stream, int check_only);
 
 /* ops::linear_attn_forward on four tensors: q, k, v, o (given); scale NaN for 1/sqrt(Dk). */
 int tj_linear_attn_forward(void* runtime, const int64_t* packed, int64_t packed_len, double scale,

@@ -104,6 +104,7 @@ struct CudaDriverLoader {
     ok &=
         bind(lib, d->cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
     ok &= bind(lib, d->cuEventDestroy, {"cuEventDestroy_v2"}, missing);
+    ok &= bind(lib, d->cuStreamWaitEvent, {"cuStreamWaitEvent"}, missing);
     ok &= bind(lib, d->cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, missing);
     ok &= bind(lib, d->cuStreamEndCapture, {"cuStreamEndCapture"}, missing);
     ok &= bind(lib, d->cuStreamIsCapturing, {"cuStreamIsCapturing"}, missing);

@@ -98,6 +98,10 @@ public:
   cu::CUresult (*cuEventSynchronize)(cu::CUevent event) = nullptr;
   cu::CUresult (*cuEventElapsedTime)(float* ms, cu::CUevent start, cu::CUevent end) = nullptr;
   cu::CUresult (*cuEventDestroy)(cu::CUevent event) = nullptr;
+  /// Work queued on `stream` after this call waits for `event` (flags 0): streams ordered on
+  /// the GPU without the host waiting (ring attention's compute and transfer streams).
+  cu::CUresult (*cuStreamWaitEvent)(cu::CUstream stream, cu::CUevent event,
+                                    unsigned flags) = nullptr;
   // CUDA graphs: a launch captured once and replayed, as serving engines run decode steps.
   cu::CUresult (*cuStreamBeginCapture)(cu::CUstream stream, int mode) = nullptr;
   cu::CUresult (*cuStreamEndCapture)(cu::CUstream stream, cu::CUgraph* graph) = nullptr;

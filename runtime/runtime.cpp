@@ -294,6 +294,10 @@ const DeviceInfo& Runtime::device() const {
   return *impl_->device;
 }
 
+int Runtime::device_ordinal() const {
+  return impl_->options.device;
+}
+
 std::string Runtime::arch() const {
   if (!impl_->options.arch.empty()) return impl_->options.arch;
   if (has_gpu()) return device().arch();

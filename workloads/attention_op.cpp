@@ -2,7 +2,7 @@
 // kernels (kernels_src/workloads/attention.tile) on an application's tensors. The checks come
 // first and name the tensor; the launches are the Runtime's (tuned configurations).
 #include "support/error.h"
-#include "workloads/attention_tiles.h"
+#include "workloads/attention_op_common.h"
 #include "workloads/op_buffers.h"
 #include "workloads/op_checks.h"
 
@@ -13,63 +13,10 @@
 namespace tilejit::ops {
 namespace {
 
-const char* const kSource = "embedded:workloads/attention.tile";
+using namespace attention_detail;
+
 const OpChecks forward_checks("attention_forward");
 const OpChecks backward_checks("attention_backward");
-
-/// The kernels' tile width: the head dim rounded up to 16.
-int64_t tile_of(int64_t head_dim) {
-  return (head_dim + 15) / 16 * 16;
-}
-std::string tile_width(int64_t head_dim) {
-  return std::to_string(tile_of(head_dim));
-}
-
-/// q, k, v: ranks, dtypes, GQA, head dims, rows dense, one GPU.
-void check_qkv(const OpChecks& c, const Tensor& q, const Tensor& k, const Tensor& v) {
-  c.rank_and_dtype("q", q, 4, {DType::F16, DType::BF16, DType::F32}, "[B, Hq, N, D]");
-  c.rank_and_dtype("k", k, 4, {q.dtype}, "[B, Hkv, N, D], q's dtype");
-  c.rank_and_dtype("v", v, 4, {q.dtype}, "[B, Hkv, N, D], q's dtype");
-  const int64_t d = q.shape[3];
-  if (d % 8 != 0 || d < 8 || d > 256)
-    throw Error(
-        str(c.named("q", q), ": head dim D = ", d, " is not a multiple of 8 from 8 to 256"));
-  c.size("k", k, 0, q.shape[0], "q's batch B");
-  c.size("k", k, 2, q.shape[2], "q's sequence length N");
-  c.size("k", k, 3, d, "q's head dim D");
-  if (k.shape[1] < 1 || q.shape[1] % k.shape[1] != 0)
-    throw Error(str(c.named("k", k), " has ", k.shape[1], " heads, which do not divide q's ",
-                    q.shape[1], " (GQA: Hq must be a multiple of Hkv)"));
-  for (int dim = 0; dim < 4; ++dim) c.size("v", v, dim, k.shape[dim], "k's");
-  for (const auto& [name, t] :
-       {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
-    c.rows_dense(name, *t);
-}
-
-void check_like(const OpChecks& c, const char* name, const Tensor& t, const Tensor& like,
-                const char* like_name) {
-  c.rank_and_dtype(name, t, 4, {like.dtype}, like_name);
-  for (int dim = 0; dim < 4; ++dim) c.size(name, t, dim, like.shape[dim], like_name);
-  c.rows_dense(name, t);
-}
-
-void check_lse(const OpChecks& c, const Tensor& lse, const Tensor& q) {
-  c.rank_and_dtype("lse", lse, 3, {DType::F32}, "[B, Hq, N] f32");
-  for (int dim = 0; dim < 3; ++dim) c.size("lse", lse, dim, q.shape[dim], "q's");
-  c.contiguous("lse", lse);
-}
-
-double scale_of(const OpChecks& c, const std::optional<double>& scale, const Tensor& q) {
-  if (!scale) return 1.0 / std::sqrt(static_cast<double>(q.shape[3]));
-  if (!std::isfinite(*scale))
-    throw Error(str(c.named("q", q), ": scale = ", *scale, " is not a finite number"));
-  // The forward folds the scale into exp2 after taking each row's max of the raw scores,
-  // which is the max of the scaled ones only for a scale >= 0.
-  if (*scale < 0)
-    throw Error(str(c.named("q", q), ": scale = ", *scale,
-                    " is negative (the kernels take a scale >= 0; negate q instead)"));
-  return *scale;
-}
 
 /// Block lists: dtypes, ranks, a mask per batch / head or broadcast, NB = cdiv(N, block).
 void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) {
@@ -97,24 +44,10 @@ void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) 
   c.size("block_indices", b.indices, 3, nb, "cdiv(N, block)");
 }
 
-/// The case workloads/attention_tiles.h chooses tiles for.
+/// The case the tiles are chosen for: the whole sequence, and the block lists' block.
 workloads::AttentionTileCase tile_case(const Tensor& q, bool causal,
                                        const std::optional<AttentionBlocks>& blocks) {
-  return {q.dtype, tile_of(q.shape[3]), causal, q.shape[2], blocks ? blocks->block : 0};
-}
-
-/// Whether the tiles measured on Hopper apply here: a Hopper GPU (cc 9.x: the tiles lean on
-/// wgmma and on its 227 KB of shared memory per block) and a case they were measured for.
-bool hopper_tiles(Runtime& rt, const workloads::AttentionTileCase& c) {
-  return rt.has_gpu() && rt.device().cc_major == 9 && workloads::hopper_tiles_apply(c);
-}
-
-Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact) {
-  Config cfg = user;
-  cfg["D"] = tile_width(q.shape[3]);
-  cfg["CAUSAL"] = causal ? "1" : "0";
-  cfg["EXACT"] = exact ? "1" : "0";
-  return cfg;
+  return attention_detail::tile_case(q, causal, q.shape[2], blocks ? blocks->block : 0);
 }
 
 } // namespace

@@ -18,10 +18,10 @@ __all__ = ["Kernel", "Runtime", "TilejitError", "NoGpuError", "InternalError", "
 
 __version__ = lib.tj_version().decode()
 
-def runtime():
-    """The default Runtime (created on first use; the environment's TILEJIT_TUNE,
-    TILEJIT_DEBUG and TILEJIT_COMPILE_TIMEOUT apply)."""
-    return default_runtime()
+def runtime(device=0):
+    """The default Runtime of CUDA device `device` (created on first use; the environment's
+    TILEJIT_TUNE, TILEJIT_DEBUG and TILEJIT_COMPILE_TIMEOUT apply)."""
+    return default_runtime(device)
 
 
 def version():

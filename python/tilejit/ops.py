@@ -59,7 +59,7 @@ def paged_sparse_decode(q, k_cache, v_cache, block_table, seq_lens, kept_idx, ke
     elif not (isinstance(scale, (int, float)) and math.isfinite(scale)):
         raise TilejitError(f"paged_sparse_decode: scale = {scale!r} is not a finite number")
     tensors = (q, k_cache, v_cache, block_table, seq_lens, kept_idx, kept_len, out, lse)
-    handle = (runtime or default_runtime())._handle
+    handle = (runtime or default_runtime(_device_index(q)))._handle
     config = config_text(config) if config else None
     if _fastpath.fast is not None and _fastpath.fast.paged_sparse_decode(
             handle, tensors, scale, config, stream, check_only) is not NotImplemented:
@@ -127,8 +127,8 @@ def repack_int4(qweight, scales, qzeros, g_idx=None, group_size=128, *, stream=N
                 _new(qzeros, (groups, (n + 7) // 8), qweight), _new(qweight, (k,), qweight))
     else:  # qweight or scales is not a tensor of rank 2: the checks name it
         outs = (qweight,) * 4
-    handle = (runtime or default_runtime())._handle
     first, device = pack_tensors((qweight, scales, qzeros), ("qweight", "scales", "qzeros"))
+    handle = (runtime or default_runtime(device))._handle
     if g_idx is None:
         middle = [I32, 0]
     else:
@@ -161,7 +161,7 @@ def dequant_linear(x, weights, *, out=None, config=None, stream=None, runtime=No
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    if lib.tj_dequant_linear((runtime or default_runtime())._handle, buf.buffer_info()[0],
+    if lib.tj_dequant_linear((runtime or default_runtime(device))._handle, buf.buffer_info()[0],
                              len(packed), weights.group, 1 if weights.act_order else 0,
                              config_text(config) if config else None, stream,
                              1 if check_only else 0):
@@ -180,11 +180,17 @@ def int8_linear(x, w, scales, *, out=None, config=None, stream=None, runtime=Non
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    if lib.tj_int8_linear((runtime or default_runtime())._handle, buf.buffer_info()[0],
+    if lib.tj_int8_linear((runtime or default_runtime(device))._handle, buf.buffer_info()[0],
                           len(packed), config_text(config) if config else None, stream,
                           1 if check_only else 0):
         raise_last_error()
     return out
+
+
+def _device_index(t):
+    """The CUDA device of a torch tensor (0 for anything else): whose default runtime runs it."""
+    get = getattr(t, "get_device", None)
+    return max(get(), 0) if callable(get) else 0
 
 
 def _scale_arg(op, scale):
@@ -264,7 +270,7 @@ def _attention_call(op, dense_fn, sparse_fn, tensors, names, causal, exact, scal
     buf = array("q", packed)
     rest = (flags[0], flags[1], _scale_arg(op, scale), config_text(config) if config else None,
             stream, 1 if check_only else 0)
-    handle = (runtime or default_runtime())._handle
+    handle = (runtime or default_runtime(device))._handle
     if blocks is not None:
         failed = sparse_fn(handle, buf.buffer_info()[0], len(packed), blocks[0], *rest)
     else:
@@ -335,7 +341,7 @@ def _packed_call(op, fn, tensors, names, args, stream, runtime, check_only):
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0
     buf = array("q", packed)
-    handle = (runtime or default_runtime())._handle
+    handle = (runtime or default_runtime(device))._handle
     if fn(handle, buf.buffer_info()[0], len(packed), *args, stream, 1 if check_only else 0):
         raise_last_error()
 
@@ -671,3 +677,8 @@ def hbv(P, TEMP, PET, params, *, nmul=1, segment=-1, runtime=None):
     else:
         q = hbv_forward(P, TEMP, PET, params, runtime=runtime)
     return q if nmul == 1 or in_kernel else q.view(B, nmul, T).mean(1)
+
+
+# Ring attention across processes (one GPU each, NCCL): tilejit/_ring.py.
+from ._ring import (RingGroup, ring_attention, ring_attention_backward,  # noqa: E402,F401
+                    ring_attention_forward, ring_group, ring_positions, ring_shard)

@@ -29,15 +29,20 @@ class Runtime:
     tuning database in use. Most programs use the default one (tilejit.runtime())."""
 
     def __init__(self, arch=None, cache_dir=None, tune_on_first_use=None, debug=None,
-                 compile_timeout=None, verbose=False):
+                 compile_timeout=None, verbose=False, device=0):
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise TilejitError(f"device must be a CUDA device ordinal (an int >= 0), "
+                               f"got {device!r}")
         if compile_timeout is not None and not (isinstance(compile_timeout, (int, float))
                                                 and compile_timeout >= 0):
             raise TilejitError(f"compile_timeout must be seconds >= 0, got {compile_timeout!r}")
         handle = lib.tj_runtime_new(
             encode(arch), encode(cache_dir), _optional_flag(tune_on_first_use, "tune_on_first_use"),
             _optional_flag(debug, "debug"),
-            -1.0 if compile_timeout is None else float(compile_timeout), int(bool(verbose)))
+            -1.0 if compile_timeout is None else float(compile_timeout), int(bool(verbose)),
+            device)
         self._handle = check(handle)
+        self.device_index = device
         self._finalizer = weakref.finalize(self, lib.tj_runtime_free, self._handle)
 
     @property
@@ -154,16 +159,19 @@ class Kernel:
             encode(database or ""), trials, float(seconds), encode(strategy), int(repeats))))
 
 
-_default = None
+_default = {}
 _default_lock = threading.Lock()
 
 
-def default_runtime():
-    """The default Runtime (created on first use; the environment's TILEJIT_TUNE,
-    TILEJIT_DEBUG and TILEJIT_COMPILE_TIMEOUT apply)."""
-    global _default
-    if _default is None:
+def default_runtime(device=0):
+    """The default Runtime of CUDA device `device` (an ordinal; -1, a CPU tensor's, counts as
+    0), created on first use; the environment's TILEJIT_TUNE, TILEJIT_DEBUG and
+    TILEJIT_COMPILE_TIMEOUT apply. The ops launch on their tensors' device's."""
+    device = max(device, 0)
+    rt = _default.get(device)
+    if rt is None:
         with _default_lock:
-            if _default is None:
-                _default = Runtime()
-    return _default
+            rt = _default.get(device)
+            if rt is None:
+                rt = _default[device] = Runtime(device=device)
+    return rt

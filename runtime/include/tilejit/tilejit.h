@@ -131,6 +131,8 @@ public:
   void require_gpu() const;
   /// The GPU's properties; throws NoGpuError without one.
   const DeviceInfo& device() const;
+  /// The GPU's ordinal among the process's CUDA devices (RuntimeOptions::device).
+  int device_ordinal() const;
   /// The compile target: RuntimeOptions::arch, else the GPU's, else "sm_90a".
   std::string arch() const;
 
