@@ -6,7 +6,8 @@
 Per call: CUDA events on every rank around the call (all ranks start together after a
 barrier), the slowest rank's time, the median over --reps. One GPU: tilejit's attention on
 the whole sequence (rank 0's GPU while the others wait). PyTorch: context_parallel over a
-DeviceMesh of the same ranks with SDPA (cuDNN, else FlashAttention), load-balanced causal."""
+DeviceMesh of the same ranks with SDPA on each backend in --backends (cuDNN and
+FlashAttention-2 by default), load-balanced causal."""
 
 import argparse
 import json
@@ -52,6 +53,8 @@ def main():
     p.add_argument("--causal", type=int, default=1)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--skip", default="", help="comma list of: one, torch")
+    p.add_argument("--backends", default="cudnn,flash",
+                   help="SDPA backends for torch's context_parallel, each timed")
     p.add_argument("--out", default="")
     a = p.parse_args()
     dist.init_process_group("nccl")
@@ -108,7 +111,9 @@ def main():
             from torch.distributed.tensor.experimental import context_parallel
             from torch.nn.attention import SDPBackend, sdpa_kernel
             mesh = init_device_mesh("cuda", (world,))
-            for backend in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION):
+            names = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+                     "efficient": SDPBackend.EFFICIENT_ATTENTION}
+            for backend in (names[x] for x in a.backends.split(",") if x):
                 try:
                     bufs = [t.clone() for t in (q, k, v, dout)]
                     with sdpa_kernel(backend), context_parallel(
@@ -129,7 +134,6 @@ def main():
                         bwd = timed(b, a.reps)
                     report("torch context_parallel", "forward", fwd, {"backend": backend.name})
                     report("torch context_parallel", "backward", bwd, {"backend": backend.name})
-                    break
                 except Exception as e:  # the next backend
                     if rank == 0:
                         print(f"torch context_parallel with {backend.name}: "

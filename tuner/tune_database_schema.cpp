@@ -215,6 +215,11 @@ FileState validate(const std::string& path, int busy_timeout_ms, bool main_file_
     // No checkpoint on close: inspecting a file must never write to it.
     sqlite::Connection db(path, SQLITE_OPEN_READONLY, /*no_checkpoint_on_close=*/true, uri);
     db.set_busy_timeout(busy_timeout_ms);
+    // One read transaction for every question below: asked one by one, each sees the file as
+    // it is at that moment, and a tilejit making the schema in between showed "no application
+    // id" then "schema version 1 and tables" (seen with two tune workers on two GPUs: a
+    // tilejit file refused as another application's).
+    db.exec("BEGIN");
     FileState state = check_state(db);
     if (state == FileState::current) {
       // quick_check(1): stop at the first problem; it reads every page but skips the costly
@@ -222,6 +227,7 @@ FileState validate(const std::string& path, int busy_timeout_ms, bool main_file_
       std::string verdict = db.query_text("PRAGMA quick_check(1)");
       if (verdict != "ok") damaged(path, str("PRAGMA quick_check says: ", verdict));
     }
+    db.exec("COMMIT");
     return state;
   } catch (const sqlite::SqliteError& e) {
     if (e.busy()) {

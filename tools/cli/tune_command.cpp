@@ -244,6 +244,12 @@ void tune_on_devices(const TuneOptions& o, const GlobalOptions& g) {
   if (n <= 0) throw Error("tune --devices: cannot find this program's path (/proc/self/exe)");
   const std::string program(self, static_cast<size_t>(n));
   const std::string db = database_path(g.db_path);
+  // The database is opened (made, when new) here, once, before any worker starts: workers
+  // that all found no file and made it at the same moment could see each other's half-made
+  // file as another application's (seen on two H200s: one worker refused a file with the
+  // tables but not yet the application id) and lose their slice. A bad file is refused here,
+  // before any work, with the database's own error.
+  { TuneDatabase made(db); }
   const Shard outer = parse_shard(o.shard);
   const char* parent_visible = std::getenv("CUDA_VISIBLE_DEVICES");
   TuneWorkerArgs args;
