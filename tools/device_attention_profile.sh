@@ -3,6 +3,8 @@
 # B=4 H=16 D=128, the Hopper tile BM 128, BN 128, 8 warps): speed of light, the tensor pipe's
 # use, warp stalls per issued instruction and the hottest SASS lines by stall. Carry .device.
 #   SHAPES="B=4,H=16,N=8192,D=128 B=4,H=16,N=16384,D=128,DENSITY=10" tools/device_attention_profile.sh
+# The backward's main kernel: KERNEL=attn_bwd SETS=backward:TR=1,backward:BN=128,... (ncu -k:
+# an exact name, or regex:...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/ncu_common.sh
@@ -12,7 +14,7 @@ KEEP="Duration|Throughput|Occupancy|Registers Per|Warp Cycles Per Issued|Issue S
 SETS=${SETS:-forward:BM=128,forward:BN=128,forward:WARPS=8,forward:STAGES=2}
 for sh in ${SHAPES:-B=4,H=16,N=8192,D=128 B=4,H=16,N=16384,D=128,DENSITY=10}; do
   echo "=== $sh $SETS"
-  $NCU --clock-control none -k regex:attn_fwd -c 1 \
+  $NCU --clock-control none -k "${KERNEL:-regex:attn_fwd}" -c 1 \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section SourceCounters \
     --metrics "$STALLS,$EXTRA" \
     "$B" run --workload attention --dtype bf16 --shape "$sh" --set "$SETS" --seed 7 >"$out/ncu.txt" 2>&1
