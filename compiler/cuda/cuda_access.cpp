@@ -570,64 +570,6 @@ void Emitter::emit_shared_write(const ir::Var* v, const ir::Expr& value) {
            elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));
 }
 
-/// A tile atomic_add element by element: each thread its elements (pairs where it can).
-static void emit_tile_atomic_elements(Emitter& em, const ir::Expr& e, const ir::Access& a,
-                                      const AccessPlan& p, const ir::Layout* l) {
-  std::string L = em.layout_name(l);
-  std::string T = storage_type(p.param->dtype);
-  // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
-  // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
-  if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(em, a, p, l, e) == 2) {
-    em.open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / 2; ++tj_q)"));
-    em.line("const int tj_e = tj_q * 2;");
-    std::vector<std::string> ix = element_indices(em, a, p, e, l, "tj_e");
-    em.line(str("if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix, 2),
-                ") tj::atomic_add2(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<float>(",
-                em.elem(*e.a, l, "tj_e"), "), static_cast<float>(", em.elem(*e.a, l, "(tj_e + 1)"),
-                "));"));
-    em.line(str("else if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e))"));
-    // The pair straddles the tensor's edge: each element that exists on its own.
-    em.open("TJ_UNROLL for (int tj_w = 0; tj_w < 2; ++tj_w)");
-    em.line("const int tj_e1 = tj_e + tj_w;");
-    std::vector<std::string> ix1 = element_indices(em, a, p, e, l, "tj_e1");
-    em.line(str("if (", in_bounds(p, ix1), ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix1),
-                "], static_cast<float>(", em.elem(*e.a, l, "tj_e1"), "));"));
-    em.close();
-    em.close();
-    return;
-  }
-  em.open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
-  std::vector<std::string> ix = element_indices(em, a, p, e, l, "tj_e");
-  std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
-  if (e.b) ok += str(" && ", em.elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
-  em.line(str("if (", ok, ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<", T,
-              ">(", em.elem(*e.a, e.a->type.is_scalar() ? nullptr : l, "tj_e"), "));"));
-  em.close();
-}
-
-bool Emitter::bulk_atomic(const ir::Expr& e) const {
-  if (e.kind != ExprKind::AtomicAdd || e.type.is_scalar() || e.b || !e.access) return false;
-  if (!k_.target->warpgroup_mma()) return false; // Hopper: cp.reduce.async.bulk
-  const ir::Expr& v = *e.a;
-  if (v.kind != ExprKind::VarRef || !v.var || v.var->type.space != Space::Shared) return false;
-  const ir::Var& t = *v.var;
-  if (t.type.dtype != DType::F32 || t.type.rank() != 2 || t.smem_swizzle || t.stages > 1)
-    return false;
-  if (t.smem_row_stride * 4 % 16 != 0 || t.smem_offset % 16 != 0) return false;
-  const ir::Access& a = *e.access;
-  const ir::Param& p = k_.params[a.param];
-  if (p.dtype != DType::F32 || !p.vector_aligned || p.is_scratch) return false;
-  const size_t n = a.indices.size();
-  if (n < 2) return false;
-  for (size_t d = 0; d + 2 < n; ++d)
-    if (a.indices[d].kind != ir::AccessIndex::Kind::Point) return false;
-  const ir::AccessIndex &rows = a.indices[n - 2], &cols = a.indices[n - 1];
-  using K = ir::AccessIndex::Kind;
-  return rows.kind == K::Range && cols.kind == K::Range && cols.index->kind == ExprKind::Const &&
-         cols.index->int_value == 0 && rows.extent == t.type.shape[0] &&
-         cols.extent == t.type.shape[1];
-}
-
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
   const ir::Access& a = *e.access;
   prepare(*e.a);
@@ -639,34 +581,33 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   std::string T = storage_type(p.param->dtype);
   emit_bounds_checks(*this, a, p, e, l, e.b.get());
   if (const StreamNames* sn = stream_of(&e)) return emit_stream_write(*e.a, e.b.get(), l, *sn);
-  const bool bulk = bulk_atomic(e);
-  if (bulk) {
-    // Each row of the shared tile added by one instruction the memory system carries out (a
-    // lane of warp 0 per row), instead of every thread its pairs: dq's sum in attention's
-    // backward is 64 x 128 additions per step. Rows past the tensor's end are skipped; the
-    // columns that exist are added, in whole 16-byte pieces (else the element path below).
-    const ir::Var& t = *e.a->var;
-    const size_t n = a.indices.size();
-    const std::string cols = fresh("tj_cols");
-    line(str("const int ", cols, " = min(", t.type.shape[1], ", static_cast<int>(",
-             extent(p, n - 1), "));"));
-    open(str("if ((", cols, " & 3) == 0)"));
-    open("if (threadIdx.x < 32)");
-    open(str("for (int tj_r = threadIdx.x; tj_r < ", t.type.shape[0], "; tj_r += 32)"));
-    std::vector<std::string> ix = p.hoisted;
-    ix[n - 2] = str("(", p.hoisted[n - 2], " + tj_r)");
-    line(str("if ((", cols, " > 0) & ", in_bounds(p, ix), ") tj::bulk_add_f32(&", p.tensor, ".ptr[",
-             offset(p, ix), "], ", shared_ptr(&t), " + tj_r * ", t.smem_row_stride, ", ", cols,
-             " * 4);"));
+  // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
+  // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
+  if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(*this, a, p, l, e) == 2) {
+    open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / 2; ++tj_q)"));
+    line("const int tj_e = tj_q * 2;");
+    std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
+    line(str("if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix, 2),
+             ") tj::atomic_add2(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<float>(",
+             elem(*e.a, l, "tj_e"), "), static_cast<float>(", elem(*e.a, l, "(tj_e + 1)"), "));"));
+    line(str("else if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e))"));
+    // The pair straddles the tensor's edge: each element that exists on its own.
+    open("TJ_UNROLL for (int tj_w = 0; tj_w < 2; ++tj_w)");
+    line("const int tj_e1 = tj_e + tj_w;");
+    std::vector<std::string> ix1 = element_indices(*this, a, p, e, l, "tj_e1");
+    line(str("if (", in_bounds(p, ix1), ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix1),
+             "], static_cast<float>(", elem(*e.a, l, "tj_e1"), "));"));
     close();
-    line("tj::bulk_add_wait_read();");
     close();
-    --indent_;
-    line("} else {");
-    ++indent_;
+    return;
   }
-  emit_tile_atomic_elements(*this, e, a, p, l);
-  if (bulk) close();
+  open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
+  std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
+  std::string ok = str(L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e) && ", in_bounds(p, ix));
+  if (e.b) ok += str(" && ", elem(*e.b, e.b->type.is_scalar() ? nullptr : l, "tj_e"));
+  line(str("if (", ok, ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<", T,
+           ">(", elem(*e.a, e.a->type.is_scalar() ? nullptr : l, "tj_e"), "));"));
+  close();
 }
 
 // Each element of a prefetch's layout is the first element of one 128-byte line (assign_layouts

@@ -180,10 +180,6 @@ GeneratedKernel Emitter::run() {
   indent_ = 1;
   for (const auto& v : k_.vars)
     if (v->type.space == Space::Shared && v->smem_swizzle) async_proxy_reads_ = true;
-  // Bulk reductions read their rows through the async proxy too.
-  ir::for_each_stmt(const_cast<ir::Block&>(k_.body), [&](ir::Stmt& st) {
-    if (st.kind == StmtKind::Eval && st.value && bulk_atomic(*st.value)) async_proxy_reads_ = true;
-  });
   line(str("extern __shared__ __align__(", async_proxy_reads_ ? 1024 : 128,
            ") unsigned char tj_smem[];"));
   line("unsigned char* const tj_scratch = tj_smem; // reductions, conversions, scans");

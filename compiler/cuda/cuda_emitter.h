@@ -97,10 +97,6 @@ public:
   std::string tma_map(int param, int box_rows);
   static std::string mbarriers(int64_t offset); ///< the mbarriers at a shared offset
   void emit_tile_atomic(const ir::Expr& e);
-  /// A tile atomic_add the memory system does by rows (Hopper's bulk reductions): an f32 tile
-  /// read from a plain shared tile into whole rows (last subscript a range from 0) of an f32
-  /// tensor with dense 16-byte-aligned rows, dq_acc[b, h, i0 : i0 + BM, 0 : D] += dqs.
-  bool bulk_atomic(const ir::Expr& e) const;
   void emit_prefetch(const ir::Expr& e);
   std::string emit_scalar_atomic(const ir::Expr& e);
   void emit_shared_write(const ir::Var* v, const ir::Expr& value);

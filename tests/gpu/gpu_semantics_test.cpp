@@ -161,24 +161,6 @@ TEST(GpuSemantics, OuterProductGathers) {
         {3}, 0);
 }
 
-// Bulk row additions (Hopper: a row of a shared f32 tile added by the memory system): several
-// programs adding into the same rows, odd row counts, widths of whole 16-byte pieces (64, 60)
-// and not (57: the element path). Integers as floats, so any order of addition is exact.
-TEST(GpuSemantics, BulkRowAdditions) {
-  REQUIRE_GPU();
-  std::mt19937 rng(fresh_seed());
-  for (int64_t dh : {64, 60, 57})
-    for (int64_t n : {45, 32, 7})
-      for (const Bindings& cfg : std::vector<Bindings>{{}, {{"WARPS", "8"}}}) {
-        SCOPED_TRACE(str("N=", n, " DH=", dh));
-        ref::HostBuffer x = random_buffer(DType::F32, {n, dh}, rng, -8, 8);
-        ref::HostBuffer y = random_buffer(DType::F32, {n, dh}, rng, -8, 8);
-        for (int64_t k = 0; k < x.numel(); ++k) x.set(k, std::round(x.get(k)));
-        for (int64_t k = 0; k < y.numel(); ++k) y.set(k, std::round(y.get(k)));
-        check_against_interpreter("bulk_rows", cfg, {x, y}, {1}, 0, {1});
-      }
-}
-
 // Column streams (compiler/cuda/cuda_column_streams.h): the staged reads, writes and atomic
 // adds of three serial loops (forward, backwards through a let, a negative step) give what the
 // interpreter's per-step accesses give, at odd R and T (a partial last window, T below one

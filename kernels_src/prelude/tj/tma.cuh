@@ -109,26 +109,4 @@ TJ_DEVICE void tma_load_5d_sw128(T* dst, const TmaMap* map, int col, int row, in
 #endif
 }
 
-/// dst[0 : bytes / 4] += src[0 : bytes / 4] in global memory, f32, done by the memory system
-/// (the TMA unit and L2) from a shared-memory row: one instruction for a row of additions
-/// (bytes a multiple of 16, both addresses 16-byte aligned). The shared row must have been made
-/// visible to the async proxy (fence_proxy_async, then a barrier) before this is issued.
-TJ_DEVICE void bulk_add_f32(float* dst, const float* src, unsigned bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(
-                   dst),
-               "r"(smem_addr(src)), "r"(bytes)
-               : "memory");
-#endif
-}
-
-/// Closes this thread's bulk additions into a group and waits until their shared-memory rows
-/// have been read (the additions themselves complete in the memory system, before the kernel
-/// ends): the rows may then be written again, after a barrier.
-TJ_DEVICE void bulk_add_wait_read() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-#endif
-}
-
 } // namespace tj
