@@ -7,6 +7,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
+#include "runtime/hip_runtime.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/kernel_args.h"
 #include "runtime/launch_signature.h"
@@ -688,6 +689,12 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
       throw Error(str("kernel '", kernel.name, "': tensor '", p.name, "' has no data pointer"));
   }
   LoadedVariant& v = *e.variant;
+  // On an AMD GPU (a HIP target) the module loads through HIP; what still allocates through
+  // the CUDA driver is refused by name rather than failing in it.
+  const bool amd = v.compiled.language == "hip";
+  if (amd && v.compiled.debug_bounds)
+    throw Error(str("kernel '", kernel.name,
+                    "': the debug mode's bounds checks are not supported on AMD GPUs yet"));
   {
     std::lock_guard<std::mutex> vlock(v.load_mutex);
     if (!v.function)
@@ -698,6 +705,9 @@ void make_ready(Runtime::Impl& impl, PreparedEntry& e, const std::vector<Arg>& a
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const dsl::Param& p = kernel.params[i];
     if (!p.is_scratch) continue;
+    if (amd)
+      throw Error(str("kernel '", kernel.name, "': its scratch tensor '", p.name,
+                      "' (a derived gradient's checkpoints) is not supported on AMD GPUs yet"));
     const std::vector<int64_t>& shape = e.scratch_shapes[i];
     std::vector<std::string> dims;
     for (int64_t d : shape) dims.push_back(std::to_string(d));
@@ -818,8 +828,14 @@ const PreparedLaunch& Runtime::prepare(KernelRef k, const std::vector<Arg>& args
 
 void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOptions& options) {
   PreparedEntry& e = prepared_entry(*this, *impl_, k, args, options);
-  CudaDriver& driver = CudaDriver::get();
-  driver.ensure_context(impl_->options.device);
+  // The kernel is compiled (prepared) for the runtime's target; the device that target names
+  // is required now: an AMD GPU through HIP for a gfx target ("no AMD GPU: ..." without one),
+  // an NVIDIA GPU through the CUDA driver otherwise.
+  const bool amd = e.variant->compiled.language == "hip";
+  if (amd)
+    HipRuntime::get();
+  else
+    CudaDriver::get().ensure_context(impl_->options.device);
   if (!e.ready.load(std::memory_order_acquire)) make_ready(*impl_, e, args, options.stream);
   thread_local KernelArgs packed;
   packed.clear();
@@ -862,7 +878,14 @@ void Runtime::launch(KernelRef k, const std::vector<Arg>& args, const LaunchOpti
     e.variant->function->launch(e.grid, e.threads, e.smem_bytes, options.stream, packed.pointers(),
                                 kernel.name);
   }
-  if (options.synchronize) driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+  if (options.synchronize) {
+    if (amd) {
+      HipRuntime::get().stream_synchronize(options.stream);
+    } else {
+      CudaDriver& driver = CudaDriver::get();
+      driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+    }
+  }
   if (debug) report_bounds(e, options.stream);
 }
 

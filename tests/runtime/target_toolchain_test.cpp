@@ -181,3 +181,34 @@ TEST(Toolchain, ErrorsMapBackToTileLines) {
 
 } // namespace
 } // namespace tilejit
+
+namespace tilejit {
+namespace {
+
+// Runtime::launch on a HIP target: the kernel is compiled for the AMD arch (HIPRTC, here too),
+// then the launch asks HIP for the device and says "no AMD GPU" (not the CUDA driver's "no
+// NVIDIA driver"); prepare() alone needs no GPU and reports the AMD variant's geometry.
+TEST(RuntimeOnAmd, LaunchCompilesForTheArchThenSaysNoAmdGpu) {
+  for (const std::string arch : {"gfx90a", "gfx1030"}) {
+    SCOPED_TRACE(arch);
+    RuntimeOptions o;
+    o.arch = arch;
+    o.cache_dir = "";
+    Runtime rt(o);
+    KernelRef k = rt.load("embedded:examples/softmax.tile");
+    float fake = 0; // never dereferenced: the launch stops before the GPU
+    Tensor x = Tensor::contiguous(&fake, DType::F32, {7, 300});
+    const PreparedLaunch& p = rt.prepare(k, {Arg::of(x), Arg::of(x)});
+    EXPECT_GT(p.threads, 0);
+    EXPECT_EQ(p.threads % (arch == "gfx90a" ? 64 : 32), 0) << "whole wavefronts";
+    try {
+      rt.launch(k, {Arg::of(x), Arg::of(x)});
+      ADD_FAILURE() << "an AMD GPU is here: extend this test to check the result";
+    } catch (const NoGpuError& e) {
+      EXPECT_NE(std::string(e.what()).find("no AMD GPU"), std::string::npos) << e.what();
+    }
+  }
+}
+
+} // namespace
+} // namespace tilejit
