@@ -285,3 +285,31 @@ def test_mutated_hbv_records_are_errors_not_crashes(cpu_runtime):
         assert rc == 0 or message, (round, values, extra)
         if round < len(seeds):
             assert "is in host memory" in message, (round, message)
+
+
+def test_mutated_ring_attention_records_are_errors_not_crashes(cpu_runtime):
+    """tj_ring_attention_forward / _backward's checks (check_only, no ring needed) under
+    mutated records, and a real call without a ring: an error, never a crash."""
+    q = numpy.zeros((1, 4, 10, 16), numpy.float16)
+    kv = numpy.zeros((1, 2, 10, 16), numpy.float16)
+    lse = numpy.zeros((1, 4, 10), numpy.float32)
+    fwd, bwd = [], []
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse")):
+        pack_tensor(fwd, t, name)
+    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"), (q, "dout"),
+                    (q, "dq"), (kv, "dk"), (kv, "dv")):
+        pack_tensor(bwd, t, name)
+    rng = random.Random(5)
+    for round in range(2000):
+        backward = round % 2 == 1
+        values = list(bwd if backward else fwd)
+        if round > 1:
+            mutate(values, rng)
+        a = array("q", values)
+        address = a.buffer_info()[0] if values else None
+        fn = lib.tj_ring_attention_backward if backward else lib.tj_ring_attention_forward
+        rc = fn(cpu_runtime._handle, None, address, len(values), round % 3 == 0, float("nan"),
+                None, round % 5 != 0)
+        assert rc == 0 or lib.tj_last_error().decode(), (round, values)
+        if round % 5 == 0:  # not check_only, and no ring: refused by name
+            assert rc == -1
