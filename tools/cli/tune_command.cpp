@@ -23,6 +23,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
+#include "runtime/hip_runtime.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/toolchain.h"
 #include "support/text.h"
@@ -50,6 +51,7 @@ struct TuneOptions {
   std::string source, workload, kernel, dtype, case_filter, strategy = "auto", budget = "60";
   std::string shard;   ///< "I/N"; empty: all shapes
   std::string devices; ///< "all" or "0,1,..."; empty: this process's GPU alone
+  std::string arch;    ///< a target to compile for ("gfx90a"); empty: the GPU's
   std::vector<std::string> set, shape;
   uint64_t seed = 1;
   int repeats = 20;
@@ -109,10 +111,12 @@ std::vector<std::unique_ptr<workloads::Problem>> tune_problems(const TuneOptions
 /// needs no GPU), so the user learns that the kernels build, then stop with one clear line.
 [[noreturn]] void compile_without_gpu(const TuneOptions& o) {
   int ok = 0;
-  const Toolchain& toolchain = toolchain_for(target_for(default_arch()).language());
+  const std::string arch = o.arch.empty() ? default_arch() : o.arch;
+  const bool amd = target_for(arch).language() == "hip";
+  const Toolchain& toolchain = toolchain_for(target_for(arch).language());
   if (toolchain.available()) {
     RuntimeOptions ro;
-    ro.arch = default_arch();
+    ro.arch = arch;
     ro.cache_dir = "";
     Runtime rt(ro);
     struct Launch {
@@ -149,7 +153,16 @@ std::vector<std::unique_ptr<workloads::Problem>> tune_problems(const TuneOptions
       } else {
         config = rt.resolve_config(k, views, generics);
       }
-      const CompiledVariant& c = RuntimeAccess::compile(rt, k, config, views);
+      // A configuration the target cannot run (shared memory over an AMD GPU's 64 KiB of LDS)
+      // is named and skipped; the tuner would prune it the same way.
+      const CompiledVariant* compiled = nullptr;
+      try {
+        compiled = &RuntimeAccess::compile(rt, k, config, views);
+      } catch (const Error& e) {
+        std::cerr << fmt::format("not compiled for {}: {}\n", arch, e.what());
+        continue;
+      }
+      const CompiledVariant& c = *compiled;
       std::vector<std::string> b;
       for (const auto& [n, x] : c.bindings) b.push_back(n + "=" + x);
       std::cerr << fmt::format("compiled {} [{}] for {}: {} registers, {} bytes shared, {} ms\n",
@@ -161,8 +174,19 @@ std::vector<std::unique_ptr<workloads::Problem>> tune_problems(const TuneOptions
     std::cerr << toolchain.name() << " not available (" << toolchain.unavailable_reason()
               << "): nothing compiled\n";
   }
-  throw NoGpuError(
-      str(CudaDriver::unavailable_reason(), "; compiled ", ok, " variant(s), tuned nothing"));
+  // An AMD target: HIP says why there is no AMD GPU; with one, what is not wired yet.
+  std::string why = CudaDriver::unavailable_reason();
+  if (amd) {
+    try {
+      HipRuntime::get();
+      throw Error(str("tune --arch ", arch, ": compiled ", ok,
+                      " variant(s); measuring them on an AMD GPU is not supported yet (the "
+                      "tuner's buffers and L2 flush go through the CUDA driver)"));
+    } catch (const NoGpuError& e) {
+      why = e.what();
+    }
+  }
+  throw NoGpuError(str(why, "; compiled ", ok, " variant(s), tuned nothing"));
 }
 
 void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
@@ -386,6 +410,10 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--repeats", o->repeats, "Timed calls per measurement (default 20; 1..100000)")
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");
+  cmd->add_option("--arch", o->arch,
+                  "Compile for this target instead of the GPU's: gfx90a or gfx1030 (AMD) compiles "
+                  "every variant the shapes need with HIPRTC, then stops (tuning on AMD GPUs is "
+                  "not wired yet: 'no AMD GPU' here); an sm_* target where no GPU is");
   cmd->add_option("--shard", o->shard,
                   "I/N: tune only the I-th of N slices of the workload's shapes (I from 0; dealt "
                   "round-robin), one per job of a Slurm array or Kubernetes indexed Job, each "
@@ -432,7 +460,13 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       m.kernel(name);
       parse_assignments(o->set, "--set");
     }
-    if (!CudaDriver::available()) compile_without_gpu(*o);
+    if (!o->arch.empty()) {
+      target_for(o->arch); // an unknown target is named before anything is compiled
+      if (!o->devices.empty()) throw Error("--devices is for NVIDIA GPUs (give no --arch)");
+    }
+    // A GPU of the target's kind is looked for: an AMD target compiles for it and stops there.
+    if (!CudaDriver::available() || (!o->arch.empty() && target_for(o->arch).language() == "hip"))
+      compile_without_gpu(*o);
     if (!o->devices.empty()) return tune_on_devices(*o, global);
     if (!o->workload.empty()) return tune_workload(*o, global);
     tune_tile_file(*o, global);
