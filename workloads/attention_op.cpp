@@ -103,12 +103,7 @@ AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs
 void check_attention_backward(const AttentionBackwardArgs& a) {
   const OpChecks& c = backward_checks;
   check_qkv(c, a.q, a.k, a.v);
-  check_like(c, "o", a.o, a.q, "q's shape and dtype");
-  check_lse(c, a.lse, a.q);
-  check_like(c, "dout", a.dout, a.q, "o's shape and dtype");
-  if (a.dq) check_like(c, "dq", *a.dq, a.q, "q's shape and dtype");
-  if (a.dk) check_like(c, "dk", *a.dk, a.k, "k's shape and dtype");
-  if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
+  check_backward_like(c, a.q, a.k, a.o, a.lse, a.dout, a.dq, a.dk, a.dv);
   if (a.blocks) check_blocks(c, *a.blocks, a.q);
   scale_of(c, a.scale, a.q);
   if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end()) {

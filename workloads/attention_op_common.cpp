@@ -41,6 +41,17 @@ void check_lse(const OpChecks& c, const Tensor& lse, const Tensor& q) {
   c.contiguous("lse", lse);
 }
 
+void check_backward_like(const OpChecks& c, const Tensor& q, const Tensor& k, const Tensor& o,
+                         const Tensor& lse, const Tensor& dout, const std::optional<Tensor>& dq,
+                         const std::optional<Tensor>& dk, const std::optional<Tensor>& dv) {
+  check_like(c, "o", o, q, "q's shape and dtype");
+  check_lse(c, lse, q);
+  check_like(c, "dout", dout, q, "o's shape and dtype");
+  if (dq) check_like(c, "dq", *dq, q, "q's shape and dtype");
+  if (dk) check_like(c, "dk", *dk, k, "k's shape and dtype");
+  if (dv) check_like(c, "dv", *dv, k, "v's shape and dtype");
+}
+
 double scale_of(const OpChecks& c, const std::optional<double>& scale, const Tensor& q) {
   if (!scale) return 1.0 / std::sqrt(static_cast<double>(q.shape[3]));
   if (!std::isfinite(*scale))

@@ -30,6 +30,10 @@ void check_like(const OpChecks& c, const char* name, const Tensor& t, const Tens
                 const char* like_name);
 /// lse is f32 [B, Hq, N] like q's first three dimensions, dense.
 void check_lse(const OpChecks& c, const Tensor& lse, const Tensor& q);
+/// The backward's o, lse, dout and the given gradients, each like the tensor it mirrors (q, k).
+void check_backward_like(const OpChecks& c, const Tensor& q, const Tensor& k, const Tensor& o,
+                         const Tensor& lse, const Tensor& dout, const std::optional<Tensor>& dq,
+                         const std::optional<Tensor>& dk, const std::optional<Tensor>& dv);
 /// The given scale (finite, >= 0) or 1 / sqrt(D).
 double scale_of(const OpChecks& c, const std::optional<double>& scale, const Tensor& q);
 

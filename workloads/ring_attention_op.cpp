@@ -278,12 +278,7 @@ AttentionForwardResult ring_attention_forward(Runtime& rt, RingGroup& ring,
 void check_ring_attention_backward(const RingAttentionBackwardArgs& a) {
   const OpChecks& c = backward_checks;
   check_ring_shapes(c, a.q, a.k, a.v);
-  check_like(c, "o", a.o, a.q, "q's shape and dtype");
-  check_lse(c, a.lse, a.q);
-  check_like(c, "dout", a.dout, a.q, "o's shape and dtype");
-  if (a.dq) check_like(c, "dq", *a.dq, a.q, "q's shape and dtype");
-  if (a.dk) check_like(c, "dk", *a.dk, a.k, "k's shape and dtype");
-  if (a.dv) check_like(c, "dv", *a.dv, a.v, "v's shape and dtype");
+  check_backward_like(c, a.q, a.k, a.o, a.lse, a.dout, a.dq, a.dk, a.dv);
   scale_of(c, a.scale, a.q);
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
