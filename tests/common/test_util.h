@@ -22,8 +22,7 @@ using ref::HostBuffer;
 /// seed of the process, or a comma-separated list, taken in order (the last repeats), which
 /// replays a run whose tests drew several.
 inline uint32_t fresh_seed() {
-  static std::string drawn; // this process's seeds so far, as TILEJIT_TEST_SEED takes them
-  static size_t next = 0;   // the next entry of TILEJIT_TEST_SEED's list
+  static size_t next = 0; // the next entry of TILEJIT_TEST_SEED's list
   if (const char* s = std::getenv("TILEJIT_TEST_SEED")) {
     const std::string list = s;
     size_t at = 0;
@@ -37,10 +36,13 @@ inline uint32_t fresh_seed() {
   }
   // Printed now, not only on failure: a sanitizer that stops the process (UBSan's
   // halt_on_error) leaves no failure message, and the seeds are the only way back to the input.
+  // One short line per seed (the whole list on every line grew with the square of the draws).
   const uint32_t seed = std::random_device{}();
-  drawn += (drawn.empty() ? "" : ",") + std::to_string(seed);
-  std::fprintf(stderr, "[random seed %u; TILEJIT_TEST_SEED=%s replays this process's seeds]\n",
-               seed, drawn.c_str());
+  static int draws = 0;
+  if (draws++ == 0)
+    std::fprintf(stderr, "[random seeds follow, one per draw: TILEJIT_TEST_SEED=s1,s2,... (in "
+                         "draw order) replays this process's]\n");
+  std::fprintf(stderr, "[random seed #%d: %u]\n", draws, seed);
   return seed;
 }
 
