@@ -1,9 +1,12 @@
 #include "attention_checks.h"
 
+#include "runtime/device_buffer.h"
 #include "support/text.h"
 #include "test_util.h"
 #include "workloads/host_parallel.h"
 #include "workloads/ring_attention.h"
+
+#include <tilejit/ring_attention.h>
 
 #include <gtest/gtest.h>
 
@@ -370,6 +373,62 @@ void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t h
     expect_close(dk[c], ref_chunk(ref.dk, hkv, dh, c), tol);
     expect_close(dv[c], ref_chunk(ref.dv, hkv, dh, c), tol);
   }
+}
+
+void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t chunk,
+                          int64_t dh, bool causal) {
+  uint32_t seed = fresh_seed();
+  const int64_t n = 2 * chunk;
+  SCOPED_TRACE(str("ring op of one ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv, " N=", n,
+                   " DH=", dh, causal ? " causal" : "", " seed=", seed));
+  std::mt19937 rng(seed);
+  HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
+      dout(t, {b, hq, n, dh}), o(t, {b, hq, n, dh}), lse(DType::F32, {b, hq, n}),
+      dq(t, {b, hq, n, dh}), dk(t, {b, hkv, n, dh}), dv(t, {b, hkv, n, dh});
+  fill_uniform(q, rng, -2, 2);
+  fill_uniform(k, rng, -2, 2);
+  fill_uniform(v, rng, -1, 1);
+  fill_uniform(dout, rng, -1, 1);
+  for (HostBuffer* x : {&o, &lse, &dq, &dk, &dv}) x->poison();
+  // Every buffer on the GPU as it is on the host (the outputs poisoned), and back after.
+  std::vector<HostBuffer*> all = {&q, &k, &v, &dout, &o, &lse, &dq, &dk, &dv};
+  std::vector<DeviceBuffer> dev;
+  std::vector<Tensor> ts;
+  for (HostBuffer* x : all) {
+    const size_t bytes = static_cast<size_t>(x->numel()) * dtype_size(x->dtype());
+    dev.emplace_back(std::max<size_t>(bytes, 16), rt.device_ordinal());
+    dev.back().upload(x->data(), bytes);
+    Tensor tensor = Tensor::contiguous(dev.back().data(), x->dtype(), x->shape());
+    tensor.device_index = rt.device_ordinal();
+    ts.push_back(tensor);
+  }
+  ops::RingGroup ring(rt, ops::RingGroup::new_id(), 1, 0);
+  ops::RingAttentionForwardArgs fa;
+  fa.q = ts[0], fa.k = ts[1], fa.v = ts[2], fa.o = ts[4], fa.lse = ts[5], fa.causal = causal;
+  ops::ring_attention_forward(rt, ring, fa);
+  ops::RingAttentionBackwardArgs ba;
+  ba.q = ts[0], ba.k = ts[1], ba.v = ts[2], ba.o = ts[4], ba.lse = ts[5], ba.dout = ts[3];
+  ba.dq = ts[6], ba.dk = ts[7], ba.dv = ts[8], ba.causal = causal;
+  ops::ring_attention_backward(rt, ring, ba);
+  for (size_t i = 4; i < all.size(); ++i)
+    dev[i].download(all[i]->data(),
+                    static_cast<size_t>(all[i]->numel()) * dtype_size(all[i]->dtype()));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const BackwardReference ref =
+      reference_backward(q, k, v, dout, scale,
+                         [&](int64_t, int64_t, int64_t i, int64_t j) { return !causal || j <= i; });
+  const bool wide = t != DType::F32;
+  expect_close(o, ref.o, wide ? 1e-2 : 5e-3);
+  double worst = 0;
+  for (int64_t i = 0; i < lse.numel(); ++i) {
+    const double e = std::abs(lse.get(i) - ref.lse[i]);
+    if (!(e <= worst)) worst = e; // NaN counts as the worst
+  }
+  EXPECT_LE(worst, wide ? 2e-3 : 3e-3);
+  const double tol = wide ? 3e-2 : 1e-2;
+  expect_close(dq, ref.dq, tol);
+  expect_close(dk, ref.dk, tol);
+  expect_close(dv, ref.dv, tol);
 }
 
 void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,

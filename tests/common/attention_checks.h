@@ -5,6 +5,8 @@
 
 #include "kernel_runner.h"
 
+#include <tilejit/tilejit.h>
+
 #include <cstdint>
 
 namespace tilejit::test {
@@ -24,6 +26,13 @@ namespace tilejit::test {
 void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                           int64_t chunk, int64_t dh, int world, bool causal, bool backward,
                           const Bindings& config);
+
+/// The C++ ring op (tilejit::ops::ring_attention_forward/backward) on a RingGroup of one rank
+/// on `rt`'s GPU (NCCL with no transfers): a sequence of 2 * chunk positions against the
+/// float64 attention and gradients, outputs poisoned first, the tolerances of
+/// check_ring_attention. Needs a GPU and NCCL (TILEJIT_NCCL_LIBRARY).
+void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t chunk,
+                          int64_t dh, bool causal);
 
 void check_attention_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                          int64_t n, int64_t dh, bool causal, bool exact, const Bindings& config);

@@ -10,6 +10,7 @@
 #include "linear_attn_checks.h"
 #include "paged_sparse_checks.h"
 #include "pipeline_checks.h"
+#include "runtime/nccl.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +108,18 @@ TEST(GpuAttention, SparseForward) {
 
 // Block-sparse backward: per-head masks under GQA, broadcast masks, causal, odd N, BM and BN
 // below the block, empty rows (dq exactly 0), 16-bit and f32.
+// The C++ ring op on a group of one rank (NCCL, no transfers): the op's own buffers, streams
+// and events around the kernels the simulated-ranks test checks. Skipped without NCCL.
+TEST(GpuAttention, RingOpOfOneRank) {
+  REQUIRE_GPU();
+  if (!Nccl::available()) GTEST_SKIP() << "no NCCL: set TILEJIT_NCCL_LIBRARY to libnccl.so.2";
+  Runtime& rt = gpu().runtime();
+  for (bool causal : {false, true}) {
+    check_ring_op_of_one(rt, DType::BF16, 2, 4, 2, 67, 64, causal);
+    check_ring_op_of_one(rt, DType::F16, 1, 3, 3, 40, 72, causal);
+  }
+}
+
 TEST(GpuAttention, SparseBackward) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
