@@ -186,6 +186,31 @@ Tensor tensor_arg(const char* op, const Arg& a, const char* name) {
   return a.tensor;
 }
 
+/// The five tensors of an attention forward (q, k, v, o, lse) into the op's arguments (the
+/// one-GPU op's and the ring's have these fields alike).
+template <class Args>
+void attention_forward_tensors(const char* op, const std::vector<Arg>& t, Args& a) {
+  a.q = tensor_arg(op, t[0], "q");
+  a.k = tensor_arg(op, t[1], "k");
+  a.v = tensor_arg(op, t[2], "v");
+  a.o = tensor_arg(op, t[3], "o");
+  a.lse = tensor_arg(op, t[4], "lse");
+}
+
+/// The nine of a backward: q, k, v, o, lse, dout, then dq, dk, dv.
+template <class Args>
+void attention_backward_tensors(const char* op, const std::vector<Arg>& t, Args& a) {
+  a.q = tensor_arg(op, t[0], "q");
+  a.k = tensor_arg(op, t[1], "k");
+  a.v = tensor_arg(op, t[2], "v");
+  a.o = tensor_arg(op, t[3], "o");
+  a.lse = tensor_arg(op, t[4], "lse");
+  a.dout = tensor_arg(op, t[5], "dout");
+  a.dq = tensor_arg(op, t[6], "dq");
+  a.dk = tensor_arg(op, t[7], "dk");
+  a.dv = tensor_arg(op, t[8], "dv");
+}
+
 } // namespace
 
 extern "C" {
@@ -520,11 +545,7 @@ int attention_forward_call(void* runtime, const int64_t* packed, int64_t packed_
             op_tensors(op, packed, packed_len, sparse ? 7 : 5,
                        sparse ? "q, k, v, o, lse, block_counts, block_indices" : "q, k, v, o, lse");
         tilejit::ops::AttentionForwardArgs a;
-        a.q = tensor_arg(op, args[0], "q");
-        a.k = tensor_arg(op, args[1], "k");
-        a.v = tensor_arg(op, args[2], "v");
-        a.o = tensor_arg(op, args[3], "o");
-        a.lse = tensor_arg(op, args[4], "lse");
+        attention_forward_tensors(op, args, a);
         if (sparse)
           a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[5], "block_counts"),
                                                    tensor_arg(op, args[6], "block_indices")};
@@ -555,15 +576,7 @@ int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed
                        sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices"
                               : "q, k, v, o, lse, dout, dq, dk, dv");
         tilejit::ops::AttentionBackwardArgs a;
-        a.q = tensor_arg(op, args[0], "q");
-        a.k = tensor_arg(op, args[1], "k");
-        a.v = tensor_arg(op, args[2], "v");
-        a.o = tensor_arg(op, args[3], "o");
-        a.lse = tensor_arg(op, args[4], "lse");
-        a.dout = tensor_arg(op, args[5], "dout");
-        a.dq = tensor_arg(op, args[6], "dq");
-        a.dk = tensor_arg(op, args[7], "dk");
-        a.dv = tensor_arg(op, args[8], "dv");
+        attention_backward_tensors(op, args, a);
         if (sparse)
           a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[9], "block_counts"),
                                                    tensor_arg(op, args[10], "block_indices")};
@@ -642,11 +655,7 @@ int tj_ring_attention_forward(void* runtime, void* ring, const int64_t* packed, 
         const char* op = "ring_attention_forward";
         const auto& args = op_tensors(op, packed, packed_len, 5, "q, k, v, o, lse");
         tilejit::ops::RingAttentionForwardArgs a;
-        a.q = tensor_arg(op, args[0], "q");
-        a.k = tensor_arg(op, args[1], "k");
-        a.v = tensor_arg(op, args[2], "v");
-        a.o = tensor_arg(op, args[3], "o");
-        a.lse = tensor_arg(op, args[4], "lse");
+        attention_forward_tensors(op, args, a);
         a.causal = causal != 0;
         if (!std::isnan(scale)) a.scale = scale;
         a.stream = stream;
@@ -670,15 +679,7 @@ int tj_ring_attention_backward(void* runtime, void* ring, const int64_t* packed,
         const auto& args =
             op_tensors(op, packed, packed_len, 9, "q, k, v, o, lse, dout, dq, dk, dv");
         tilejit::ops::RingAttentionBackwardArgs a;
-        a.q = tensor_arg(op, args[0], "q");
-        a.k = tensor_arg(op, args[1], "k");
-        a.v = tensor_arg(op, args[2], "v");
-        a.o = tensor_arg(op, args[3], "o");
-        a.lse = tensor_arg(op, args[4], "lse");
-        a.dout = tensor_arg(op, args[5], "dout");
-        a.dq = tensor_arg(op, args[6], "dq");
-        a.dk = tensor_arg(op, args[7], "dk");
-        a.dv = tensor_arg(op, args[8], "dv");
+        attention_backward_tensors(op, args, a);
         a.causal = causal != 0;
         if (!std::isnan(scale)) a.scale = scale;
         a.stream = stream;

@@ -69,3 +69,21 @@ def test_runtime_device_ordinal_is_checked():
         tilejit.Runtime(device=-1)
     with pytest.raises(TilejitError, match="device"):
         tilejit.Runtime(device="cuda:1")
+
+
+def test_a_bad_nccl_path_is_named():
+    """TILEJIT_NCCL_LIBRARY pointing nowhere: the id call says where it looked (in a fresh
+    process: the library is looked for once per process)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TILEJIT_NCCL_LIBRARY="/nonexistent/libnccl.so.2",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    code = ("import tilejit\n"
+            "try:\n"
+            "    tilejit.ops.RingGroup.new_id()\n"
+            "except tilejit.TilejitError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert "NCCL not found (tried /nonexistent/libnccl.so.2)" in out.stdout, out.stdout + out.stderr

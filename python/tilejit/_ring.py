@@ -107,12 +107,10 @@ def ring_attention_forward(q, k, v, *, ring, causal=False, scale=None, out=None,
                            stream=None, check_only=False):
     """This rank's share of the whole sequence's attention: q [B, Hq, 2C, D], k and v [B, Hkv,
     2C, D] (dense) its two zigzag chunks; returns (o like q, lse [B, Hq, 2C] float32)."""
-    from .ops import _empty, _shape
+    from .ops import _like, _shape
     qs = _shape(q)
-    if out is None:
-        out = _empty(q, qs) if qs is not None and len(qs) == 4 else q
-    if lse is None:
-        lse = _empty(q, qs[:3], dtype_of_like=False) if qs is not None and len(qs) == 4 else q
+    out = _like(q) if out is None else out
+    lse = _like(q, qs and qs[:3], float32=True) if lse is None else lse
     _ring_call("ring_attention_forward", lib.tj_ring_attention_forward, ring,
                (q, k, v, out, lse), ("q", "k", "v", "o", "lse"), causal, scale, stream,
                check_only)
@@ -122,14 +120,10 @@ def ring_attention_forward(q, k, v, *, ring, causal=False, scale=None, out=None,
 def ring_attention_backward(q, k, v, o, lse, dout, *, ring, causal=False, scale=None, dq=None,
                             dk=None, dv=None, stream=None, check_only=False):
     """(dq, dk, dv) of this rank's positions for (o, lse) = ring_attention_forward(...)."""
-    from .ops import _empty, _shape
-    qs, ks = _shape(q), _shape(k)
-    if dq is None:
-        dq = _empty(q, qs) if qs is not None and len(qs) == 4 else q
-    if dk is None:
-        dk = _empty(k, ks) if ks is not None and len(ks) == 4 else k
-    if dv is None:
-        dv = _empty(k, ks) if ks is not None and len(ks) == 4 else k
+    from .ops import _like
+    dq = _like(q) if dq is None else dq
+    dk = _like(k) if dk is None else dk
+    dv = _like(k) if dv is None else dv
     _ring_call("ring_attention_backward", lib.tj_ring_attention_backward, ring,
                (q, k, v, o, lse, dout, dq, dk, dv),
                ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), causal, scale, stream,
