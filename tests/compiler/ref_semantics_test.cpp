@@ -467,6 +467,7 @@ TEST(RefSemantics, SumToSumsOverTheAxesItsLikeBroadcastsAlong) {
   for (HostBuffer* b : {&r, &c, &v, &s, &w}) b->poison();
   run_text("sum_to.tile", kSumTo, {x.arg(), r.arg(), c.arg(), v.arg(), s.arg(), w.arg()});
   std::vector<double> rows(5, 0), cols(8, 0), cols2(8, 0), all(1, 0), wide(40);
+  double magnitude = 0; // sum of |x|: f32 sums err relative to it, not to a sum that cancels
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 8; ++j) {
       const double e = x.get(i * 8 + j);
@@ -475,12 +476,15 @@ TEST(RefSemantics, SumToSumsOverTheAxesItsLikeBroadcastsAlong) {
       cols2[j] += 2 * e;
       all[0] += e;
       wide[i * 8 + j] = x.get(i * 8) + e;
+      magnitude += std::abs(e);
     }
-  test::expect_close(r, rows, 1e-6);
-  test::expect_close(c, cols2, 1e-6);
-  test::expect_close(v, cols, 1e-6);
-  test::expect_close(s, all, 1e-6);
-  test::expect_close(w, wide, 1e-6);
+  // 40 terms in f32: error <= 40 * 2^-24 * magnitude ~ 2.4e-6 * magnitude; 1e-5 of it is safe
+  // and still far below a wrong axis (an error of the order of the terms themselves).
+  test::expect_close(r, rows, 1e-5, magnitude);
+  test::expect_close(c, cols2, 1e-5, 2 * magnitude);
+  test::expect_close(v, cols, 1e-5, magnitude);
+  test::expect_close(s, all, 1e-5, magnitude);
+  test::expect_close(w, wide, 1e-5, magnitude);
 }
 
 TEST(RefSemantics, SumToOfShapesThatDoNotBroadcastIsNamed) {
