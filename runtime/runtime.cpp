@@ -238,6 +238,8 @@ struct Runtime::Impl {
   std::shared_ptr<ModuleCache> cache;
   mutable std::optional<DeviceInfo> device;
   ConfigSelector selector;
+  /// select_config()'s answers (with their why) per key: cleared with the prepared launches.
+  std::map<std::string, std::pair<std::optional<Config>, std::string>> selected;
   FirstUseTuner first_use_tuner;
   bool tune_on_first_use = false;
   bool debug_bounds = false;
@@ -308,6 +310,38 @@ std::string Runtime::arch() const {
 void Runtime::set_config_selector(ConfigSelector selector) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->selector = std::move(selector);
+  impl_->selected.clear();
+}
+
+bool Runtime::has_config_selector() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return static_cast<bool>(impl_->selector);
+}
+
+std::optional<Config> Runtime::select_config(const std::string& kernel,
+                                             const std::string& source_hash, const Config& generics,
+                                             const std::map<std::string, int64_t>& sizes,
+                                             std::string* why) {
+  std::string key = kernel + "|" + source_hash;
+  for (const auto& [n, v] : generics) key += "|" + n + "=" + v;
+  for (const auto& [n, v] : sizes) key += "|" + n + "=" + std::to_string(v);
+  ConfigSelector selector;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (auto it = impl_->selected.find(key); it != impl_->selected.end()) {
+      if (why) *why = it->second.second;
+      return it->second.first;
+    }
+    selector = impl_->selector;
+  }
+  std::string said = "no tuning database";
+  std::optional<Config> chosen;
+  // The selector runs outside the lock: it reads the database.
+  if (selector) chosen = selector(kernel, source_hash, generics, sizes, &said);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->selected[key] = {chosen, said};
+  if (why) *why = said;
+  return chosen;
 }
 void Runtime::set_first_use_tuner(FirstUseTuner tuner) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -901,6 +935,7 @@ void Runtime::forget_prepared() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   for (auto& [sig, e] : impl_->prepared) impl_->retired.push_back(std::move(e));
   impl_->prepared.clear();
+  impl_->selected.clear();
 }
 
 Runtime::LaunchStats Runtime::launch_stats() const {

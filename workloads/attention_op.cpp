@@ -139,13 +139,19 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   if (!owned->buffers.empty()) out.storage = owned;
   if (q.numel() == 0) return out;
   // dq by atomics into an f32 accumulator from attn_bwd, or by attn_dq (no atomics, no
-  // accumulator, two more products): the faster on Hopper per workloads/attention_tiles.h, or
-  // what the caller forced with ATOMIC_DQ in `config`.
+  // accumulator, two more products): what the caller forced with ATOMIC_DQ in `config`, else
+  // the plan `tilejit tune --workload attention` chose for this shape (or the nearest tuned
+  // one) in the runtime's tuning database, else the faster on Hopper per
+  // workloads/attention_tiles.h. Block-sparse calls take atomics: attn_dq_sparse needs the
+  // forward's block lists, which the backward is not given.
   const workloads::AttentionTileCase tiles = tile_case(q, a.causal, a.blocks);
   const bool hopper = hopper_tiles(rt, tiles);
   bool atomic_dq = !(hopper && workloads::dq_by_kernel(tiles));
   if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end())
     atomic_dq = forced->second == "1"; // 0 or 1: check_attention_backward saw to it
+  else if (!a.blocks)
+    if (auto tuned = tuned_plan(rt, q, k, a.causal, a.exact))
+      atomic_dq = tuned->name != "dq_kernel";
   // Work buffers for this call: delta = rowsum(o * dout), and dq's f32 accumulator (atomics).
   OwnedBuffers work;
   Tensor delta = work.allocate(DType::F32, {q.shape[0], q.shape[1], q.shape[2]}, device);

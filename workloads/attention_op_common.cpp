@@ -2,6 +2,7 @@
 #include "workloads/attention_op_common.h"
 
 #include "support/error.h"
+#include "workloads/attention_workload.h"
 
 #include <cmath>
 
@@ -72,6 +73,22 @@ workloads::AttentionTileCase tile_case(const Tensor& q, bool causal, int64_t n, 
 /// wgmma and on its 227 KB of shared memory per block) and a case they were measured for.
 bool hopper_tiles(Runtime& rt, const workloads::AttentionTileCase& c) {
   return rt.has_gpu() && rt.device().cc_major == 9 && workloads::hopper_tiles_apply(c);
+}
+
+std::optional<workloads::TunedPlan> tuned_plan(Runtime& rt, const Tensor& q, const Tensor& k,
+                                               bool causal, bool exact) {
+  // The workload's problem of this shape: its plan choice's key is what `tune` stored under.
+  workloads::AttentionShape s;
+  s.batch = q.shape[0];
+  s.heads_q = q.shape[1];
+  s.heads_kv = k.shape[1];
+  s.seq = q.shape[2];
+  s.head_dim = q.shape[3];
+  s.causal = causal;
+  s.exact = exact && q.dtype == DType::F32;
+  s.dtype = q.dtype;
+  return workloads::tuned_plan(rt, "attention", s.describe(),
+                               [&] { return workloads::make_attention_problem(s); });
 }
 
 Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact) {

@@ -4,6 +4,7 @@
 
 #include "workloads/attention_tiles.h"
 #include "workloads/op_checks.h"
+#include "workloads/op_plan.h"
 
 #include <tilejit/ops.h>
 #include <tilejit/tilejit.h>
@@ -42,6 +43,10 @@ workloads::AttentionTileCase tile_case(const Tensor& q, bool causal, int64_t n, 
 /// Whether the tiles measured on Hopper apply here: a Hopper GPU (cc 9.x: the tiles lean on
 /// wgmma and on its 227 KB of shared memory per block) and a case they were measured for.
 bool hopper_tiles(Runtime& rt, const workloads::AttentionTileCase& c);
+/// The plan (workloads/attention_workload.cpp: "atomic_dq" or "dq_kernel") the runtime's
+/// tuning database chose for dense attention of q's and k's shape, or nullopt (none chosen).
+std::optional<workloads::TunedPlan> tuned_plan(Runtime& rt, const Tensor& q, const Tensor& k,
+                                               bool causal, bool exact);
 /// The forward's and backward's generics (D, CAUSAL, EXACT) over the caller's forced values.
 Config kernel_config(const Config& user, const Tensor& q, bool causal, bool exact);
 

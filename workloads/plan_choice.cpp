@@ -10,8 +10,8 @@
 
 namespace tilejit::workloads {
 
-TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
-                        const std::vector<Plan>& plans, const TuneIdentity& identity) {
+PlanChoiceQuery plan_choice_query(const WorkloadKernels& kernels, const Problem& problem,
+                                  const std::vector<Plan>& plans) {
   Runtime& rt = kernels.runtime();
   std::string identity_text;
   std::map<std::string, std::set<std::string>> generic_values;
@@ -31,12 +31,20 @@ TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
   }
   // A generic the plans set differently (attention's ATOMIC_DQ) is how they differ, not what
   // the problem is: only the values every step agrees on name the choice.
-  std::map<std::string, std::string> generics;
+  PlanChoiceQuery q;
   for (const auto& [name, values] : generic_values)
-    if (values.size() == 1) generics[name] = *values.begin();
+    if (values.size() == 1) q.generics[name] = *values.begin();
   TJ_ICHECK(plans.size() <= static_cast<size_t>(max_plans), problem.name() + " has too many plans");
-  return make_tune_key(plan_key_prefix + kernels.workload_name(), sha256_hex(identity_text),
-                       generics, sizes, identity);
+  q.kernel = plan_key_prefix + kernels.workload_name();
+  q.source_hash = sha256_hex(identity_text);
+  q.sizes = std::move(sizes);
+  return q;
+}
+
+TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
+                        const std::vector<Plan>& plans, const TuneIdentity& identity) {
+  const PlanChoiceQuery q = plan_choice_query(kernels, problem, plans);
+  return make_tune_key(q.kernel, q.source_hash, q.generics, q.sizes, identity);
 }
 
 size_t find_plan(const std::vector<Plan>& plans, const std::string& name,

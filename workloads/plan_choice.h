@@ -9,15 +9,26 @@
 #include "tuner/tune_database.h"
 #include "workloads/problem_on_gpu.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tilejit::workloads {
 
-/// The database key of the plan choice for `problem`: the workload, the plans' names and their
-/// kernels' source hashes (a changed kernel is a new choice), the generic values and named
-/// sizes of every per-call step, and the device.
+/// What the plan choice for a problem is keyed on besides the device, in a ConfigSelector's
+/// terms (Runtime::select_config): "plan:<workload>", a hash of the plans' names and their
+/// kernels' source hashes (a changed kernel is a new choice), the generic values every per-call
+/// step agrees on and their named sizes.
+struct PlanChoiceQuery {
+  std::string kernel, source_hash;
+  Config generics;
+  std::map<std::string, int64_t> sizes;
+};
+PlanChoiceQuery plan_choice_query(const WorkloadKernels& kernels, const Problem& problem,
+                                  const std::vector<Plan>& plans);
+
+/// The database key of the plan choice for `problem` on the device `identity` names.
 TuneKey plan_choice_key(const WorkloadKernels& kernels, const Problem& problem,
                         const std::vector<Plan>& plans, const TuneIdentity& identity);
 

@@ -46,6 +46,23 @@ def test_use_database_without_a_gpu_says_so(tmp_path):
         assert "libcuda" in str(e) or "GPU" in str(e) or "device" in str(e)
 
 
+def test_module_use_database_names_a_bad_device_and_needs_a_gpu(tmp_path):
+    for device in ["0", -1, 1.5, True]:
+        try:
+            tilejit.use_database(str(tmp_path / "t.db"), device=device)
+            raise AssertionError(f"device={device!r} was accepted")
+        except tilejit.TilejitError as e:
+            assert f"device={device!r} is not a CUDA device ordinal" in str(e), str(e)
+    if tilejit.runtime().has_gpu:
+        return
+    for device in [None, 0]:  # every GPU's, or one: without a GPU, said at once
+        try:
+            tilejit.use_database(str(tmp_path / "t.db"), device=device)
+            raise AssertionError("use_database without a GPU returned")
+        except tilejit.NoGpuError:
+            pass
+
+
 def test_bad_runtime_options_are_named():
     for kwargs, text in [({"compile_timeout": -1}, "compile_timeout must be seconds >= 0"),
                          ({"tune_on_first_use": "yes"}, "tune_on_first_use must be True"),

@@ -11,7 +11,7 @@ tuned per shape, launched on PyTorch tensors without copies.
 
 from . import ops
 from ._native import InternalError, NoGpuError, TilejitError, lib, text
-from .runtime import Kernel, Runtime, default_runtime
+from .runtime import Kernel, Runtime, default_runtime, use_default_database
 
 __all__ = ["Kernel", "Runtime", "TilejitError", "NoGpuError", "InternalError", "load", "ops",
            "runtime", "tune", "use_database", "default_database_path", "version"]
@@ -33,9 +33,11 @@ def load(source, name=None):
     return runtime().load(source, name)
 
 
-def use_database(path=None, **budget):
-    """The default runtime takes tuned configurations from this database (default: the CLI's)."""
-    runtime().use_database(path, **budget)
+def use_database(path=None, device=None, **budget):
+    """The default runtimes take tuned configurations, and the ops their tuned plans, from this
+    database (default: the CLI's): every GPU's (device=None, runtimes made later too) or one
+    device ordinal's. Budget: trials, seconds, strategy, repeats (tuning on first use)."""
+    use_default_database(path, device, **budget)
 
 
 def default_database_path():

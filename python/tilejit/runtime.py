@@ -161,6 +161,9 @@ class Kernel:
 
 _default = {}
 _default_lock = threading.Lock()
+# What use_database(device=None) asked for: (path, budget), given to every default runtime
+# made after it too, so that ops on any GPU's tensors read the same tuned winners and plans.
+_default_database = None
 
 
 def default_runtime(device=0):
@@ -173,5 +176,28 @@ def default_runtime(device=0):
         with _default_lock:
             rt = _default.get(device)
             if rt is None:
-                rt = _default[device] = Runtime(device=device)
+                rt = Runtime(device=device)
+                if _default_database is not None:
+                    rt.use_database(_default_database[0], **_default_database[1])
+                _default[device] = rt
     return rt
+
+
+def use_default_database(path=None, device=None, **budget):
+    """The default runtimes take tuned configurations (and the ops their plans) from the
+    database at `path` (default: the CLI's): device `device`'s, or with None every GPU's, those
+    made later included. Errors (no GPU, a bad budget) come now, from device 0's (or the
+    given device's) runtime."""
+    global _default_database
+    if device is not None:
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise TilejitError(f"use_database: device={device!r} is not a CUDA device ordinal "
+                               "(an int >= 0) or None (every GPU)")
+        default_runtime(device).use_database(path, **budget)
+        return
+    default_runtime(0).use_database(path, **budget)  # checks the arguments and the GPU
+    with _default_lock:
+        _default_database = (path, dict(budget))
+        others = [rt for d, rt in _default.items() if d != 0]
+    for rt in others:
+        rt.use_database(path, **budget)

@@ -375,11 +375,11 @@ void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t h
   }
 }
 
-void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t chunk,
-                          int64_t dh, bool causal) {
+void check_attention_ops(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t n,
+                         int64_t dh, bool causal, const std::string& what,
+                         const std::function<void(const AttentionOpTensors&)>& call) {
   uint32_t seed = fresh_seed();
-  const int64_t n = 2 * chunk;
-  SCOPED_TRACE(str("ring op of one ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv, " N=", n,
+  SCOPED_TRACE(str(what, " ", dtype_name(t), " B=", b, " HQ=", hq, " HKV=", hkv, " N=", n,
                    " DH=", dh, causal ? " causal" : "", " seed=", seed));
   std::mt19937 rng(seed);
   HostBuffer q(t, {b, hq, n, dh}), k(t, {b, hkv, n, dh}), v(t, {b, hkv, n, dh}),
@@ -402,14 +402,7 @@ void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t h
     tensor.device_index = rt.device_ordinal();
     ts.push_back(tensor);
   }
-  ops::RingGroup ring(rt, ops::RingGroup::new_id(), 1, 0);
-  ops::RingAttentionForwardArgs fa;
-  fa.q = ts[0], fa.k = ts[1], fa.v = ts[2], fa.o = ts[4], fa.lse = ts[5], fa.causal = causal;
-  ops::ring_attention_forward(rt, ring, fa);
-  ops::RingAttentionBackwardArgs ba;
-  ba.q = ts[0], ba.k = ts[1], ba.v = ts[2], ba.o = ts[4], ba.lse = ts[5], ba.dout = ts[3];
-  ba.dq = ts[6], ba.dk = ts[7], ba.dv = ts[8], ba.causal = causal;
-  ops::ring_attention_backward(rt, ring, ba);
+  call({ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7], ts[8]});
   for (size_t i = 4; i < all.size(); ++i)
     dev[i].download(all[i]->data(),
                     static_cast<size_t>(all[i]->numel()) * dtype_size(all[i]->dtype()));
@@ -429,6 +422,23 @@ void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t h
   expect_close(dq, ref.dq, tol);
   expect_close(dk, ref.dk, tol);
   expect_close(dv, ref.dv, tol);
+}
+
+void check_ring_op_of_one(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t chunk,
+                          int64_t dh, bool causal) {
+  check_attention_ops(rt, t, b, hq, hkv, 2 * chunk, dh, causal, "ring op of one",
+                      [&](const AttentionOpTensors& x) {
+                        ops::RingGroup ring(rt, ops::RingGroup::new_id(), 1, 0);
+                        ops::RingAttentionForwardArgs fa;
+                        fa.q = x.q, fa.k = x.k, fa.v = x.v, fa.o = x.o, fa.lse = x.lse;
+                        fa.causal = causal;
+                        ops::ring_attention_forward(rt, ring, fa);
+                        ops::RingAttentionBackwardArgs ba;
+                        ba.q = x.q, ba.k = x.k, ba.v = x.v, ba.o = x.o, ba.lse = x.lse;
+                        ba.dout = x.dout, ba.dq = x.dq, ba.dk = x.dk, ba.dv = x.dv;
+                        ba.causal = causal;
+                        ops::ring_attention_backward(rt, ring, ba);
+                      });
 }
 
 void check_attention_sparse_fwd(const KernelRunner& run, DType t, int64_t b, int64_t hq,

@@ -8,6 +8,8 @@
 #include <tilejit/tilejit.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace tilejit::test {
 
@@ -26,6 +28,19 @@ namespace tilejit::test {
 void check_ring_attention(const KernelRunner& run, DType t, int64_t b, int64_t hq, int64_t hkv,
                           int64_t chunk, int64_t dh, int world, bool causal, bool backward,
                           const Bindings& config);
+
+/// Device tensors of one attention call: inputs q, k, v, dout drawn at random, outputs o, lse,
+/// dq, dk, dv poisoned.
+struct AttentionOpTensors {
+  Tensor q, k, v, dout, o, lse, dq, dk, dv;
+};
+/// Uploads fresh random inputs and poisoned outputs on `rt`'s GPU, lets `call` compute o, lse,
+/// dq, dk and dv into them (an op's forward and backward), and checks every element against
+/// the float64 attention and gradients (scale 1/sqrt(dh)), with check_ring_attention's
+/// tolerances. `what` names the call in failures.
+void check_attention_ops(Runtime& rt, DType t, int64_t b, int64_t hq, int64_t hkv, int64_t n,
+                         int64_t dh, bool causal, const std::string& what,
+                         const std::function<void(const AttentionOpTensors&)>& call);
 
 /// The C++ ring op (tilejit::ops::ring_attention_forward/backward) on a RingGroup of one rank
 /// on `rt`'s GPU (NCCL with no transfers): a sequence of 2 * chunk positions against the

@@ -3,6 +3,7 @@
 // running the same kernel and shape at once, a three-kernel toy workload tuned step by step,
 // tuning on first use end to end, and a tune whose compiles time out. Every output is poisoned
 // first and every element compared with a float64 reference on fresh random inputs.
+#include "attention_checks.h"
 #include "gpu_runner.h"
 #include "test_util.h"
 #include "toy_workload.h"
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tilejit/ops.h>
 #include <tilejit/tilejit.h>
 
 #include <chrono>
@@ -346,6 +348,54 @@ TEST(GpuWorkloads, AttentionPlansAreTunedAndTheFasterKept) {
   workloads::ProblemTuning pinned = workloads::tune_problem(kernels, *p, *db, id, o);
   EXPECT_EQ(pinned.plan, plans[1 - faster].name);
   EXPECT_EQ(pinned.plan_why, "pinned in the database");
+}
+
+// The attention op reads the plan choice through its Runtime's database: dq by attn_dq where
+// dq_kernel was stored for its shape (or the nearest tuned one), by atomics and attn_bwd_dq
+// where atomic_dq was; right either way (float64 reference, outputs poisoned), and a forced
+// ATOMIC_DQ still wins.
+TEST(GpuWorkloads, TheAttentionOpTakesThePlanStoredForItsShape) {
+  REQUIRE_GPU();
+  auto w = workloads::find_workload("attention");
+  QuickTune q("1");
+  auto p = w->parse_shape({{"H", "4"}, {"HKV", "2"}, {"N", "301"}, {"D", "64"}}, DType::F16);
+  std::vector<std::string> log;
+  auto rt = runtime(false, &log);
+  const TuneKey key =
+      workloads::plan_choice_key(workloads::WorkloadKernels(*rt, *w), *p, p->plans(), q.id);
+  use_tuning_database(*rt, q.db);
+  auto launched = [&](const std::string& kernel) {
+    for (const std::string& m : log)
+      if (m.rfind("launch " + kernel + ":", 0) == 0) return true;
+    return false;
+  };
+  auto run_op = [&](int64_t n, const Config& config, const char* what) {
+    log.clear();
+    check_attention_ops(*rt, DType::F16, 1, 4, 2, n, 64, false, what,
+                        [&](const AttentionOpTensors& x) {
+                          ops::AttentionForwardArgs fa;
+                          fa.q = x.q, fa.k = x.k, fa.v = x.v, fa.o = x.o, fa.lse = x.lse;
+                          ops::attention_forward(*rt, fa);
+                          ops::AttentionBackwardArgs ba;
+                          ba.q = x.q, ba.k = x.k, ba.v = x.v, ba.o = x.o, ba.lse = x.lse;
+                          ba.dout = x.dout, ba.dq = x.dq, ba.dk = x.dk, ba.dv = x.dv;
+                          ba.config = config;
+                          ops::attention_backward(*rt, ba);
+                        });
+    rt->forget_prepared(); // every launch logs where its configuration came from again
+  };
+  for (int64_t plan : {1, 0}) {
+    q.db->set_winner(key, {{plan_tunable, plan}}, 1.0);
+    rt->forget_prepared();
+    for (int64_t n : {301, 257}) { // the exact shape, and one whose nearest tuned shape it is
+      run_op(n, {}, plan ? "op, dq_kernel stored" : "op, atomic_dq stored");
+      EXPECT_EQ(launched("attn_dq"), plan == 1) << "N=" << n;
+      EXPECT_EQ(launched("attn_bwd_dq"), plan == 0) << "N=" << n;
+    }
+  }
+  run_op(301, {{"ATOMIC_DQ", "0"}}, "op, ATOMIC_DQ=0 forced over atomic_dq stored");
+  EXPECT_TRUE(launched("attn_dq"));
+  EXPECT_FALSE(launched("attn_bwd_dq"));
 }
 
 // Untuned, a workload's steps launch what its op launches: attention's Hopper tiles on a GPU

@@ -5,6 +5,7 @@
 #include "support/error.h"
 #include "tests/tuner/tune_test_util.h"
 #include "tuner/tune_database.h"
+#include "workloads/attention_op_common.h"
 #include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 
@@ -174,6 +175,90 @@ TEST(PlanChoice, AStaleOrForeignChoiceIsIgnored) {
   EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "").index, 0u);
   db.set_winner(key, {{"BM", 64}}, 0.4);
   EXPECT_EQ(workloads::choose_plan(a.kernels, *p, plans, &db, h100(), "").index, 0u);
+}
+
+// The ops read the plan choice through their Runtime's selector (the tuning database):
+// attention_backward takes dq by attn_dq where `tune` stored dq_kernel for its shape (or the
+// nearest tuned one), and ignores what names none of the plans.
+TEST(PlanChoice, TheOpsReadTheDatabasesChoiceThroughTheirRuntime) {
+  AttentionPlans a;
+  TempDir dir;
+  auto db = std::make_shared<TuneDatabase>(dir.file("t.db"));
+  const Tensor q = Tensor::contiguous(nullptr, DType::F16, {1, 4, 1000, 64});
+  const Tensor k = Tensor::contiguous(nullptr, DType::F16, {1, 4, 1000, 64});
+  // No selector: no choice, the op keeps its own.
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+  EXPECT_FALSE(a.rt.has_config_selector());
+  a.rt.set_config_selector(make_db_config_selector(db, h100()));
+  EXPECT_TRUE(a.rt.has_config_selector());
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false)) << "nothing tuned";
+  auto p = a.problem("1000", "0"); // the same shape as q and k: B=1 H=4 N=1000 D=64 f16
+  const TuneKey key = workloads::plan_choice_key(a.kernels, *p, p->plans(), h100());
+  db->set_winner(key, {{plan_tunable, 1}}, 0.5);
+  // The runtime remembers its answer until the database is said to have changed.
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+  a.rt.forget_prepared();
+  auto chosen = ops::attention_detail::tuned_plan(a.rt, q, k, false, false);
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->name, "dq_kernel");
+  EXPECT_NE(chosen->why.find("exact shape"), std::string::npos) << chosen->why;
+  // Another N: the nearest tuned shape's choice. Causal: another problem, nothing tuned.
+  const Tensor q2 = Tensor::contiguous(nullptr, DType::F16, {1, 4, 1500, 64});
+  const Tensor k2 = Tensor::contiguous(nullptr, DType::F16, {1, 4, 1500, 64});
+  chosen = ops::attention_detail::tuned_plan(a.rt, q2, k2, false, false);
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->name, "dq_kernel");
+  EXPECT_NE(chosen->why.find("nearest"), std::string::npos) << chosen->why;
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, true, false));
+  // atomic_dq stored: read back by name.
+  db->set_winner(key, {{plan_tunable, 0}}, 0.4);
+  a.rt.forget_prepared();
+  chosen = ops::attention_detail::tuned_plan(a.rt, q, k, false, false);
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->name, "atomic_dq");
+  // A plan index past the list (another build's) or a config of another kind: no choice.
+  db->set_winner(key, {{plan_tunable, 7}}, 0.3);
+  a.rt.forget_prepared();
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+  db->set_winner(key, {{"BM", 64}}, 0.2);
+  a.rt.set_config_selector(make_db_config_selector(db, h100())); // also forgets the answers
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+  // Another GPU's database entries are not this one's.
+  db->set_winner(key, {{plan_tunable, 1}}, 0.1);
+  TuneIdentity h200 = h100();
+  h200.device_name = "NVIDIA H200";
+  a.rt.set_config_selector(make_db_config_selector(db, h200));
+  EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+}
+
+// Runtime::select_config asks the selector once per key and remembers the answer and its why.
+TEST(PlanChoice, SelectConfigAsksTheSelectorOncePerKey) {
+  AttentionPlans a;
+  std::string why;
+  EXPECT_FALSE(a.rt.select_config("plan:x", "h", {}, {{"N", 1}}, &why));
+  EXPECT_EQ(why, "no tuning database");
+  int calls = 0;
+  a.rt.set_config_selector([&](const std::string& kernel, const std::string&, const Config&,
+                               const std::map<std::string, int64_t>& sizes,
+                               std::string* w) -> std::optional<Config> {
+    ++calls;
+    *w = "asked about " + kernel;
+    if (sizes.at("N") == 2) return std::nullopt;
+    return Config{{"PLAN", "1"}};
+  });
+  for (int i = 0; i < 3; ++i) {
+    auto c = a.rt.select_config("plan:x", "h", {{"T", "f16"}}, {{"N", 1}}, &why);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->at("PLAN"), "1");
+    EXPECT_EQ(why, "asked about plan:x");
+    EXPECT_FALSE(a.rt.select_config("plan:x", "h", {{"T", "f16"}}, {{"N", 2}}));
+  }
+  EXPECT_EQ(calls, 2);
+  a.rt.select_config("plan:x", "h", {{"T", "bf16"}}, {{"N", 1}}); // another generic: another key
+  EXPECT_EQ(calls, 3);
+  a.rt.forget_prepared();
+  a.rt.select_config("plan:x", "h", {{"T", "f16"}}, {{"N", 1}});
+  EXPECT_EQ(calls, 4);
 }
 
 TEST(PlanChoice, AnUnknownPlanNamesTheProblemsPlans) {

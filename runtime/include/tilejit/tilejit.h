@@ -186,6 +186,18 @@ public:
   LaunchStats launch_stats() const;
 
   void set_config_selector(ConfigSelector selector);
+  /// Whether a selector is installed (use_tuning_database): without one, select_config has
+  /// nothing to ask, and an op need not build the key it would ask with.
+  bool has_config_selector() const;
+  /// Asks the selector (the tuning database) about a key that is not one launch's: a
+  /// workload's plan choice ("plan:attention", workloads/plan_choice.h), which the ops read to
+  /// take the kernels the tuner found fastest. nullopt without a selector or where it has no
+  /// opinion; `why` says which. Remembered per key until the selector changes or
+  /// forget_prepared(), like a prepared launch's configuration.
+  std::optional<Config> select_config(const std::string& kernel, const std::string& source_hash,
+                                      const Config& generics,
+                                      const std::map<std::string, int64_t>& sizes,
+                                      std::string* why = nullptr);
   void set_first_use_tuner(FirstUseTuner tuner);
   /// Whether launches tune shapes that have no tuned winner (RuntimeOptions::tune_on_first_use).
   bool tunes_on_first_use() const;
