@@ -2,13 +2,27 @@
 #include "runtime/device_buffer.h"
 
 #include "runtime/cuda_driver.h"
+#include "runtime/hip_runtime.h"
 #include "support/error.h"
 
 #include <utility>
 
 namespace tilejit {
 
-DeviceBuffer::DeviceBuffer(size_t bytes, int device) : size_(bytes), device_(device) {
+namespace {
+void* as_pointer(cu::CUdeviceptr p) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+}
+} // namespace
+
+DeviceBuffer::DeviceBuffer(size_t bytes, int device, GpuApi api)
+    : size_(bytes), device_(device), api_(api) {
+  if (api == GpuApi::hip) {
+    const HipRuntime& hip = HipRuntime::get(); // "no AMD GPU: ..." without one
+    if (bytes)
+      ptr_ = static_cast<cu::CUdeviceptr>(reinterpret_cast<uintptr_t>(hip.allocate(bytes, device)));
+    return;
+  }
   CudaDriver& d = CudaDriver::get();
   d.ensure_context(device);
   // cuMemAlloc rejects 0 bytes; an empty buffer needs no memory.
@@ -22,7 +36,7 @@ DeviceBuffer::~DeviceBuffer() {
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)),
-      device_(other.device_) {}
+      device_(other.device_), api_(other.api_) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -30,6 +44,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     ptr_ = std::exchange(other.ptr_, 0);
     size_ = std::exchange(other.size_, 0);
     device_ = other.device_;
+    api_ = other.api_;
   }
   return *this;
 }
@@ -39,9 +54,13 @@ void DeviceBuffer::release() noexcept {
   // A destructor cannot report failure; at process exit the driver may already be shut down
   // (CUDA_ERROR_DEINITIALIZED), which is harmless.
   try {
-    CudaDriver& d = CudaDriver::get();
-    d.ensure_context(device_);
-    d.cuMemFree(ptr_);
+    if (api_ == GpuApi::hip) {
+      HipRuntime::get().release(as_pointer(ptr_));
+    } else {
+      CudaDriver& d = CudaDriver::get();
+      d.ensure_context(device_);
+      d.cuMemFree(ptr_);
+    }
   } catch (...) {
   }
   ptr_ = 0;
@@ -57,6 +76,8 @@ void DeviceBuffer::check_range(const char* what, size_t bytes, size_t offset) co
 void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   check_range("upload", bytes, offset);
   if (bytes == 0) return;
+  if (api_ == GpuApi::hip)
+    return HipRuntime::get().copy_to_device(as_pointer(ptr_ + offset), host, bytes, device_);
   CudaDriver& d = CudaDriver::get();
   d.ensure_context(device_);
   d.check(d.cuMemcpyHtoD(ptr_ + offset, host, bytes), "cuMemcpyHtoD");
@@ -65,6 +86,8 @@ void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
   check_range("download", bytes, offset);
   if (bytes == 0) return;
+  if (api_ == GpuApi::hip)
+    return HipRuntime::get().copy_to_host(host, as_pointer(ptr_ + offset), bytes, device_);
   CudaDriver& d = CudaDriver::get();
   d.ensure_context(device_);
   d.check(d.cuMemcpyDtoH(host, ptr_ + offset, bytes), "cuMemcpyDtoH");
@@ -72,6 +95,7 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
 
 void DeviceBuffer::fill_byte(uint8_t value) {
   if (size_ == 0) return;
+  if (api_ == GpuApi::hip) return HipRuntime::get().fill_bytes(data(), value, size_, device_);
   CudaDriver& d = CudaDriver::get();
   d.ensure_context(device_);
   d.check(d.cuMemsetD8(ptr_, value, size_), "cuMemsetD8");

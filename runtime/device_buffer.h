@@ -1,7 +1,9 @@
-// Owned device memory (RAII over cuMemAlloc/cuMemFree) for the tuner, tests and benchmarks.
+// Owned device memory (RAII over cuMemAlloc/cuMemFree, or hipMalloc/hipFree on an AMD GPU) for
+// the tuner, tests and benchmarks.
 #pragma once
 
 #include "runtime/cuda_abi.h"
+#include "runtime/gpu_api.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +17,10 @@ class DeviceBuffer {
 public:
   /// An empty buffer (no allocation, no driver needed).
   DeviceBuffer() = default;
-  /// Allocates `bytes` on device `device` (contents undefined); throws NoGpuError without a
-  /// GPU and tilejit::Error (CUDA_ERROR_OUT_OF_MEMORY, ...) when allocation fails.
-  explicit DeviceBuffer(size_t bytes, int device = 0);
+  /// Allocates `bytes` on device `device` of `api` (contents undefined); throws NoGpuError
+  /// without such a GPU ("no AMD GPU: ..." for HIP) and tilejit::Error
+  /// (CUDA_ERROR_OUT_OF_MEMORY, ...) when allocation fails.
+  explicit DeviceBuffer(size_t bytes, int device = 0, GpuApi api = GpuApi::cuda);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -37,6 +40,7 @@ public:
   void* data() const { return reinterpret_cast<void*>(static_cast<uintptr_t>(ptr_)); }
   size_t size() const { return size_; }
   int device() const { return device_; }
+  GpuApi api() const { return api_; }
 
 private:
   void check_range(const char* what, size_t bytes, size_t offset) const;
@@ -45,6 +49,7 @@ private:
   cu::CUdeviceptr ptr_ = 0;
   size_t size_ = 0;
   int device_ = 0;
+  GpuApi api_ = GpuApi::cuda;
 };
 
 } // namespace tilejit

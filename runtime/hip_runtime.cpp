@@ -43,6 +43,9 @@ struct HipRuntime::Api {
   HipStatus (*hipFree)(void*) = nullptr;
   HipStatus (*hipMemsetD32Async)(void*, int, size_t, void*) = nullptr;
   HipStatus (*hipStreamSynchronize)(void*) = nullptr;
+  HipStatus (*hipMemcpy)(void*, const void*, size_t, int) = nullptr;
+  HipStatus (*hipMemset)(void*, int, size_t) = nullptr;
+  HipStatus (*hipDeviceSynchronize)() = nullptr;
 };
 
 /// Friend of HipRuntime that performs the one-time load and device count.
@@ -84,6 +87,9 @@ struct HipRuntimeLoader {
     bind_symbol(lib, api->hipFree, "hipFree", missing);
     bind_symbol(lib, api->hipMemsetD32Async, "hipMemsetD32Async", missing);
     bind_symbol(lib, api->hipStreamSynchronize, "hipStreamSynchronize", missing);
+    bind_symbol(lib, api->hipMemcpy, "hipMemcpy", missing);
+    bind_symbol(lib, api->hipMemset, "hipMemset", missing);
+    bind_symbol(lib, api->hipDeviceSynchronize, "hipDeviceSynchronize", missing);
     if (!missing.empty()) {
       out.reason = str("no AMD GPU: ", path, " has no ", missing);
       return out;
@@ -100,6 +106,7 @@ struct HipRuntimeLoader {
     }
     out.runtime.reset(new HipRuntime());
     out.runtime->api_ = std::move(api);
+    out.runtime->device_count_ = count;
     return out;
   }
 };
@@ -140,6 +147,41 @@ void* HipRuntime::allocate(size_t bytes, int device) const {
 
 void HipRuntime::release(void* p) const {
   if (p) api_->hipFree(p);
+}
+
+void HipRuntime::copy_to_device(void* device_ptr, const void* host, size_t bytes,
+                                int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  check(api_->hipMemcpy(device_ptr, host, bytes, hipMemcpyHostToDevice), "hipMemcpy (to device)");
+}
+
+void HipRuntime::copy_to_host(void* host, const void* device_ptr, size_t bytes, int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  check(api_->hipMemcpy(host, device_ptr, bytes, hipMemcpyDeviceToHost), "hipMemcpy (to host)");
+}
+
+void HipRuntime::copy_on_device(void* dst, const void* src, size_t bytes, int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  check(api_->hipMemcpy(dst, src, bytes, hipMemcpyDeviceToDevice), "hipMemcpy (on the device)");
+}
+
+void HipRuntime::fill_bytes(void* device_ptr, uint8_t value, size_t bytes, int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  check(api_->hipMemset(device_ptr, value, bytes), "hipMemset");
+  // hipMemset may return before the device is done, like cuMemsetD8: wait, so that work on
+  // any stream sees the fill.
+  check(api_->hipDeviceSynchronize(), "hipDeviceSynchronize after hipMemset");
+}
+
+void HipRuntime::device_synchronize(int device) const {
+  check(api_->hipSetDevice(device), "hipSetDevice");
+  check(api_->hipDeviceSynchronize(), "hipDeviceSynchronize");
+}
+
+int HipRuntime::shared_memory_per_block(int device) const {
+  hipDeviceProp_t props{};
+  check(api_->hipGetDeviceProperties(&props, device), "hipGetDeviceProperties");
+  return static_cast<int>(props.sharedMemPerBlock);
 }
 
 void HipRuntime::memset_d32_async(void* p, unsigned value, size_t count, void* stream) const {

@@ -50,6 +50,18 @@ public:
   void release(void* p) const;
   void memset_d32_async(void* p, unsigned value, size_t count, void* stream) const;
   void stream_synchronize(void* stream) const;
+  /// Synchronous copies and fills of device memory on `device` (hipMemcpy, hipMemset then a
+  /// device-wide wait), for the tuner's and the workloads' buffers (DeviceBuffer on HIP).
+  void copy_to_device(void* device_ptr, const void* host, size_t bytes, int device) const;
+  void copy_to_host(void* host, const void* device_ptr, size_t bytes, int device) const;
+  void fill_bytes(void* device_ptr, uint8_t value, size_t bytes, int device) const;
+  void copy_on_device(void* dst, const void* src, size_t bytes, int device) const;
+  /// Waits for all work on `device` (hipDeviceSynchronize).
+  void device_synchronize(int device) const;
+  /// The device's shared memory (LDS) per block in bytes: the tuner's limit on AMD.
+  int shared_memory_per_block(int device) const;
+  /// AMD GPUs the HIP runtime found (at least one: get() throws otherwise).
+  int device_count() const { return device_count_; }
   void unload(const Function& f) const;
   void launch(const Function& f, const std::array<int64_t, 3>& grid, int threads,
               int64_t smem_bytes, void* stream, void** args, const std::string& name) const;
@@ -60,6 +72,7 @@ private:
   HipRuntime() = default;
   void check(int result, const std::string& what) const;
   std::unique_ptr<Api> api_;
+  int device_count_ = 0;
 };
 
 } // namespace tilejit

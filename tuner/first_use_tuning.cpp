@@ -3,8 +3,8 @@
 #include "compiler/launch_plan.h"
 #include "compiler/ref/run_tile.h"
 #include "dsl/ast.h"
-#include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
+#include "runtime/gpu_api.h"
 #include "runtime/runtime_access.h"
 #include "support/text.h"
 #include "tuner/db_binary_source.h"
@@ -73,11 +73,12 @@ FirstUseTuner make_first_use_tuner(std::shared_ptr<TuneDatabase> db, TuneIdentit
     TuneKey key =
         make_tune_key(kernel.name, rt.source_hash(k), shape.generics, shape.sizes, identity);
     if (db->winner(key)) return std::nullopt; // tuned before: the selector has it
-    CudaDriver& driver = CudaDriver::get();
+    // The runtime's GPU, through its target's API (CUDA, or HIP on an AMD GPU).
+    const GpuApi api = gpu_api(rt);
+    const int device = rt.device_ordinal();
     // The caller's inputs may still be being written on its stream.
-    driver.check(driver.cuStreamSynchronize(static_cast<cu::CUstream>(stream)),
-                 "cuStreamSynchronize");
-    driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+    synchronize_stream(api, stream);
+    synchronize_device(api, device);
     // Save what the kernel writes, so every checked run (and the caller's real launch)
     // starts from the caller's buffers.
     std::vector<bool> written = params_written(kernel);
@@ -97,29 +98,21 @@ FirstUseTuner make_first_use_tuner(std::shared_ptr<TuneDatabase> db, TuneIdentit
       s.view = a.tensor;
       s.bytes = *bytes;
       if (s.bytes) {
-        s.saved = DeviceBuffer(s.bytes);
-        driver.check(
-            driver.cuMemcpyDtoD(s.saved.ptr(), reinterpret_cast<uintptr_t>(s.view.data), s.bytes),
-            "cuMemcpyDtoD");
+        s.saved = DeviceBuffer(s.bytes, device, api);
+        copy_on_device(api, device, s.saved.data(), s.view.data, s.bytes);
       }
       saved.push_back(std::move(s));
     }
     auto restore = [&] {
       for (SavedTensor& s : saved)
-        if (s.bytes)
-          driver.check(
-              driver.cuMemcpyDtoD(reinterpret_cast<uintptr_t>(s.view.data), s.saved.ptr(), s.bytes),
-              "cuMemcpyDtoD");
+        if (s.bytes) copy_on_device(api, device, s.view.data, s.saved.data(), s.bytes);
     };
     auto read_back = [&] {
       std::vector<std::string> out;
-      driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+      synchronize_device(api, device);
       for (SavedTensor& s : saved) {
         std::string bytes(s.bytes, '\0');
-        if (s.bytes)
-          driver.check(
-              driver.cuMemcpyDtoH(bytes.data(), reinterpret_cast<uintptr_t>(s.view.data), s.bytes),
-              "cuMemcpyDtoH");
+        if (s.bytes) copy_to_host(api, device, bytes.data(), s.view.data, s.bytes);
         out.push_back(std::move(bytes));
       }
       return out;
@@ -156,7 +149,7 @@ FirstUseTuner make_first_use_tuner(std::shared_ptr<TuneDatabase> db, TuneIdentit
       };
       TuneOutcome out = tune(r, *db, identity);
       restore();
-      driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+      synchronize_device(api, device);
       say(fmt::format(
           "tuned on first use: {} trials, winner {:.1f} us{}", out.trials, out.winner_ms * 1e3,
           out.default_ms > 0 ? fmt::format(" (defaults {:.1f} us)", out.default_ms * 1e3) : ""));
@@ -176,7 +169,7 @@ FirstUseTuner make_first_use_tuner(std::shared_ptr<TuneDatabase> db, TuneIdentit
 
 void use_tuning_database(Runtime& rt, std::shared_ptr<TuneDatabase> db,
                          FirstUseTuningOptions options) {
-  TuneIdentity id = current_identity();
+  TuneIdentity id = current_identity(rt);
   rt.set_config_selector(make_db_config_selector(db, id));
   rt.set_binary_source(make_db_binary_source(db));
   rt.set_first_use_tuner(make_first_use_tuner(std::move(db), std::move(id), options));

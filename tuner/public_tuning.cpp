@@ -32,7 +32,7 @@ std::string default_tuning_database_path() {
 }
 
 void use_tuning_database(Runtime& rt, const std::string& path, const TuningBudget& budget) {
-  rt.require_gpu();
+  current_identity(rt); // NoGpuError without the runtime's GPU (an AMD one for a gfx target)
   use_tuning_database(rt, open_database(path), first_use_options(budget));
   rt.forget_prepared(); // launches prepared before now chose without the database
 }
@@ -40,13 +40,13 @@ void use_tuning_database(Runtime& rt, const std::string& path, const TuningBudge
 TuningResult tune_launch(Runtime& rt, KernelRef kernel, const std::vector<Arg>& args,
                          const LaunchOptions& options, const std::string& path,
                          const TuningBudget& budget) {
-  rt.require_gpu();
+  const TuneIdentity identity = current_identity(rt); // NoGpuError without its GPU
   FirstUseTuningOptions o = first_use_options(budget);
   auto db = open_database(path);
   use_tuning_database(rt, db, o);
   rt.forget_prepared();
   TuningResult out;
-  FirstUseTuner tuner = make_first_use_tuner(db, current_identity(), o);
+  FirstUseTuner tuner = make_first_use_tuner(db, identity, o);
   std::string why;
   if (auto winner = tuner(rt, kernel, args, options.config, options.stream, &why)) {
     out.tuned = true;

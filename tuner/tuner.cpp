@@ -2,8 +2,8 @@
 
 #include "compiler/specialise.h"
 #include "dsl/diagnostics.h"
-#include "runtime/cuda_driver.h"
 #include "runtime/device_info.h"
+#include "runtime/gpu_api.h"
 #include "runtime/hip_runtime.h"
 #include "runtime/hiprtc.h"
 #include "runtime/jit_compiler.h"
@@ -12,6 +12,7 @@
 #include "support/deadline.h"
 #include "support/text.h"
 #include "support/version.h"
+#include "tuner/launch_timer.h"
 #include "tuner/search_space.h"
 
 #include <charconv>
@@ -32,6 +33,15 @@ TuneIdentity current_identity(const std::string& language) {
   const HipRuntime::DeviceIdentity d = HipRuntime::get().identity(0);
   return tune_identity_amd(d.name, d.gfx, d.compute_units, d.runtime_version, d.driver_version,
                            Hiprtc::get().version(), tilejit_version());
+}
+
+TuneIdentity current_identity(Runtime& rt) {
+  if (gpu_api(rt) == GpuApi::hip) {
+    const HipRuntime::DeviceIdentity d = HipRuntime::get().identity(rt.device_ordinal());
+    return tune_identity_amd(d.name, d.gfx, d.compute_units, d.runtime_version, d.driver_version,
+                             Hiprtc::get().version(), tilejit_version());
+  }
+  return tune_identity(rt.device(), Nvrtc::get().version(), tilejit_version());
 }
 
 namespace {
@@ -105,7 +115,9 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
   TuneOutcome out;
   out.key =
       make_tune_key(kernel.name, rt.source_hash(r.kernel), shape.generics, shape.sizes, identity);
-  const int smem_limit = rt.device().smem_per_block_optin;
+  // The GPU's limit (CUDA's opt-in maximum, an AMD GPU's LDS per block): NoGpuError without
+  // the target's kind of GPU, before anything compiles.
+  const int smem_limit = shared_memory_limit(rt);
   SearchSpace space(kernel, Bindings(shape.generics.begin(), shape.generics.end()), smem_limit);
   out.default_config = as_config(space.config(space.default_index()));
 
@@ -145,7 +157,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
     log(str("  and ", so.seeds.size() - nearby, " configuration(s) the workload suggests"));
   for (const std::string& s : skipped) log(str("  a suggestion not in this space: ", s));
 
-  KernelTimer timer;
+  LaunchTimer timer(rt);
   rt.arch(); // initialise device queries before compiling on worker threads
   const unsigned threads =
       r.compile_threads ? r.compile_threads : std::max(1u, std::thread::hardware_concurrency());
@@ -239,7 +251,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
         try {
           r.prepare_check();
           rt.launch_config(r.kernel, cfg, r.args);
-          CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
+          synchronize_device(timer.api(), rt.device_ordinal());
           std::string why;
           if (!r.check(&why)) {
             result.status = TrialStatus::wrong_result;
@@ -248,8 +260,7 @@ TuneOutcome tune(const TuneRequest& r, TuneDatabase& db, const TuneIdentity& ide
             TimingOptions to;
             to.repeats = p.repeats;
             to.warmup = 2;
-            Timing t =
-                timer.time([&](cu::CUstream s) { rt.launch_config(r.kernel, cfg, r.args, s); }, to);
+            Timing t = timer.time([&](void* s) { rt.launch_config(r.kernel, cfg, r.args, s); }, to);
             result.median_ms = t.median_ms;
             result.spread_ms = t.spread_ms();
             if (!t.steady) {

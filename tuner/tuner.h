@@ -81,5 +81,8 @@ TuneIdentity current_identity();
 /// The same for a target language: "cuda" (current_identity()), or "hip": AMD GPU 0 through the
 /// HIP runtime with HIPRTC's version (throws NoGpuError "no AMD GPU ..." without one).
 TuneIdentity current_identity(const std::string& language);
+/// The identity of `rt`'s GPU (its device ordinal, its target's API: an AMD GPU's for a gfx
+/// target). Throws NoGpuError without that GPU.
+TuneIdentity current_identity(Runtime& rt);
 
 } // namespace tilejit

@@ -1,6 +1,6 @@
 #include "workloads/problem_on_gpu.h"
 
-#include "runtime/cuda_driver.h"
+#include "runtime/gpu_api.h"
 #include "runtime/runtime_access.h"
 #include "support/error.h"
 #include "support/text.h"
@@ -98,6 +98,9 @@ ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& proble
     : kernels_(kernels), problem_(problem), data_(data), steps_(plan.steps),
       specs_(problem.buffers()) {
   std::map<std::string, Arg> views;
+  // The buffers live where the runtime launches: its GPU, through its target's API.
+  Runtime& rt = kernels.runtime();
+  const GpuApi api = gpu_api(rt);
   for (const BufferSpec& b : specs_) {
     ref::HostBuffer& h = data_.buffer(b.name);
     TJ_ICHECK(
@@ -105,9 +108,11 @@ ProblemOnGpu::ProblemOnGpu(const WorkloadKernels& kernels, const Problem& proble
         fmt::format("buffer '{}' of {} does not have its declared shape", b.name, problem.name()));
     size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
     // 16 bytes at least: an empty tensor still gets an address (nothing reads it).
-    auto d = std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16));
+    auto d = std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16), rt.device_ordinal(), api);
     if (bytes) d->upload(h.data(), bytes);
-    views[b.name] = Arg::of(Tensor::contiguous(d->data(), h.dtype(), h.shape()));
+    Tensor view = Tensor::contiguous(d->data(), h.dtype(), h.shape());
+    view.device_index = rt.device_ordinal();
+    views[b.name] = Arg::of(view);
     buffers_[b.name] = std::move(d);
   }
   for (const Step& s : steps_) {
@@ -201,8 +206,7 @@ void ProblemOnGpu::poison_from(size_t first) {
 }
 
 Comparison ProblemOnGpu::check() {
-  CudaDriver& driver = CudaDriver::get();
-  driver.check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+  synchronize_device(gpu_api(kernels_.runtime()), kernels_.runtime().device_ordinal());
   for (const BufferSpec& b : specs_) {
     if (b.role != BufferRole::output) continue;
     ref::HostBuffer& h = data_.buffer(b.name);

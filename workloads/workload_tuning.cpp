@@ -3,7 +3,7 @@
 #include "runtime/runtime_access.h"
 #include "support/error.h"
 #include "support/text.h"
-#include "tuner/kernel_timer.h"
+#include "tuner/launch_timer.h"
 #include "workloads/plan_choice.h"
 
 #include <fmt/format.h>
@@ -105,10 +105,10 @@ TunedPlan tune_plan(const WorkloadKernels& kernels, const Problem& problem, cons
     result.steps.push_back({steps[k].label, steps[k].kernel, steps[k].one_time, std::move(out)});
   }
   // The whole per-call sequence with the winners, timed as the benchmark times it.
-  KernelTimer timer;
+  LaunchTimer timer(rt);
   TimingOptions to;
   to.repeats = o.repeats;
-  auto call = [&](cu::CUstream s) {
+  auto call = [&](void* s) {
     for (size_t i = 0; i < steps.size(); ++i)
       if (!steps[i].one_time) rt.launch_config(gpu.kernel(i), chosen[i], gpu.args(i), s);
   };

@@ -54,9 +54,11 @@ LoadedModule load_kernel_source(const std::string& source, const std::string& wo
   return m;
 }
 
-std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s) {
+std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s,
+                                      const std::string& arch) {
   RuntimeOptions o;
   o.compile_timeout_s = compile_timeout_s;
+  o.arch = arch;
   if (verbose) o.log = [](const std::string& m) { std::cerr << m << "\n"; };
   return std::make_unique<Runtime>(o);
 }
@@ -236,7 +238,7 @@ RandomInputs make_random_inputs(const dsl::Kernel& k, const std::map<std::string
 
 Arg DeviceCopies::upload(ref::HostBuffer& h) {
   size_t bytes = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
-  buffers_.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16)));
+  buffers_.push_back(std::make_unique<DeviceBuffer>(std::max<size_t>(bytes, 16), 0, api_));
   buffers_.back()->upload(h.data(), bytes);
   return Arg::of(Tensor::contiguous(buffers_.back()->data(), h.dtype(), h.shape()));
 }

@@ -27,7 +27,8 @@ std::string runtime_source(const std::string& source, const std::string& workloa
 
 /// A Runtime that logs to stderr under --verbose; `compile_timeout_s` unset: the Runtime's
 /// default (TILEJIT_COMPILE_TIMEOUT, else 300 s).
-std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s = {});
+std::unique_ptr<Runtime> make_runtime(bool verbose, std::optional<double> compile_timeout_s = {},
+                                      const std::string& arch = "");
 /// --db, else $TILEJIT_DB, else the default database path.
 std::string database_path(const std::string& db_flag);
 
@@ -78,14 +79,16 @@ struct RandomInputs {
 RandomInputs make_random_inputs(const dsl::Kernel& k, const std::map<std::string, int64_t>& sizes,
                                 const Bindings& given, uint64_t seed);
 
-/// Device copies of host buffers (kept alive here), in upload order.
+/// Device copies of host buffers (kept alive here), in upload order, on device 0 of `api`.
 class DeviceCopies {
 public:
+  explicit DeviceCopies(GpuApi api = GpuApi::cuda) : api_(api) {}
   Arg upload(ref::HostBuffer& h);
   void download(size_t i, ref::HostBuffer& h) const;
   DeviceBuffer& buffer(size_t i) { return *buffers_[i]; }
 
 private:
+  GpuApi api_;
   std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
 };
 

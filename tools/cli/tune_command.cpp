@@ -23,6 +23,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_info.h"
+#include "runtime/gpu_api.h"
 #include "runtime/hip_runtime.h"
 #include "runtime/jit_compiler.h"
 #include "runtime/toolchain.h"
@@ -58,6 +59,21 @@ struct TuneOptions {
   bool retune = false;
   int warm_start = 8;
 };
+
+/// Whether --arch names an AMD target (gfx90a, gfx1030): tuning measures on an AMD GPU.
+bool amd_target(const TuneOptions& o) {
+  return !o.arch.empty() && target_for(o.arch).language() == "hip";
+}
+
+/// Why there is no AMD GPU to measure on ("no AMD GPU: ..."), or empty when there is one.
+std::string amd_gpu_missing() {
+  try {
+    HipRuntime::get();
+    return "";
+  } catch (const NoGpuError& e) {
+    return e.what();
+  }
+}
 
 /// The search settings of the command line, for one problem (checks are added by the caller).
 TuneRequest make_request(const TuneOptions& o, Runtime& rt, KernelRef k,
@@ -174,18 +190,9 @@ std::vector<std::unique_ptr<workloads::Problem>> tune_problems(const TuneOptions
     std::cerr << toolchain.name() << " not available (" << toolchain.unavailable_reason()
               << "): nothing compiled\n";
   }
-  // An AMD target: HIP says why there is no AMD GPU; with one, what is not wired yet.
+  // An AMD target: HIP says why there is no AMD GPU.
   std::string why = CudaDriver::unavailable_reason();
-  if (amd) {
-    try {
-      HipRuntime::get();
-      throw Error(str("tune --arch ", arch, ": compiled ", ok,
-                      " variant(s); measuring them on an AMD GPU is not supported yet (the "
-                      "tuner's buffers and L2 flush go through the CUDA driver)"));
-    } catch (const NoGpuError& e) {
-      why = e.what();
-    }
-  }
+  if (amd) why = amd_gpu_missing();
   throw NoGpuError(str(why, "; compiled ", ok, " variant(s), tuned nothing"));
 }
 
@@ -193,10 +200,20 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
   auto w = workloads::find_workload(o.workload);
   auto problems = tune_problems(o, *w);
   auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
-  TuneIdentity id = current_identity();
-  DeviceInfo dev = query_device();
-  workloads::Ceilings ceilings{measure_copy_bandwidth(), 0};
-  auto rt = make_runtime(g.verbose);
+  // The runtime compiles for the GPU's target, or an AMD target's (--arch gfx90a), and its
+  // tuner measures through that target's API (runtime/gpu_api.h).
+  auto rt = make_runtime(g.verbose, {}, amd_target(o) ? o.arch : "");
+  TuneIdentity id = current_identity(*rt);
+  std::string device_line;
+  workloads::Ceilings ceilings{0, 0};
+  if (gpu_api(*rt) == GpuApi::hip) {
+    // No copy-bandwidth probe on HIP (the CUDA one is a 1 GiB cuMemcpyDtoD): no floor column.
+    device_line = fmt::format("{} ({})", id.device_name, id.compute_capability);
+  } else {
+    DeviceInfo dev = query_device();
+    ceilings.bytes_per_s = measure_copy_bandwidth();
+    device_line = fmt::format("{} ({})", dev.name, dev.arch());
+  }
   workloads::WorkloadKernels kernels(*rt, *w);
   workloads::WorkloadTuneOptions to;
   to.strategy = o.strategy;
@@ -210,8 +227,10 @@ void tune_workload(const TuneOptions& o, const GlobalOptions& g) {
   std::vector<std::vector<std::string>> rows;
   auto start = std::chrono::steady_clock::now();
   int compiled = 0;
-  std::cerr << fmt::format("{} ({}), database {}, copy bandwidth {:.0f} GB/s\n", dev.name,
-                           dev.arch(), db->path(), ceilings.bytes_per_s / 1e9);
+  std::cerr << fmt::format("{}, database {}{}\n", device_line, db->path(),
+                           ceilings.bytes_per_s > 0 ? fmt::format(", copy bandwidth {:.0f} GB/s",
+                                                                  ceilings.bytes_per_s / 1e9)
+                                                    : "");
   for (const auto& p : problems) {
     workloads::ProblemTuning t = workloads::tune_problem(kernels, *p, *db, id, to);
     std::cerr << fmt::format("\r{:<80}\r", "");
@@ -328,14 +347,17 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   Config given = parse_assignments(o.set, "--set");
   RandomInputs in = make_random_inputs(k, sizes, given, o.seed);
   std::vector<ref::HostBuffer>& host = in.tensors;
-  DeviceCopies dev;
+  RuntimeOptions ro;
+  ro.arch = amd_target(o) ? o.arch : ""; // an AMD GPU's target, else the GPU's
+  Runtime rt(ro);
+  const GpuApi api = gpu_api(rt);
+  DeviceCopies dev(api);
   std::vector<Arg> args;
   for (size_t i = 0; i < in.tensor_of_param.size(); ++i)
     args.push_back(in.tensor_of_param[i] < 0 ? Arg::f32(static_cast<float>(in.scalars[i]))
                                              : dev.upload(host[in.tensor_of_param[i]]));
   auto db = std::make_shared<TuneDatabase>(database_path(g.db_path));
-  TuneIdentity id = current_identity();
-  Runtime rt;
+  TuneIdentity id = current_identity(rt);
   KernelRef kr = rt.load(o.source, o.kernel);
   // The reference: every buffer after one launch of the default configuration.
   Config generics;
@@ -349,7 +371,7 @@ void tune_tile_file(const TuneOptions& o, const GlobalOptions& g) {
   };
   restore();
   rt.launch_config(kr, def, args);
-  CudaDriver::get().check(CudaDriver::get().cuCtxSynchronize(), "cuCtxSynchronize");
+  synchronize_device(api, rt.device_ordinal());
   std::vector<ref::HostBuffer> expected = host;
   for (size_t i = 0; i < host.size(); ++i) dev.download(i, expected[i]);
   TuneRequest r = make_request(o, rt, kr, args, generics);
@@ -411,9 +433,9 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--retune", o->retune, "Measure again even when the database has a winner");
   cmd->add_option("--arch", o->arch,
-                  "Compile for this target instead of the GPU's: gfx90a or gfx1030 (AMD) compiles "
-                  "every variant the shapes need with HIPRTC, then stops (tuning on AMD GPUs is "
-                  "not wired yet: 'no AMD GPU' here); an sm_* target where no GPU is");
+                  "Compile for this target instead of the GPU's: gfx90a or gfx1030 tunes on the "
+                  "AMD GPU (HIPRTC, HIP events; without one, every variant the shapes need is "
+                  "compiled, then 'no AMD GPU'); an sm_* target where no GPU is");
   cmd->add_option("--shard", o->shard,
                   "I/N: tune only the I-th of N slices of the workload's shapes (I from 0; dealt "
                   "round-robin), one per job of a Slurm array or Kubernetes indexed Job, each "
@@ -464,8 +486,9 @@ void register_tune_command(CLI::App& app, GlobalOptions& global) {
       target_for(o->arch); // an unknown target is named before anything is compiled
       if (!o->devices.empty()) throw Error("--devices is for NVIDIA GPUs (give no --arch)");
     }
-    // A GPU of the target's kind is looked for: an AMD target compiles for it and stops there.
-    if (!CudaDriver::available() || (!o->arch.empty() && target_for(o->arch).language() == "hip"))
+    // A GPU of the target's kind is looked for (an AMD one for a gfx target); without one,
+    // every variant the shapes need is compiled and the command stops there.
+    if (amd_target(*o) ? !amd_gpu_missing().empty() : !CudaDriver::available())
       compile_without_gpu(*o);
     if (!o->devices.empty()) return tune_on_devices(*o, global);
     if (!o->workload.empty()) return tune_workload(*o, global);
