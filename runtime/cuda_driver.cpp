@@ -86,6 +86,8 @@ struct CudaDriverLoader {
                {"cuOccupancyMaxActiveBlocksPerMultiprocessor"}, missing);
     ok &= bind(lib, d->cuMemAlloc, {"cuMemAlloc_v2"}, missing);
     ok &= bind(lib, d->cuMemFree, {"cuMemFree_v2"}, missing);
+    ok &= bind(lib, d->cuMemAllocAsync, {"cuMemAllocAsync"}, missing);
+    ok &= bind(lib, d->cuMemFreeAsync, {"cuMemFreeAsync"}, missing);
     ok &= bind(lib, d->cuMemGetInfo, {"cuMemGetInfo_v2"}, missing);
     ok &= bind(lib, d->cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}, missing);
     ok &= bind(lib, d->cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}, missing);

@@ -82,6 +82,11 @@ public:
                                                               size_t dynamic_shared) = nullptr;
   cu::CUresult (*cuMemAlloc)(cu::CUdeviceptr* ptr, size_t bytes) = nullptr;
   cu::CUresult (*cuMemFree)(cu::CUdeviceptr ptr) = nullptr;
+  /// Stream-ordered allocation from the device's default memory pool (CUDA 11.2): the ops' work
+  /// buffers, freed on their stream without a host wait.
+  cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr* ptr, size_t bytes,
+                                  cu::CUstream stream) = nullptr;
+  cu::CUresult (*cuMemFreeAsync)(cu::CUdeviceptr ptr, cu::CUstream stream) = nullptr;
   cu::CUresult (*cuMemGetInfo)(size_t* free_bytes, size_t* total_bytes) = nullptr;
   cu::CUresult (*cuMemcpyHtoD)(cu::CUdeviceptr dst, const void* src, size_t bytes) = nullptr;
   cu::CUresult (*cuMemcpyDtoH)(void* dst, cu::CUdeviceptr src, size_t bytes) = nullptr;

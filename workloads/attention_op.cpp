@@ -152,8 +152,9 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   else if (!a.blocks)
     if (auto tuned = tuned_plan(rt, q, k, a.causal, a.exact))
       atomic_dq = tuned->name != "dq_kernel";
-  // Work buffers for this call: delta = rowsum(o * dout), and dq's f32 accumulator (atomics).
-  OwnedBuffers work;
+  // Work buffers for this call, stream-ordered: delta = rowsum(o * dout), and dq's f32
+  // accumulator (atomics).
+  CallBuffers work(a.stream);
   Tensor delta = work.allocate(DType::F32, {q.shape[0], q.shape[1], q.shape[2]}, device);
   // Without atomics the kernels still take dq_acc's parameter but never touch it: a view of
   // delta's first element with every stride 0 stands in, not 4 bytes per element of q.
@@ -203,8 +204,7 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
                Arg::of(delta), Arg::of(out.dq), scale},
               dq_lo);
   }
-  // The work buffers are freed here, after the launches are queued: cuMemFree waits for the
-  // device to finish with them.
+  // The work buffers go back to the pool here, on the call's stream, after the launches.
   return out;
 }
 

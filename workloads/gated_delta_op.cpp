@@ -253,20 +253,22 @@ GatedDeltaRuleArgs part_args(const GatedDeltaRuleArgs& a, const Part& p) {
 /// The work buffers the chunked form passes between its launches, for `len` steps (the longest
 /// part's); part() views a shorter part's share.
 struct RuleWork {
-  OwnedBuffers owned;
+  /// Stream-ordered: given back on the call's stream when the call returns (none in a part()).
+  std::shared_ptr<CallBuffers> owned;
   Tensor w, u, gc, rq, rk, hs;
   int64_t chunk;
-  /// `save`: room for the chunk states (the backward's); else none.
-  RuleWork(const Tensor& q, const Tensor& v, int64_t len, int64_t chunk_, bool save, int device)
-      : chunk(chunk_) {
+  /// `save`: room for the chunk states (the backward's); else none. On `stream`, the call's.
+  RuleWork(const Tensor& q, const Tensor& v, int64_t len, int64_t chunk_, bool save, int device,
+           void* stream)
+      : owned(std::make_shared<CallBuffers>(stream)), chunk(chunk_) {
     const std::vector<int64_t> gate = {q.shape[0], len, q.shape[2]};
-    w = owned.allocate(q.dtype, {q.shape[0], len, q.shape[2], q.shape[3]}, device);
-    u = owned.allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
-    gc = owned.allocate(DType::F32, gate, device);
-    rq = owned.allocate(DType::F32, gate, device);
-    rk = owned.allocate(DType::F32, gate, device);
+    w = owned->allocate(q.dtype, {q.shape[0], len, q.shape[2], q.shape[3]}, device);
+    u = owned->allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
+    gc = owned->allocate(DType::F32, gate, device);
+    rq = owned->allocate(DType::F32, gate, device);
+    rk = owned->allocate(DType::F32, gate, device);
     if (save)
-      hs = owned.allocate(
+      hs = owned->allocate(
           DType::F32, {q.shape[0], q.shape[2], (len + chunk - 1) / chunk, q.shape[3], v.shape[3]},
           device);
   }
@@ -357,10 +359,10 @@ GatedDeltaRuleResult gated_delta_rule_forward(Runtime& rt, const GatedDeltaRuleA
   out.ht = a.ht ? *a.ht : owned->allocate(DType::F32, state_shape(a), device);
   if (!owned->buffers.empty()) out.storage = owned;
   if (out.ht.numel() == 0) return out; // no state: nothing to compute
-  // This call's work buffers (freed after the launches are queued: cuMemFree waits for them),
-  // reused by the parts in turn (one stream).
+  // This call's work buffers (stream-ordered: back to the pool after the launches), reused by
+  // the parts in turn (one stream).
   const std::vector<Part> ps = parts(a);
-  RuleWork work(q, v, longest(ps), a.chunk, false, device);
+  RuleWork work(q, v, longest(ps), a.chunk, false, device, a.stream);
   for (const Part& p : ps)
     launch_rule_forward(rt, part_args(a, p), rule_checks, work.part(p.len), steps_of(out.o, p),
                         state_of(out.ht, p));
@@ -420,12 +422,12 @@ GatedDeltaRuleBackwardResult gated_delta_rule_backward(Runtime& rt,
   // work buffers of the longest; o and ht of this call's own.
   const std::vector<Part> ps = parts(f);
   const int64_t len = longest(ps);
-  RuleWork work(q, v, len, f.chunk, true, device);
-  Tensor o = work.owned.allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
+  RuleWork work(q, v, len, f.chunk, true, device, f.stream);
+  Tensor o = work.owned->allocate(v.dtype, {v.shape[0], len, v.shape[2], v.shape[3]}, device);
   Tensor ht =
-      work.owned.allocate(DType::F32, {q.shape[0], q.shape[2], q.shape[3], v.shape[3]}, device);
-  Tensor dh = work.owned.allocate(DType::F32, work.hs.shape, device);
-  Tensor du2 = work.owned.allocate(DType::F32, o.shape, device);
+      work.owned->allocate(DType::F32, {q.shape[0], q.shape[2], q.shape[3], v.shape[3]}, device);
+  Tensor dh = work.owned->allocate(DType::F32, work.hs.shape, device);
+  Tensor du2 = work.owned->allocate(DType::F32, o.shape, device);
   static const std::string source = kSource;
   const LaunchOptions lo = rule_launch_options(f);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(rule_backward_checks, f.scale, q)));

@@ -352,7 +352,7 @@ HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
     return out;
   }
   const int64_t seg = out.segment;
-  OwnedBuffers work; // freed on return, after the launches are queued (cuMemFree waits)
+  CallBuffers work(a.stream); // stream-ordered: back to the pool on return, after the launches
   Tensor starts =
       a.starts ? *a.starts
                : work.allocate(DType::F32, workloads::hbv_starts_shape(b, t, seg, nm), device);

@@ -1,5 +1,5 @@
-// Device memory a typed op allocates (outputs the caller did not give, work buffers), owned by
-// the op's result or by the call.
+// Device memory a typed op allocates: outputs the caller did not give (owned by the op's
+// result) and work buffers (stream-ordered, owned by the call).
 #pragma once
 
 #include "runtime/device_buffer.h"
@@ -22,6 +22,29 @@ struct OwnedBuffers {
     }
     return t;
   }
+};
+
+/// Work buffers of one op call on `stream` (a CUstream; null: the legacy default stream):
+/// taken from the device's stream-ordered memory pool (cuMemAllocAsync) and given back on the
+/// same stream when this goes (cuMemFreeAsync), after the launches that use them are queued.
+/// cuMemFree would make the host wait for the device at every call (a backward op in a
+/// training loop stalled its launch queue), and the pool's memory is reused by the next call.
+class CallBuffers {
+public:
+  explicit CallBuffers(void* stream) : stream_(stream) {}
+  ~CallBuffers();
+  CallBuffers(const CallBuffers&) = delete;
+  CallBuffers& operator=(const CallBuffers&) = delete;
+  /// A dense tensor of `shape` on `device` (no memory for an empty one).
+  Tensor allocate(DType dtype, std::vector<int64_t> shape, int device);
+
+private:
+  void* stream_;
+  struct Block {
+    cu::CUdeviceptr ptr;
+    int device;
+  };
+  std::vector<Block> blocks_;
 };
 
 } // namespace tilejit::ops

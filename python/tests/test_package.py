@@ -47,12 +47,17 @@ def test_use_database_without_a_gpu_says_so(tmp_path):
 
 
 def test_module_use_database_names_a_bad_device_and_needs_a_gpu(tmp_path):
-    for device in ["0", -1, 1.5, True]:
+    import random
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    drawn = [rng.choice([str(rng.randrange(8)), -rng.randrange(1, 2**40), rng.random() * 8,
+                         [0], b"0", rng.random() > 2]) for _ in range(20)]
+    for device in ["0", -1, 1.5, True] + drawn:  # seed printed on failure below
         try:
             tilejit.use_database(str(tmp_path / "t.db"), device=device)
             raise AssertionError(f"device={device!r} was accepted")
         except tilejit.TilejitError as e:
-            assert f"device={device!r} is not a CUDA device ordinal" in str(e), str(e)
+            assert f"device={device!r} is not a CUDA device ordinal" in str(e), (seed, str(e))
     if tilejit.runtime().has_gpu:
         return
     for device in [None, 0]:  # every GPU's, or one: without a GPU, said at once

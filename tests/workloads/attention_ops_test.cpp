@@ -2,6 +2,7 @@
 // (AttentionBlocks), from C++ (Python builds consistent lists from a block_mask, so these errors
 // are what a C++ caller meets): host tensors, so a good call stops at the device check.
 #include "tests/workloads/op_test_util.h"
+#include "workloads/op_buffers.h"
 
 #include <tilejit/ops.h>
 
@@ -112,6 +113,24 @@ TEST(AttentionOps, BackwardChecksTheDqChoice) {
       << error();
   a.config = {{"ATOMIC_DQ", "1"}};
   EXPECT_NE(error().find("host memory"), std::string::npos) << error();
+}
+
+// An op call's stream-ordered work buffers: an empty one needs no GPU (and no memory); any other
+// asks the CUDA driver, which here says there is no GPU, by name.
+TEST(CallBuffers, EmptyTensorsNeedNoGpuOthersAskTheDriver) {
+  ops::CallBuffers work(nullptr);
+  Tensor empty = work.allocate(DType::F32, {3, 0, 5}, 1);
+  EXPECT_EQ(empty.data, nullptr);
+  EXPECT_EQ(empty.device_index, 1);
+  EXPECT_EQ(empty.shape, (std::vector<int64_t>{3, 0, 5}));
+  EXPECT_TRUE(empty.is_contiguous());
+  if (Runtime().has_gpu()) return; // allocated for real by the GPU tests' ops
+  try {
+    work.allocate(DType::BF16, {2, 8}, 0);
+    ADD_FAILURE() << "allocated without a GPU";
+  } catch (const NoGpuError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
 }
 
 } // namespace
