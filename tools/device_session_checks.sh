@@ -11,8 +11,8 @@
 #      GPU tests of attention, gated_delta and hbv;
 #   4. both block-sparse plans timed (bench --plan all) at N = 16384 D = 128, 10% and 50%, and
 #      D = 64 at 10%, with the Hopper tiles, beside compiled flex_attention.
-# Carry .device (tools/stage_device.sh build/capi/libtilejit.so.0.1.0 stages the tests and the
-# library).
+# Carry .device: tools/stage_device.sh build/capi/libtilejit.so.0.1.0, then
+# rm .device/bin/gpu_driver_test (unused here; with it the carry is near its 64 MiB).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
