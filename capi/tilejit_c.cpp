@@ -748,6 +748,11 @@ int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   return guarded([&] { return tilejit::ops::hbv_backward_form(b, t, segment); }, int64_t{-1});
 }
 
+int64_t tj_hbv_op_form(void* runtime, int64_t b, int64_t t, int64_t nm, int64_t segment) {
+  return guarded([&] { return tilejit::ops::hbv_op_form(runtime_of(runtime), b, t, nm, segment); },
+                 int64_t{-1});
+}
+
 int64_t tj_hbv_starts_interval(int64_t form) {
   return guarded([&] { return tilejit::ops::hbv_starts_interval(form); }, int64_t{-1});
 }

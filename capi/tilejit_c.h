@@ -124,6 +124,10 @@ int tj_linear_attn_backward(void* runtime, const int64_t* packed, int64_t packed
 /* ops::hbv_backward_form: the backward's form (0: checkpoints, else the segment length) for B
  * basins, T days and segment (-1: the op's choice); -1 with tj_last_error set for bad values. */
 int64_t tj_hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+/* ops::hbv_op_form: the form the ops take on `runtime` for B basins of nm components and T days
+ * (segment -1: the plan tuned for the shape in the runtime's database where the ops run it,
+ * else the untuned choice); -1 with tj_last_error set for bad values. */
+int64_t tj_hbv_op_form(void* runtime, int64_t b, int64_t t, int64_t nm, int64_t segment);
 /* Days between the states a training forward stores for backward form `form` (its segment
  * length, or the checkpointed reverse's interval for 0): starts is [cdiv(B, 32), cdiv(T, days),
  * 5, 32]. -1 with tj_last_error set for a form that is not one. */

@@ -8,6 +8,7 @@
 #include "workloads/hbv_segments.h"
 #include "workloads/op_buffers.h"
 #include "workloads/op_checks.h"
+#include "workloads/op_plan.h"
 
 #include <tilejit/ops.h>
 
@@ -148,6 +149,13 @@ std::string kernel_name(const Tensor& params, const char* suffix) {
   return std::string(components(params) > 1 ? "hbv_forward_nmul" : "hbv_forward") + suffix;
 }
 
+/// Whether the op's form can be resolved before the checks: P [B, T] and params with a count of
+/// components one kernel takes (anything else is left to the checks, which name the tensor).
+bool resolvable(const Tensor& p, const Tensor& params) {
+  const int64_t nm = components(params);
+  return p.rank() == 2 && params.rank() >= 2 && (nm == 1 || workloads::hbv_is_component_count(nm));
+}
+
 /// hbv_forward_grad_fwd (or hbv_forward_nmul_grad_fwd): Q and each segment's start state.
 void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, const Tensor& pet,
                              const Tensor& params, const Tensor& q, const Tensor& starts,
@@ -160,6 +168,43 @@ void launch_training_forward(Runtime& rt, const Tensor& p, const Tensor& temp, c
 }
 
 } // namespace
+
+int64_t hbv_op_form(Runtime& rt, int64_t b, int64_t t, int64_t nm, int64_t segment) {
+  if (b < 0 || t < 0) throw Error(str("hbv: B = ", b, " and T = ", t, " must not be negative"));
+  if (nm != 1 && !workloads::hbv_is_component_count(nm))
+    throw Error(str("hbv: ", nm, " components per basin; one kernel takes 1, 2, 4, 8 or 16"));
+  if (const std::string why = bad_segment(segment); !why.empty()) throw Error("hbv: " + why);
+  if (segment >= 0) return segment;
+  // Sizes a tensor could have (B x T x 4 bytes below 2^63) are looked up; absurd ones, which
+  // only a bad call passes, take the untuned choice without building a problem of that shape.
+  constexpr int64_t kLargest = (int64_t{1} << 31) - 1;
+  if (b > 0 && t > 0 && b <= kLargest && t <= kLargest) {
+    // The workload's problem of this shape: its plan choice's key is what `tune` stored under.
+    std::map<std::string, std::string> items = {{"B", std::to_string(b)}, {"T", std::to_string(t)}};
+    if (nm > 1) items["NMUL"] = std::to_string(nm);
+    const std::string shape_key = str("B=", b, " T=", t, " NM=", nm);
+    if (auto tuned = workloads::tuned_plan(rt, "hbv", shape_key, [&] {
+          return workloads::find_workload("hbv")->parse_shape(items, DType::F32);
+        })) {
+      // The plans the ops run: the segment forms, and the reverse from the forward's states
+      // every kHbvForwardCheckpointDays (form 0). Another (checkpoints, other intervals) is
+      // left to the untuned choice.
+      const std::string& name = tuned->name;
+      if (name == str("forward_checkpoints", workloads::kHbvForwardCheckpointDays)) return 0;
+      if (name.rfind("segments", 0) == 0) {
+        const std::string digits = name.substr(8);
+        if (!digits.empty() && digits.size() <= 4 &&
+            digits.find_first_not_of("0123456789") == std::string::npos &&
+            workloads::hbv_is_segment_length(std::stoll(digits)))
+          return std::stoll(digits);
+      }
+    }
+  }
+  const int64_t models = b > std::numeric_limits<int64_t>::max() / nm
+                             ? std::numeric_limits<int64_t>::max()
+                             : b * nm; // nm <= 16: saturates only for absurd B
+  return resolve_form(models, t, segment);
+}
 
 int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment) {
   if (b < 0 || t < 0) throw Error(str("hbv: B = ", b, " and T = ", t, " must not be negative"));
@@ -220,7 +265,12 @@ void check_hbv_forward(const HbvForwardArgs& a) {
                 {"starts", a.starts ? &*a.starts : nullptr}});
 }
 
-HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& a) {
+HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& given) {
+  // The op's form (segment -1) is resolved first, with the runtime's tuning database, so that
+  // the checks of `starts` and the launches agree on it.
+  HbvForwardArgs a = given;
+  if (a.training && a.segment == -1 && resolvable(a.P, a.params))
+    a.segment = hbv_op_form(rt, a.P.shape[0], a.P.shape[1], components(a.params), -1);
   check_hbv_forward(a);
   HbvForwardResult out;
   const int device = a.P.device_index;
@@ -306,7 +356,12 @@ void check_hbv_backward(const HbvBackwardArgs& a) {
                 {"d_params", a.d_params ? &*a.d_params : nullptr}});
 }
 
-HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& a) {
+HbvBackwardResult hbv_backward(Runtime& rt, const HbvBackwardArgs& given) {
+  // As the forward: the op's form first (a starts given with segment -1 is refused by the
+  // checks, which see the caller's segment).
+  HbvBackwardArgs a = given;
+  if (a.segment == -1 && !a.starts && resolvable(a.P, a.params))
+    a.segment = hbv_op_form(rt, a.P.shape[0], a.P.shape[1], components(a.params), -1);
   check_hbv_backward(a);
   HbvBackwardResult out;
   const int device = a.P.device_index;

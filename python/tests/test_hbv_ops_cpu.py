@@ -97,10 +97,37 @@ def test_the_backward_form_follows_the_tape_budget():
     assert tilejit.ops.hbv_backward_form(0, 0) == 0
     # With components the choice is the B x nmul models': 256 x 16 = 4096 the segment form,
     # 1024 x 16 (a tape over the budget) the checkpointed reverse; asked for: given.
+    # (The runtime has no tuning database here: the untuned choice.)
     from tilejit.ops import _form
-    assert _form(256, 1461, -1, 16) == tilejit.ops.hbv_backward_form(4096, 1461) == 128
-    assert _form(1024, 1461, -1, 16) == 0
-    assert _form(1024, 1461, 16, 16) == 16
+    rt = tilejit.runtime()
+    assert _form(None, 256, 1461, -1, 16, rt) == tilejit.ops.hbv_backward_form(4096, 1461) == 128
+    assert _form(None, 1024, 1461, -1, 16, rt) == 0
+    assert _form(None, 1024, 1461, 16, 16, rt) == 16
+    assert _form(None, 1024, 1461, -1, 1, None) == 32  # the default runtime's
+
+
+def test_the_ops_form_through_the_c_abi_names_bad_values():
+    # tj_hbv_op_form (the form on a runtime, its database consulted): random values, valid or
+    # not, give a form or -1 with an error that names the problem; never a crash.
+    import random
+    from tilejit._native import lib, text
+    rt = tilejit.runtime()
+    assert lib.tj_hbv_op_form(rt._handle, 1024, 1461, 1, -1) == 32
+    assert lib.tj_hbv_op_form(rt._handle, 256, 1461, 16, -1) == 128
+    assert lib.tj_hbv_op_form(None, 1024, 1461, 1, -1) == -1
+    assert "no runtime" in text(lib.tj_last_error())
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    extremes = [0, 1, -1, -2, 3, 16, 32, 4096, 2**31, 2**63 - 1, -2**63]
+    for _ in range(300):
+        b, t, nm, seg = (rng.choice(extremes) if rng.random() < 0.5 else rng.randrange(-4, 5000)
+                         for _ in range(4))
+        form = lib.tj_hbv_op_form(rt._handle, b, t, nm, seg)
+        if form < 0:
+            assert text(lib.tj_last_error()).startswith("hbv: "), (seed, b, t, nm, seg)
+        else:
+            assert seg == -1 or form == seg, (seed, b, t, nm, seg, form)
+            assert form == 0 or form in (8, 16, 32, 64, 128, 256), (seed, b, t, nm, seg, form)
 
 
 def test_work_buffer_shapes_come_from_the_library():

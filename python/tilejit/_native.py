@@ -89,6 +89,7 @@ for name, restype, argtypes in [
     ("tj_linear_attn_forward", _i, [_p, _packed, _i64, _d, _c, _p, _i]),
     ("tj_linear_attn_backward", _i, [_p, _packed, _i64, _d, _c, _p, _i]),
     ("tj_hbv_backward_form", _i64, [_i64, _i64, _i64]),
+    ("tj_hbv_op_form", _i64, [_p, _i64, _i64, _i64, _i64]),
     ("tj_hbv_starts_interval", _i64, [_i64]),
     ("tj_hbv_buffer_shape", _i, [_c, _i64, _i64, _i64, _i64, _packed, _i]),
     ("tj_hbv_forward", _i, [_p, _packed, _i64, _i, _i64, _i, _c, _p, _i]),

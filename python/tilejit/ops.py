@@ -556,12 +556,20 @@ def _components_of(params):
     return s[2] if s is not None and len(s) == 3 else 1
 
 
-def _form(B, T, segment, nm):
-    """The backward's form: with several components per basin, the untuned choice for their
-    B x NM models (hbv_backward_form counts models)."""
-    if nm > 1 and segment == -1:
-        return hbv_backward_form(B * nm, T, segment)
-    return hbv_backward_form(B, T, segment)
+def _form(P, B, T, segment, nm, runtime):
+    """The backward's form the ops take (segment -1: the plan `tilejit tune --workload hbv`
+    stored for this shape in the runtime's database where the ops run it, else the untuned
+    choice for the B x NM models), resolved here once so that the training forward's starts,
+    the backward's work buffers and both calls agree on it."""
+    if segment != -1 or not (nm == 1 or nm in HBV_COMPONENTS):
+        return hbv_backward_form(B * nm if segment == -1 else B, T, segment)  # checks the values
+    for name, value in (("B", B), ("T", T)):
+        _int_arg("hbv", name, value, 0)
+    rt = runtime or default_runtime(_device_index(P))
+    form = lib.tj_hbv_op_form(rt._handle, B, T, nm, segment)
+    if form < 0:
+        raise_last_error()
+    return form
 
 
 def _buffer_shape(which, B, T, form, nm=1):
@@ -585,7 +593,7 @@ def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, s
     op = "hbv_forward"
     B, T = _forcings_shape(op, P)
     nm = _components_of(params)
-    form = _form(B, T, segment, nm) if training else 0
+    form = _form(P, B, T, segment, nm, runtime) if training else 0
     if out is None:
         out = _empty(P, (B, T), dtype_of_like=False)
     if training and starts is None and (nm in HBV_COMPONENTS or nm == 1):
@@ -594,7 +602,8 @@ def hbv_forward(P, TEMP, PET, params, *, training=False, segment=-1, out=None, s
     if starts is not None:
         tensors, names = tensors + (starts,), names + ("starts",)
     _packed_call(op, lib.tj_hbv_forward, tensors, names,
-                 (1 if training else 0, segment, 1 if starts is not None else 0,
+                 (1 if training else 0, form if training else segment,
+                  1 if starts is not None else 0,
                   config_text(config) if config else None), stream, runtime, check_only)
     return (out, starts, form) if training else out
 
@@ -612,7 +621,7 @@ def hbv_backward(P, TEMP, PET, params, dQ, *, segment=-1, starts=None, grads=Non
         raise TilejitError(f"{op}: starts given without its segment: pass the segment "
                            "hbv_forward(training=True) returned with it")
     nm = _components_of(params)
-    form = _form(B, T, segment, nm)
+    form = _form(P, B, T, segment, nm, runtime)
     if form and starts is None and not check_only:
         # The training forward first, its buffers from the caller's allocator (torch's cache).
         starts = hbv_forward(P, TEMP, PET, params, training=True, segment=form, stream=stream,

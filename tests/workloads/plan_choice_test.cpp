@@ -11,6 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <tilejit/ops.h>
+
+#include <limits>
+
 namespace tilejit::test {
 namespace {
 
@@ -229,6 +233,55 @@ TEST(PlanChoice, TheOpsReadTheDatabasesChoiceThroughTheirRuntime) {
   h200.device_name = "NVIDIA H200";
   a.rt.set_config_selector(make_db_config_selector(db, h200));
   EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+}
+
+// The hbv ops take the form `tune` stored for their shape (the segment forms and the reverse
+// from 64-day states; a plan the ops do not run leaves the untuned choice), through the
+// runtime's database; a given segment wins, bad values are named.
+TEST(PlanChoice, TheHbvOpsTakeTheFormStoredForTheirShape) {
+  AttentionPlans a; // its runtime (sm_90a, no GPU needed)
+  TempDir dir;
+  auto db = std::make_shared<TuneDatabase>(dir.file("t.db"));
+  auto w = find_workload("hbv");
+  workloads::WorkloadKernels kernels(a.rt, *w);
+  auto p = w->parse_shape({{"B", "1024"}, {"T", "1461"}}, DType::F32);
+  const std::vector<workloads::Plan> plans = p->plans();
+  const TuneKey key = workloads::plan_choice_key(kernels, *p, plans, h100());
+  auto store = [&](const std::string& name) {
+    db->set_winner(
+        key, {{plan_tunable, static_cast<int64_t>(workloads::find_plan(plans, name, ""))}}, 1.0);
+    a.rt.forget_prepared();
+  };
+  const int64_t untuned = ops::hbv_backward_form(1024, 1461, -1);
+  EXPECT_EQ(untuned, 32);
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, -1), untuned) << "no database";
+  a.rt.set_config_selector(make_db_config_selector(db, h100()));
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, -1), untuned) << "nothing tuned";
+  store("segments128");
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, -1), 128);
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1000, 1461, 1, -1), 128) << "the nearest tuned shape's";
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, 16), 16) << "a given segment wins";
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 4, -1), ops::hbv_backward_form(4096, 1461, -1))
+      << "another problem (components): nothing tuned";
+  store("forward_checkpoints64");
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, -1), 0);
+  for (const char* not_the_ops : {"checkpoints", "forward_checkpoints128"}) {
+    store(not_the_ops);
+    EXPECT_EQ(ops::hbv_op_form(a.rt, 1024, 1461, 1, -1), untuned) << not_the_ops;
+  }
+  EXPECT_EQ(ops::hbv_op_form(a.rt, 0, 1461, 1, -1), ops::hbv_backward_form(0, 1461, -1));
+  auto error = [&](int64_t b, int64_t t, int64_t nm, int64_t seg) {
+    try {
+      ops::hbv_op_form(a.rt, b, t, nm, seg);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(-1, 5, 1, -1).find("must not be negative"), std::string::npos);
+  EXPECT_NE(error(5, 5, 3, -1).find("3 components per basin"), std::string::npos);
+  EXPECT_NE(error(5, 5, 1, 12).find("segment = 12 is not"), std::string::npos);
+  EXPECT_EQ(error(std::numeric_limits<int64_t>::max(), 5, 16, -1), "") << "absurd, not overflowed";
 }
 
 // Runtime::select_config asks the selector once per key and remembers the answer and its why.

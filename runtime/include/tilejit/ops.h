@@ -313,6 +313,12 @@ HbvForwardResult hbv_forward(Runtime& rt, const HbvForwardArgs& args);
 /// The backward's form for B basins, T days and `segment` (as HbvForwardArgs takes it): 0 for
 /// the checkpointed kernel, else the segment length. Throws tilejit::Error for a bad segment.
 int64_t hbv_backward_form(int64_t b, int64_t t, int64_t segment);
+/// The form the ops take on `rt` for B basins of `nm` components (1, or 2, 4, 8, 16) and T days:
+/// `segment` when given (>= 0); else the plan `tilejit tune --workload hbv` stored in `rt`'s
+/// tuning database for this shape (or the nearest tuned one) where the ops run it (`segmentsS`:
+/// S; `forward_checkpoints64`: 0); else the untuned choice (hbv_backward_form for the B x NM
+/// models). hbv_forward and hbv_backward resolve segment -1 this way.
+int64_t hbv_op_form(Runtime& rt, int64_t b, int64_t t, int64_t nm, int64_t segment);
 /// Days between the states a training forward stores for backward form `form` (0 or a segment
 /// length): `starts` is [cdiv(B, 32), cdiv(T, days), 5, 32] f32. Throws for another form.
 int64_t hbv_starts_interval(int64_t form);
