@@ -46,6 +46,18 @@ def test_use_database_without_a_gpu_says_so(tmp_path):
         assert "libcuda" in str(e) or "GPU" in str(e) or "device" in str(e)
 
 
+def test_an_amd_runtimes_database_needs_an_amd_gpu(tmp_path):
+    # A runtime made for an AMD target measures and keys its winners on an AMD GPU: without one
+    # (here) its database says so, not the CUDA driver's "no NVIDIA GPU".
+    for arch in ("gfx90a", "gfx1030"):
+        rt = tilejit.Runtime(arch=arch, cache_dir="")
+        try:
+            rt.use_database(str(tmp_path / "t.db"))
+            raise AssertionError(f"{arch}: use_database without an AMD GPU returned")
+        except tilejit.NoGpuError as e:
+            assert "no AMD GPU" in str(e), str(e)
+
+
 def test_module_use_database_names_a_bad_device_and_needs_a_gpu(tmp_path):
     import random
     seed = random.randrange(2**32)
