@@ -32,12 +32,18 @@ std::optional<TunedPlan> tuned_plan(Runtime& rt, const std::string& workload,
     if (auto it = queries.find(key); it != queries.end()) q = it->second;
   }
   if (!q) {
-    const std::unique_ptr<Problem> problem = make_problem();
-    const std::vector<Plan> plans = problem->plans();
     auto made = std::make_shared<OpPlanQuery>();
-    WorkloadKernels kernels(rt, *find_workload(workload));
-    made->query = plan_choice_query(kernels, *problem, plans);
-    for (const Plan& p : plans) made->plan_names.push_back(p.name);
+    try {
+      const std::unique_ptr<Problem> problem = make_problem();
+      const std::vector<Plan> plans = problem->plans();
+      WorkloadKernels kernels(rt, *find_workload(workload));
+      made->query = plan_choice_query(kernels, *problem, plans);
+      for (const Plan& p : plans) made->plan_names.push_back(p.name);
+    } catch (const std::exception&) {
+      // A shape the workload cannot describe (the op itself may still run it): no choice to
+      // read, remembered as such; the op takes its own. A lookup never fails the call.
+      made = std::make_shared<OpPlanQuery>();
+    }
     std::lock_guard<std::mutex> lock(mutex);
     q = queries.emplace(key, std::move(made)).first->second;
   }

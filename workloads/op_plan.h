@@ -23,10 +23,12 @@ struct TunedPlan {
 };
 
 /// The database's plan for the problem `make_problem` builds, on `rt`, or nullopt where there
-/// is no database, no choice for this shape or a nearby one, or a choice that names none of the
-/// problem's plans (another build's). `shape_key` names the problem's shape: the query (the
-/// problem, its plans and key) is built once per workload and shape key in the process, and the
-/// runtime remembers the selector's answer per key, so a repeated call costs two map lookups.
+/// is no database, no choice for this shape or a nearby one, a choice that names none of the
+/// problem's plans (another build's), or a shape the workload cannot describe (make_problem
+/// throws: the op takes its own plan; a lookup never fails the op's call). `shape_key` names the
+/// problem's shape: the query (the problem, its plans and key) is built once per workload and shape
+/// key in the process, and the runtime remembers the selector's answer per key, so a repeated call
+/// costs two map lookups.
 std::optional<TunedPlan> tuned_plan(Runtime& rt, const std::string& workload,
                                     const std::string& shape_key,
                                     const std::function<std::unique_ptr<Problem>()>& make_problem);

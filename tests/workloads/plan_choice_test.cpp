@@ -6,6 +6,7 @@
 #include "tests/tuner/tune_test_util.h"
 #include "tuner/tune_database.h"
 #include "workloads/attention_op_common.h"
+#include "workloads/op_plan.h"
 #include "workloads/plan_choice.h"
 #include "workloads/problem_on_gpu.h"
 
@@ -227,6 +228,11 @@ TEST(PlanChoice, TheOpsReadTheDatabasesChoiceThroughTheirRuntime) {
   db->set_winner(key, {{"BM", 64}}, 0.2);
   a.rt.set_config_selector(make_db_config_selector(db, h100())); // also forgets the answers
   EXPECT_FALSE(ops::attention_detail::tuned_plan(a.rt, q, k, false, false));
+  // A shape the workload cannot describe: no choice (the op takes its own), never an error.
+  for (int i = 0; i < 2; ++i) // the second time from the remembered (empty) query
+    EXPECT_FALSE(workloads::tuned_plan(
+        a.rt, "attention", "an impossible shape",
+        []() -> std::unique_ptr<workloads::Problem> { throw Error("no problem of this shape"); }));
   // Another GPU's database entries are not this one's.
   db->set_winner(key, {{plan_tunable, 1}}, 0.1);
   TuneIdentity h200 = h100();
