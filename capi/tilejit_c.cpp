@@ -842,6 +842,7 @@ int tj_hbv_backward(void* runtime, const int64_t* packed, int64_t packed_len, in
       -1);
 }
 
+extern "C++" { // a helper of the C functions below, with C++ linkage
 namespace {
 
 /// The C ABI's cu_seqlens (a count and its offsets) as the op takes them.
@@ -855,6 +856,7 @@ std::vector<int64_t> cu_seqlens_arg(const char* op, const int64_t* cu, int64_t l
 }
 
 } // namespace
+} // extern "C++"
 
 int tj_gated_delta_rule_forward(void* runtime, const int64_t* packed, int64_t packed_len,
                                 int has_h0, const int64_t* cu_seqlens, int64_t cu_seqlens_len,

@@ -51,7 +51,7 @@ std::string cannot_run_ahead(ir::Expr& e) {
 /// What one pipelined loop's analysis knows about its body's values.
 class LoopAnalysis {
 public:
-  explicit LoopAnalysis(ir::Stmt& loop) : loop_(loop) {
+  explicit LoopAnalysis(ir::Stmt& loop) {
     assigned_in(loop.body, variant_);
     ahead_ok_.insert(loop.var);
   }
@@ -133,7 +133,6 @@ private:
     return found;
   }
 
-  ir::Stmt& loop_;
   std::set<ir::Var*> variant_;  // assigned inside the loop body
   std::set<ir::Var*> ahead_ok_; // can be computed for a later iteration
   std::map<ir::Var*, std::string> not_ahead_;
@@ -154,7 +153,11 @@ void mark_producer_inputs(ir::Block& body, const std::vector<ir::Stmt*>& produce
     for (auto& sp : b) {
       ir::Stmt& s = *sp;
       if (s.pipeline_role == Role::Producer) any = true;
-      if (s.kind == ir::StmtKind::If && (holds_producer(s.body) | holds_producer(s.else_body))) {
+      // Both branches are visited (not ||): each marks the producers it holds.
+      const bool in_branches =
+          s.kind == ir::StmtKind::If && (static_cast<int>(holds_producer(s.body)) |
+                                         static_cast<int>(holds_producer(s.else_body)));
+      if (in_branches) {
         for (ir::Var* v : stmt_reads(s)) needed.insert(v);
         s.pipeline_role = Role::ProducerInput;
         any = true;

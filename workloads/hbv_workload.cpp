@@ -321,7 +321,7 @@ public:
     // forcings' gradients written; flops: about 60 per basin-day forward, 3x that backward.
     // With components the forcings are read once per basin and the flops are per model.
     const double bt = double(s_.b) * double(s_.t);
-    return {4.0 * (bt * (3 * 2 + 1 + 1 + 3) + double(s_.b) * kHbvParams * s_.nm * 2),
+    return {4.0 * (bt * (3 * 2 + 1 + 1 + 3) + double(s_.b) * double(kHbvParams) * s_.nm * 2),
             240.0 * bt * double(s_.nm)};
   }
 

@@ -77,16 +77,21 @@ public:
             {"S", DType::F32, {r_}, BufferRole::output}};
   }
   std::vector<workloads::Step> steps() const override {
-    workloads::Step pack{"pack", "toy_pack", {StepArg::of("X"), StepArg::of("P")}, {}, {"P"}, true};
-    workloads::Step square{"square",
-                           "toy_square",
-                           {StepArg::of("P"), StepArg::of("Y"), StepArg::value(Arg::f32(kBias))},
-                           {},
-                           {"Y"},
-                           false};
-    workloads::Step rowsum{"rowsum", "toy_rowsum", {StepArg::of("Y"), StepArg::of("S")},
-                           {},       {"S"},        false};
-    return {pack, square, rowsum};
+    auto step = [](const char* label, const char* kernel, std::vector<StepArg> args,
+                   std::vector<std::string> writes, bool one_time) {
+      workloads::Step s;
+      s.label = label;
+      s.kernel = kernel;
+      s.args = std::move(args);
+      s.writes = std::move(writes);
+      s.one_time = one_time;
+      return s;
+    };
+    return {step("pack", "toy_pack", {StepArg::of("X"), StepArg::of("P")}, {"P"}, true),
+            step("square", "toy_square",
+                 {StepArg::of("P"), StepArg::of("Y"), StepArg::value(Arg::f32(kBias))}, {"Y"},
+                 false),
+            step("rowsum", "toy_rowsum", {StepArg::of("Y"), StepArg::of("S")}, {"S"}, false)};
   }
   std::unique_ptr<workloads::ProblemData> make_data(uint64_t seed) const override {
     return std::make_unique<ToyData>(r_, c_, seed);

@@ -258,7 +258,9 @@ TEST(GpuWorkloads, HbvForwardAndDerivedBackward) {
       if (plan.name == "checkpoints")
         check_problem(gpu, {{"BB", "32"}, {"WARPS", "1"}, {"CK", "8"}, {"BT", "128"}});
     }
-    if (std::string(b) != "0") EXPECT_GE(p->plans().size(), 5u) << "the segment form offered";
+    if (std::string(b) != "0") {
+      EXPECT_GE(p->plans().size(), 5u) << "the segment form offered";
+    }
   }
 }
 
@@ -415,9 +417,10 @@ TEST(GpuWorkloads, UntunedStepsTakeTheOpsFallbackWhereItWasMeasured) {
     const workloads::ProblemOnGpu::ResolvedStep r = gpu.resolve(i, {});
     const bool expect = hopper && !s.fallback.empty();
     EXPECT_EQ(r.why.find("fallback") != std::string::npos, expect) << r.why;
-    if (expect)
+    if (expect) {
       for (const auto& [name, value] : s.fallback)
         EXPECT_NE(r.tunables.find(name + "=" + value), std::string::npos) << r.tunables;
+    }
   }
   EXPECT_EQ(!gpu.steps()[0].fallback.empty(), true) << "attn_fwd has Hopper tiles at D = 128";
   check_problem(gpu, {});

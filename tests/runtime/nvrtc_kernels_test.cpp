@@ -263,7 +263,9 @@ TEST(NvrtcKernels, EveryKernelCompilesForSm80AndSm90a) {
         // The x tile of a wgmma dot comes by TMA where the argument allows it (aligned).
         const bool tma = c.source.find("tj::tma_load_2d_sw128<") != std::string::npos;
         EXPECT_EQ(tma, c.tma_maps.size() > 0);
-        if (tma) EXPECT_TRUE(aligned && std::string(arch) == "sm_90a");
+        if (tma) {
+          EXPECT_TRUE(aligned && std::string(arch) == "sm_90a");
+        }
       }
   }
 }
