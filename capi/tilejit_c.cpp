@@ -200,11 +200,7 @@ void attention_forward_tensors(const char* op, const std::vector<Arg>& t, Args& 
 /// The nine of a backward: q, k, v, o, lse, dout, then dq, dk, dv.
 template <class Args>
 void attention_backward_tensors(const char* op, const std::vector<Arg>& t, Args& a) {
-  a.q = tensor_arg(op, t[0], "q");
-  a.k = tensor_arg(op, t[1], "k");
-  a.v = tensor_arg(op, t[2], "v");
-  a.o = tensor_arg(op, t[3], "o");
-  a.lse = tensor_arg(op, t[4], "lse");
+  attention_forward_tensors(op, t, a); // the first five are the forward's
   a.dout = tensor_arg(op, t[5], "dout");
   a.dq = tensor_arg(op, t[6], "dq");
   a.dk = tensor_arg(op, t[7], "dk");

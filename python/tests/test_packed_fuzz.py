@@ -75,18 +75,25 @@ DQ_CONFIGS = [None, b"ATOMIC_DQ=0", b"ATOMIC_DQ=1", b"ATOMIC_DQ=2", b"ATOMIC_DQ=
               b"ATOMIC_DQ=0;BM=64", b"ATOMIC_DQ"]
 
 
-def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
-    """tj_attention_forward / tj_attention_backward's checks under mutated records (an input
-    path of their own): each call returns 0 or an error, never crashes."""
-    q = numpy.zeros((1, 4, 9, 16), numpy.float16)
-    kv = numpy.zeros((1, 2, 9, 16), numpy.float16)
-    lse = numpy.zeros((1, 4, 9), numpy.float32)
+def attention_records(q, kv, lse):
+    """The packed records of an attention forward (q, k, v, o, lse) and backward (those, then
+    dout, dq, dk, dv), on q-like and kv-like arrays."""
     fwd, bwd = [], []
     for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse")):
         pack_tensor(fwd, t, name)
     for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"), (q, "dout"),
                     (q, "dq"), (kv, "dk"), (kv, "dv")):
         pack_tensor(bwd, t, name)
+    return fwd, bwd
+
+
+def test_mutated_attention_records_are_errors_not_crashes(cpu_runtime):
+    """tj_attention_forward / tj_attention_backward's checks under mutated records (an input
+    path of their own): each call returns 0 or an error, never crashes."""
+    q = numpy.zeros((1, 4, 9, 16), numpy.float16)
+    kv = numpy.zeros((1, 2, 9, 16), numpy.float16)
+    lse = numpy.zeros((1, 4, 9), numpy.float32)
+    fwd, bwd = attention_records(q, kv, lse)
     rng = random.Random(2)
     for round in range(2000):
         backward = round % 2 == 1
@@ -293,12 +300,7 @@ def test_mutated_ring_attention_records_are_errors_not_crashes(cpu_runtime):
     q = numpy.zeros((1, 4, 10, 16), numpy.float16)
     kv = numpy.zeros((1, 2, 10, 16), numpy.float16)
     lse = numpy.zeros((1, 4, 10), numpy.float32)
-    fwd, bwd = [], []
-    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse")):
-        pack_tensor(fwd, t, name)
-    for t, name in ((q, "q"), (kv, "k"), (kv, "v"), (q, "o"), (lse, "lse"), (q, "dout"),
-                    (q, "dq"), (kv, "dk"), (kv, "dv")):
-        pack_tensor(bwd, t, name)
+    fwd, bwd = attention_records(q, kv, lse)
     rng = random.Random(5)
     for round in range(2000):
         backward = round % 2 == 1
