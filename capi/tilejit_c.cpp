@@ -560,22 +560,30 @@ int attention_forward_call(void* runtime, const int64_t* packed, int64_t packed_
 }
 
 /// ops::attention_backward from the packed tensors: q, k, v, o, lse, dout, dq, dk, dv, and for
-/// block-sparse (`sparse`) block_counts and block_indices (per key block).
+/// block-sparse (`sparse`) block_counts and block_indices (per key block), optionally then the
+/// forward's (per query block: AttentionBackwardArgs::forward_blocks).
 int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed_len, bool sparse,
                             int64_t block, int causal, int exact, double scale, const char* config,
                             void* stream, int check_only) {
   return guarded(
       [&] {
         const char* op = "attention_backward";
+        // Block-sparse: the backward's lists, then optionally the forward's (13 tensors).
+        const bool with_forward_lists = sparse && unpack_args(packed, packed_len).size() == 13;
         const auto& args =
-            op_tensors(op, packed, packed_len, sparse ? 11 : 9,
-                       sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices"
+            op_tensors(op, packed, packed_len, sparse ? (with_forward_lists ? 13 : 11) : 9,
+                       sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices[, "
+                                "forward_block_counts, forward_block_indices]"
                               : "q, k, v, o, lse, dout, dq, dk, dv");
         tilejit::ops::AttentionBackwardArgs a;
         attention_backward_tensors(op, args, a);
         if (sparse)
           a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[9], "block_counts"),
                                                    tensor_arg(op, args[10], "block_indices")};
+        if (with_forward_lists)
+          a.forward_blocks =
+              tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[11], "forward_block_counts"),
+                                            tensor_arg(op, args[12], "forward_block_indices")};
         a.causal = causal != 0;
         a.exact = exact != 0;
         if (!std::isnan(scale)) a.scale = scale;

@@ -97,7 +97,9 @@ int tj_attention_backward(void* runtime, const int64_t* packed, int64_t packed_l
 int tj_attention_forward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
                                 int64_t block, int causal, int exact, double scale,
                                 const char* config, void* stream, int check_only);
-/* tj_attention_backward's nine tensors then block_counts and block_indices (per key block). */
+/* tj_attention_backward's nine tensors then block_counts and block_indices (per key block),
+ * optionally followed by the forward's block_counts and block_indices (per query block; 13
+ * tensors): given, dq may come from attn_dq_sparse instead of atomics. */
 int tj_attention_backward_sparse(void* runtime, const int64_t* packed, int64_t packed_len,
                                  int64_t block, int causal, int exact, double scale,
                                  const char* config, void* stream, int check_only);

@@ -19,15 +19,15 @@ const OpChecks forward_checks("attention_forward");
 const OpChecks backward_checks("attention_backward");
 
 /// Block lists: dtypes, ranks, a mask per batch / head or broadcast, NB = cdiv(N, block).
-void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) {
+/// `names`: the lists' names in errors (the backward's forward_blocks have their own).
+void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q,
+                  const char* const (&names)[2] = {"block_counts", "block_indices"}) {
   const int64_t block = b.block;
   if (block != 16 && block != 32 && block != 64 && block != 128)
-    throw Error(
-        str(c.named("block_counts", b.counts), ": block = ", block, " is not 16, 32, 64 or 128"));
+    throw Error(str(c.named(names[0], b.counts), ": block = ", block, " is not 16, 32, 64 or 128"));
   const int64_t nb = (q.shape[2] + block - 1) / block;
-  c.rank_and_dtype("block_counts", b.counts, 3, {DType::I32}, "[MB, MH, NB] i32");
-  c.rank_and_dtype("block_indices", b.indices, 4, {DType::I32}, "[MB, MH, NB, NB] i32");
-  const char* names[2] = {"block_counts", "block_indices"};
+  c.rank_and_dtype(names[0], b.counts, 3, {DType::I32}, "[MB, MH, NB] i32");
+  c.rank_and_dtype(names[1], b.indices, 4, {DType::I32}, "[MB, MH, NB, NB] i32");
   const Tensor* ts[2] = {&b.counts, &b.indices};
   for (int i = 0; i < 2; ++i) {
     const Tensor& t = *ts[i];
@@ -39,9 +39,10 @@ void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q) 
                       " in dimension 1 but must have 1 or q's heads Hq = ", q.shape[1]));
     c.size(names[i], t, 2, nb, str("cdiv(N, block) = cdiv(", q.shape[2], ", ", block, ")").c_str());
   }
-  c.size("block_indices", b.indices, 0, b.counts.shape[0], "block_counts'");
-  c.size("block_indices", b.indices, 1, b.counts.shape[1], "block_counts'");
-  c.size("block_indices", b.indices, 3, nb, "cdiv(N, block)");
+  const std::string counts_own = str(names[0], "'");
+  c.size(names[1], b.indices, 0, b.counts.shape[0], counts_own.c_str());
+  c.size(names[1], b.indices, 1, b.counts.shape[1], counts_own.c_str());
+  c.size(names[1], b.indices, 3, nb, "cdiv(N, block)");
 }
 
 /// The case the tiles are chosen for: the whole sequence, and the block lists' block.
@@ -105,26 +106,42 @@ void check_attention_backward(const AttentionBackwardArgs& a) {
   check_qkv(c, a.q, a.k, a.v);
   check_backward_like(c, a.q, a.k, a.o, a.lse, a.dout, a.dq, a.dk, a.dv);
   if (a.blocks) check_blocks(c, *a.blocks, a.q);
+  if (a.forward_blocks) {
+    if (!a.blocks)
+      throw Error(str(c.named("forward_block_counts", a.forward_blocks->counts),
+                      ": forward_blocks are the block-sparse forward's lists, given without the "
+                      "backward's own (blocks): dense attention takes neither"));
+    if (a.forward_blocks->block != a.blocks->block)
+      throw Error(str(c.named("forward_block_counts", a.forward_blocks->counts),
+                      ": block = ", a.forward_blocks->block,
+                      " but the backward's lists have block = ", a.blocks->block,
+                      ": both come from one mask"));
+    check_blocks(c, *a.forward_blocks, a.q, {"forward_block_counts", "forward_block_indices"});
+  }
   scale_of(c, a.scale, a.q);
   if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end()) {
     if (forced->second != "0" && forced->second != "1")
       throw Error(str("attention_backward: config ATOMIC_DQ=", forced->second,
                       " is not 0 (dq by attn_dq) or 1 (dq by atomics)"));
-    if (a.blocks && forced->second == "0")
-      throw Error("attention_backward: config ATOMIC_DQ=0 (dq by attn_dq) is for dense "
-                  "attention; block-sparse takes dq by atomics");
+    if (a.blocks && !a.forward_blocks && forced->second == "0")
+      throw Error("attention_backward: config ATOMIC_DQ=0 (dq by attn_dq_sparse) needs the "
+                  "forward's block lists (forward_blocks) for block-sparse attention; without "
+                  "them dq goes by atomics");
   }
-  c.on_one_gpu({{"q", &a.q},
-                {"k", &a.k},
-                {"v", &a.v},
-                {"o", &a.o},
-                {"lse", &a.lse},
-                {"dout", &a.dout},
-                {"dq", a.dq ? &*a.dq : nullptr},
-                {"dk", a.dk ? &*a.dk : nullptr},
-                {"dv", a.dv ? &*a.dv : nullptr},
-                {"block_counts", a.blocks ? &a.blocks->counts : nullptr},
-                {"block_indices", a.blocks ? &a.blocks->indices : nullptr}});
+  c.on_one_gpu(
+      {{"q", &a.q},
+       {"k", &a.k},
+       {"v", &a.v},
+       {"o", &a.o},
+       {"lse", &a.lse},
+       {"dout", &a.dout},
+       {"dq", a.dq ? &*a.dq : nullptr},
+       {"dk", a.dk ? &*a.dk : nullptr},
+       {"dv", a.dv ? &*a.dv : nullptr},
+       {"block_counts", a.blocks ? &a.blocks->counts : nullptr},
+       {"block_indices", a.blocks ? &a.blocks->indices : nullptr},
+       {"forward_block_counts", a.forward_blocks ? &a.forward_blocks->counts : nullptr},
+       {"forward_block_indices", a.forward_blocks ? &a.forward_blocks->indices : nullptr}});
 }
 
 AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardArgs& a) {
@@ -142,11 +159,12 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   // accumulator, two more products): what the caller forced with ATOMIC_DQ in `config`, else
   // the plan `tilejit tune --workload attention` chose for this shape (or the nearest tuned
   // one) in the runtime's tuning database, else the faster on Hopper per
-  // workloads/attention_tiles.h. Block-sparse calls take atomics: attn_dq_sparse needs the
-  // forward's block lists, which the backward is not given.
+  // workloads/attention_tiles.h. Block-sparse calls take attn_dq_sparse only when given the
+  // forward's block lists (it walks each query block's kept key blocks), atomics otherwise.
   const workloads::AttentionTileCase tiles = tile_case(q, a.causal, a.blocks);
   const bool hopper = hopper_tiles(rt, tiles);
-  bool atomic_dq = !(hopper && workloads::dq_by_kernel(tiles));
+  const bool dq_kernel_possible = !a.blocks || a.forward_blocks;
+  bool atomic_dq = !(dq_kernel_possible && hopper && workloads::dq_by_kernel(tiles));
   if (auto forced = a.config.find("ATOMIC_DQ"); forced != a.config.end())
     atomic_dq = forced->second == "1"; // 0 or 1: check_attention_backward saw to it
   else if (!a.blocks)
@@ -178,7 +196,7 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   const Arg scale = Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)));
   if (a.blocks) {
     main_lo.config["BLK"] = std::to_string(a.blocks->block);
-    main_lo.config.erase("ATOMIC_DQ"); // attn_bwd_sparse always adds dq by atomics
+    main_lo.config["ATOMIC_DQ"] = dq_generic;
     rt.launch(rt.load(source, "attn_bwd_sparse"),
               {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
                Arg::of(delta), Arg::of(a.blocks->counts), Arg::of(a.blocks->indices),
@@ -199,10 +217,19 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
     dq_lo.stream = a.stream;
     dq_lo.config = kernel_config({}, q, a.causal, a.exact);
     if (hopper) dq_lo.fallback = workloads::dq_kernel_tile(tiles);
-    rt.launch(rt.load(source, "attn_dq"),
-              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
-               Arg::of(delta), Arg::of(out.dq), scale},
-              dq_lo);
+    if (a.blocks) {
+      dq_lo.config["BLK"] = std::to_string(a.blocks->block);
+      rt.launch(rt.load(source, "attn_dq_sparse"),
+                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+                 Arg::of(delta), Arg::of(a.forward_blocks->counts),
+                 Arg::of(a.forward_blocks->indices), Arg::of(out.dq), scale},
+                dq_lo);
+    } else {
+      rt.launch(rt.load(source, "attn_dq"),
+                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+                 Arg::of(delta), Arg::of(out.dq), scale},
+                dq_lo);
+    }
   }
   // The work buffers go back to the pool here, on the call's stream, after the launches.
   return out;

@@ -31,7 +31,11 @@ Config dq_kernel_tile(const AttentionTileCase& c) {
 }
 
 bool dq_by_kernel(const AttentionTileCase& c) {
-  if (c.block != 0 || !hopper_tiles_apply(c)) return false;
+  if (!hopper_tiles_apply(c)) return false;
+  // Block-sparse: attn_dq_sparse over the forward's lists won at every density measured (H200,
+  // N = 16384: D = 128 at 10/25/50% forward + backward 1.10/1.08/1.10x, D = 64 at 10% 1.28x;
+  // bench/results/2026-11-29-attention-sparse-dq-kernel-h200.md).
+  if (c.block != 0) return true;
   return c.tile_width == 64 || (!c.causal && c.seq >= 8192);
 }
 

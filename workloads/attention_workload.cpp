@@ -88,9 +88,7 @@ public:
 
   /// Untuned, dq by attn_dq where the op takes it on Hopper (attention_tiles.h: dq_by_kernel).
   size_t untuned_plan(int cc_major) const override {
-    return cc_major == 9 && dq_by_kernel(tile_case())
-               ? 1
-               : 0; // (dense only: block-sparse has one plan)
+    return cc_major == 9 && dq_by_kernel(tile_case()) ? 1 : 0;
   }
 
   AttentionTileCase tile_case() const {

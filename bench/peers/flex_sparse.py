@@ -10,6 +10,9 @@ forward (inputs requiring grad, as the yardstick does: one compile) and the forw
 (autograd.grad of the output against a random do). L2 flushed before each call, CUDA events,
 median of 30 after 3 warm-ups. One JSON line per (N, density) on stdout (and FILE when given).
 Head (0, 0)'s o is checked against a float64 reference; the relative error goes in the row.
+With --tilejit, tilejit.ops.attention (the op users call, autograd for the backward) is timed
+the same way on the same inputs and mask, beside flex in the same process
+(`tilejit_fwd_ms`, `tilejit_fwdbwd_ms`, its o's relative difference from flex's).
 """
 import argparse
 import json
@@ -34,6 +37,8 @@ def main():
                    type=lambda s: int_list(s, "--n", 128, 1 << 20), help="sequence lengths")
     p.add_argument("--densities", default="10,25,50",
                    type=lambda s: int_list(s, "--densities", 1, 100), help="percent kept")
+    p.add_argument("--tilejit", action="store_true",
+                   help="also time tilejit.ops.attention on the same inputs and mask")
     args = p.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -78,6 +83,20 @@ def main():
             row["flex_fwd_ms"] = timer.median_ms(lambda: flex(q, k, v, block_mask=bm))
             row["flex_fwdbwd_ms"] = timer.median_ms(
                 lambda: torch.autograd.grad(flex(q, k, v, block_mask=bm), (q, k, v), do))
+            if args.tilejit:
+                import tilejit
+                mask = torch.zeros(1, H, nb, nb, dtype=torch.bool, device="cuda")
+                mask.scatter_(-1, idx[..., :keep].long(), True)
+                ours = tilejit.ops.attention(q, k, v, block_mask=mask)
+                theirs = flex(q, k, v, block_mask=bm)
+                row["tilejit_vs_flex_rel_o"] = ((ours.double() - theirs.double()).norm() /
+                                                theirs.double().norm()).item()
+                del ours, theirs
+                row["tilejit_fwd_ms"] = timer.median_ms(
+                    lambda: tilejit.ops.attention(q, k, v, block_mask=mask))
+                row["tilejit_fwdbwd_ms"] = timer.median_ms(
+                    lambda: torch.autograd.grad(tilejit.ops.attention(q, k, v, block_mask=mask),
+                                                (q, k, v), do))
             line = json.dumps(row)
             print(line, flush=True)
             if out:

@@ -144,3 +144,30 @@ def test_block_mask_forward_and_gradients(dtype, b, hq, hkv, n, d, causal, mb, m
     for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
         assert not torch.isnan(got).any()
         assert rel(got, want) <= tol
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, mb, mh, blk, density", SPARSE_CASES)
+@pytest.mark.parametrize("atomic_dq", [None, "0", "1"])
+def test_block_mask_backward_each_dq_path(dtype, b, hq, hkv, n, d, causal, mb, mh, blk, density,
+                                          atomic_dq):
+    """The block-sparse backward's dq by atomics (ATOMIC_DQ=1), by attn_dq_sparse over the
+    forward's lists (0) and by the op's own choice (None: attn_dq_sparse on Hopper at 16-bit
+    widths 64 and 128), into NaN-poisoned outputs, each gradient against float64 autograd."""
+    torch.manual_seed(7 * n + d + blk)
+    nb = (n + blk - 1) // blk
+    block_mask = torch.rand(mb, mh, nb, nb, device="cuda") < density
+    block_mask[:, :, 1] = False  # query block 1 keeps nothing
+    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=block_mask)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    config = None if atomic_dq is None else {"ATOMIC_DQ": atomic_dq}
+    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=block_mask,
+                                   dq=dq, dk=dk, dv=dv, config=config)
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), block_mask, blk)
+    ro.backward(dout.double())
+    tol = 3e-2 if dtype != torch.float32 else 1e-2
+    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
+        assert not torch.isnan(got).any(), name
+        assert rel(got, want) <= tol, name

@@ -125,17 +125,34 @@ def test_mutated_sparse_attention_records_are_errors_not_crashes(cpu_runtime):
                     (q, "dq"), (kv, "dk"), (kv, "dv"), (counts, "block_counts"),
                     (indices, "block_indices")):
         pack_tensor(bwd, t, name)
+    # The backward with the forward's lists too (13 tensors: dq may go by attn_dq_sparse).
+    bwd_lists = list(bwd)
+    for t, name in ((counts, "forward_block_counts"), (indices, "forward_block_indices")):
+        pack_tensor(bwd_lists, t, name)
     # The seeds themselves pass every check but the device's.
-    for fn, seed in ((lib.tj_attention_forward_sparse, fwd), (lib.tj_attention_backward_sparse, bwd)):
-        a = array("q", seed)
-        assert fn(cpu_runtime._handle, a.buffer_info()[0], len(seed), 128, 0, 0, float("nan"),
-                  None, None, 1) != 0
-        assert "host memory" in lib.tj_last_error().decode()
+    for fn, seed in ((lib.tj_attention_forward_sparse, fwd), (lib.tj_attention_backward_sparse, bwd),
+                     (lib.tj_attention_backward_sparse, bwd_lists)):
+        for config in (None, b"ATOMIC_DQ=1") + ((b"ATOMIC_DQ=0",) if seed is bwd_lists else ()):
+            a = array("q", seed)
+            assert fn(cpu_runtime._handle, a.buffer_info()[0], len(seed), 128, 0, 0,
+                      float("nan"), config, None, 1) != 0
+            assert "host memory" in lib.tj_last_error().decode(), (len(seed), config)
+    # ATOMIC_DQ=0 without the forward's lists is named; so is a 12th tensor alone.
+    a = array("q", bwd)
+    assert lib.tj_attention_backward_sparse(cpu_runtime._handle, a.buffer_info()[0], len(bwd),
+                                            128, 0, 0, float("nan"), b"ATOMIC_DQ=0", None, 1) != 0
+    assert "needs the forward's block lists" in lib.tj_last_error().decode()
+    twelve = list(bwd)
+    pack_tensor(twelve, counts, "forward_block_counts")
+    a = array("q", twelve)
+    assert lib.tj_attention_backward_sparse(cpu_runtime._handle, a.buffer_info()[0], len(twelve),
+                                            128, 0, 0, float("nan"), None, None, 1) != 0
+    assert "takes 11 tensors" in lib.tj_last_error().decode()
     rng = random.Random(3)
     blocks = [128, 64, 32, 16, 0, -1, 100, 1 << 40]
-    for round in range(2000):
-        backward = round % 2 == 1
-        values = list(bwd if backward else fwd)
+    for round in range(3000):
+        backward = round % 3 != 0
+        values = list(bwd if round % 3 == 1 else bwd_lists if backward else fwd)
         mutate(values, rng)
         a = array("q", values)
         address = a.buffer_info()[0] if values else None

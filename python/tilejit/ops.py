@@ -258,12 +258,17 @@ def _block_lists(op, block_mask, q, transpose):
 def _attention_call(op, dense_fn, sparse_fn, tensors, names, causal, exact, scale, block_mask,
                     transpose, config, stream, runtime, check_only):
     """The C ABI call shared by attention_forward and attention_backward: the tensors packed
-    (and, with a block_mask, its lists: per query block, or per key block when `transpose`)."""
+    (and, with a block_mask, its lists: per query block, or per key block when `transpose`,
+    then the per-query-block lists too, so that the backward may compute dq by
+    attn_dq_sparse)."""
     flags = (_flag(op, "causal", causal), _flag(op, "exact", exact))
     blocks = None if block_mask is None else _block_lists(op, block_mask, tensors[0], transpose)
     if blocks is not None:
         tensors += blocks[1:]
         names += ("block_counts", "block_indices")
+        if transpose:
+            tensors += _block_lists(op, block_mask, tensors[0], False)[1:]
+            names += ("forward_block_counts", "forward_block_indices")
     packed, device = pack_tensors(tensors, names)
     if stream is None:
         stream = current_stream(device) if device >= 0 else 0

@@ -93,8 +93,9 @@ TEST(AttentionOps, BackwardChecksItsBlockListsToo) {
       << error_of([&] { ops::check_attention_backward(a); });
 }
 
-// ATOMIC_DQ in the backward's config chooses how dq is computed (1: atomics, 0: attn_dq, which
-// is dense only); any other value, or 0 with block lists, is an error naming the setting.
+// ATOMIC_DQ in the backward's config chooses how dq is computed (1: atomics, 0: attn_dq, for
+// block-sparse attn_dq_sparse, which needs the forward's lists); any other value, or 0 with the
+// backward's block lists alone, is an error naming the setting.
 TEST(AttentionOps, BackwardChecksTheDqChoice) {
   Backward f;
   HostTensor counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
@@ -109,9 +110,44 @@ TEST(AttentionOps, BackwardChecksTheDqChoice) {
       << error();
   a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
   a.config = {{"ATOMIC_DQ", "0"}};
-  EXPECT_NE(error().find("ATOMIC_DQ=0 (dq by attn_dq) is for dense attention"), std::string::npos)
+  EXPECT_NE(error().find("ATOMIC_DQ=0 (dq by attn_dq_sparse) needs the forward's block lists "
+                         "(forward_blocks)"),
+            std::string::npos)
       << error();
   a.config = {{"ATOMIC_DQ", "1"}};
+  EXPECT_NE(error().find("host memory"), std::string::npos) << error();
+  // With the forward's lists attn_dq_sparse can compute dq: both choices pass the checks.
+  a.forward_blocks = ops::AttentionBlocks{128, counts.t, indices.t};
+  for (const char* good : {"0", "1"}) {
+    a.config = {{"ATOMIC_DQ", good}};
+    EXPECT_NE(error().find("host memory"), std::string::npos) << good << ": " << error();
+  }
+}
+
+// The backward's optional forward lists (AttentionBackwardArgs::forward_blocks): checked like
+// the backward's own, under their own names, and only beside them, from the same block.
+TEST(AttentionOps, BackwardChecksTheForwardsBlockLists) {
+  Backward f;
+  HostTensor counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
+  HostTensor short_indices(DType::I32, {1, 1, 3, 2}), f32_counts(DType::F32, {1, 1, 3});
+  ops::AttentionBackwardArgs a = f.args();
+  auto error = [&] { return error_of([&] { ops::check_attention_backward(a); }); };
+  a.forward_blocks = ops::AttentionBlocks{128, counts.t, indices.t};
+  EXPECT_NE(error().find("forward_blocks are the "
+                         "block-sparse forward's lists, given without the backward's own"),
+            std::string::npos)
+      << error();
+  a.blocks = ops::AttentionBlocks{128, counts.t, indices.t};
+  a.forward_blocks = ops::AttentionBlocks{64, counts.t, indices.t};
+  EXPECT_NE(error().find("block = 64 but the backward's lists have block = 128"), std::string::npos)
+      << error();
+  a.forward_blocks = ops::AttentionBlocks{128, counts.t, short_indices.t};
+  EXPECT_NE(error().find("tensor 'forward_block_indices'"), std::string::npos) << error();
+  EXPECT_NE(error().find("cdiv(N, block)"), std::string::npos) << error();
+  a.forward_blocks = ops::AttentionBlocks{128, f32_counts.t, indices.t};
+  EXPECT_NE(error().find("tensor 'forward_block_counts'"), std::string::npos) << error();
+  EXPECT_NE(error().find("must be i32"), std::string::npos) << error();
+  a.forward_blocks = ops::AttentionBlocks{128, counts.t, indices.t};
   EXPECT_NE(error().find("host memory"), std::string::npos) << error();
 }
 

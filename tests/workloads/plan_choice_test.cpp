@@ -63,8 +63,10 @@ TEST(PlanChoice, AttentionOffersTwoPlansDenseAndBlockSparse) {
   EXPECT_EQ(sparse_plans[1].steps[2].generics.at("ATOMIC_DQ"), "0");
   EXPECT_EQ(sparse_plans[1].steps.back().kernel, "attn_dq_sparse");
   EXPECT_EQ(sparse_plans[1].steps.back().generics.at("BLK"), "64");
-  // Untuned, block-sparse shapes keep the atomics (the op's plan; the other is unmeasured).
-  EXPECT_EQ(sparse->untuned_plan(9), 0u);
+  // Untuned, block-sparse shapes take attn_dq_sparse on Hopper (the op's plan, given the
+  // forward's lists; measured faster at 10-50% density), the atomics elsewhere.
+  EXPECT_EQ(sparse->untuned_plan(9), 1u);
+  EXPECT_EQ(sparse->untuned_plan(8), 0u);
 }
 
 TEST(PlanChoice, Int4DequantOffersTheGptqGemvPlan) {
@@ -144,8 +146,9 @@ TEST(PlanChoice, TheDatabaseChoiceIsReadBackAndPlanOverridesIt) {
 }
 
 // Untuned, a shape takes the plan its op would launch on that GPU: attention's dq by attn_dq on
-// Hopper where the op takes it (head dims up to 64; wider non-causal from N = 8192), atomics
-// elsewhere and for block-sparse and f32 shapes. Without a GPU (here), the first plan.
+// Hopper where the op takes it (head dims up to 64; wider non-causal from N = 8192; block-sparse
+// at 16-bit widths 64 and 128), atomics elsewhere and for f32 shapes. Without a GPU (here), the
+// first plan.
 TEST(PlanChoice, UntunedShapesTakeTheOpsPlanOnItsGpu) {
   AttentionPlans a;
   auto p = a.problem("1000", "0"); // f16, D = 64
@@ -160,7 +163,10 @@ TEST(PlanChoice, UntunedShapesTakeTheOpsPlanOnItsGpu) {
   EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}}, DType::BF16), 1u);
   EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}, {"CAUSAL", "1"}}, DType::BF16), 0u);
   EXPECT_EQ(shape({{"N", "2048"}, {"D", "128"}}, DType::BF16), 0u);
-  EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}, {"DENSITY", "30"}}, DType::BF16), 0u);
+  EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}, {"DENSITY", "30"}}, DType::BF16), 1u);
+  EXPECT_EQ(shape({{"N", "1000"}, {"D", "128"}, {"DENSITY", "10"}, {"CAUSAL", "1"}}, DType::BF16),
+            1u);
+  EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}, {"DENSITY", "30"}}, DType::F32), 0u);
   EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}}, DType::F32), 0u);
   // No GPU here: choose_plan asks the plan for cc 0, the first.
   const auto chosen = workloads::choose_plan(a.kernels, *p, p->plans(), nullptr, h100(), "");

@@ -156,15 +156,21 @@ struct AttentionBackwardArgs {
   /// Block-sparse: per key block, the query blocks that keep it (the forward's mask
   /// transposed). Dense when absent.
   std::optional<AttentionBlocks> blocks;
+  /// Block-sparse, optional: the forward's own lists too (per query block, its kept key
+  /// blocks; the same block as `blocks`). Given, dq may come from attn_dq_sparse over them (no
+  /// atomics, no f32 accumulator), which on Hopper measured faster; without them dq goes by
+  /// atomics.
+  std::optional<AttentionBlocks> forward_blocks;
   std::optional<Tensor> dq, dk, dv; ///< written when given; allocated otherwise
   bool causal = false;
   bool exact = false;
   std::optional<double> scale;
   void* stream = nullptr;
   /// Forced tunables of attn_bwd (BN, BM, STAGES, WARPS, TR), and ATOMIC_DQ: 1 adds dq by
-  /// atomics from attn_bwd into an f32 accumulator, 0 computes it in attn_dq (dense only). By
-  /// default attn_dq where it measured faster (on Hopper: head dims up to 64, and longer
-  /// non-causal sequences; workloads/attention_tiles.h), atomics elsewhere.
+  /// atomics from attn_bwd into an f32 accumulator, 0 computes it in attn_dq (block-sparse:
+  /// attn_dq_sparse, which needs forward_blocks). By default attn_dq where it measured faster
+  /// (on Hopper: head dims up to 64, longer non-causal sequences, and block-sparse with
+  /// forward_blocks; workloads/attention_tiles.h), atomics elsewhere.
   Config config;
 };
 
