@@ -31,12 +31,12 @@ Config dq_kernel_tile(const AttentionTileCase& c) {
 }
 
 bool dq_by_kernel(const AttentionTileCase& c) {
-  if (!hopper_tiles_apply(c)) return false;
-  // Block-sparse: attn_dq_sparse over the forward's lists won at every density measured (H200,
-  // N = 16384: D = 128 at 10/25/50% forward + backward 1.10/1.08/1.10x, D = 64 at 10% 1.28x;
-  // bench/results/2026-11-29-attention-sparse-dq-kernel-h200.md).
-  if (c.block != 0) return true;
-  return c.tile_width == 64 || (!c.causal && c.seq >= 8192);
+  // Since the backward's q and do tiles come by TMA, attn_dq (block-sparse: attn_dq_sparse over
+  // the forward's lists) beats the atomics on every shape measured (H200, 2026-11-29: the
+  // backward 1.01-1.26x at width 128, causal or not, N from 1024 to 16384, GQA; 1.08-1.28x
+  // block-sparse; bench/results/2026-11-29-attention-dq-plans-h200.md); before it, width 128
+  // took the atomics below N = 8192 and with causal masking.
+  return hopper_tiles_apply(c);
 }
 
 } // namespace tilejit::workloads

@@ -37,9 +37,8 @@ Config backward_tile(const AttentionTileCase& c);
 /// at 64 (and at block 64, which the wide tile does not divide).
 Config dq_kernel_tile(const AttentionTileCase& c);
 
-/// Whether dq is faster by attn_dq (no atomics, two more products) than by atomics: dense at
-/// width 64 always (1.16-1.25x) and wider without causal masking from N = 8192 (1.05-1.09x);
-/// block-sparse (attn_dq_sparse) always (1.08-1.28x forward + backward).
+/// Whether dq is faster by attn_dq (no atomics, two more products) than by atomics: wherever
+/// the tiles above apply (measured on every shape, dense and block-sparse).
 bool dq_by_kernel(const AttentionTileCase& c);
 
 } // namespace tilejit::workloads

@@ -146,9 +146,8 @@ TEST(PlanChoice, TheDatabaseChoiceIsReadBackAndPlanOverridesIt) {
 }
 
 // Untuned, a shape takes the plan its op would launch on that GPU: attention's dq by attn_dq on
-// Hopper where the op takes it (head dims up to 64; wider non-causal from N = 8192; block-sparse
-// at 16-bit widths 64 and 128), atomics elsewhere and for f32 shapes. Without a GPU (here), the
-// first plan.
+// Hopper where the op takes it (16-bit widths 64 and 128, dense or block-sparse), atomics
+// elsewhere (other widths, f32 shapes, other GPUs). Without a GPU (here), the first plan.
 TEST(PlanChoice, UntunedShapesTakeTheOpsPlanOnItsGpu) {
   AttentionPlans a;
   auto p = a.problem("1000", "0"); // f16, D = 64
@@ -161,8 +160,9 @@ TEST(PlanChoice, UntunedShapesTakeTheOpsPlanOnItsGpu) {
     return a.w->parse_shape(s, t)->untuned_plan(9);
   };
   EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}}, DType::BF16), 1u);
-  EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}, {"CAUSAL", "1"}}, DType::BF16), 0u);
-  EXPECT_EQ(shape({{"N", "2048"}, {"D", "128"}}, DType::BF16), 0u);
+  EXPECT_EQ(shape({{"N", "8192"}, {"D", "128"}, {"CAUSAL", "1"}}, DType::BF16), 1u);
+  EXPECT_EQ(shape({{"N", "2048"}, {"D", "128"}}, DType::BF16), 1u);
+  EXPECT_EQ(shape({{"N", "2048"}, {"D", "96"}}, DType::BF16), 0u); // no Hopper tile at width 96
   EXPECT_EQ(shape({{"N", "1000"}, {"D", "64"}, {"DENSITY", "30"}}, DType::BF16), 1u);
   EXPECT_EQ(shape({{"N", "1000"}, {"D", "128"}, {"DENSITY", "10"}, {"CAUSAL", "1"}}, DType::BF16),
             1u);

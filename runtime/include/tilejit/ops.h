@@ -168,9 +168,10 @@ struct AttentionBackwardArgs {
   void* stream = nullptr;
   /// Forced tunables of attn_bwd (BN, BM, STAGES, WARPS, TR), and ATOMIC_DQ: 1 adds dq by
   /// atomics from attn_bwd into an f32 accumulator, 0 computes it in attn_dq (block-sparse:
-  /// attn_dq_sparse, which needs forward_blocks). By default attn_dq where it measured faster
-  /// (on Hopper: head dims up to 64, longer non-causal sequences, and block-sparse with
-  /// forward_blocks; workloads/attention_tiles.h), atomics elsewhere.
+  /// attn_dq_sparse, which needs forward_blocks). By default what `tilejit tune --workload
+  /// attention` stored for the shape, else attn_dq on Hopper at 16-bit head dims up to 128
+  /// (faster on every shape measured; block-sparse given forward_blocks;
+  /// workloads/attention_tiles.h), atomics elsewhere.
   Config config;
 };
 
