@@ -12,7 +12,9 @@ median of 30 after 3 warm-ups. One JSON line per (N, density) on stdout (and FIL
 Head (0, 0)'s o is checked against a float64 reference; the relative error goes in the row.
 With --tilejit, tilejit.ops.attention (the op users call, autograd for the backward) is timed
 the same way on the same inputs and mask, beside flex in the same process
-(`tilejit_fwd_ms`, `tilejit_fwdbwd_ms`, its o's relative difference from flex's).
+(`tilejit_fwd_ms`, `tilejit_fwdbwd_ms`, its o's relative difference from flex's), and again
+with the mask's lists built once (`tilejit.ops.BlockMask`, as flex's BlockMask is built once):
+`tilejit_blockmask_fwd_ms`, `tilejit_blockmask_fwdbwd_ms`.
 """
 import argparse
 import json
@@ -96,6 +98,13 @@ def main():
                     lambda: tilejit.ops.attention(q, k, v, block_mask=mask))
                 row["tilejit_fwdbwd_ms"] = timer.median_ms(
                     lambda: torch.autograd.grad(tilejit.ops.attention(q, k, v, block_mask=mask),
+                                                (q, k, v), do))
+                # The lists built once (tilejit.ops.BlockMask), as flex's BlockMask is.
+                bm_t = tilejit.ops.BlockMask(mask)
+                row["tilejit_blockmask_fwd_ms"] = timer.median_ms(
+                    lambda: tilejit.ops.attention(q, k, v, block_mask=bm_t))
+                row["tilejit_blockmask_fwdbwd_ms"] = timer.median_ms(
+                    lambda: torch.autograd.grad(tilejit.ops.attention(q, k, v, block_mask=bm_t),
                                                 (q, k, v), do))
             line = json.dumps(row)
             print(line, flush=True)

@@ -171,3 +171,32 @@ def test_block_mask_backward_each_dq_path(dtype, b, hq, hkv, n, d, causal, mb, m
     for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
         assert not torch.isnan(got).any(), name
         assert rel(got, want) <= tol, name
+
+
+def test_a_block_mask_object_matches_its_tensor_and_is_a_copy():
+    """tilejit.ops.BlockMask (lists built once, kept): through autograd it gives what its boolean
+    tensor gives, bit for bit (the same kernels on the same lists), call after call; changing the
+    tensor afterwards changes nothing in it."""
+    torch.manual_seed(11)
+    b, hq, hkv, n, d, blk = 2, 4, 2, 700, 128, 128
+    nb = (n + blk - 1) // blk
+    mask = torch.rand(1, hq, nb, nb, device="cuda") < 0.4
+    mask[:, :, 2] = False  # query block 2 keeps nothing
+    bm = tilejit.ops.BlockMask(mask)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            for _ in range(2))
+    dout = torch.randn(b, hq, n, d, device="cuda", dtype=torch.bfloat16)
+
+    def step(block_mask):
+        o = tilejit.ops.attention(q, k, v, causal=True, block_mask=block_mask)
+        return (o,) + torch.autograd.grad(o, (q, k, v), dout)
+
+    want = step(mask)
+    for _ in range(2):
+        got = step(bm)
+        for name, x, y in zip(("o", "dq", "dk", "dv"), got, want):
+            assert torch.equal(x, y), name
+    mask.fill_(True)
+    for name, x, y in zip(("o", "dq", "dk", "dv"), step(bm), want):
+        assert torch.equal(x, y), name

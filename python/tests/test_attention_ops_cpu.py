@@ -128,3 +128,87 @@ def test_block_lists_keep_the_kept_blocks_first_and_transpose_for_the_backward()
     assert indices[0, 0, 0, :2].tolist() == [0, 2] and indices[0, 0, 1, :1].tolist() == [2]
     q = numpy.zeros((1, 1, 300, 8), numpy.float16)
     assert _block_lists("op", numpy.ones((1, 1, 5, 5), bool), q, transpose=False)[0] == 64
+
+
+# tilejit.ops.BlockMask: the lists built once per (block, direction) and kept; a copy of the mask.
+
+def test_a_block_mask_object_passes_like_its_tensor_and_keeps_its_lists(cpu_runtime):
+    m = mask((B, 1, 1, 1))
+    bm = tilejit.ops.BlockMask(m)
+    assert bm.shape == (B, 1, 1, 1) and "BlockMask([2, 1, 1, 1])" in repr(bm)
+    for call in (forward, backward):
+        with pytest.raises(tilejit.TilejitError, match="tensor 'q' .* is in host memory"):
+            call(cpu_runtime, block_mask=bm)
+    # The forward's lists (per query block) and the backward's (per key block), each built once.
+    first = {key: value for key, value in bm._lists.items()}
+    assert set(first) == {(128, False), (128, True)}
+    for call in (forward, backward):
+        with pytest.raises(tilejit.TilejitError, match="host memory"):
+            call(cpu_runtime, block_mask=bm)
+    assert all(bm._lists[key] is first[key] for key in first)
+
+
+def test_a_block_mask_object_is_a_copy_and_lists_like_its_tensor():
+    from tilejit.ops import _block_lists
+    m = numpy.array([[[[1, 0, 1], [0, 0, 0], [1, 1, 0]]]], dtype=bool)
+    q = numpy.zeros((1, 1, 300, 8), numpy.float16)
+    bm = tilejit.ops.BlockMask(m)
+    want = [_block_lists("t", m, q, transpose) for transpose in (False, True)]
+    m[...] = False  # changing the tensor afterwards changes nothing in the BlockMask
+    for transpose, (block, counts, indices) in zip((False, True), want):
+        got = _block_lists("t", bm, q, transpose)
+        assert got[0] == block == 128
+        assert (got[1] == counts).all() and (got[2] == indices).all()
+    # The same object over another sequence: N = 150 makes 3 blocks of 64.
+    assert _block_lists("t", bm, numpy.zeros((1, 1, 150, 8), numpy.float16), False)[0] == 64
+
+
+@pytest.mark.parametrize("made_of, message", [
+    ([[True]], r"BlockMask: block_mask is a list, not a tensor"),
+    (mask((1, 1, 1)), r"BlockMask: tensor 'block_mask' \[1, 1, 1\] must have 4 dimensions"),
+    (mask((1, 1, 1, 2)), r"BlockMask: .* must have 4 dimensions \[B or 1, Hq or 1, NB, NB\]"),
+    (mask((1, 1, 1, 1), numpy.float64), r"BlockMask: .* is float64: a block mask is bool"),
+    (None, r"BlockMask: block_mask is a NoneType, not a tensor"),
+])
+def test_a_bad_block_mask_object_is_named_when_made(made_of, message):
+    with pytest.raises(tilejit.TilejitError, match=message):
+        tilejit.ops.BlockMask(made_of)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((1, 1, 2, 2), r"has NB = 2 blocks a side, but N = 37 makes 1 blocks of 128 or 1 of 64"),
+    ((3, 1, 1, 1), r"has 3 in dimension 0 but must have 1 or q's batch B = 2"),
+    ((1, 3, 1, 1), r"has 3 in dimension 1 but must have 1 or q's heads Hq = 8"),
+])
+def test_a_block_mask_object_is_checked_against_each_calls_q(cpu_runtime, shape, message):
+    bm = tilejit.ops.BlockMask(mask(shape))
+    for call in (forward, backward):
+        with pytest.raises(tilejit.TilejitError, match=message):
+            call(cpu_runtime, block_mask=bm)
+
+
+def test_random_block_mask_objects_are_used_or_named_never_a_crash(cpu_runtime):
+    """A seeded sweep of what a BlockMask may be made of and used with (ranks, sizes, dtypes
+    against q's batch, heads and sequence): each is used or refused with TilejitError."""
+    rng = numpy.random.default_rng(20261129)
+    dtypes = [bool, numpy.int8, numpy.int32, numpy.uint8, numpy.float16, numpy.float32]
+    outcomes = set()
+    for _ in range(300):
+        rank = int(rng.integers(0, 6))
+        shape = tuple(int(rng.integers(0, 4)) for _ in range(rank))
+        if rank == 4 and rng.random() < 0.6:
+            nb = int(rng.integers(0, 4))
+            shape = (int(rng.choice([1, B, 3])), int(rng.choice([1, HQ, 3])), nb, nb)
+        dtype = dtypes[int(rng.integers(len(dtypes)))]
+        try:
+            bm = tilejit.ops.BlockMask(numpy.ones(shape, dtype))
+        except tilejit.TilejitError as e:
+            assert str(e).startswith("BlockMask: "), str(e)
+            outcomes.add("refused when made")
+            continue
+        for call in (forward, backward):
+            with pytest.raises(tilejit.TilejitError) as e:
+                call(cpu_runtime, block_mask=bm)
+            outcomes.add("reached the device check" if "host memory" in str(e.value)
+                         else "refused at the call")
+    assert outcomes == {"refused when made", "reached the device check", "refused at the call"}

@@ -207,12 +207,8 @@ def _flag(op, name, value):
     return 1 if value else 0
 
 
-def _block_lists(op, block_mask, q, transpose):
-    """(block, counts, indices) of a boolean block mask [B or 1, Hq or 1, NB, NB] over q's
-    sequence in blocks of 128 or 64 positions (NB = cdiv(N, 128) or cdiv(N, 64)): per row of
-    blocks (a query block; a key block when `transpose`), how many blocks it keeps and which,
-    kept ones first (the kernels' lists). torch tensors stay on their device (no sync); numpy
-    arrays are for the host-side checks."""
+def _mask_shape(op, block_mask):
+    """The shape of a block mask given as a tensor: 4 dimensions, square, not floating point."""
     shape = _shape(block_mask)
     if shape is None:
         raise TilejitError(f"{op}: block_mask is a {type(block_mask).__name__}, not a tensor")
@@ -223,6 +219,14 @@ def _block_lists(op, block_mask, q, transpose):
     if getattr(dtype, "is_floating_point", False) or getattr(dtype, "kind", None) in ("f", "c"):
         raise TilejitError(f"{op}: {name} is {dtype}: a block mask is bool (or integer, "
                            f"nonzero = kept)")
+    return shape
+
+
+def _mask_block(op, block_mask, q):
+    """The block (128 or 64 positions) a mask [B or 1, Hq or 1, NB, NB] means for q's sequence
+    (NB = cdiv(N, block)), its batch, heads and device checked against q's."""
+    shape = _mask_shape(op, block_mask)
+    name = f"tensor 'block_mask' {list(shape)}"
     qs = _shape(q)
     if qs is None or len(qs) != 4:
         raise TilejitError(f"{op}: q must have 4 dimensions [B, Hq, N, D] to take a block_mask")
@@ -238,6 +242,13 @@ def _block_lists(op, block_mask, q, transpose):
     device = getattr(block_mask, "device", None)
     if device is not None and getattr(q, "device", device) != device:
         raise TilejitError(f"{op}: {name} is on {device} but q is on {q.device}")
+    return block
+
+
+def _mask_lists(block_mask, transpose):
+    """(counts, indices) of a checked mask: per row of blocks (a query block; a key block when
+    `transpose`), how many blocks it keeps and which, kept ones first (the kernels' lists).
+    torch tensors stay on their device (no sync); numpy arrays are for the host-side checks."""
     if hasattr(block_mask, "dim"):  # torch
         import torch
         m = block_mask.to(torch.bool)
@@ -245,14 +256,61 @@ def _block_lists(op, block_mask, q, transpose):
             m = m.transpose(-1, -2)
         counts = m.sum(-1, dtype=torch.int32).contiguous()
         indices = torch.argsort((~m).to(torch.int8), dim=-1, stable=True).to(torch.int32)
-        return block, counts, indices.contiguous()
+        return counts, indices.contiguous()
     import numpy
     m = numpy.asarray(block_mask).astype(bool)
     if transpose:
         m = numpy.swapaxes(m, -1, -2)
     counts = numpy.ascontiguousarray(m.sum(-1).astype(numpy.int32))
     indices = numpy.argsort(~m, axis=-1, kind="stable").astype(numpy.int32)
-    return block, counts, numpy.ascontiguousarray(indices)
+    return counts, numpy.ascontiguousarray(indices)
+
+
+class BlockMask:
+    """A block mask for block-sparse attention whose kernel lists are built once and kept, as
+    flex_attention's BlockMask: `bm = tilejit.ops.BlockMask(mask)` with `mask` a boolean (or
+    integer, nonzero = kept) [B or 1, Hq or 1, NB, NB] tensor, then `block_mask=bm` wherever
+    attention, attention_forward and attention_backward take the tensor. A call with the tensor
+    builds the per-query-block lists (and the backward the per-key-block ones too) every time,
+    a few small launches and their Python; one with a BlockMask builds each once. It keeps a
+    copy of the mask taken when made: changing the tensor afterwards changes nothing here (make
+    a new BlockMask). The torch.library ops (torch.ops.tilejit.*) take the tensor only."""
+
+    def __init__(self, mask):
+        _mask_shape("BlockMask", mask)
+        if hasattr(mask, "dim"):  # torch: a copy on its device
+            self.mask = mask.detach().clone()
+        else:
+            import numpy
+            self.mask = numpy.array(mask, copy=True)
+        self._lists = {}
+
+    @property
+    def shape(self):
+        return tuple(_shape(self.mask))
+
+    def __repr__(self):
+        return f"tilejit.ops.BlockMask({list(self.shape)})"
+
+    def lists(self, op, q, transpose):
+        """(block, counts, indices) for q's sequence: checked against q at every call, built at
+        the first of each (block, direction)."""
+        block = _mask_block(op, self.mask, q)
+        key = (block, transpose)
+        if key not in self._lists:
+            self._lists[key] = _mask_lists(self.mask, transpose)
+        return (block,) + self._lists[key]
+
+
+def _block_lists(op, block_mask, q, transpose):
+    """(block, counts, indices) of a block mask [B or 1, Hq or 1, NB, NB] over q's sequence in
+    blocks of 128 or 64 positions (NB = cdiv(N, 128) or cdiv(N, 64)): per row of blocks (a query
+    block; a key block when `transpose`), how many blocks it keeps and which, kept ones first
+    (the kernels' lists); a BlockMask's kept lists."""
+    if isinstance(block_mask, BlockMask):
+        return block_mask.lists(op, q, transpose)
+    block = _mask_block(op, block_mask, q)
+    return (block,) + _mask_lists(block_mask, transpose)
 
 
 def _attention_call(op, dense_fn, sparse_fn, tensors, names, causal, exact, scale, block_mask,
