@@ -194,6 +194,7 @@ ExprPtr Expr::clone() const {
   e->scratch_region = scratch_region;
   e->literal = literal;
   e->wgmma = wgmma;
+  e->issue_early = issue_early;
   e->tma_barrier = tma_barrier;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();

@@ -233,6 +233,12 @@ struct Expr {
   /// after the loop ends it; printed ", wgmma=2"), -1 must not (the DSL's `wgmma = 0`,
   /// printed ", wgmma=0"), 0 runs on mma.sync (or is not decided yet).
   int wgmma = 0;
+  /// Dot: the DSL's `issue = 1`: where it runs on wgmma as a statement of its own (`frag x =
+  /// dot(...)`, `x = x + dot(...)`, `x = dot(a, b, x)`), its wgmmas are issued and not waited
+  /// for until a later statement of the block reads x (or the block ends, or control flow,
+  /// a barrier or a wait comes first): the statements in between run while the tensor cores
+  /// work. Printed ", issue=1".
+  bool issue_early = false;
   /// Copy: fetched by the tensor memory accelerator (one thread issues it, the tile's bytes
   /// signal the mbarrier at this shared-memory offset, slot by slot; expand-pipelines chose it;
   /// printed "copy.tma(..., mbarrier=OFFSET)"), -1: by the threads (cp.async or plain).

@@ -961,7 +961,7 @@ private:
       e->a = expr();
       expect(",");
       e->b = expr();
-      // dot(a, b[, acc][, exact=1][, wgmma=0|1|2])
+      // dot(a, b[, acc][, exact=1][, wgmma=0|1|2][, issue=1])
       int64_t wgmma = 0;
       bool saw_wgmma = false;
       while (accept(",")) {
@@ -974,6 +974,10 @@ private:
           expect("=");
           wgmma = small_int("dot's wgmma", 0, 2);
           saw_wgmma = true;
+        } else if (is("issue") && peek().text == "=") {
+          accept("issue");
+          expect("=");
+          e->issue_early = small_int("dot's issue", 0, 1) != 0;
         } else {
           e->c = expr();
         }

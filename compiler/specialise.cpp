@@ -755,6 +755,13 @@ private:
         if (v != 0 && v != 1) fail_at(wg->loc, str("dot's wgmma must be 0 or 1, got ", v));
         x->wgmma = v ? 0 : -1;
       }
+      if (const dsl::Expr* issue = kwarg(e, "issue")) {
+        // 1: on wgmma, issued and waited for at its result's first use (ir.h: issue_early), so
+        // that the statements written between overlap it; 0 (the default): done when it returns.
+        const int64_t v = const_int(*issue, "issue");
+        if (v != 0 && v != 1) fail_at(issue->loc, str("dot's issue must be 0 or 1, got ", v));
+        x->issue_early = v == 1;
+      }
       return x;
     }
     case BK::Trans: {

@@ -331,7 +331,10 @@ const ir::Var* loop_counter(const ir::Block& b, size_t i) {
 } // namespace
 
 void Emitter::emit_block(const ir::Block& b) {
+  // Dots issued in an enclosing block are done before a nested one (control flow waits).
+  if (!wgmma_in_flight_.empty()) finish_in_flight();
   for (size_t i = 0; i < b.size(); ++i) {
+    if (!wgmma_in_flight_.empty() && needs_in_flight_done(*b[i])) finish_in_flight();
     if (const ir::Var* counter = loop_counter(b, i)) {
       emit_for(*b[i + 1], counter);
       ++i;
@@ -339,6 +342,39 @@ void Emitter::emit_block(const ir::Block& b) {
     }
     emit_stmt(*b[i]);
   }
+  // Nothing stays in flight past its block: a loop's next iteration, or what follows an if,
+  // may overwrite the operands.
+  if (!wgmma_in_flight_.empty()) finish_in_flight();
+}
+
+bool Emitter::needs_in_flight_done(const ir::Stmt& s) const {
+  // Control flow waits. Barriers and the copies' waits do not: a barrier orders the threads'
+  // shared writes, and every write to a tile an issued dot reads is a statement checked below
+  // in every thread's program order.
+  if (s.kind == StmtKind::For || s.kind == StmtKind::If || s.kind == StmtKind::Return) return true;
+  for (const InFlightDot& d : wgmma_in_flight_) {
+    if (mentions(s, d.var)) return true;
+    for (const ir::Var* t : d.shared_reads) {
+      if (s.var == t) return true;
+      bool writes = false;
+      ir::for_each_expr_root(const_cast<ir::Stmt&>(s), [&](ir::ExprPtr& root) {
+        ir::for_each_node(*root, [&](ir::Expr& n) {
+          writes = writes || (n.var == t && n.kind != ExprKind::VarRef);
+        });
+      });
+      if (writes) return true;
+    }
+  }
+  return false;
+}
+
+void Emitter::finish_in_flight() {
+  line("tj::wgmma_wait<0>(); // the dots issued above (issue=1) are done");
+  for (const InFlightDot& d : wgmma_in_flight_) {
+    line(str("tj::wgmma_fence_operand(", d.acc, ");"));
+    line(str("tj::wgmma_release(", d.a_regs, ");"));
+  }
+  wgmma_in_flight_.clear();
 }
 
 void Emitter::emit_stmt(const ir::Stmt& s) {
@@ -451,9 +487,19 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
       line(str(storage_type(v->type.dtype), " ", name, "[", layout_name(v->layout), "::N];"));
     bool in_place = value.kind == ExprKind::Dot && value.c && value.c->kind == ExprKind::VarRef &&
                     value.c->var == v && value.layout == v->layout;
+    // dot(..., issue=1) on wgmma (16-bit operands) as the statement's whole value: issued into
+    // v itself and left running; the block waits where it reads v (emit_block).
+    auto issued = [&](const ir::Expr& d) {
+      return d.issue_early && d.wgmma == 1 && !is_q4_dot(d) && d.layout == v->layout;
+    };
     if (in_place) {
       prepare_dot_operands(value);
-      emit_dot(value, name, /*accumulate_in_place=*/true);
+      emit_dot(value, name, /*accumulate_in_place=*/true, issued(value) ? v : nullptr);
+      return;
+    }
+    if (value.kind == ExprKind::Dot && !value.c && issued(value) && value.type == v->type) {
+      prepare_dot_operands(value);
+      emit_dot(value, name, /*accumulate_in_place=*/false, v);
       return;
     }
     // x = x + dot(a, b), x = x * s + dot(a, b) (either order): x, scaled in place first, is the
@@ -466,7 +512,7 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
         emit_fill(name, v->type.dtype, *acc_first, v->layout);
       }
       prepare_dot_operands(*acc_dot);
-      emit_dot(*acc_dot, name, /*accumulate_in_place=*/true);
+      emit_dot(*acc_dot, name, /*accumulate_in_place=*/true, issued(*acc_dot) ? v : nullptr);
       return;
     }
     prepare(value);
@@ -492,6 +538,7 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
 }
 
 void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
+  if (!wgmma_in_flight_.empty()) finish_in_flight(); // a loop never starts with dots in flight
   materialized_.clear();
   scalar_temps_.clear();
   line_directive(s.loc);
@@ -522,6 +569,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
       // hbv's forward took 0.59 ms this way and 0.77 ms with the chunks after the step's work.
       emit_window_chunks(*sl);
     }
+    if (!wgmma_in_flight_.empty() && needs_in_flight_done(*s.body[i])) finish_in_flight();
     if (const ir::Var* inner = loop_counter(s.body, i)) {
       emit_for(*s.body[i + 1], inner);
       ++i;
@@ -529,6 +577,8 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
     }
     emit_stmt(*s.body[i]);
   }
+  // As at a block's end: nothing in flight into the next iteration.
+  if (!wgmma_in_flight_.empty()) finish_in_flight();
   close();
   if (sl) close_staged_loop(*sl);
   scratch_unknown();

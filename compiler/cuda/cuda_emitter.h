@@ -144,7 +144,23 @@ public:
   std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;
 
   // ---- tile operations (cuda_tile_ops.cpp) ----
-  void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place);
+  /// `issue_into`: dst's variable, when a 16-bit wgmma dot's wgmmas are issued and left
+  /// running (dot(..., issue=1)); its wait comes where the block reads it (wgmma_in_flight_).
+  void emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place,
+                const ir::Var* issue_into = nullptr);
+  /// dot(..., issue=1) results still being written by the tensor cores: the accumulator's
+  /// variable, its name, its A fragments' registers and the shared tiles the dot reads.
+  struct InFlightDot {
+    const ir::Var* var = nullptr;
+    std::string acc, a_regs;
+    std::vector<const ir::Var*> shared_reads;
+  };
+  std::vector<InFlightDot> wgmma_in_flight_;
+  /// Whether statement s must see the in-flight dots done first: it reads or writes one's
+  /// accumulator, writes a tile one reads, or is control flow (a loop, an if, a return).
+  bool needs_in_flight_done(const ir::Stmt& s) const;
+  /// Waits for every in-flight dot (one wgmma wait) and hands their registers back.
+  void finish_in_flight();
   void emit_reduce(const ir::Expr& e, const std::string& dst);
   std::string emit_full_reduce(const ir::Expr& e);
   void emit_scan(const ir::Expr& e, const std::string& dst);

@@ -64,7 +64,9 @@ bool Emitter::is_q4_dot(const ir::Expr& dot) {
   return u && u->layout && u->layout->kind == ir::LayoutKind::MmaAcc;
 }
 
-void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place) {
+void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulate_in_place,
+                       const ir::Var* issue_into) {
+  const bool issue = issue_into != nullptr;
   const ir::Layout* lc = e.layout;
   std::string LC = layout_name(lc);
   line(str("// ", ir::print_expr(e)));
@@ -125,16 +127,31 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     const ir::Var* bv = (e.b->kind == ExprKind::Trans ? e.b->a : e.b)->var;
     TJ_ICHECK(bv && bv->smem_swizzle, "wgmma dot without a swizzled B tile");
     const std::string tail = str(b.transposed ? "false" : "true", ", ", swizzled_rows(*bv), ">(");
+    // issue=1: A's fragments in registers of the enclosing scope (they must stay as they are
+    // until the wgmmas are done), the call returning with them running.
+    std::string a_regs;
+    if (issue) {
+      a_regs = fresh("tj_wa");
+      line(str("unsigned ", a_regs, "[", K / 16, "][4];"));
+      InFlightDot d{issue_into, dst, a_regs, {}};
+      ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) {
+        if (n.kind == ExprKind::VarRef && n.var->type.space == Space::Shared)
+          d.shared_reads.push_back(n.var);
+      });
+      wgmma_in_flight_.push_back(std::move(d));
+    }
+    const std::string issue_args = issue ? str(", ", a_regs) : std::string();
     if (is_shared_operand(*e.a) || staged(e.a.get())) {
       SharedOperand a = shared_operand(*this, *e.a);
-      line(str("tj::dot_wgmma_sa<", LC, ", ", K, ", ", T, ", ", a.transposed ? "true" : "false",
-               ", ", tail, dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ");"));
+      line(str(issue ? "tj::dot_wgmma_sa_issue<" : "tj::dot_wgmma_sa<", LC, ", ", K, ", ", T, ", ",
+               a.transposed ? "true" : "false", ", ", tail, dst, issue_args, ", ", a.ptr, ", ",
+               a.ld, ", ", b.ptr, ");"));
       return;
     }
     const ir::Layout* la = k_.layouts.mma_acc(e.a->type.shape[0], K, lc->wm, 1, k_.threads);
     std::string ra = materialize(*e.a, la);
-    line(str("tj::dot_wgmma_ra<", LC, ", ", layout_name(la), ", ", K, ", ", T, ", ", tail, dst,
-             ", ", ra, ", ", b.ptr, ");"));
+    line(str(issue ? "tj::dot_wgmma_ra_issue<" : "tj::dot_wgmma_ra<", LC, ", ", layout_name(la),
+             ", ", K, ", ", T, ", ", tail, dst, issue_args, ", ", ra, ", ", b.ptr, ");"));
     return;
   }
   if (!k_.target->matrix_units()) {
@@ -144,9 +161,8 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     SharedOperand a = shared_operand(*this, *e.a);
     const bool mfma = lc->kind == ir::LayoutKind::MfmaAcc;
     line(str(mfma ? "tj::dot_mfma<" : "tj::dot_fma<", LC, ", ", K, ", ",
-             a.transposed ? "true" : "false", ", ",
-             b.transposed ? "true" : "false", ">(", dst, ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ",
-             b.ld, ");"));
+             a.transposed ? "true" : "false", ", ", b.transposed ? "true" : "false", ">(", dst,
+             ", ", a.ptr, ", ", a.ld, ", ", b.ptr, ", ", b.ld, ");"));
     return;
   }
   // B's dtype is the operands' (a register A's cast to 16 bits is dropped: dot_rs rounds it).

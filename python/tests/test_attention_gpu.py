@@ -200,3 +200,41 @@ def test_a_block_mask_object_matches_its_tensor_and_is_a_copy():
     mask.fill_(True)
     for name, x, y in zip(("o", "dq", "dk", "dv"), step(bm), want):
         assert torch.equal(x, y), name
+
+
+@pytest.mark.parametrize("atomic_dq", ["0", "1"])
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True),
+    (torch.float16, 2, 4, 1, 555, 64, True),
+])
+def test_backward_with_dv_dk_issued_early(dtype, b, hq, hkv, n, d, causal, atomic_dq):
+    """attn_bwd's ISSUE = 1 (dv's and dk's wgmma products left running under ds's trip through
+    shared memory and dq: dot(..., issue = 1)) at the Hopper tiles, dq by atomics and by attn_dq,
+    into NaN-poisoned outputs, against float64 autograd; and block-sparse with atomics."""
+    torch.manual_seed(3 * n + d)
+    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, dq=dq, dk=dk, dv=dv,
+                                   config={"ISSUE": 1, "ATOMIC_DQ": atomic_dq})
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
+    ro.backward(dout.double())
+    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
+        assert not torch.isnan(got).any(), name
+        assert rel(got, want) <= 3e-2, name
+    blk = 128
+    nb = (n + blk - 1) // blk
+    mask = torch.rand(1, hq, nb, nb, device="cuda") < 0.5
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=mask, dq=dq,
+                                   dk=dk, dv=dv, config={"ISSUE": 1, "ATOMIC_DQ": atomic_dq})
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, blk)
+    ro.backward(dout.double())
+    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
+        assert not torch.isnan(got).any(), name
+        assert rel(got, want) <= 3e-2, name

@@ -221,6 +221,59 @@ TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const
   }
   wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
+
+/// The issuing halves of dot_wgmma_sa and dot_wgmma_ra (the DSL's dot(..., issue=1)): A's
+/// fragments into `a` (registers of the caller's scope, untouched until the wgmmas are done),
+/// the wgmmas issued as one group, and the call returns with them running into acc. The
+/// caller waits (wgmma_wait<0>, then wgmma_fence_operand(acc) and wgmma_release(a)) before it
+/// reads acc or writes B's tile; what it computes in between overlaps the tensor cores.
+template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void wgmma_issue_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4],
+                                 const T* sb) {
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
+  wgmma_commit();
+}
+template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_sa_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4], const T* sa,
+                                  int lda, const T* sb) {
+  static_assert(K % 16 == 0, "dot_wgmma_sa_issue: K must be a multiple of 16");
+  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
+                "dot_wgmma_sa_issue: each warp owns 16 rows, and the warps make whole warpgroups");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok,
+                "dot_wgmma_sa_issue: no wgmma for this N");
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    load_a_frag<T, A_KMAJOR>(a[kk], sa, lda, LC::wm() * 16, kk * 16);
+  wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
+template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
+                                  const float (&ra)[LA::N], const T* sb) {
+  static_assert(K % 16 == 0, "dot_wgmma_ra_issue: K must be a multiple of 16");
+  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
+                "dot_wgmma_ra_issue: each warp owns 16 rows, and the warps make whole warpgroups");
+  static_assert(LA::WN_ == 1 && LA::WM_ == LC::WM_ && LA::WTM == 16,
+                "dot_wgmma_ra_issue: A's warps own the same 16 rows as the accumulator's");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok,
+                "dot_wgmma_ra_issue: no wgmma for this N");
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
+    const float* lo = &ra[(2 * kk) * 4];
+    const float* hi = &ra[(2 * kk + 1) * 4];
+    a[kk][0] = pack2<T>(lo[0], lo[1]);
+    a[kk][1] = pack2<T>(lo[2], lo[3]);
+    a[kk][2] = pack2<T>(hi[0], hi[1]);
+    a[kk][3] = pack2<T>(hi[2], hi[3]);
+  }
+  wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
+
+/// After the wait for an issued dot: its A registers were in use until here (keeps the
+/// compiler from giving them to other values while the wgmmas read them).
+template <int KK> TJ_DEVICE void wgmma_release(unsigned (&a)[KK][4]) {
+  TJ_UNROLL for (int i = 0; i < KK; ++i)
+    asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
+}
 
 } // namespace tj

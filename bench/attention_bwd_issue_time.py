@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""attn_bwd with ISSUE = 0 and 1 (dv's and dk's wgmma products left running under ds's trip
+through shared memory and dq: the DSL's dot(..., issue = 1)), through tilejit.ops.attention_backward
+on the same inputs, dq by atomics and by attn_dq, dense and block-sparse; one JSON line per case.
+
+    PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_issue_time.py [--out FILE]
+
+bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% of the blocks
+kept (a random mask per head, the diagonal kept). The backward call alone is timed (L2 flushed
+before each, CUDA events, median of 30 after 3 warm-ups: bench/peers/flushed_timer.py); each
+ISSUE = 1 result is compared with ISSUE = 0's (the same sums, so they agree to rounding).
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("attention_bwd_issue_time: no CUDA device; nothing to time", file=sys.stderr)
+        return 0
+    import tilejit
+    from flushed_timer import FlushedTimer
+    timer = FlushedTimer(torch)
+    out = open(args.out, "a") if args.out else None
+    B, H, D = 4, 16, 128
+    torch.manual_seed(0)
+    for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
+        q, k, v, dout = (torch.randn(B, H, n, D, device="cuda", dtype=torch.bfloat16)
+                         for _ in range(4))
+        mask = None
+        if density:
+            nb = n // 128
+            mask = torch.rand(1, H, nb, nb, device="cuda") < density / 100
+            mask |= torch.eye(nb, dtype=torch.bool, device="cuda")
+            mask = tilejit.ops.BlockMask(mask)
+        o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+        for atomic_dq in ("1", "0"):
+            row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": density,
+                   "atomic_dq": atomic_dq, "device": torch.cuda.get_device_name()}
+            grads = {}
+            for issue in (0, 1):
+                config = {"ATOMIC_DQ": atomic_dq, "ISSUE": issue}
+
+                def call():
+                    return tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal,
+                                                          block_mask=mask, config=config)
+                grads[issue] = call()
+                row[f"issue{issue}_bwd_ms"] = timer.median_ms(call)
+            row["max_rel_diff"] = max(((a.float() - b.float()).norm() / b.float().norm()).item()
+                                      for a, b in zip(grads[1], grads[0]))
+            line = json.dumps(row)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
