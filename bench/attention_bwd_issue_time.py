@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """attn_bwd with ISSUE = 0 and 1 (dv's and dk's wgmma products left running under ds's trip
 through shared memory and dq: the DSL's dot(..., issue = 1)), through tilejit.ops.attention_backward
-on the same inputs, dq by atomics and by attn_dq, dense and block-sparse; one JSON line per case.
+on the same inputs, dq by atomics and by attn_dq, dense and block-sparse; and attn_fwd's ISSUE
+(p v left running under the row sums; rows with atomic_dq = "forward", the forward's time in the
+issue*_bwd_ms fields). One JSON line per case.
 
     PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_issue_time.py [--out FILE]
 
@@ -42,6 +44,23 @@ def main():
             mask |= torch.eye(nb, dtype=torch.bool, device="cuda")
             mask = tilejit.ops.BlockMask(mask)
         o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+        if mask is None:  # attn_fwd's ISSUE (p v left running under the row sums)
+            row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": None,
+                   "atomic_dq": "forward", "device": torch.cuda.get_device_name()}
+            outs = {}
+            for issue in (0, 1):
+                def fwd():
+                    return tilejit.ops.attention_forward(q, k, v, causal=causal,
+                                                         config={"ISSUE": issue})
+                outs[issue] = fwd()
+                row[f"issue{issue}_bwd_ms"] = timer.median_ms(fwd)
+            row["max_rel_diff"] = ((outs[1][0].float() - outs[0][0].float()).norm() /
+                                   outs[0][0].float().norm()).item()
+            line = json.dumps(row)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
         for atomic_dq in ("1", "0"):
             row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": density,
                    "atomic_dq": atomic_dq, "device": torch.cuda.get_device_name()}

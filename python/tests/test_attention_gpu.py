@@ -238,3 +238,24 @@ def test_backward_with_dv_dk_issued_early(dtype, b, hq, hkv, n, d, causal, atomi
     for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
         assert not torch.isnan(got).any(), name
         assert rel(got, want) <= 3e-2, name
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True),
+    (torch.float16, 2, 4, 1, 555, 64, True),
+])
+def test_forward_with_pv_issued_early(dtype, b, hq, hkv, n, d, causal):
+    """attn_fwd's ISSUE = 1 (p v's wgmma product left running under the row sums: dot(...,
+    issue = 1)) at the Hopper tiles, into NaN-poisoned outputs, against float64."""
+    torch.manual_seed(5 * n + d)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    out = torch.full_like(q, math.nan)
+    lse = torch.full((b, hq, n), math.nan, device="cuda")
+    o, l = tilejit.ops.attention_forward(q, k, v, causal=causal, out=out, lse=lse,
+                                         config={"ISSUE": 1})
+    ro, rl = reference(q.double(), k.double(), v.double(), causal, 1 / math.sqrt(d))
+    assert not torch.isnan(o).any() and not torch.isnan(l).any()
+    assert rel(o, ro) <= 1e-2
+    assert (l.double() - rl).abs().max().item() <= 2e-3
