@@ -170,63 +170,8 @@ TJ_DEVICE void wgmma_b_step(float* acc, const unsigned* a, const T* sb, int k0) 
 }
 
 /// acc += A @ B for all of K, A's k16 fragments already in registers: the wgmmas issued back to
-/// back as one group (A's registers untouched until it is done), done when it returns.
-template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
-TJ_DEVICE void wgmma_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4], const T* sb) {
-  wgmma_fence();
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
-  wgmma_commit();
-  wgmma_wait<0>();
-  wgmma_fence_operand(acc);
-}
-
-/// acc += A @ B on the warpgroup tensor cores, for 16-bit tiles: what tj::dot_ss computes, for
-/// an accumulator whose warps own 16 rows each (LC = MmaAcc<M, N, WM, 1, NT>, WM a multiple of
-/// 4: warpgroup g computes rows 64g..64g+63). A [M, K] in shared memory as dot_ss reads it
-/// (A_KMAJOR: stored [K][M]), each warp's 16 rows loaded by ldmatrix, all of K before the
-/// first wgmma (a wgmma's A registers stay untouched until it is done); B in a swizzled tile
-/// (wgmma_b_step). Done when it returns (acc readable).
-template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
-TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* sb) {
-  static_assert(K % 16 == 0, "dot_wgmma_sa: K must be a multiple of 16");
-  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
-                "dot_wgmma_sa: each warp owns 16 rows, and the warps make whole warpgroups");
-  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "dot_wgmma_sa: no wgmma for this N");
-  unsigned a[K / 16][4];
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
-    load_a_frag<T, A_KMAJOR>(a[kk], sa, lda, LC::wm() * 16, kk * 16);
-  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
-}
-
-/// acc += A @ B with A in registers: `ra` an f32 tile in LA = MmaAcc<M, K, WM, 1, NT> (an
-/// earlier dot's accumulator, e.g. attention's probabilities), rounded to T here as dot_rs
-/// does; B as in dot_wgmma_sa.
-template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
-TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb) {
-  static_assert(K % 16 == 0, "dot_wgmma_ra: K must be a multiple of 16");
-  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
-                "dot_wgmma_ra: each warp owns 16 rows, and the warps make whole warpgroups");
-  static_assert(LA::WN_ == 1 && LA::WM_ == LC::WM_ && LA::WTM == 16,
-                "dot_wgmma_ra: A's warps own the same 16 rows as the accumulator's");
-  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "dot_wgmma_ra: no wgmma for this N");
-  unsigned a[K / 16][4];
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
-    const float* lo = &ra[(2 * kk) * 4];
-    const float* hi = &ra[(2 * kk + 1) * 4];
-    a[kk][0] = pack2<T>(lo[0], lo[1]);
-    a[kk][1] = pack2<T>(lo[2], lo[3]);
-    a[kk][2] = pack2<T>(hi[0], hi[1]);
-    a[kk][3] = pack2<T>(hi[2], hi[3]);
-  }
-  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
-}
-
-/// The issuing halves of dot_wgmma_sa and dot_wgmma_ra (the DSL's dot(..., issue=1)): A's
-/// fragments into `a` (registers of the caller's scope, untouched until the wgmmas are done),
-/// the wgmmas issued as one group, and the call returns with them running into acc. The
-/// caller waits (wgmma_wait<0>, then wgmma_fence_operand(acc) and wgmma_release(a)) before it
-/// reads acc or writes B's tile; what it computes in between overlaps the tensor cores.
+/// back as one group, and the call returns with them running (A's registers and B's tile must
+/// stay untouched until a wgmma_wait; wgmma_fence_operand(acc) after it).
 template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void wgmma_issue_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4],
                                  const T* sb) {
@@ -235,28 +180,40 @@ TJ_DEVICE void wgmma_issue_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16
     wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
   wgmma_commit();
 }
-template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
-TJ_DEVICE void dot_wgmma_sa_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4], const T* sa,
-                                  int lda, const T* sb) {
-  static_assert(K % 16 == 0, "dot_wgmma_sa_issue: K must be a multiple of 16");
+
+/// The same, done when it returns (acc readable).
+template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void wgmma_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4], const T* sb) {
+  wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+  wgmma_wait<0>();
+  wgmma_fence_operand(acc);
+}
+
+/// What a 16-bit tile dot on wgmma needs of its accumulator: each warp owns 16 rows, the warps
+/// make whole warpgroups (LC = MmaAcc<M, N, WM, 1, NT>, WM a multiple of 4: warpgroup g
+/// computes rows 64g..64g+63), N a wgmma size.
+template <class LC, int K> TJ_DEVICE constexpr bool wgmma_tile_dot_ok() {
+  static_assert(K % 16 == 0, "wgmma tile dot: K must be a multiple of 16");
   static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
-                "dot_wgmma_sa_issue: each warp owns 16 rows, and the warps make whole warpgroups");
-  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok,
-                "dot_wgmma_sa_issue: no wgmma for this N");
+                "wgmma tile dot: each warp owns 16 rows, and the warps make whole warpgroups");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "wgmma tile dot: no wgmma for this N");
+  return true;
+}
+
+/// A [M, K]'s k16 fragments for this warp's 16 rows, from shared memory as dot_ss reads it
+/// (A_KMAJOR: stored [K][M]), by ldmatrix.
+template <class LC, int K, class T, bool A_KMAJOR>
+TJ_DEVICE void wgmma_a_from_shared(unsigned (&a)[K / 16][4], const T* sa, int lda) {
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
     load_a_frag<T, A_KMAJOR>(a[kk], sa, lda, LC::wm() * 16, kk * 16);
-  wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
-template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
-TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
-                                  const float (&ra)[LA::N], const T* sb) {
-  static_assert(K % 16 == 0, "dot_wgmma_ra_issue: K must be a multiple of 16");
-  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
-                "dot_wgmma_ra_issue: each warp owns 16 rows, and the warps make whole warpgroups");
+
+/// A's k16 fragments from an f32 register tile in LA = MmaAcc<M, K, WM, 1, NT> (an earlier
+/// dot's accumulator, e.g. attention's probabilities), rounded to T as dot_rs does.
+template <class LC, class LA, int K, class T>
+TJ_DEVICE void wgmma_a_from_registers(unsigned (&a)[K / 16][4], const float (&ra)[LA::N]) {
   static_assert(LA::WN_ == 1 && LA::WM_ == LC::WM_ && LA::WTM == 16,
-                "dot_wgmma_ra_issue: A's warps own the same 16 rows as the accumulator's");
-  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok,
-                "dot_wgmma_ra_issue: no wgmma for this N");
+                "wgmma tile dot: A's warps own the same 16 rows as the accumulator's");
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
     const float* lo = &ra[(2 * kk) * 4];
     const float* hi = &ra[(2 * kk + 1) * 4];
@@ -265,6 +222,46 @@ TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
     a[kk][2] = pack2<T>(hi[0], hi[1]);
     a[kk][3] = pack2<T>(hi[2], hi[3]);
   }
+}
+
+/// acc += A @ B on the warpgroup tensor cores, for 16-bit tiles: what tj::dot_ss computes (the
+/// accumulator as wgmma_tile_dot_ok says). A [M, K] in shared memory, each warp's 16 rows
+/// loaded by ldmatrix, all of K before the first wgmma (a wgmma's A registers stay untouched
+/// until it is done); B in a swizzled tile (wgmma_b_step). Done when it returns (acc readable).
+template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  unsigned a[K / 16][4];
+  wgmma_a_from_shared<LC, K, T, A_KMAJOR>(a, sa, lda);
+  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
+
+/// acc += A @ B with A in registers (`ra`, see wgmma_a_from_registers); B as in dot_wgmma_sa.
+template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  unsigned a[K / 16][4];
+  wgmma_a_from_registers<LC, LA, K, T>(a, ra);
+  wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
+
+/// The issuing halves of dot_wgmma_sa and dot_wgmma_ra (the DSL's dot(..., issue=1)): A's
+/// fragments into `a` (registers of the caller's scope, untouched until the wgmmas are done),
+/// the wgmmas issued as one group, and the call returns with them running into acc. The
+/// caller waits (wgmma_wait<0>, then wgmma_fence_operand(acc) and wgmma_release(a)) before it
+/// reads acc or writes B's tile; what it computes in between overlaps the tensor cores.
+template <class LC, int K, class T, bool A_KMAJOR, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_sa_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4], const T* sa,
+                                  int lda, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  wgmma_a_from_shared<LC, K, T, A_KMAJOR>(a, sa, lda);
+  wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
+template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
+TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
+                                  const float (&ra)[LA::N], const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  wgmma_a_from_registers<LC, LA, K, T>(a, ra);
   wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
