@@ -32,6 +32,13 @@ def main():
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
     out = open(args.out, "a") if args.out else None
+
+    def emit(row):
+        line = json.dumps(row)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
     B, H, D = 4, 16, 128
     torch.manual_seed(0)
     for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
@@ -56,11 +63,7 @@ def main():
                 row[f"issue{issue}_bwd_ms"] = timer.median_ms(fwd)
             row["max_rel_diff"] = ((outs[1][0].float() - outs[0][0].float()).norm() /
                                    outs[0][0].float().norm()).item()
-            line = json.dumps(row)
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-                out.flush()
+            emit(row)
         for atomic_dq in ("1", "0"):
             row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": density,
                    "atomic_dq": atomic_dq, "device": torch.cuda.get_device_name()}
@@ -75,11 +78,7 @@ def main():
                 row[f"issue{issue}_bwd_ms"] = timer.median_ms(call)
             row["max_rel_diff"] = max(((a.float() - b.float()).norm() / b.float().norm()).item()
                                       for a, b in zip(grads[1], grads[0]))
-            line = json.dumps(row)
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-                out.flush()
+            emit(row)
     return 0
 
 

@@ -171,13 +171,16 @@ tilejit::TuningBudget budget(int trials, double seconds, const char* strategy, i
 
 namespace {
 
-/// The tensors of a typed op's packed arguments, checked for count.
+/// The tensors of a typed op's packed arguments, checked for count: `count`, or `or_count`
+/// where an op takes optional trailing tensors (0: none).
 const std::vector<Arg>& op_tensors(const char* op, const int64_t* packed, int64_t packed_len,
-                                   size_t count, const char* names) {
+                                   size_t count, const char* names, size_t or_count = 0) {
   const std::vector<Arg>& args = unpack_args(packed, packed_len);
-  if (args.size() != count)
-    throw tilejit::Error(std::string(op) + " takes " + std::to_string(count) + " tensors (" +
-                         names + "), got " + std::to_string(args.size()) + " arguments");
+  if (args.size() != count && (or_count == 0 || args.size() != or_count))
+    throw tilejit::Error(std::string(op) + " takes " + std::to_string(count) +
+                         (or_count ? " or " + std::to_string(or_count) : std::string()) +
+                         " tensors (" + names + "), got " + std::to_string(args.size()) +
+                         " arguments");
   return args;
 }
 
@@ -569,12 +572,13 @@ int attention_backward_call(void* runtime, const int64_t* packed, int64_t packed
       [&] {
         const char* op = "attention_backward";
         // Block-sparse: the backward's lists, then optionally the forward's (13 tensors).
-        const bool with_forward_lists = sparse && unpack_args(packed, packed_len).size() == 13;
         const auto& args =
-            op_tensors(op, packed, packed_len, sparse ? (with_forward_lists ? 13 : 11) : 9,
+            op_tensors(op, packed, packed_len, sparse ? 11 : 9,
                        sparse ? "q, k, v, o, lse, dout, dq, dk, dv, block_counts, block_indices[, "
                                 "forward_block_counts, forward_block_indices]"
-                              : "q, k, v, o, lse, dout, dq, dk, dv");
+                              : "q, k, v, o, lse, dout, dq, dk, dv",
+                       sparse ? 13 : 0);
+        const bool with_forward_lists = args.size() == 13;
         tilejit::ops::AttentionBackwardArgs a;
         attention_backward_tensors(op, args, a);
         if (sparse)

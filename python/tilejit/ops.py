@@ -293,13 +293,12 @@ class BlockMask:
         return f"tilejit.ops.BlockMask({list(self.shape)})"
 
     def lists(self, op, q, transpose):
-        """(block, counts, indices) for q's sequence: checked against q at every call, built at
-        the first of each (block, direction)."""
+        """(block, counts, indices) for q's sequence: checked against q at every call; the
+        lists (which do not depend on the block) built at the first call of each direction."""
         block = _mask_block(op, self.mask, q)
-        key = (block, transpose)
-        if key not in self._lists:
-            self._lists[key] = _mask_lists(self.mask, transpose)
-        return (block,) + self._lists[key]
+        if transpose not in self._lists:
+            self._lists[transpose] = _mask_lists(self.mask, transpose)
+        return (block,) + self._lists[transpose]
 
 
 def _block_lists(op, block_mask, q, transpose):
