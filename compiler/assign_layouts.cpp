@@ -692,6 +692,7 @@ private:
     case ir::StmtKind::WgmmaWait:
     case ir::StmtKind::MbarrierInit:
     case ir::StmtKind::MbarrierWait:
+    case ir::StmtKind::MbarrierArrive:
       return;
     }
   }

@@ -1,7 +1,10 @@
 #include "compiler/expand_pipelines.h"
 
 #include "compiler/async_choices.h"
+#include "support/error.h"
 #include "support/text.h"
+
+#include <cstdlib>
 
 #include <map>
 #include <set>
@@ -10,6 +13,14 @@ namespace tilejit {
 
 using namespace ir;
 using Role = Stmt::PipelineRole;
+
+bool slot_release_enabled() {
+  const char* v = std::getenv("TILEJIT_PIPELINE_RELEASE");
+  if (!v || !*v || std::string(v) == "mbarrier") return true;
+  if (std::string(v) == "barrier") return false;
+  throw Error(str("TILEJIT_PIPELINE_RELEASE='", v,
+                  "' is not a slot release: use 'mbarrier' (the default) or 'barrier'"));
+}
 
 namespace {
 
@@ -209,8 +220,22 @@ private:
       for (StmtPtr& sp : loop.body)
         if (tma_copy(k_, *sp)) sp->value->tma_barrier = barriers;
     }
+    // Per-slot release (every ring filled by TMA, no wgmma left running past an iteration):
+    // each thread arrives on its slot's "empty" mbarrier at the iteration's end, and the
+    // thread issuing the copies waits on it before refilling the slot, instead of a block
+    // barrier at the top of every iteration. The barrier held the warpgroups in step, so both
+    // ran their tensor-core products at once and their exponentials at once; released, they
+    // drift apart by up to an iteration and overlap (ncu on attn_bwd: a third of the stalls
+    // were that barrier).
+    int64_t empties = -1;
+    if (barriers >= 0 && !running && tma_copies == static_cast<int>(rings.size()) &&
+        slot_release_enabled() && barriers + 16 * S <= k_.smem_limit) {
+      empties = barriers + 8 * S;
+      k_.smem_bytes = empties + 8 * S;
+    }
     const bool nested = loop_depth_ > 0;
     Var* phases = nullptr;
+    Var* released = nullptr; // bit s: the parity of slot s's releases so far
     Block out;
     Var* lo = fresh(v->name + "_lo", kIndex, loc);
     Var* hi = fresh(v->name + "_hi", kIndex, loc);
@@ -221,17 +246,27 @@ private:
       init->barrier_offset = barriers;
       init->barrier_slots = S;
       init->barrier_arrivals = tma_copies;
+      StmtPtr empty_init;
+      if (empties >= 0) {
+        empty_init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
+        empty_init->barrier_offset = empties;
+        empty_init->barrier_slots = S;
+        empty_init->barrier_arrivals = k_.threads;
+        empty_init->note = "released by every thread";
+        released = fresh(v->name + "_released", kIndex, loc);
+        released->assigned_in_loop = true;
+      }
       StmtPtr published = barrier("the mbarriers are set up before any copy signals them", loc);
+      Block& setup = nested ? kernel_start_ : out;
+      setup.push_back(std::move(init));
+      if (empty_init) setup.push_back(std::move(empty_init));
+      setup.push_back(std::move(published));
       if (nested) {
         phases = fresh(v->name + "_phases", kIndex, loc);
         phases->assigned_in_loop = true;
-        kernel_start_.push_back(std::move(init));
-        kernel_start_.push_back(std::move(published));
         kernel_start_.push_back(decl(phases, constant(0, loc), loc));
-      } else {
-        out.push_back(std::move(init));
-        out.push_back(std::move(published));
       }
+      if (released) setup.push_back(decl(released, constant(0, loc), loc));
     }
 
     // Prologue: iterations 0 .. D-1 issue their copies into slots 0 .. D-1.
@@ -267,8 +302,9 @@ private:
     main->unroll = loop.unroll;
     main->body.push_back(
         async_wait(D - 1, "this iteration's copies landed (the later ones may not)", loc));
-    main->body.push_back(
-        barrier("this iteration's copies landed; last iteration's reads are done", loc));
+    if (empties < 0)
+      main->body.push_back(
+          barrier("this iteration's copies landed; last iteration's reads are done", loc));
     // The iteration count: a counter carried by the loop (one add per iteration).
     Var* it = fresh(v->name + "_it", kIndex, loc);
     it->assigned_in_loop = true;
@@ -315,12 +351,40 @@ private:
       guard->value = before_end(ref(ahead, loc), hi, step, loc);
       std::map<const Var*, Var*> renamed;
       guard->body = producers(loop.body, v, ahead, write, renamed);
+      if (empties >= 0) {
+        // Slot `write` was last read D - S + 1 iterations ago (or never, or before the loop's
+        // closing barrier): wait for that release, the phase of parity bit ^ 1.
+        auto free = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+        free->barrier_offset = empties;
+        free->producer_only = true;
+        free->value = ref(write, loc);
+        free->mask =
+            binary(dsl::BinaryOp::BitXor,
+                   binary(dsl::BinaryOp::BitAnd,
+                          binary(dsl::BinaryOp::Shr, ref(released, loc), ref(write, loc), loc),
+                          constant(1, loc), loc),
+                   constant(1, loc), loc);
+        free->note = "every thread is done reading the slot";
+        guard->body.insert(guard->body.begin(), std::move(free));
+      }
       main->body.push_back(std::move(guard));
       main->body.push_back(async_commit(loc));
     }
     ++loop_depth_; // a pipelined loop in the body runs once per iteration of this one
     for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));
     --loop_depth_;
+    if (empties >= 0) {
+      // This thread is done with slot `read`: its release, and the slot's parity bit flipped.
+      auto arrive = std::make_unique<Stmt>(StmtKind::MbarrierArrive, loc);
+      arrive->barrier_offset = empties;
+      arrive->value = ref(read, loc);
+      main->body.push_back(std::move(arrive));
+      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
+      flip->var = released;
+      flip->value = binary(dsl::BinaryOp::BitXor, ref(released, loc),
+                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
+      main->body.push_back(std::move(flip));
+    }
     auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
     next->var = it;
     next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);

@@ -22,7 +22,22 @@
 // A producer's copy the tensor memory accelerator can do (async_choices.h: tma_copy) is issued
 // by one thread with the loop's mbarriers, one per slot after the planned shared memory: an
 // `mbarrier_init` (and a barrier) before the prologue, an `mbarrier_wait` for slot `read`'s
-// phase (it / S) % 2 after the loop's barrier. Only in a loop that no other loop encloses.
+// phase (it / S) % 2 after the loop's barrier (nested loops carry each slot's parity in a bit
+// of a counter).
+//
+// Where every ring is filled by TMA and no wgmma runs past its iteration, the slots are
+// released through a second set of mbarriers instead of the loop's top barrier:
+//
+//   for v in [lo, hi) step:
+//     async_wait S-2; mbarrier_wait full[read]        this iteration's copies landed
+//     if v + (S-1)*step < hi:
+//       mbarrier_wait producer empty[write]           (the copying thread only) slot read out
+//       producers -> slot write
+//     the body
+//     mbarrier_arrive empty[read]                     every thread: done with slot read
+//
+// so the warps are not held in step by a block barrier every iteration (insert-barriers still
+// orders the body's other shared tiles). TILEJIT_PIPELINE_RELEASE=barrier turns this off.
 //
 // (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
 // around producers are kept (a block-sparse loop that skips a block neither copies nor reads
@@ -35,5 +50,10 @@
 namespace tilejit {
 
 void expand_pipelines(ir::Kernel& k);
+
+/// Whether pipelines may release ring slots through mbarriers: the environment's
+/// TILEJIT_PIPELINE_RELEASE, 'mbarrier' (the default) or 'barrier' (the block barrier at every
+/// iteration's top, for comparison); another value throws tilejit::Error naming it.
+bool slot_release_enabled();
 
 } // namespace tilejit

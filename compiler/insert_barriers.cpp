@@ -120,9 +120,18 @@ struct State {
   void commit() {
     for (auto& [v, age] : pending) ++age;
   }
+  /// This thread's copies with `groups_in_flight` or more groups after them have landed: they
+  /// are its writes now, which the other threads see only after a barrier (a pipeline whose
+  /// slots are released by mbarriers waits at its top with no barrier after the wait).
   void wait(int groups_in_flight) {
-    for (auto it = pending.begin(); it != pending.end();)
-      it = it->second >= groups_in_flight ? pending.erase(it) : std::next(it);
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (it->second >= groups_in_flight) {
+        writes.insert(it->first);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 };
 
@@ -259,6 +268,10 @@ private:
   /// `wait`: that barrier must wait for pending copies.
   bool entry_conflict(ir::Block& body, State st, bool& wait) {
     wait = false;
+    // A tile pending at the loop's entry and read before the body's first barrier needs the
+    // barrier before the loop to wait for the copies, even where the body waits for its own
+    // thread's copies first (the others' may not have landed).
+    const State entry = st;
     for (auto& sp : body) {
       ir::Stmt& s = *sp;
       if (s.kind == ir::StmtKind::Barrier) return false;
@@ -272,11 +285,11 @@ private:
       }
       // Registers, or the mbarriers a TMA copy signals (synchronisation, not data).
       if (s.kind == ir::StmtKind::WgmmaWait || s.kind == ir::StmtKind::MbarrierInit ||
-          s.kind == ir::StmtKind::MbarrierWait)
+          s.kind == ir::StmtKind::MbarrierWait || s.kind == ir::StmtKind::MbarrierArrive)
         continue;
       std::set<ir::Var*> reads, writes;
       effects(s, reads, writes);
-      wait = touches_pending(reads, writes, st);
+      wait = touches_pending(reads, writes, st) || touches_pending(reads, writes, entry);
       if (wait || conflicts(reads, writes, st)) return true;
     }
     return false;
@@ -299,6 +312,7 @@ private:
       case ir::StmtKind::WgmmaWait:
       case ir::StmtKind::MbarrierInit:
       case ir::StmtKind::MbarrierWait:
+      case ir::StmtKind::MbarrierArrive:
         continue; // registers, or synchronisation through the mbarriers (not data)
       case ir::StmtKind::For: {
         TJ_ICHECK(s.loop_kind != ir::LoopKind::Pipelined,

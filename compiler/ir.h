@@ -269,8 +269,12 @@ enum class StmtKind {
   /// one thread initialises `barrier_slots` mbarriers at `barrier_offset` in shared memory,
   /// each completing a phase after `barrier_arrivals` arrivals and their bytes
   MbarrierInit,
-  /// wait until mbarrier `value` (a slot) at `barrier_offset` completes phase parity `mask`
+  /// wait until mbarrier `value` (a slot) at `barrier_offset` completes phase parity `mask`;
+  /// `producer_only`: only the thread that issues the TMA copies waits
   MbarrierWait,
+  /// every thread arrives on mbarrier `value` (a slot) at `barrier_offset`: its reads of the
+  /// ring slot are done, so the slot may be refilled (a pipeline's per-slot release)
+  MbarrierArrive,
 };
 
 enum class LoopKind { Serial, Pipelined };
@@ -297,6 +301,9 @@ struct Stmt {
   int64_t barrier_offset = -1; ///< MbarrierInit, MbarrierWait: the mbarriers' shared offset
   int barrier_slots = 0;       ///< MbarrierInit: how many (one per ring slot)
   int barrier_arrivals = 0;    ///< MbarrierInit: arrivals per phase (TMA copies per slot)
+  /// MbarrierWait: only the thread issuing the pipeline's TMA copies waits (for the slot it
+  /// refills to be released), the others go on.
+  bool producer_only = false;
   /// Decl/Assign of a ring buffer (a pipelined copy's target) after expand-pipelines: the
   /// slot it fills.
   ExprPtr slot;

@@ -545,9 +545,13 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
                    s.barrier_slots, s.barrier_arrivals, s.note.empty() ? "" : "  // ", s.note);
     break;
   case StmtKind::MbarrierWait:
-    fmt::format_to(to, "{}mbarrier_wait @smem[{}][{}] parity={}{}{}\n", pad, s.barrier_offset,
-                   print_expr(*s.value), print_expr(*s.mask), s.note.empty() ? "" : "  // ",
-                   s.note);
+    fmt::format_to(to, "{}mbarrier_wait{} @smem[{}][{}] parity={}{}{}\n", pad,
+                   s.producer_only ? " producer" : "", s.barrier_offset, print_expr(*s.value),
+                   print_expr(*s.mask), s.note.empty() ? "" : "  // ", s.note);
+    break;
+  case StmtKind::MbarrierArrive:
+    fmt::format_to(to, "{}mbarrier_arrive @smem[{}][{}]{}{}\n", pad, s.barrier_offset,
+                   print_expr(*s.value), s.note.empty() ? "" : "  // ", s.note);
     break;
   case StmtKind::WgmmaWait:
     fmt::format_to(to, "{}wgmma_wait {}{}{}\n", pad, s.var->name, s.note.empty() ? "" : "  // ",

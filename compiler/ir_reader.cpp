@@ -1166,9 +1166,27 @@ private:
       advance_line();
       return s;
     }
+    if (accept("mbarrier_arrive")) {
+      // mbarrier_arrive @smem[OFF][SLOT]
+      auto s = std::make_unique<Stmt>(StmtKind::MbarrierArrive);
+      expect("@");
+      expect("smem");
+      expect("[");
+      s->barrier_offset = integer("the mbarriers' shared-memory offset");
+      expect("]");
+      expect("[");
+      s->value = expr();
+      expect("]");
+      s->note = trailing_note();
+      end_of_line();
+      advance_line();
+      return s;
+    }
     if (accept("mbarrier_init") || accept("mbarrier_wait")) {
       const bool init = toks_[pos_ - 1].text == "mbarrier_init";
       auto s = std::make_unique<Stmt>(init ? StmtKind::MbarrierInit : StmtKind::MbarrierWait);
+      // mbarrier_wait producer: only the thread issuing the TMA copies waits.
+      if (!init) s->producer_only = accept("producer");
       expect("@");
       expect("smem");
       expect("[");
@@ -1183,7 +1201,7 @@ private:
         s->barrier_slots = static_cast<int>(n);
         expect("arrivals");
         expect("=");
-        s->barrier_arrivals = small_int("the arrivals per phase", 1, 64);
+        s->barrier_arrivals = small_int("the arrivals per phase", 1, 1024);
       } else {
         // mbarrier_wait @smem[OFF][SLOT] parity=EXPR
         expect("[");

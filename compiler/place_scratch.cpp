@@ -154,6 +154,7 @@ private:
     case StmtKind::WgmmaWait:
     case StmtKind::MbarrierInit:
     case StmtKind::MbarrierWait:
+    case StmtKind::MbarrierArrive:
       return;
     }
   }

@@ -141,6 +141,10 @@ private:
       need(s.value && s.mask, "slot or parity");
       check(s.barrier_offset >= 0, &s, "mbarrier_wait without its mbarriers");
       break;
+    case StmtKind::MbarrierArrive:
+      need(s.value != nullptr, "slot");
+      check(s.barrier_offset >= 0, &s, "mbarrier_arrive without its mbarriers");
+      break;
     case StmtKind::WgmmaWait:
       need(s.var != nullptr, "accumulator");
       check(s.var->type.space == Space::Frag && s.var->type.dtype == DType::F32, &s,

@@ -2,6 +2,7 @@
 // configuration and alignment, scratch tensors owned here, launches through the driver API.
 #include <tilejit/tilejit.h>
 
+#include "compiler/expand_pipelines.h"
 #include "compiler/kernel_library.h"
 #include "compiler/launch_plan.h"
 #include "runtime/cuda_driver.h"
@@ -620,6 +621,9 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   // Without arguments (a compile-only use) nothing is proven: index in 64 bits.
   options.index32 = index32 && !args.empty();
   if (options.index32) key += "|i32";
+  // The pipelines' slot release (TILEJIT_PIPELINE_RELEASE) changes the generated code: a
+  // process that switches it compiles the other variant rather than reusing this one.
+  if (!slot_release_enabled()) key += "|release=barrier";
   for (const auto& [n, v] : config) key += str("|", n, "=", v);
   CompileJob job;
   job.kernel = std::move(lk);

@@ -35,7 +35,8 @@ KernelScan scan_kernel(const ir::Kernel& k) {
   auto& body = const_cast<ir::Block&>(k.body);
   ir::for_each_stmt(body, [&](ir::Stmt& st) {
     if (st.kind == StmtKind::AsyncCommit || st.kind == StmtKind::AsyncWait ||
-        st.kind == StmtKind::MbarrierInit || st.kind == StmtKind::MbarrierWait)
+        st.kind == StmtKind::MbarrierInit || st.kind == StmtKind::MbarrierWait ||
+        st.kind == StmtKind::MbarrierArrive)
       s.async_or_cluster = true;
     if (st.kind == StmtKind::Store && st.access) ++s.use[st.access->param].stores;
     const bool eval_atomic =

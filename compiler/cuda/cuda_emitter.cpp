@@ -352,6 +352,8 @@ bool Emitter::needs_in_flight_done(const ir::Stmt& s) const {
   // shared writes, and every write to a tile an issued dot reads is a statement checked below
   // in every thread's program order.
   if (s.kind == StmtKind::For || s.kind == StmtKind::If || s.kind == StmtKind::Return) return true;
+  // Releasing a ring slot lets the TMA overwrite what an issued dot may still be reading.
+  if (s.kind == StmtKind::MbarrierArrive) return true;
   for (const InFlightDot& d : wgmma_in_flight_) {
     if (mentions(s, d.var)) return true;
     for (const ir::Var* t : d.shared_reads) {
@@ -453,8 +455,23 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
   case StmtKind::MbarrierWait:
     prepare(*s.value);
     prepare(*s.mask);
+    if (s.producer_only) {
+      // The thread that issues the TMA copies (tma_load_*: thread 0) waits for the slot it
+      // refills to be released; the others go on to their own work.
+      open("if (threadIdx.x == 0)");
+      line(str("tj::mbarrier_wait(", mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ",
+               scalar(*s.mask), "); // every thread is done reading the slot"));
+      close();
+      return;
+    }
     line(str("tj::mbarrier_wait(", mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ",
              scalar(*s.mask), "); // this iteration's TMA copies landed"));
+    return;
+  case StmtKind::MbarrierArrive:
+    // Dots still reading the slot finish first (needs_in_flight_done).
+    prepare(*s.value);
+    line(str("tj::mbarrier_arrive(", mbarriers(s.barrier_offset), " + ", scalar(*s.value),
+             "); // this thread's reads of the slot are done"));
     return;
   case StmtKind::WgmmaWait:
     // The loop's dots left their last wgmmas running into the accumulator (expand-pipelines).

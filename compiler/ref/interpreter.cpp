@@ -383,6 +383,7 @@ private:
     case ir::StmtKind::WgmmaWait:
     case ir::StmtKind::MbarrierInit:
     case ir::StmtKind::MbarrierWait:
+    case ir::StmtKind::MbarrierArrive:
       return Flow::Next; // one program runs as a whole: nothing to wait for
     }
     return Flow::Next;

@@ -50,7 +50,11 @@ std::vector<ShippedKernel> shipped() {
 CompileOptions test_options(const dsl::Kernel& k) {
   CompileOptions o;
   o.index32 = true;
-  for (const auto& p : k.params) o.vector_aligned.insert(p.name);
+  for (const auto& p : k.params) {
+    o.vector_aligned.insert(p.name);
+    // Copies the TMA can make take it (and their pipelines the per-slot release).
+    o.tma_params.insert(p.name);
+  }
   return o;
 }
 
@@ -123,6 +127,13 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
        "bad.ir:5:14: error: expected '// line N' but got '// lines 3'"},
       {"  i32 a = \"s\"\n", "bad.ir:5:11: error: expected an expression but got a string"},
       {"  i32 a = 1 $\n", "bad.ir:5:13: error: unexpected character '$'"},
+      // A pipeline's per-slot release: the slot, the parity and the waiting thread are named.
+      {"  mbarrier_arrive @smem[8]\n",
+       "bad.ir:5:27: error: expected '[' but got the end of the line"},
+      {"  mbarrier_wait producer @smem[8][0]\n",
+       "bad.ir:5:37: error: expected 'parity' but got the end of the line"},
+      {"  mbarrier_wait consumer @smem[8][0] parity=0\n",
+       "bad.ir:5:17: error: expected '@' but got 'consumer'"},
   };
   for (const auto& c : cases) {
     std::string got = read_error(kHeader + c.body);

@@ -34,6 +34,14 @@ TJ_DEVICE void mbarrier_expect_tx(unsigned long long* bar, unsigned bytes) {
 #endif
 }
 
+/// This thread's arrival on `bar` (release: its earlier reads of shared memory, the ring slot
+/// `bar` guards, are done before the phase completes and a TMA copy refills the slot).
+TJ_DEVICE void mbarrier_arrive(unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+
 /// Waits until `bar` completes the phase of this parity (its bytes landed, visible to this
 /// thread). A phase that never completes is a compiler bug, not a slow copy: after about 2^28
 /// polls (seconds) the kernel traps, so the launch fails instead of hanging.

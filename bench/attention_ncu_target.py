@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""One forward and one backward of tilejit's attention, for a profiler to read (ncu): nothing timed.
+
+    PYTHONPATH=python TILEJIT_LIBRARY=... ncu ... python3 bench/attention_ncu_target.py
+
+bf16 B=4 H=16 D=128, the Hopper tiles' plans: N = 8192 dense (not causal), then N = 16384 with
+10% of the blocks kept (a random mask per head, the diagonal kept). The kernels run once each
+after one untimed warm-up pass (so that modules are compiled and loaded before the profiler
+looks: filter with --launch-skip / -k).
+"""
+import sys
+
+
+def main():
+    import torch
+    if not torch.cuda.is_available():
+        print("attention_ncu_target: no CUDA device", file=sys.stderr)
+        return 0
+    import tilejit
+    B, H, D = 4, 16, 128
+    torch.manual_seed(0)
+    for n, density in ((8192, None), (16384, 10)):
+        q, k, v, dout = (torch.randn(B, H, n, D, device="cuda", dtype=torch.bfloat16)
+                         for _ in range(4))
+        mask = None
+        if density:
+            nb = n // 128
+            m = torch.rand(1, H, nb, nb, device="cuda") < density / 100
+            m |= torch.eye(nb, dtype=torch.bool, device="cuda")
+            mask = tilejit.ops.BlockMask(m)
+        for _ in range(2):  # the first pass compiles and loads
+            o, lse = tilejit.ops.attention_forward(q, k, v, block_mask=mask)
+            tilejit.ops.attention_backward(q, k, v, o, lse, dout, block_mask=mask)
+        torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
