@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """One forward and one backward of tilejit's attention, for a profiler to read (ncu): nothing timed.
 
-    PYTHONPATH=python TILEJIT_LIBRARY=... ncu ... python3 bench/attention_ncu_target.py
+    PYTHONPATH=python TILEJIT_LIBRARY=... ncu ... python3 bench/attention_ncu_target.py [--issue 0|1]
 
 bf16 B=4 H=16 D=128, the Hopper tiles' plans: N = 8192 dense (not causal), then N = 16384 with
 10% of the blocks kept (a random mask per head, the diagonal kept). The kernels run once each
 after one untimed warm-up pass (so that modules are compiled and loaded before the profiler
-looks: filter with --launch-skip / -k).
+looks: filter with --launch-skip / -k). --issue sets the kernels' ISSUE generic (the dots left
+running: attn_fwd's p v (dense only), the backward kernels' score products and dv / dk).
 """
+import argparse
 import sys
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--issue", type=int, choices=(0, 1), default=0,
+                   help="the kernels' ISSUE generic (default 0)")
+    args = p.parse_args()
+    config = {"ISSUE": args.issue}
     import torch
     if not torch.cuda.is_available():
         print("attention_ncu_target: no CUDA device", file=sys.stderr)
@@ -29,8 +36,10 @@ def main():
             m |= torch.eye(nb, dtype=torch.bool, device="cuda")
             mask = tilejit.ops.BlockMask(m)
         for _ in range(2):  # the first pass compiles and loads
-            o, lse = tilejit.ops.attention_forward(q, k, v, block_mask=mask)
-            tilejit.ops.attention_backward(q, k, v, o, lse, dout, block_mask=mask)
+            o, lse = tilejit.ops.attention_forward(  # attn_fwd_sparse has no ISSUE
+                q, k, v, block_mask=mask, config=None if mask is not None else config)
+            tilejit.ops.attention_backward(q, k, v, o, lse, dout, block_mask=mask,
+                                           config=config)
         torch.cuda.synchronize()
     return 0
 

@@ -332,9 +332,9 @@ const ir::Var* loop_counter(const ir::Block& b, size_t i) {
 
 void Emitter::emit_block(const ir::Block& b) {
   // Dots issued in an enclosing block are done before a nested one (control flow waits).
-  if (!wgmma_in_flight_.empty()) finish_in_flight();
+  if (!wgmma_in_flight_.empty()) finish_all_in_flight();
   for (size_t i = 0; i < b.size(); ++i) {
-    if (!wgmma_in_flight_.empty() && needs_in_flight_done(*b[i])) finish_in_flight();
+    if (!wgmma_in_flight_.empty()) finish_in_flight(in_flight_needed(*b[i]));
     if (const ir::Var* counter = loop_counter(b, i)) {
       emit_for(*b[i + 1], counter);
       ++i;
@@ -344,39 +344,52 @@ void Emitter::emit_block(const ir::Block& b) {
   }
   // Nothing stays in flight past its block: a loop's next iteration, or what follows an if,
   // may overwrite the operands.
-  if (!wgmma_in_flight_.empty()) finish_in_flight();
+  if (!wgmma_in_flight_.empty()) finish_all_in_flight();
 }
 
-bool Emitter::needs_in_flight_done(const ir::Stmt& s) const {
-  // Control flow waits. Barriers and the copies' waits do not: a barrier orders the threads'
-  // shared writes, and every write to a tile an issued dot reads is a statement checked below
-  // in every thread's program order.
-  if (s.kind == StmtKind::For || s.kind == StmtKind::If || s.kind == StmtKind::Return) return true;
-  // Releasing a ring slot lets the TMA overwrite what an issued dot may still be reading.
-  if (s.kind == StmtKind::MbarrierArrive) return true;
-  for (const InFlightDot& d : wgmma_in_flight_) {
-    if (mentions(s, d.var)) return true;
+int Emitter::in_flight_needed(const ir::Stmt& s) const {
+  // Control flow waits for all. Barriers and the copies' waits do not: a barrier orders the
+  // threads' shared writes, and every write to a tile an issued dot reads is a statement checked
+  // below in every thread's program order. Releasing a ring slot lets the TMA overwrite what an
+  // issued dot may still be reading.
+  const int all = static_cast<int>(wgmma_in_flight_.size()) - 1;
+  if (s.kind == StmtKind::For || s.kind == StmtKind::If || s.kind == StmtKind::Return ||
+      s.kind == StmtKind::MbarrierArrive)
+    return all;
+  int needed = -1;
+  for (int i = 0; i <= all; ++i) {
+    const InFlightDot& d = wgmma_in_flight_[i];
+    bool needs = mentions(s, d.var);
     for (const ir::Var* t : d.shared_reads) {
-      if (s.var == t) return true;
-      bool writes = false;
+      if (needs) break;
+      if (s.var == t) needs = true;
       ir::for_each_expr_root(const_cast<ir::Stmt&>(s), [&](ir::ExprPtr& root) {
         ir::for_each_node(*root, [&](ir::Expr& n) {
-          writes = writes || (n.var == t && n.kind != ExprKind::VarRef);
+          needs = needs || (n.var == t && n.kind != ExprKind::VarRef);
         });
       });
-      if (writes) return true;
     }
+    if (needs) needed = i;
   }
-  return false;
+  return needed;
 }
 
-void Emitter::finish_in_flight() {
-  line("tj::wgmma_wait<0>(); // the dots issued above (issue=1) are done");
-  for (const InFlightDot& d : wgmma_in_flight_) {
+void Emitter::finish_in_flight(int through) {
+  // Each issued dot is one commit group, done in issue order: waiting until at most the
+  // groups after `through` run ends it and every one before it.
+  if (through < 0) return;
+  const int n = static_cast<int>(wgmma_in_flight_.size());
+  TJ_ICHECK(through < n, "finishing a dot that is not in flight");
+  const int left = n - 1 - through;
+  line(left == 0 ? std::string("tj::wgmma_wait<0>(); // the dots issued above (issue=1) are done")
+                 : str("tj::wgmma_wait<", left, ">(); // the dots issued above are done but the ",
+                       left, " last (issue=1)"));
+  for (int i = 0; i <= through; ++i) {
+    const InFlightDot& d = wgmma_in_flight_[i];
     line(str("tj::wgmma_fence_operand(", d.acc, ");"));
     line(str("tj::wgmma_release(", d.a_regs, ");"));
   }
-  wgmma_in_flight_.clear();
+  wgmma_in_flight_.erase(wgmma_in_flight_.begin(), wgmma_in_flight_.begin() + through + 1);
 }
 
 void Emitter::emit_stmt(const ir::Stmt& s) {
@@ -456,9 +469,11 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     prepare(*s.value);
     prepare(*s.mask);
     if (s.producer_only) {
-      // The thread that issues the TMA copies (tma_load_*: thread 0) waits for the slot it
-      // refills to be released; the others go on to their own work.
-      open("if (threadIdx.x == 0)");
+      // The warp of the thread that issues the TMA copies (tma_load_*: thread 0) waits for
+      // the slot it refills to be released; the others go on to their own work. A whole warp,
+      // on a warp-uniform index: ptxas serialized the wgmmas of a loop with a dot left running
+      // (issue=1) past a polling loop under `threadIdx.x == 0`.
+      open("if (tj::warp_index() == 0)");
       line(str("tj::mbarrier_wait(", mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ",
                scalar(*s.mask), "); // every thread is done reading the slot"));
       close();
@@ -468,7 +483,7 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
              scalar(*s.mask), "); // this iteration's TMA copies landed"));
     return;
   case StmtKind::MbarrierArrive:
-    // Dots still reading the slot finish first (needs_in_flight_done).
+    // Dots still reading the slot finish first (in_flight_needed).
     prepare(*s.value);
     line(str("tj::mbarrier_arrive(", mbarriers(s.barrier_offset), " + ", scalar(*s.value),
              "); // this thread's reads of the slot are done"));
@@ -555,7 +570,8 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
 }
 
 void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
-  if (!wgmma_in_flight_.empty()) finish_in_flight(); // a loop never starts with dots in flight
+  // A loop never starts with dots in flight.
+  if (!wgmma_in_flight_.empty()) finish_all_in_flight();
   materialized_.clear();
   scalar_temps_.clear();
   line_directive(s.loc);
@@ -586,7 +602,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
       // hbv's forward took 0.59 ms this way and 0.77 ms with the chunks after the step's work.
       emit_window_chunks(*sl);
     }
-    if (!wgmma_in_flight_.empty() && needs_in_flight_done(*s.body[i])) finish_in_flight();
+    if (!wgmma_in_flight_.empty()) finish_in_flight(in_flight_needed(*s.body[i]));
     if (const ir::Var* inner = loop_counter(s.body, i)) {
       emit_for(*s.body[i + 1], inner);
       ++i;
@@ -595,7 +611,7 @@ void Emitter::emit_for(const ir::Stmt& s, const ir::Var* counter) {
     emit_stmt(*s.body[i]);
   }
   // As at a block's end: nothing in flight into the next iteration.
-  if (!wgmma_in_flight_.empty()) finish_in_flight();
+  if (!wgmma_in_flight_.empty()) finish_all_in_flight();
   close();
   if (sl) close_staged_loop(*sl);
   scratch_unknown();

@@ -156,11 +156,16 @@ public:
     std::vector<const ir::Var*> shared_reads;
   };
   std::vector<InFlightDot> wgmma_in_flight_;
-  /// Whether statement s must see the in-flight dots done first: it reads or writes one's
-  /// accumulator, writes a tile one reads, or is control flow (a loop, an if, a return).
-  bool needs_in_flight_done(const ir::Stmt& s) const;
-  /// Waits for every in-flight dot (one wgmma wait) and hands their registers back.
-  void finish_in_flight();
+  /// The newest in-flight dot statement s must see done first (its index; -1: none): one whose
+  /// accumulator it reads or writes, or a tile of which it writes; every one before control
+  /// flow (a loop, an if, a return) and before a ring slot's release.
+  int in_flight_needed(const ir::Stmt& s) const;
+  /// Waits for the in-flight dots up to `through` (one wgmma wait: the groups complete in
+  /// issue order; the later ones keep running) and hands their registers back.
+  void finish_in_flight(int through);
+  void finish_all_in_flight() {
+    finish_in_flight(static_cast<int>(wgmma_in_flight_.size()) - 1);
+  }
   void emit_reduce(const ir::Expr& e, const std::string& dst);
   std::string emit_full_reduce(const ir::Expr& e);
   void emit_scan(const ir::Expr& e, const std::string& dst);

@@ -34,6 +34,13 @@ TJ_DEVICE void mbarrier_expect_tx(unsigned long long* bar, unsigned bytes) {
 #endif
 }
 
+/// This thread's warp, as a value the compiler knows is the same in every lane (read from lane
+/// 0): a branch on it is not divergent within a warp, which ptxas needs to keep wgmmas issued
+/// before it running (a branch on threadIdx.x around a polling loop made it serialize them).
+TJ_DEVICE int warp_index() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);
+}
+
 /// This thread's arrival on `bar` (release: its earlier reads of shared memory, the ring slot
 /// `bar` guards, are done before the phase completes and a TMA copy refills the slot).
 TJ_DEVICE void mbarrier_arrive(unsigned long long* bar) {
