@@ -59,6 +59,13 @@ std::optional<ResourceUsage> parse_ptxas_report(const std::string& log,
   if (i == lines.size()) return std::nullopt;
 
   ResourceUsage usage;
+  // "ptxas info : (C7518) Potential Performance Loss: wgmma.mma_async instructions are
+  // serialized due to ... in the function 'attn_dq'": anywhere in the log, naming the kernel.
+  const std::string loss_marker = "Potential Performance Loss: ";
+  for (const std::string& line : lines)
+    if (size_t at = line.find(loss_marker);
+        at != std::string::npos && line.find("'" + kernel_name + "'") != std::string::npos)
+      usage.performance_notes.push_back(std::string(trim(line.substr(at + loss_marker.size()))));
   bool in_own_properties = false; // inside "Function properties for <kernel_name>"
   for (++i; i < lines.size(); ++i) {
     std::string_view line = lines[i];

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tilejit {
 
@@ -15,6 +16,9 @@ struct ResourceUsage {
   int spill_store_bytes = -1; ///< bytes stored by register spills (ptxas report only)
   int spill_load_bytes = -1;  ///< bytes loaded by register spills (ptxas report only)
   int const_bytes = -1;       ///< constant bank 0 bytes (kernel parameters + driver constants)
+  /// ptxas's "Potential Performance Loss" notes about this kernel (wgmmas serialized, ...), as
+  /// it words them after the code (ptxas report only).
+  std::vector<std::string> performance_notes;
 };
 
 /// Reads the ptxas -v report (NvrtcRequest::resource_report) for `kernel_name` (the mangled

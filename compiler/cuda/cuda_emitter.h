@@ -163,9 +163,7 @@ public:
   /// Waits for the in-flight dots up to `through` (one wgmma wait: the groups complete in
   /// issue order; the later ones keep running) and hands their registers back.
   void finish_in_flight(int through);
-  void finish_all_in_flight() {
-    finish_in_flight(static_cast<int>(wgmma_in_flight_.size()) - 1);
-  }
+  void finish_all_in_flight() { finish_in_flight(static_cast<int>(wgmma_in_flight_.size()) - 1); }
   void emit_reduce(const ir::Expr& e, const std::string& dst);
   std::string emit_full_reduce(const ir::Expr& e);
   void emit_scan(const ir::Expr& e, const std::string& dst);

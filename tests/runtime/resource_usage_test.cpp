@@ -93,6 +93,35 @@ TEST(PtxasReportTest, UnknownOrPrefixNamesAreNotFound) {
   EXPECT_FALSE(parse_ptxas_report("error: something\n", "smem").has_value());
 }
 
+// ptxas's note that it serialized a kernel's wgmmas (CUDA 13.0, sm_90a: an attn_dq whose slot
+// release polled an mbarrier under `threadIdx.x == 0` past a dot left running) comes before the
+// kernel's report and names it; another kernel's note is not this one's.
+const char* kLogSerialized =
+    R"(ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'attn_dq'
+ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'attn_dq_sparse'
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'attn_dq' for 'sm_90a'
+ptxas info    : Function properties for attn_dq
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 222 registers, used 1 barriers
+ptxas info    : Compiling entry function 'attn_dq_sparse' for 'sm_90a'
+ptxas info    : Function properties for attn_dq_sparse
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 230 registers, used 1 barriers
+)";
+
+TEST(PtxasReportTest, PerformanceLossNotesNameTheirKernel) {
+  auto u = parse_ptxas_report(kLogSerialized, "attn_dq");
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->registers, 222);
+  ASSERT_EQ(u->performance_notes.size(), 1u);
+  EXPECT_EQ(u->performance_notes[0],
+            "wgmma.mma_async instructions are serialized due to program dependence on "
+            "compiler-inserted WG.DP in divergent path in the function 'attn_dq'");
+  EXPECT_EQ(parse_ptxas_report(kLogSerialized, "attn_dq_sparse")->performance_notes.size(), 1u);
+  EXPECT_TRUE(parse_ptxas_report(kLogSm90a, "smem")->performance_notes.empty());
+}
+
 TEST(CubinResourcesTest, RejectsWhatIsNotACubin) {
   EXPECT_FALSE(read_cubin_resources("", "k").has_value());
   EXPECT_FALSE(read_cubin_resources("not an ELF file at all", "k").has_value());

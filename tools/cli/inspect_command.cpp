@@ -283,6 +283,8 @@ void inspect(const InspectOptions& o) {
               << n(u.spill_load_bytes) << " bytes\n"
               << "  compile time           " << static_cast<int>(v.compile_ms) << " ms ("
               << toolchain_for(v.language).name() << ")\n";
+    for (const std::string& note : u.performance_notes)
+      std::cout << "  ptxas: performance loss: " << note << "\n";
     return;
   }
   std::string tool;
