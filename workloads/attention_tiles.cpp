@@ -25,11 +25,12 @@ Config backward_tile(const AttentionTileCase& c) {
 }
 
 Config dq_kernel_tile(const AttentionTileCase& c) {
+  if (c.tile_width == 64 || c.block == 64)
+    return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
   // ISSUE 1: both score products issued at once (H200, 2026-11-30, ncu: attn_dq 4.78 -> 4.44 ms
   // at N = 8192 D = 128, attn_dq_sparse 2.29 -> 2.20 at 10% of N = 16384;
-  // bench/results/2026-11-30-attention-issue-both-scores-h200.md).
-  if (c.tile_width == 64 || c.block == 64)
-    return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"ISSUE", "1"}};
+  // bench/results/2026-11-30-attention-issue-both-scores-h200.md). Not measured alone at width
+  // 64, where the backward took 8.46 ms with it against 8.13-8.19 without (other calls).
   return {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}, {"ISSUE", "1"}};
 }
 
