@@ -13,11 +13,9 @@ before each, CUDA events, median of 30 after 3 warm-ups: bench/peers/flushed_tim
 ISSUE = 1 result is compared with ISSUE = 0's (the same sums, so they agree to rounding).
 """
 import argparse
-import json
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+from attention_bench_common import Rows, random_block_mask, random_tensors
 
 
 def main():
@@ -31,25 +29,12 @@ def main():
     import tilejit
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
-    out = open(args.out, "a") if args.out else None
-
-    def emit(row):
-        line = json.dumps(row)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+    emit = Rows(args.out).emit
     B, H, D = 4, 16, 128
     torch.manual_seed(0)
     for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
-        q, k, v, dout = (torch.randn(B, H, n, D, device="cuda", dtype=torch.bfloat16)
-                         for _ in range(4))
-        mask = None
-        if density:
-            nb = n // 128
-            mask = torch.rand(1, H, nb, nb, device="cuda") < density / 100
-            mask |= torch.eye(nb, dtype=torch.bool, device="cuda")
-            mask = tilejit.ops.BlockMask(mask)
+        q, k, v, dout = random_tensors(torch, 4, (B, H, n, D), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
         if mask is None:  # attn_fwd's ISSUE (p v left running under the row sums)
             row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": None,

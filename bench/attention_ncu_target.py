@@ -12,6 +12,8 @@ running: attn_fwd's p v (dense only), the backward kernels' score products and d
 import argparse
 import sys
 
+from attention_bench_common import random_block_mask, random_tensors
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,14 +29,8 @@ def main():
     B, H, D = 4, 16, 128
     torch.manual_seed(0)
     for n, density in ((8192, None), (16384, 10)):
-        q, k, v, dout = (torch.randn(B, H, n, D, device="cuda", dtype=torch.bfloat16)
-                         for _ in range(4))
-        mask = None
-        if density:
-            nb = n // 128
-            m = torch.rand(1, H, nb, nb, device="cuda") < density / 100
-            m |= torch.eye(nb, dtype=torch.bool, device="cuda")
-            mask = tilejit.ops.BlockMask(m)
+        q, k, v, dout = random_tensors(torch, 4, (B, H, n, D), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         for _ in range(2):  # the first pass compiles and loads
             o, lse = tilejit.ops.attention_forward(  # attn_fwd_sparse has no ISSUE
                 q, k, v, block_mask=mask, config=None if mask is not None else config)

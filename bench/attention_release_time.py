@@ -14,11 +14,10 @@ warpgroups drift further apart). L2 flushed before each call, CUDA events, media
 warm-ups (bench/peers/flushed_timer.py).
 """
 import argparse
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+from attention_bench_common import Rows, random_block_mask, random_tensors
 
 
 def main():
@@ -32,20 +31,14 @@ def main():
     import tilejit
     from flushed_timer import FlushedTimer
     timer = FlushedTimer(torch)
-    out = open(args.out, "a") if args.out else None
+    rows = Rows(args.out)
     release = os.environ.get("TILEJIT_PIPELINE_RELEASE") or "mbarrier"
     B, H = 4, 16
     for n, d, causal, density in ((8192, 128, False, None), (8192, 128, True, None),
                                   (8192, 64, False, None), (16384, 128, False, 10)):
         torch.manual_seed(0)
-        q, k, v, dout = (torch.randn(B, H, n, d, device="cuda", dtype=torch.bfloat16)
-                         for _ in range(4))
-        mask = None
-        if density:
-            nb = n // 128
-            m = torch.rand(1, H, nb, nb, device="cuda") < density / 100
-            m |= torch.eye(nb, dtype=torch.bool, device="cuda")
-            mask = tilejit.ops.BlockMask(m)
+        q, k, v, dout = random_tensors(torch, 4, (B, H, n, d), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
 
         def fwd():
             return tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
@@ -64,11 +57,7 @@ def main():
             except Exception as e:  # a tile that does not fit is reported, not fatal
                 row[name] = None
                 row[name.replace("_ms", "_error")] = str(e)[:200]
-        line = json.dumps(row)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+        rows.emit(row)
     return 0
 
 

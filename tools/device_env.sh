@@ -6,4 +6,6 @@ export TILEJIT_CACHE_DIR=/tmp/tilejit-modules
 B=.device/bin
 PY=/opt/torch/.venv/bin/python3
 [ -x "$PY" ] || PY=python3
+# Nsight Compute's CLI, on the PATH or where the device image installs it.
+NCU=${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

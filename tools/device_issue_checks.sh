@@ -13,7 +13,6 @@ timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attent
 echo "pytest (issued early, slot release): exit $?"; tail -2 "$out/py_issue.log"
 timeout 200 $PY bench/attention_bwd_issue_time.py --out "$out/issue.jsonl" >"$out/issue.log" 2>&1
 echo "attention_bwd_issue_time: exit $?"
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for issue in 0 1; do
   timeout 120 "$NCU" --clock-control none --kernel-name-base function -k 'regex:attn_' \
     --launch-skip 4 --section SpeedOfLight $PY bench/attention_ncu_target.py --issue $issue \

@@ -3,11 +3,12 @@
 # through Nsight Compute, where the device's runtime lets ncu read them (Firecracker: see
 # /work/.library/device/KINDS.md); clocks left alone (--clock-control none, METHOD.md). Writes
 # $OUT/ncu_attention.txt (details) and prints per kernel the lines that say where time goes.
+# Through the Python ops (attn_dq and the block-sparse kernels included); the CLI-based sibling,
+# one kernel of `tilejit bench` at a time, is tools/device_attention_profile.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
 export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
 # Every attention launch (two passes per case, the first compiling): 16 kernels.
 timeout 500 "$NCU" --clock-control none --kernel-name-base function -k 'regex:attn_' \

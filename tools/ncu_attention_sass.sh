@@ -7,7 +7,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
 export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
 timeout 300 "$NCU" --clock-control none --kernel-name-base function -k 'regex:^attn_(bwd|dq)$' \
   --launch-skip 2 --launch-count 2 --section SourceCounters --section WarpStateStats \

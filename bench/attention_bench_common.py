@@ -1,0 +1,37 @@
+"""What the attention timing scripts in bench/ share: their inputs (random q, k, v, do; a random
+block mask per head with its diagonal kept, as a tilejit.ops.BlockMask) and their JSON rows
+(printed, and appended to --out's file)."""
+import json
+import os
+import sys
+
+# flushed_timer lives beside the peers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+
+
+def random_tensors(torch, count, shape, dtype):
+    """`count` tensors of standard normal values on the GPU."""
+    return [torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(count)]
+
+
+def random_block_mask(torch, tilejit, heads, n, density_percent, block=128):
+    """A [1, heads, nb, nb] mask keeping about density_percent of the blocks (each drawn
+    independently, the diagonal always), as tilejit.ops.BlockMask."""
+    nb = (n + block - 1) // block
+    m = torch.rand(1, heads, nb, nb, device="cuda") < density_percent / 100
+    m |= torch.eye(nb, dtype=torch.bool, device="cuda")
+    return tilejit.ops.BlockMask(m)
+
+
+class Rows:
+    """Emits one JSON line per row on stdout and, with a path, appends it to that file."""
+
+    def __init__(self, path=None):
+        self.out = open(path, "a") if path else None
+
+    def emit(self, row):
+        line = json.dumps(row)
+        print(line, flush=True)
+        if self.out:
+            self.out.write(line + "\n")
+            self.out.flush()
