@@ -216,6 +216,12 @@ struct CompileJob {
           kernel->kernel->name, " [", config_text(request.bindings), "] for ", request.options.arch,
           v->compiled.from_cache ? ""
                                  : str(" in ", static_cast<int>(v->compiled.compile_ms), " ms")));
+    // ptxas's notes that it made the code slower than written (wgmmas serialized...): said
+    // with the compile, so that a slow variant in a tuning run shows why (-v, RuntimeOptions::log).
+    if (log)
+      for (const std::string& n : v->compiled.resources.performance_notes)
+        log(str(kernel->kernel->name, " [", config_text(request.bindings),
+                "]: ptxas: performance loss: ", n));
     std::lock_guard<std::mutex> lock(store->mutex);
     auto& slot = store->by_key[key];
     if (!slot) slot = std::move(v);
