@@ -221,8 +221,8 @@ private:
         if (tma_copy(k_, *sp)) sp->value->tma_barrier = barriers;
     }
     // Per-slot release (every ring filled by TMA, no wgmma left running past an iteration):
-    // each thread arrives on its slot's "empty" mbarrier at the iteration's end, and the
-    // thread issuing the copies waits on it before refilling the slot, instead of a block
+    // each thread arrives on its slot's "empty" mbarrier at the iteration's end, and the warp
+    // of the thread issuing the copies waits on it before refilling the slot, instead of a block
     // barrier at the top of every iteration. The barrier held the warpgroups in step, so both
     // ran their tensor-core products at once and their exponentials at once; released, they
     // drift apart by up to an iteration and overlap (ncu on attn_bwd: a third of the stalls
@@ -352,8 +352,9 @@ private:
       std::map<const Var*, Var*> renamed;
       guard->body = producers(loop.body, v, ahead, write, renamed);
       if (empties >= 0) {
-        // Slot `write` was last read D - S + 1 iterations ago (or never, or before the loop's
-        // closing barrier): wait for that release, the phase of parity bit ^ 1.
+        // Slot `write` was last read S - D iterations ago (or never, or in an earlier run of
+        // the loop, before its closing barrier): wait for that release, whose phase has the
+        // parity bit ^ 1 (the bit counts this thread's releases of the slot, all threads alike).
         auto free = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
         free->barrier_offset = empties;
         free->producer_only = true;
