@@ -22,9 +22,17 @@ for lib in base bin; do
     --out "$out/times_$lib.jsonl" >"$out/times_$lib.log" 2>&1
   echo "attention_release_time ($lib): exit $?"
 done
+# ISSUE = 1 in attn_bwd spilled with A in registers (11.03 ms against 8.12 under ncu); with A by
+# descriptor it does not at width 128: time it again (the branch's library).
+timeout 150 $PY bench/attention_bwd_issue_time.py --out "$out/issue.jsonl" >"$out/issue.log" 2>&1
+echo "attention_bwd_issue_time (branch): exit $?"
 $PY - "$out" <<'PY'
 import json, os, sys
 d = sys.argv[1]
+for line in open(os.path.join(d, "issue.jsonl")) if os.path.exists(os.path.join(d, "issue.jsonl")) else []:
+    r = json.loads(line)
+    print(f"ISSUE N={r['N']} causal={r['causal']} density={r['density_percent']} "
+          f"dq={r['atomic_dq']}: {r['issue0_bwd_ms']:.3f} -> {r['issue1_bwd_ms']:.3f} ms")
 rows = {lib: [json.loads(l) for l in open(os.path.join(d, f"times_{lib}.jsonl"))]
         for lib in ("base", "bin") if os.path.exists(os.path.join(d, f"times_{lib}.jsonl"))}
 print("| N | D | causal | density | fwd main | fwd ss | bwd main | bwd ss | sums equal |")
