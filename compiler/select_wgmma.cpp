@@ -91,12 +91,34 @@ void select_wgmma(ir::Kernel& k) {
       });
     });
   });
+  std::vector<ir::Expr*> selected;
   for (ir::Expr* dot : candidates) {
     ir::Var* b = b_tile(*dot->b);
     if (other_writes.count(b) || reads[b] != dot_reads[b]) continue;
     dot->wgmma = 1;
     b->smem_swizzle = 128;
+    selected.push_back(dot);
   }
+  // A tiles the tensor cores can read themselves (wgmma_ss): a whole 16-bit shared tile read as
+  // A as it lies ([M, K], K-major, K a multiple of 64) by a selected dot with a K-major B, and
+  // read by nothing but selected dots (as such an A, or as B: the swizzled bytes serve both),
+  // written only by copies. Swizzled like a B tile, it takes no A registers: ldmatrix's 4 per
+  // k16 step (32 at K = 128) stay free, which a dot left running (issue = 1) holds until done.
+  std::map<ir::Var*, int> wgmma_reads;
+  std::set<ir::Var*> a_tiles, not_as_a;
+  for (ir::Expr* dot : selected) {
+    ++wgmma_reads[b_tile(*dot->b)];
+    if (dot->a->kind != ExprKind::VarRef || dot->a->var->type.space != Space::Shared) continue;
+    ir::Var* a = dot->a->var;
+    ++wgmma_reads[a];
+    const bool fits = dot->b->kind == ExprKind::Trans && a->type.rank() == 2 &&
+                      sixteen_bit(a->type.dtype) && a->type.shape[1] % 64 == 0 &&
+                      a->type.shape[0] == dot->type.shape[0];
+    (fits ? a_tiles : not_as_a).insert(a);
+  }
+  for (ir::Var* a : a_tiles)
+    if (!not_as_a.count(a) && !other_writes.count(a) && reads[a] == wgmma_reads[a])
+      a->smem_swizzle = 128;
 }
 
 } // namespace tilejit

@@ -12,7 +12,11 @@
 //     a multiple of 64: the wgmma's M per warpgroup), so its register layout is unchanged;
 //   - b is written only by copies and read only by such dots as their B (the swizzle is their
 //     contract; both orientations read the same swizzled bytes).
-// Anything else keeps mma.sync, and so does a dot written with `wgmma = 0`. After assign-layouts
+// Anything else keeps mma.sync, and so does a dot written with `wgmma = 0`. A selected dot's A,
+// when it is a whole 16-bit shared tile [M, K] read as it lies (K a multiple of 64, B K-major),
+// read by nothing but selected dots and written only by copies, is swizzled too: the tensor
+// cores then read it through a descriptor (tj::dot_wgmma_ss) instead of each warp loading its
+// fragments into registers (attention's q k^T: q's tile). After assign-layouts
 // (it needs the dot's layout) and before plan-shared-memory (which sizes and aligns the swizzled
 // tiles).
 #pragma once

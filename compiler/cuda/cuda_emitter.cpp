@@ -387,7 +387,7 @@ void Emitter::finish_in_flight(int through) {
   for (int i = 0; i <= through; ++i) {
     const InFlightDot& d = wgmma_in_flight_[i];
     line(str("tj::wgmma_fence_operand(", d.acc, ");"));
-    line(str("tj::wgmma_release(", d.a_regs, ");"));
+    if (!d.a_regs.empty()) line(str("tj::wgmma_release(", d.a_regs, ");")); // none: A by descriptor
   }
   wgmma_in_flight_.erase(wgmma_in_flight_.begin(), wgmma_in_flight_.begin() + through + 1);
 }

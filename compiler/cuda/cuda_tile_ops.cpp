@@ -129,16 +129,29 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     const std::string tail = str(b.transposed ? "false" : "true", ", ", swizzled_rows(*bv), ">(");
     // issue=1: A's fragments in registers of the enclosing scope (they must stay as they are
     // until the wgmmas are done), the call returning with them running.
+    // A a swizzled tile (select-wgmma): the tensor cores read it through descriptors too, so
+    // no A registers, none to hold while an issued dot runs.
+    const bool a_swizzled = e.a->kind == ExprKind::VarRef && e.a->var->smem_swizzle;
     std::string a_regs;
     if (issue) {
-      a_regs = fresh("tj_wa");
-      line(str("unsigned ", a_regs, "[", K / 16, "][4];"));
+      if (!a_swizzled) {
+        a_regs = fresh("tj_wa");
+        line(str("unsigned ", a_regs, "[", K / 16, "][4];"));
+      }
       InFlightDot d{issue_into, dst, a_regs, {}};
       ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) {
         if (n.kind == ExprKind::VarRef && n.var->type.space == Space::Shared)
           d.shared_reads.push_back(n.var);
       });
       wgmma_in_flight_.push_back(std::move(d));
+    }
+    if (a_swizzled) {
+      TJ_ICHECK(b.transposed, "a wgmma dot with A from a swizzled tile takes B K-major");
+      const ir::Var* av = e.a->var;
+      line(str(issue ? "tj::dot_wgmma_ss_issue<" : "tj::dot_wgmma_ss<", LC, ", ", K, ", ", T, ", ",
+               swizzled_rows(*av), ", ", swizzled_rows(*bv), ">(", dst, ", ", shared_ptr(av), ", ",
+               b.ptr, ");"));
+      return;
     }
     const std::string issue_args = issue ? str(", ", a_regs) : std::string();
     if (is_shared_operand(*e.a) || staged(e.a.get())) {

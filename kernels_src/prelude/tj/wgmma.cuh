@@ -236,6 +236,37 @@ TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* 
   wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 
+/// acc += A @ B for all of K with A read by the tensor cores too (wgmma_ss): A [M, K] stored
+/// K-major in a swizzled tile (swizzle128<AROWS>, as select-wgmma swizzles it), this
+/// warpgroup's 64 rows (64 g .. 64 g + 63, g = LC::wm() / 4: the same for its four warps); B
+/// [N][K] K-major in its swizzled tile (swizzle128<BROWS>). Both descriptors step through the
+/// 64-column blocks as wgmma_b_step's do; the group is issued and the call returns with it
+/// running (neither tile may be written until a wgmma_wait).
+template <class LC, int K, class T, int AROWS, int BROWS>
+TJ_DEVICE void wgmma_issue_all_k_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
+  const unsigned long long da = wgmma_desc_sw128(sa) + (LC::wm() / 4) * (64 * 128 / 16);
+  const unsigned long long db = wgmma_desc_sw128(sb);
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
+    const int k0 = kk * 16;
+    const unsigned long long in_block = (k0 & 63) * 2 / 16;
+    wgmma_ss<LC::PN, T>(acc, da + (k0 >> 6) * (AROWS * 128 / 16) + in_block,
+                        db + (k0 >> 6) * (BROWS * 128 / 16) + in_block);
+  }
+  wgmma_commit();
+}
+
+/// acc += A @ B with both operands read from their swizzled tiles by the tensor cores
+/// (wgmma_issue_all_k_ss); done when it returns (acc readable).
+template <class LC, int K, class T, int AROWS, int BROWS>
+TJ_DEVICE void dot_wgmma_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
+  wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
+  wgmma_wait<0>();
+  wgmma_fence_operand(acc);
+}
+
 /// acc += A @ B with A in registers (`ra`, see wgmma_a_from_registers); B as in dot_wgmma_sa.
 template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void dot_wgmma_ra(float (&acc)[LC::N], const float (&ra)[LA::N], const T* sb) {
@@ -256,6 +287,13 @@ TJ_DEVICE void dot_wgmma_sa_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
   static_assert(wgmma_tile_dot_ok<LC, K>());
   wgmma_a_from_shared<LC, K, T, A_KMAJOR>(a, sa, lda);
   wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
+}
+/// The issuing half of dot_wgmma_ss: no A registers to hold, the caller waits as for the others.
+template <class LC, int K, class T, int AROWS, int BROWS>
+TJ_DEVICE void dot_wgmma_ss_issue(float (&acc)[LC::N], const T* sa, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
+  wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
 }
 template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
