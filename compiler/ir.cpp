@@ -195,6 +195,7 @@ ExprPtr Expr::clone() const {
   e->literal = literal;
   e->wgmma = wgmma;
   e->issue_early = issue_early;
+  e->registers_a = registers_a;
   e->tma_barrier = tma_barrier;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();

@@ -239,6 +239,11 @@ struct Expr {
   /// a barrier or a wait comes first): the statements in between run while the tensor cores
   /// work. Printed ", issue=1".
   bool issue_early = false;
+  /// Dot: the DSL's `shared_a = 0`: a wgmma dot's shared A tile is loaded into registers
+  /// (ldmatrix) even where select-wgmma could let the tensor cores read it through a
+  /// descriptor (which saves the registers but reads A's bytes from shared memory at every
+  /// wgmma). Printed ", shared_a=0".
+  bool registers_a = false;
   /// Copy: fetched by the tensor memory accelerator (one thread issues it, the tile's bytes
   /// signal the mbarrier at this shared-memory offset, slot by slot; expand-pipelines chose it;
   /// printed "copy.tma(..., mbarrier=OFFSET)"), -1: by the threads (cp.async or plain).

@@ -393,7 +393,7 @@ std::string print_bare(const Expr& e) {
                e.wgmma > 0   ? str(", wgmma=", e.wgmma)
                : e.wgmma < 0 ? ", wgmma=0"
                              : "",
-               e.issue_early ? ", issue=1" : "", ")");
+               e.issue_early ? ", issue=1" : "", e.registers_a ? ", shared_a=0" : "", ")");
   case ExprKind::Reduce:
     if (e.axis == kSumToLike) return str("sum_to(", print_expr(*e.a), ", ", print_expr(*e.b), ")");
     return str("reduce_", reduce_op_name(e.reduce_op), "(", print_expr(*e.a), ", axis=", e.axis,

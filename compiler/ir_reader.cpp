@@ -961,7 +961,7 @@ private:
       e->a = expr();
       expect(",");
       e->b = expr();
-      // dot(a, b[, acc][, exact=1][, wgmma=0|1|2][, issue=1])
+      // dot(a, b[, acc][, exact=1][, wgmma=0|1|2][, issue=1][, shared_a=0])
       int64_t wgmma = 0;
       bool saw_wgmma = false;
       while (accept(",")) {
@@ -978,6 +978,10 @@ private:
           accept("issue");
           expect("=");
           e->issue_early = small_int("dot's issue", 0, 1) != 0;
+        } else if (is("shared_a") && peek().text == "=") {
+          accept("shared_a");
+          expect("=");
+          e->registers_a = small_int("dot's shared_a", 0, 1) == 0;
         } else {
           e->c = expr();
         }

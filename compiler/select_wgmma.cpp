@@ -111,7 +111,8 @@ void select_wgmma(ir::Kernel& k) {
     if (dot->a->kind != ExprKind::VarRef || dot->a->var->type.space != Space::Shared) continue;
     ir::Var* a = dot->a->var;
     ++wgmma_reads[a];
-    const bool fits = dot->b->kind == ExprKind::Trans && a->type.rank() == 2 &&
+    // shared_a = 0 on any dot reading it as A keeps the tile in registers for all of them.
+    const bool fits = !dot->registers_a && dot->b->kind == ExprKind::Trans && a->type.rank() == 2 &&
                       sixteen_bit(a->type.dtype) && a->type.shape[1] % 64 == 0 &&
                       a->type.shape[0] == dot->type.shape[0];
     (fits ? a_tiles : not_as_a).insert(a);

@@ -16,7 +16,10 @@
 // when it is a whole 16-bit shared tile [M, K] read as it lies (K a multiple of 64, B K-major),
 // read by nothing but selected dots and written only by copies, is swizzled too: the tensor
 // cores then read it through a descriptor (tj::dot_wgmma_ss) instead of each warp loading its
-// fragments into registers (attention's q k^T: q's tile). After assign-layouts
+// fragments into registers (attention's q k^T: q's tile), unless a dot reading it as A says
+// `shared_a = 0` (the registers saved against A's bytes read from shared memory at every
+// wgmma: attention's forward at width 128 is 5% slower with it, its backward 2-3% faster on
+// the H200). After assign-layouts
 // (it needs the dot's layout) and before plan-shared-memory (which sizes and aligns the swizzled
 // tiles).
 #pragma once

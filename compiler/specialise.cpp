@@ -762,6 +762,14 @@ private:
         if (v != 0 && v != 1) fail_at(issue->loc, str("dot's issue must be 0 or 1, got ", v));
         x->issue_early = v == 1;
       }
+      if (const dsl::Expr* sa = kwarg(e, "shared_a")) {
+        // 1 (the default): a shared A tile the tensor cores can read through a descriptor is
+        // read so (select-wgmma); 0: loaded into registers, so that a tunable lets the tuner
+        // weigh the registers saved against the shared-memory bytes read again at each wgmma.
+        const int64_t v = const_int(*sa, "shared_a");
+        if (v != 0 && v != 1) fail_at(sa->loc, str("dot's shared_a must be 0 or 1, got ", v));
+        x->registers_a = v == 0;
+      }
       return x;
     }
     case BK::Trans: {

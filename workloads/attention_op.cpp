@@ -192,7 +192,7 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   rt.launch(pre, {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
   LaunchOptions main_lo = lo;
   main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
-  if (hopper) main_lo.fallback = workloads::backward_tile(tiles);
+  if (hopper) main_lo.fallback = workloads::backward_tile(tiles, atomic_dq);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)));
   if (a.blocks) {
     main_lo.config["BLK"] = std::to_string(a.blocks->block);

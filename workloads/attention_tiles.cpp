@@ -15,13 +15,20 @@ Config forward_tile(const AttentionTileCase& c) {
   return t;
 }
 
-Config backward_tile(const AttentionTileCase& c) {
+Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
   // BM 128 at width 128 spills (23.3 ms against 10.2 block-sparse at N = 16384).
   if (c.tile_width == 64 && c.block != 64)
     return {{"TR", "1"}, {"BN", "64"}, {"BM", "128"}, {"WARPS", "4"}, {"STAGES", "2"}};
   if (c.block == 64)
     return {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
-  return {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}};
+  // ISSUE 1 (both score products issued at once; with dq's atomics in this kernel it is
+  // slower, 17.6 -> 23.3 ms): with q, do, k and v read through descriptors it no longer spills,
+  // and the backward with attn_dq went 13.64 -> 13.00 ms at N = 8192 D = 128, 7.27 -> 7.21
+  // causal, 6.87 -> 6.43 at 10% of N = 16384 (H200, 2026-11-30,
+  // bench/results/2026-11-30-wgmma-ss-a-h200.md).
+  Config t = {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}};
+  if (!atomic_dq) t["ISSUE"] = "1";
+  return t;
 }
 
 Config dq_kernel_tile(const AttentionTileCase& c) {

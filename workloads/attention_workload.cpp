@@ -152,14 +152,14 @@ public:
       add(forward, forward_tile(tiles));
       // Untuned, `run` and `bench` launch what the op launches on Hopper (its fallback).
       forward.fallback = forward_tile(tiles);
-      backward.fallback = backward_tile(tiles);
+      backward.fallback = backward_tile(tiles, /*atomic_dq=*/true); // the plan of steps()
       forward.fallback_cc_major = backward.fallback_cc_major = 9;
       if (!s_.sparse()) {
         add(forward, {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}});
         add(forward, {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"WG", "1"}});
         add(forward, {{"BM", "64"}, {"BN", "128"}, {"WARPS", "4"}, {"STAGES", "2"}, {"WG", "1"}});
       }
-      add(backward, backward_tile(tiles));
+      add(backward, backward_tile(tiles, /*atomic_dq=*/true));
       if (!s_.sparse() || s_.block == 128) {
         add(backward, {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}});
         add(backward, {{"TR", "1"}, {"BN", "128"}, {"BM", "32"}, {"WARPS", "4"}, {"STAGES", "2"}});
@@ -198,6 +198,11 @@ public:
     dq.generics.erase("ATOMIC_DQ");
     dq.suggested.clear();
     if (hopper_tiles_apply(tile_case())) {
+      // The backward beside attn_dq leaves both score products running (ISSUE 1) first.
+      const Config issued = backward_tile(tile_case(), /*atomic_dq=*/false);
+      backward.fallback = issued;
+      if (issued != backward.suggested.front())
+        backward.suggested.insert(backward.suggested.begin(), issued);
       dq.suggested = {dq_kernel_tile(tile_case())};
       dq.fallback = dq_kernel_tile(tile_case());
       dq.fallback_cc_major = 9;

@@ -133,7 +133,8 @@ LaunchOptions block_options(Runtime& rt, const Tensor& q, bool causal, bool back
   lo.config = kernel_config({}, q, causal, false);
   const workloads::AttentionTileCase tiles = tile_case(q, causal, q.shape[2] / 2, 0);
   if (hopper_tiles(rt, tiles))
-    lo.fallback = backward ? workloads::backward_tile(tiles) : workloads::forward_tile(tiles);
+    lo.fallback = backward ? workloads::backward_tile(tiles, /*atomic_dq=*/true)
+                           : workloads::forward_tile(tiles);
   if (backward) lo.config["ATOMIC_DQ"] = "1";
   return lo;
 }

@@ -261,6 +261,47 @@ def test_forward_with_pv_issued_early(dtype, b, hq, hkv, n, d, causal):
     assert (l.double() - rl).abs().max().item() <= 2e-3
 
 
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1),
+    (torch.float16, 2, 4, 1, 555, 64, True, None, 0),
+    (torch.bfloat16, 1, 6, 2, 1111, 64, False, None, 1),
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3, 0),  # attn_fwd_sparse: no ISSUE
+    (torch.float16, 1, 4, 4, 900, 64, True, 0.5, 0),
+])
+def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causal, density,
+                                                  issue):
+    """attn_fwd's and attn_fwd_sparse's SA = 1 (q's tile read by the tensor cores through a
+    descriptor, dot's shared_a; swizzled in shared memory) at the Hopper tiles, into
+    NaN-poisoned outputs: against float64, and bit-equal to q in registers (SA = 0), the same
+    products in the same order."""
+    torch.manual_seed(7 * n + d)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    blk = 128
+    nb = (n + blk - 1) // blk
+    mask = None if density is None else torch.rand(1, hq, nb, nb, device="cuda") < density
+    got = []
+    for sa in (1, 0):
+        out = torch.full_like(q, math.nan)
+        lse = torch.full((b, hq, n), math.nan, device="cuda")
+        config = {"SA": sa} if mask is not None else {"SA": sa, "ISSUE": issue}
+        got.append(tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask,
+                                                 out=out, lse=lse, config=config))
+    (o, l), (o0, l0) = got
+    if mask is None:
+        ro, rl = reference(q.double(), k.double(), v.double(), causal, 1 / math.sqrt(d))
+    else:
+        ro, rl = masked_reference(q.double(), k.double(), v.double(), causal, 1 / math.sqrt(d),
+                                  mask, blk)
+    assert not torch.isnan(o).any() and not torch.isnan(l).any()
+    assert rel(o, ro) <= 1e-2
+    finite = torch.isfinite(rl)
+    assert torch.equal(torch.isfinite(l), finite)
+    assert (l.double() - rl)[finite].abs().max().item() <= 2e-3
+    assert torch.equal(o, o0) and torch.equal(l, l0)
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
     (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
