@@ -376,6 +376,27 @@ private:
     return c;
   }
 
+  /// Whether a tile atomic_add with `bulk = 1` can be added by the bulk copy engine: the target
+  /// has it, an f32 tensor and value, no mask, and the tile [R, C] is a range of rows and one
+  /// of the tensor's last dimension after point subscripts (each row a contiguous run when the
+  /// tensor's last stride is 1, which the emitted code checks per row with the alignment).
+  bool bulk_fits(const ir::Expr& e) const {
+    if (!k_.target || !k_.target->bulk_reduce() || e.b || e.type.rank() != 2) return false;
+    if (e.a->type.is_scalar() || e.a->type.shape != e.type.shape) return false;
+    const ir::Access& a = *e.access;
+    const ir::Param& p = k_.params[a.param];
+    if (p.dtype != DType::F32 || e.a->type.dtype != DType::F32) return false;
+    const size_t r = a.indices.size();
+    if (r < 2) return false;
+    for (size_t i = 0; i < r; ++i) {
+      const auto& ix = a.indices[i];
+      const auto want = i + 2 < r ? ir::AccessIndex::Kind::Point : ir::AccessIndex::Kind::Range;
+      if (ix.kind != want || ix.zip >= 0) return false;
+    }
+    const std::vector<int> axes = a.tile_axes();
+    return axes[r - 2] == 0 && axes[r - 1] == 1;
+  }
+
   /// Stages a frag value in a shared tile (a dot operand that cannot come from registers, or
   /// a tile broadcast along a unit axis: `prefix` names the tile for the generated code).
   ExprPtr stage_in_shared(ExprPtr e, const char* prefix = "staged_") {
@@ -662,6 +683,17 @@ private:
         e.layout = l;
         place_access(*e.access, l);
       } else if (e.kind == ExprKind::AtomicAdd && !e.type.is_scalar()) {
+        if (e.bulk) e.bulk = bulk_fits(e);
+        if (e.bulk) {
+          // The bulk copy engine reads the rows from shared memory: a value in registers is
+          // staged there first (its own tile; the emitter adds the rows one run each).
+          const bool in_shared =
+              e.a->kind == ExprKind::VarRef && e.a->var->type.space == Space::Shared;
+          if (!in_shared) e.a = stage_in_shared(std::move(e.a), "bulk_");
+          e.layout = table_.default_blocked(e.type.shape, 4, k_.threads);
+          place_access(*e.access, e.layout);
+          return;
+        }
         // A scalar value is added to every element of the tile (broadcast, as a store's).
         const Layout* l = e.a->type.is_scalar() ? nullptr : natural_or_default(*e.a);
         if (!l || e.a->type.shape != e.type.shape)

@@ -196,6 +196,7 @@ ExprPtr Expr::clone() const {
   e->wgmma = wgmma;
   e->issue_early = issue_early;
   e->registers_a = registers_a;
+  e->bulk = bulk;
   e->tma_barrier = tma_barrier;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();

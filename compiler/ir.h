@@ -244,6 +244,13 @@ struct Expr {
   /// descriptor (which saves the registers but reads A's bytes from shared memory at every
   /// wgmma). Printed ", shared_a=0".
   bool registers_a = false;
+  /// AtomicAdd of a tile: the DSL's `bulk = 1`. After assign-layouts it says whether the
+  /// bulk copy engine adds it (the target has it and the form fits: an f32 tile whose rows
+  /// are runs of the tensor's last dimension; the value then a shared tile, staged there from
+  /// registers if need be; printed "atomic_add.bulk(...)"): each row one cp.reduce.async.bulk
+  /// where aligned, element atomics where not. The additions complete asynchronously: a later
+  /// fence(), a return and the kernel's end wait for them.
+  bool bulk = false;
   /// Copy: fetched by the tensor memory accelerator (one thread issues it, the tile's bytes
   /// signal the mbarrier at this shared-memory offset, slot by slot; expand-pipelines chose it;
   /// printed "copy.tma(..., mbarrier=OFFSET)"), -1: by the threads (cp.async or plain).

@@ -378,7 +378,7 @@ std::string print_bare(const Expr& e) {
                     : e.kind == ExprKind::Copy ? (e.tma_barrier >= 0 ? "copy.tma"
                                                   : e.async_copy     ? "copy.async"
                                                                      : "copy")
-                                               : "atomic_add";
+                                               : (e.bulk ? "atomic_add.bulk" : "atomic_add");
     s += e.access->speculative ? ".speculative(" : "(";
     s += access_str(*e.access);
     if (e.kind == ExprKind::AtomicAdd) s += ", " + print_expr(*e.a);

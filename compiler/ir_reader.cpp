@@ -800,17 +800,20 @@ private:
       expect("]");
       return typed(std::move(e));
     }
-    // Suffixes of memory operations: copy.async, copy.tma, load.speculative.
-    bool async = false, speculative = false, tma = false;
-    while (is(".") &&
-           (peek().text == "async" || peek().text == "speculative" || peek().text == "tma")) {
-      (peek().text == "async" ? async : peek().text == "tma" ? tma : speculative) = true;
+    // Suffixes of memory operations: copy.async, copy.tma, load.speculative, atomic_add.bulk.
+    bool async = false, speculative = false, tma = false, bulk = false;
+    while (is(".") && (peek().text == "async" || peek().text == "speculative" ||
+                       peek().text == "tma" || peek().text == "bulk")) {
+      const std::string& sfx = peek().text;
+      (sfx == "async" ? async : sfx == "tma" ? tma : sfx == "bulk" ? bulk : speculative) = true;
       pos_ += 2;
     }
     if (tma && (async || speculative)) fail("copy.tma takes no other suffix");
+    if (bulk && (name != "atomic_add" || async || speculative || tma))
+      fail("only atomic_add is bulk, with no other suffix");
     // A call's '(' or '<' follows its name directly; `(a < b)` spaces its operator.
     if (!(is("(") || is("<")) || tok().space_before) {
-      if ((async || speculative || tma)) fail("expected '('");
+      if ((async || speculative || tma || bulk)) fail("expected '('");
       int p = k_->find_param(name);
       if (p >= 0 && !k_->params[p].is_tensor && !vars_.count(name)) {
         auto e = make(ExprKind::ParamRef);
@@ -918,6 +921,7 @@ private:
                     : name == "copy" ? ExprKind::Copy
                                      : ExprKind::AtomicAdd);
       e->async_copy = async || tma;
+      e->bulk = bulk;
       expect("(");
       e->access = std::make_unique<Access>(access());
       e->access->speculative = speculative;

@@ -727,6 +727,13 @@ private:
       x->access = std::make_unique<ir::Access>(lower_access(*e.args[0]));
       x->a = lower_expr(*e.args[1]);
       if (auto m = kwarg(e, "mask")) x->b = lower_expr(*m);
+      if (const dsl::Expr* bulk = kwarg(e, "bulk")) {
+        // 1: the bulk copy engine adds the tile where the target and the form allow
+        // (assign-layouts decides; ir.h: bulk); 0 (the default): each thread its elements.
+        const int64_t v = const_int(*bulk, "bulk");
+        if (v != 0 && v != 1) fail_at(bulk->loc, str("atomic_add's bulk must be 0 or 1, got ", v));
+        x->bulk = v == 1;
+      }
       return x;
     }
     case BK::Fence:

@@ -44,6 +44,7 @@ public:
   bool clusters() const override { return cc_ >= 90; }
   // wgmma is an sm_90a feature: plain sm_90 code (and Blackwell's sm_100a) has none.
   bool warpgroup_mma() const override { return cc_ == 90 && arch_.back() == 'a'; }
+  bool bulk_reduce() const override { return cc_ >= 90; }
   GeneratedKernel emit(const ir::Kernel& k) const override { return cuda::generate_cuda(k); }
 
 private:

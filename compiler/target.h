@@ -102,6 +102,9 @@ public:
   /// Whether a warpgroup (4 warps) can run one matrix instruction over 64 rows with B read
   /// from swizzled shared memory, asynchronously (Hopper's wgmma: sm_90a only).
   virtual bool warpgroup_mma() const { return false; }
+  /// Whether shared memory can be added into global memory by the bulk copy engine, one
+  /// instruction per contiguous run (cp.reduce.async.bulk .add.f32: sm_90 and later).
+  virtual bool bulk_reduce() const { return false; }
   /// The backend: source text for a fully lowered kernel (every pass run).
   virtual GeneratedKernel emit(const ir::Kernel& k) const = 0;
 };

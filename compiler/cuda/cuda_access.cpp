@@ -570,7 +570,49 @@ void Emitter::emit_shared_write(const ir::Var* v, const ir::Expr& value) {
            elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));
 }
 
+void Emitter::emit_bulk_atomic(const ir::Expr& e) {
+  const ir::Access& a = *e.access;
+  prepare(*e.a); // a value from registers: written to its tile, fenced, a barrier
+  line(str("// ", ir::print_expr(e)));
+  std::string src;
+  int64_t pitch = 0;
+  if (e.a->kind == ExprKind::VarRef) {
+    TJ_ICHECK(!e.a->var->smem_swizzle, "a bulk atomic_add of a swizzled tile");
+    src = shared_ptr(e.a->var);
+    pitch = e.a->var->smem_row_stride;
+  } else {
+    const Value& staged = materialized_.at(e.a.get());
+    src = staged.name;
+    pitch = staged.row_stride;
+  }
+  AccessPlan p = plan_access(*this, a);
+  emit_bounds_checks(*this, a, p, e, e.layout, nullptr);
+  const size_t r = a.indices.size();
+  const int64_t rows = e.type.shape[0], cols = e.type.shape[1];
+  // One row per thread (rows past the block's threads: again): the row's run of the last
+  // dimension that exists, from its first column on or after 0.
+  open(str("for (int tj_r = threadIdx.x; tj_r < ", rows, "; tj_r += ", k_.threads, ")"));
+  std::vector<std::string> ix(p.hoisted.begin(), p.hoisted.end());
+  ix[r - 2] = str("(", p.hoisted[r - 2], " + tj_r)");
+  ix.pop_back();
+  line(str("if (!(", in_bounds(p, ix), ")) continue;"));
+  line(str("const int tj_skip = ", p.hoisted[r - 1], " < 0 ? -", p.hoisted[r - 1], " : 0;"));
+  line(str("const int tj_n = min(", cols, ", static_cast<int>(", extent(p, r - 1), " - ",
+           p.hoisted[r - 1], ")) - tj_skip;"));
+  ix.push_back(str("(", p.hoisted[r - 1], " + tj_skip)"));
+  const std::string stride =
+      p.param->vector_aligned ? std::string("1")
+                              : str("static_cast<long long>(", p.tensor, ".stride[", r - 1, "])");
+  line(str("tj::bulk_add_row(&", p.tensor, ".ptr[", offset(p, ix), "], ", stride, ", ", src,
+           " + tj_r * ", pitch, " + tj_skip, tj_n);"));
+  close();
+  // Before the tile is written again its rows must have been read (the barrier insert-barriers
+  // puts before that write orders the other threads after this wait).
+  line("tj::bulk_commit_wait_read();");
+}
+
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
+  if (e.bulk) return emit_bulk_atomic(e);
   const ir::Access& a = *e.access;
   prepare(*e.a);
   if (e.b) prepare(*e.b);

@@ -413,6 +413,7 @@ void Emitter::prepare(const ir::Expr& e) {
     scalar_temps_[&e] = emit_scalar_atomic(e);
     return;
   case ExprKind::Fence:
+    if (bulk_atomics_) line("tj::bulk_wait_all();");
     line("tj::fence();");
     return;
   case ExprKind::Prefetch:

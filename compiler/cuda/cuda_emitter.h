@@ -97,6 +97,8 @@ public:
   std::string tma_map(int param, int box_rows);
   static std::string mbarriers(int64_t offset); ///< the mbarriers at a shared offset
   void emit_tile_atomic(const ir::Expr& e);
+  /// atomic_add.bulk: each row of the shared tile added by the bulk copy engine (ir.h: bulk).
+  void emit_bulk_atomic(const ir::Expr& e);
   void emit_prefetch(const ir::Expr& e);
   std::string emit_scalar_atomic(const ir::Expr& e);
   void emit_shared_write(const ir::Var* v, const ir::Expr& value);
@@ -140,6 +142,9 @@ public:
   /// Some shared tile is read by wgmma (the async proxy): shared writes are fenced for it
   /// before every barrier, and the tiles start 1024-byte aligned.
   bool async_proxy_reads_ = false;
+  /// Some atomic_add is bulk (the async proxy reads its rows): its additions are waited for at
+  /// a fence(), a return and the kernel's end.
+  bool bulk_atomics_ = false;
   /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.
   std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;
 

@@ -338,9 +338,12 @@ void Emitter::emit_stage(const ir::Expr& e) {
   std::string L = layout_name(l);
   std::string T = storage_type(v->type.dtype);
   std::string ptr = fresh("tj_staged");
-  const bool broadcast = v->name.rfind("broadcast_", 0) == 0; // assign_layouts' name for it
+  const bool broadcast = v->name.rfind("broadcast_", 0) == 0; // assign_layouts' names for it
+  const bool bulk = v->name.rfind("bulk_", 0) == 0;
   line(str("// stage ", ir::print_expr(*e.a), " in shared memory ",
-           broadcast ? "to broadcast it along its unit axes" : "for the tensor cores"));
+           broadcast ? "to broadcast it along its unit axes"
+           : bulk    ? "for the bulk copy engine"
+                     : "for the tensor cores"));
   line(str(T, "* const ", ptr, " = ", shared_ptr(v), ";"));
   std::string index = smem_index(v, str(L, "::r(tj_e)"), str(L, "::c(tj_e)"));
   // A 16-bit tile already in registers as it is, in whole 16-byte runs per thread: 16-byte
@@ -356,6 +359,8 @@ void Emitter::emit_stage(const ir::Expr& e) {
     line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
              ptr, "[", index, "] = tj::cvt<", T, ">(", elem(*e.a, l, "tj_e"), ");"));
   }
+  // Shared writes are the generic proxy's; wgmma and the bulk copy engine read the async one.
+  if (async_proxy_reads_) line("tj::fence_proxy_async();");
   line("__syncthreads();");
   scratch_free();
   Value val{Value::Kind::Shared, ptr, nullptr, v->type.dtype, v->smem_row_stride, v->type.rank()};

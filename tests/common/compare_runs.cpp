@@ -17,7 +17,9 @@ void expect_matches_interpreter(const KernelRunner& run, const std::string& sour
   SCOPED_TRACE(str(source, " ", config_text(config), "seed=", seed));
   std::mt19937 rng(seed);
   for (CompareBuffer& b : buffers) {
-    if (b.output) {
+    if (b.zeroed) {
+      for (int64_t i = 0; i < b.buffer.numel(); ++i) b.buffer.set_int(i, 0);
+    } else if (b.output && !b.accumulate) {
       b.buffer.poison();
     } else if (dtype_is_float(b.buffer.dtype())) {
       fill_uniform(b.buffer, rng, -1, 1);

@@ -12,6 +12,10 @@ namespace tilejit::test {
 struct CompareBuffer {
   ref::HostBuffer buffer;
   bool output = false;
+  /// An output the kernel adds into (atomic_add): it starts drawn at random like an input.
+  bool accumulate = false;
+  /// A counter the kernel's protocol starts from 0 (arrivals), not drawn at random.
+  bool zeroed = false;
 };
 
 /// Runs `source` with `config` through `run` and through the interpreter on copies of

@@ -134,6 +134,9 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
        "bad.ir:5:37: error: expected 'parity' but got the end of the line"},
       {"  mbarrier_wait consumer @smem[8][0] parity=0\n",
        "bad.ir:5:17: error: expected '@' but got 'consumer'"},
+      // atomic_add alone is bulk (the bulk copy engine adds its rows).
+      {"  f32 a = load.bulk(x[0, 0])\n",
+       "bad.ir:5:20: error: only atomic_add is bulk, with no other suffix"},
       // A dot's options: shared_a (A by descriptor or in registers) is 0 or 1.
       {"  frag f32[16, 16] a #mma_acc<16x16 warps=1x4> = dot(1.0, 1.0, shared_a=2)\n",
        "bad.ir:5:73: error: dot's shared_a 2 out of range [0, 1]"},

@@ -40,7 +40,9 @@ std::vector<std::string> example_sources() {
                         "kernels_src/examples/cumsum.tile", "kernels_src/examples/bucket_scan.tile",
                         "kernels_src/workloads/paged_sparse.tile",
                         // zip(...), outer-product gathers, 1|X dimensions, [N, 1] tiles
-                        "tests/data/semantics.tile"}) {
+                        "tests/data/semantics.tile",
+                        // atomic_add(..., bulk = 1)
+                        "tests/data/bulk_atomic.tile"}) {
     std::string text = read_source(p);
     EXPECT_FALSE(text.empty()) << "cannot read " << p;
     out.push_back(std::move(text));

@@ -124,4 +124,45 @@ TJ_DEVICE void tma_load_5d_sw128(T* dst, const TmaMap* map, int col, int row, in
 #endif
 }
 
+/// Row r of an atomic_add.bulk: s[0 : n] added into p[0 : n] (p's elements `stride` floats
+/// apart). By the bulk copy engine (cp.reduce.async.bulk, one instruction for the run) when the
+/// run is contiguous, both ends 16-byte aligned and n a multiple of 4 (16 bytes); else one
+/// atomicAdd per element, so that any stride, offset or width stays right. The shared bytes
+/// must have been fenced for the async proxy (fence_proxy_async) by the threads that wrote
+/// them, before the barrier that precedes this.
+TJ_DEVICE void bulk_add_row(float* p, long long stride, const float* s, int n) {
+  if (n <= 0) return;
+#if __CUDA_ARCH__ >= 900
+  const bool aligned =
+      ((reinterpret_cast<unsigned long long>(p) | static_cast<unsigned long long>(smem_addr(s))) &
+       15) == 0;
+  if (stride == 1 && (n & 3) == 0 && aligned) {
+    asm volatile(
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(p),
+        "r"(smem_addr(s)), "r"(n * 4)
+        : "memory");
+    return;
+  }
+#endif
+  for (int c = 0; c < n; ++c) atomicAdd(p + c * stride, s[c]);
+}
+
+/// After a bulk atomic_add's rows are issued: this thread's bulk operations become a group,
+/// and it waits until they have read their shared bytes (not until the sums land), so that
+/// the tile may be written again after the next barrier.
+TJ_DEVICE void bulk_commit_wait_read() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+
+/// Until this thread's bulk operations have completed (their sums written): before a fence,
+/// a return or the kernel's end.
+TJ_DEVICE void bulk_wait_all() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 } // namespace tj
