@@ -261,6 +261,38 @@ def test_forward_with_pv_issued_early(dtype, b, hq, hkv, n, d, causal):
     assert (l.double() - rl).abs().max().item() <= 2e-3
 
 
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
+    (torch.float16, 1, 8, 8, 777, 64, True, None),
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3),
+    (torch.float16, 2, 2, 1, 300, 72, True, 0.5),
+])
+def test_backward_dq_atomics_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, causal, density):
+    """attn_bwd's and attn_bwd_sparse's BULK = 1 with dq by atomics (ATOMIC_DQ = 1): each
+    block's dq rows staged in shared memory and added by cp.reduce.async.bulk (atomic_add's
+    bulk; D = 72: rows of 72 floats from a tile 80 wide), into NaN-poisoned outputs, against
+    float64 autograd."""
+    torch.manual_seed(11 * n + d)
+    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    blk = 128
+    nb = (n + blk - 1) // blk
+    mask = None if density is None else torch.rand(1, hq, nb, nb, device="cuda") < density
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=mask, dq=dq,
+                                   dk=dk, dv=dv, config={"ATOMIC_DQ": 1, "BULK": 1})
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    if mask is None:
+        ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
+    else:
+        ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, blk)
+    ro.backward(dout.double())
+    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
+        assert not torch.isnan(got).any(), name
+        assert rel(got, want) <= 3e-2, name
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0),
     (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1),
