@@ -293,19 +293,24 @@ def test_backward_dq_atomics_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, ca
         assert rel(got, want) <= 3e-2, name
 
 
-@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue", [
-    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0),
-    (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1),
-    (torch.float16, 2, 4, 1, 555, 64, True, None, 0),
-    (torch.bfloat16, 1, 6, 2, 1111, 64, False, None, 1),
-    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3, 0),  # attn_fwd_sparse: no ISSUE
-    (torch.float16, 1, 4, 4, 900, 64, True, 0.5, 0),
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue, ahead", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0, 0),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1, 0),
+    (torch.float16, 2, 4, 1, 555, 64, True, None, 0, 0),
+    (torch.bfloat16, 1, 6, 2, 1111, 64, False, None, 1, 0),
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0, 1),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1, 1),
+    (torch.float16, 2, 4, 1, 555, 64, True, None, 1, 1),
+    (torch.bfloat16, 1, 6, 2, 100, 64, False, None, 0, 1),  # one key tile: the loop runs once
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3, 0, 0),  # attn_fwd_sparse: no ISSUE
+    (torch.float16, 1, 4, 4, 900, 64, True, 0.5, 0, 0),
 ])
 def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causal, density,
-                                                  issue):
+                                                  issue, ahead):
     """attn_fwd's and attn_fwd_sparse's SA = 1 (q's tile read by the tensor cores through a
-    descriptor, dot's shared_a; swizzled in shared memory) at the Hopper tiles, into
-    NaN-poisoned outputs: against float64, and bit-equal to q in registers (SA = 0), the same
+    descriptor, dot's shared_a; swizzled in shared memory) at the Hopper tiles, and attn_fwd's
+    AHEAD = 1 (the next key tile's scores issued before this tile's softmax), into NaN-poisoned
+    outputs: against float64, and bit-equal to q in registers (SA = 0, AHEAD = 0), the same
     products in the same order."""
     torch.manual_seed(7 * n + d)
     q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype)
@@ -317,7 +322,8 @@ def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causa
     for sa in (1, 0):
         out = torch.full_like(q, math.nan)
         lse = torch.full((b, hq, n), math.nan, device="cuda")
-        config = {"SA": sa} if mask is not None else {"SA": sa, "ISSUE": issue}
+        config = {"SA": sa} if mask is not None else {"SA": sa, "ISSUE": issue,
+                                                       "AHEAD": ahead if sa else 0}
         got.append(tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask,
                                                  out=out, lse=lse, config=config))
     (o, l), (o0, l0) = got

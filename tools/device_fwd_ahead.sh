@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# attn_fwd's AHEAD (next scores issued before this tile's softmax) checked and timed in one
+# device call: the attention forward GPU tests of SA and AHEAD, then
+# bench/attention_fwd_ahead_time.py, a table last. Stage: tools/stage_device.sh
+# build/capi/libtilejit.so.0.1.0 (test binaries removed); carry .device.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tools/device_env.sh
+export PYTHONPATH=$PWD/python
+export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
+timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attention_gpu.py \
+  -k "descriptor" >"$out/py_ahead.log" 2>&1
+echo "attention GPU tests (SA, AHEAD): exit $?"; tail -1 "$out/py_ahead.log"
+grep -E "^FAILED|Error" "$out/py_ahead.log" | head -5
+timeout 300 $PY bench/attention_fwd_ahead_time.py --out "$out/ahead.jsonl" >"$out/ahead.log" 2>&1
+echo "attention_fwd_ahead_time: exit $?"
+$PY - "$out/ahead.jsonl" <<'PY'
+import json, sys
+print("| N | D | causal | config | ms | sum |")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    c = " ".join(f"{k}={v}" for k, v in r["config"].items()) or "op's tile"
+    ms = f"{r['ms']:.3f}" if "ms" in r else r.get("error", "")[:80]
+    print(f"| {r['N']} | {r['D']} | {r['causal']} | {c} | {ms} | {r.get('sum', 0):.8g} |")
+PY
