@@ -8,15 +8,16 @@ same order: bit-equal outputs).
     PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_fwd_ahead_time.py [--out F]
 
 bf16 B=4 H=16: N = 8192 D = 128 with and without causal masking, N = 8192 D = 64, N = 16384
-D = 128. L2 flushed, CUDA events, medians of 30 (bench/peers/flushed_timer.py).
+D = 128, and N = 16384 D = 128 block-sparse at 10 / 25 / 50% (attn_fwd_sparse, the mask as a
+tilejit.ops.BlockMask). L2 flushed, CUDA events, medians of 30 (bench/peers/flushed_timer.py).
 """
 import argparse
 import sys
 
-from attention_bench_common import Rows, random_tensors
+from attention_bench_common import Rows, random_block_mask, random_tensors
 
-CONFIGS = [
-    {},  # the op's Hopper tile: q in registers, scores after the copies
+CONFIGS = [  # over the op's Hopper tile (its fallback fills in the rest)
+    {"SA": 0, "AHEAD": 0, "ISSUE": 0},  # q in registers, scores after the copies
     {"SA": 1},
     {"SA": 1, "AHEAD": 1},
     {"SA": 1, "AHEAD": 1, "ISSUE": 1},
@@ -37,14 +38,23 @@ def main():
     timer = FlushedTimer(torch)
     emit = Rows(args.out).emit
     B, H = 4, 16
-    for n, d, causal in ((8192, 128, False), (8192, 128, True), (8192, 64, False),
-                         (16384, 128, False)):
+    for n, d, causal, density in ((8192, 128, False, None), (8192, 128, True, None),
+                                  (8192, 64, False, None), (16384, 128, False, None),
+                                  (16384, 128, False, 10), (16384, 128, False, 25),
+                                  (16384, 128, False, 50)):
         torch.manual_seed(0)
         q, k, v = random_tensors(torch, 3, (B, H, n, d), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         for config in CONFIGS:
+            if mask is not None and ("ISSUE" in config or "STAGES" in config):
+                continue  # attn_fwd_sparse has no ISSUE; 3 stages do not fit at width 128
+            config = dict(config)
+
             def fwd():
-                return tilejit.ops.attention_forward(q, k, v, causal=causal, config=config)
-            row = {"B": B, "H": H, "N": n, "D": d, "causal": causal, "config": config,
+                return tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask,
+                                                     config=config)
+            row = {"B": B, "H": H, "N": n, "D": d, "causal": causal,
+                   "density_percent": density, "config": config,
                    "device": torch.cuda.get_device_name()}
             try:
                 row["sum"] = fwd()[0].float().abs().sum().item()

@@ -16,10 +16,11 @@ timeout 300 $PY bench/attention_fwd_ahead_time.py --out "$out/ahead.jsonl" >"$ou
 echo "attention_fwd_ahead_time: exit $?"
 $PY - "$out/ahead.jsonl" <<'PY'
 import json, sys
-print("| N | D | causal | config | ms | sum |")
+print("| N | D | causal | density | config | ms | sum |")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     c = " ".join(f"{k}={v}" for k, v in r["config"].items()) or "op's tile"
     ms = f"{r['ms']:.3f}" if "ms" in r else r.get("error", "")[:80]
-    print(f"| {r['N']} | {r['D']} | {r['causal']} | {c} | {ms} | {r.get('sum', 0):.8g} |")
+    print(f"| {r['N']} | {r['D']} | {r['causal']} | {r.get('density_percent')} | {c} | {ms} | "
+          f"{r.get('sum', 0):.8g} |")
 PY

@@ -304,11 +304,14 @@ def test_backward_dq_atomics_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, ca
     (torch.bfloat16, 1, 6, 2, 100, 64, False, None, 0, 1),  # one key tile: the loop runs once
     (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3, 0, 0),  # attn_fwd_sparse: no ISSUE
     (torch.float16, 1, 4, 4, 900, 64, True, 0.5, 0, 0),
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3, 0, 1),
+    (torch.float16, 1, 4, 4, 900, 64, True, 0.5, 0, 1),
+    (torch.bfloat16, 2, 2, 2, 1000, 128, True, 0.1, 0, 1),  # rows with no kept block
 ])
 def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causal, density,
                                                   issue, ahead):
     """attn_fwd's and attn_fwd_sparse's SA = 1 (q's tile read by the tensor cores through a
-    descriptor, dot's shared_a; swizzled in shared memory) at the Hopper tiles, and attn_fwd's
+    descriptor, dot's shared_a; swizzled in shared memory) at the Hopper tiles, and their
     AHEAD = 1 (the next key tile's scores issued before this tile's softmax), into NaN-poisoned
     outputs: against float64, and bit-equal to q in registers (SA = 0, AHEAD = 0), the same
     products in the same order."""
@@ -322,8 +325,9 @@ def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causa
     for sa in (1, 0):
         out = torch.full_like(q, math.nan)
         lse = torch.full((b, hq, n), math.nan, device="cuda")
-        config = {"SA": sa} if mask is not None else {"SA": sa, "ISSUE": issue,
-                                                       "AHEAD": ahead if sa else 0}
+        config = {"SA": sa, "AHEAD": ahead if sa else 0}
+        if mask is None:
+            config["ISSUE"] = issue
         got.append(tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask,
                                                  out=out, lse=lse, config=config))
     (o, l), (o0, l0) = got
