@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 source tools/device_env.sh
 export PYTHONPATH=$PWD/python
 export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
-timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attention_gpu.py \
-  -k "descriptor" >"$out/py_ahead.log" 2>&1
-echo "attention GPU tests (SA, AHEAD): exit $?"; tail -1 "$out/py_ahead.log"
+timeout 200 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attention_gpu.py \
+  python/tests/test_gpu.py >"$out/py_ahead.log" 2>&1
+echo "attention and ops GPU tests (the Hopper forward tile with SA, AHEAD, ISSUE): exit $?"
+tail -1 "$out/py_ahead.log"
 grep -E "^FAILED|Error" "$out/py_ahead.log" | head -5
 timeout 300 $PY bench/attention_fwd_ahead_time.py --out "$out/ahead.jsonl" >"$out/ahead.log" 2>&1
 echo "attention_fwd_ahead_time: exit $?"
