@@ -13,6 +13,12 @@ timeout 200 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attent
 echo "attention and ops GPU tests (the Hopper forward tile with SA, AHEAD, ISSUE): exit $?"
 tail -1 "$out/py_ahead.log"
 grep -E "^FAILED|Error" "$out/py_ahead.log" | head -5
+if [ -x $B/gpu_kernels_test ]; then
+  timeout 120 $B/gpu_kernels_test --gtest_filter='GpuAttention.Ring*:GpuAttention.SparseForward' \
+    >"$out/gpu_kernels.log" 2>&1
+  echo "gpu_kernels_test (ring attention, sparse forward): exit $?"
+  grep -E "OK \]|FAILED  \]" "$out/gpu_kernels.log" | head -5
+fi
 timeout 300 $PY bench/attention_fwd_ahead_time.py --out "$out/ahead.jsonl" >"$out/ahead.log" 2>&1
 echo "attention_fwd_ahead_time: exit $?"
 $PY - "$out/ahead.jsonl" <<'PY'
