@@ -10,14 +10,16 @@ bool hopper_tiles_apply(const AttentionTileCase& c) {
 
 Config forward_tile(const AttentionTileCase& c) {
   if (c.block == 64) return {};
-  Config t = {{"BM", "128"}, {"BN", "128"}, {"WARPS", "8"}, {"STAGES", "2"}};
+  // The next key tile's scores issued before this tile's softmax (AHEAD, with q by descriptor:
+  // SA), dense also p v left running (ISSUE; attn_fwd_sparse has none): bit-equal outputs,
+  // 1.08x at N = 8192 D = 128 (causal too), 1.14x at D = 64, 1.04x at N = 16384, block-sparse
+  // 1.01-1.02x (H200, 2026-11-30, configurations alternating over 5 rounds:
+  // bench/results/2026-11-30-attention-fwd-ahead-h200.md).
+  Config t = {{"BM", "128"},   {"BN", "128"}, {"WARPS", "8"},
+              {"STAGES", "2"}, {"SA", "1"},   {"AHEAD", "1"}};
   if (c.block == 0) {
     t["WG"] = "1"; // attn_fwd_sparse has no WG: its dots take wgmma where they fit
-    // The next key tile's scores issued before this tile's softmax (AHEAD, with q by
-    // descriptor: SA) and p v left running (ISSUE): 1.05x at N = 8192 D = 128, 1.11x causal,
-    // 1.13x at D = 64, 1.02x at N = 16384 (H200, 2026-11-30,
-    // bench/results/2026-11-30-attention-fwd-ahead-h200.md).
-    t["SA"] = t["AHEAD"] = t["ISSUE"] = "1";
+    t["ISSUE"] = "1";
   }
   return t;
 }
