@@ -357,27 +357,33 @@ void Emitter::emit_block(const ir::Block& b) {
 }
 
 int Emitter::in_flight_needed(const ir::Stmt& s) const {
-  // Control flow waits for all. Barriers and the copies' waits do not: a barrier orders the
+  // Loops and returns wait for all. Barriers and the copies' waits do not: a barrier orders the
   // threads' shared writes, and every write to a tile an issued dot reads is a statement checked
   // below in every thread's program order. Releasing a ring slot lets the TMA overwrite what an
-  // issued dot may still be reading.
+  // issued dot may still be reading. An if waits for the dots its condition or branches touch
+  // (their accumulators, or a tile they read written); the others run on through it (emit's
+  // If: its branches start with none in flight, and whatever they issue they finish).
   const int all = static_cast<int>(wgmma_in_flight_.size()) - 1;
-  if (s.kind == StmtKind::For || s.kind == StmtKind::If || s.kind == StmtKind::Return ||
-      s.kind == StmtKind::MbarrierArrive)
+  if (s.kind == StmtKind::For || s.kind == StmtKind::Return || s.kind == StmtKind::MbarrierArrive)
     return all;
   int needed = -1;
   for (int i = 0; i <= all; ++i) {
     const InFlightDot& d = wgmma_in_flight_[i];
     bool needs = mentions(s, d.var);
-    for (const ir::Var* t : d.shared_reads) {
-      if (needs) break;
-      if (s.var == t) needs = true;
-      ir::for_each_expr_root(const_cast<ir::Stmt&>(s), [&](ir::ExprPtr& root) {
-        ir::for_each_node(*root, [&](ir::Expr& n) {
-          needs = needs || (n.var == t && n.kind != ExprKind::VarRef);
+    auto writes_read_tile = [&](ir::Stmt& st) {
+      for (const ir::Var* t : d.shared_reads) {
+        if (needs) return;
+        if (st.var == t) needs = true;
+        ir::for_each_expr_root(st, [&](ir::ExprPtr& root) {
+          ir::for_each_node(*root, [&](ir::Expr& n) {
+            needs = needs || (n.var == t && n.kind != ExprKind::VarRef);
+          });
         });
-      });
-    }
+      }
+    };
+    writes_read_tile(const_cast<ir::Stmt&>(s));
+    for (const ir::Block* branch : {&s.body, &s.else_body})
+      ir::for_each_stmt(const_cast<ir::Block&>(*branch), writes_read_tile);
     if (needs) needed = i;
   }
   return needed;
@@ -439,6 +445,11 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
   case StmtKind::If: {
     line_directive(s.loc);
     prepare(*s.value);
+    // Dots the if does not touch run on through it (in_flight_needed): a branch must not wait
+    // for them (the other path would not), so it starts with none in flight and ends with its
+    // own done; a dot or wait inside it that waits for every group only waits longer.
+    std::vector<InFlightDot> running;
+    running.swap(wgmma_in_flight_);
     open(str("if (", scalar(*s.value), ")"));
     scratch_unknown();
     emit_block(s.body);
@@ -451,6 +462,8 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     }
     close();
     scratch_unknown();
+    TJ_ICHECK(wgmma_in_flight_.empty(), "a dot left in flight by a branch");
+    wgmma_in_flight_.swap(running);
     return;
   }
   case StmtKind::Return:

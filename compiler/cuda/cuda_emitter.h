@@ -162,8 +162,8 @@ public:
   };
   std::vector<InFlightDot> wgmma_in_flight_;
   /// The newest in-flight dot statement s must see done first (its index; -1: none): one whose
-  /// accumulator it reads or writes, or a tile of which it writes; every one before control
-  /// flow (a loop, an if, a return) and before a ring slot's release.
+  /// accumulator it reads or writes, or a tile of which it writes (an if: in its condition or
+  /// branches); every one before a loop, a return and a ring slot's release.
   int in_flight_needed(const ir::Stmt& s) const;
   /// Waits for the in-flight dots up to `through` (one wgmma wait: the groups complete in
   /// issue order; the later ones keep running) and hands their registers back.
