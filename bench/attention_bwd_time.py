@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""The attention backward at the op's defaults (Hopper tiles, dq by attn_dq), through
+tilejit.ops.attention_backward: a short timing to compare two builds in one device call (run it
+once per library, alternating: base, new, base, new). One JSON line per shape.
+
+    PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_time.py [--out F] [--tag T]
+
+bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% of the blocks
+(a random mask per head, the diagonal kept, as a BlockMask). L2 flushed, CUDA events, medians
+of 30 (bench/peers/flushed_timer.py); "grad_sum" shows both builds compute the same thing.
+"""
+import argparse
+import sys
+
+from attention_bench_common import Rows, random_block_mask, random_tensors
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    p.add_argument("--tag", default="", help="a label for the rows (the library timed)")
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("attention_bwd_time: no CUDA device; nothing to time", file=sys.stderr)
+        return 0
+    import tilejit
+    from flushed_timer import FlushedTimer
+    timer = FlushedTimer(torch)
+    emit = Rows(args.out).emit
+    B, H, D = 4, 16, 128
+    for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
+        torch.manual_seed(0)
+        q, k, v, dout = random_tensors(torch, 4, (B, H, n, D), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
+        o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+
+        def bwd():
+            return tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal,
+                                                  block_mask=mask)
+        g = bwd()
+        emit({"tag": args.tag, "B": B, "H": H, "N": n, "D": D, "causal": causal,
+              "density_percent": density, "device": torch.cuda.get_device_name(),
+              "bwd_ms": timer.median_ms(bwd),
+              "grad_sum": sum(t.float().abs().sum().item() for t in g)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
