@@ -1,6 +1,7 @@
 """What the attention timing scripts in bench/ share: their inputs (random q, k, v, do; a random
 block mask per head with its diagonal kept, as a tilejit.ops.BlockMask) and their JSON rows
 (printed, and appended to --out's file)."""
+import argparse
 import json
 import os
 import sys
@@ -35,3 +36,20 @@ class Rows:
         if self.out:
             self.out.write(line + "\n")
             self.out.flush()
+
+
+def session(doc, name, extra_args=None):
+    """What every timing script starts with: its --out (and extra_args(parser)'s) arguments, then
+    torch, tilejit, a FlushedTimer and a Rows emitter; None (after saying so) without a GPU."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", help="also append the JSON lines to this file")
+    if extra_args:
+        extra_args(p)
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print(f"{name}: no CUDA device; nothing to time", file=sys.stderr)
+        return None
+    import tilejit
+    from flushed_timer import FlushedTimer
+    return args, torch, tilejit, FlushedTimer(torch), Rows(args.out).emit

@@ -12,24 +12,16 @@ kept (a random mask per head, the diagonal kept). The backward call alone is tim
 before each, CUDA events, median of 30 after 3 warm-ups: bench/peers/flushed_timer.py); each
 ISSUE = 1 result is compared with ISSUE = 0's (the same sums, so they agree to rounding).
 """
-import argparse
 import sys
 
-from attention_bench_common import Rows, random_block_mask, random_tensors
+from attention_bench_common import session, random_block_mask, random_tensors
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="also append the JSON lines to this file")
-    args = p.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("attention_bwd_issue_time: no CUDA device; nothing to time", file=sys.stderr)
+    started = session(__doc__, "attention_bwd_issue_time")
+    if started is None:
         return 0
-    import tilejit
-    from flushed_timer import FlushedTimer
-    timer = FlushedTimer(torch)
-    emit = Rows(args.out).emit
+    args, torch, tilejit, timer, emit = started
     B, H, D = 4, 16, 128
     torch.manual_seed(0)
     for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):

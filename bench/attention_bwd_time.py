@@ -9,25 +9,18 @@ bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% 
 (a random mask per head, the diagonal kept, as a BlockMask). L2 flushed, CUDA events, medians
 of 30 (bench/peers/flushed_timer.py); "grad_sum" shows both builds compute the same thing.
 """
-import argparse
 import sys
 
-from attention_bench_common import Rows, random_block_mask, random_tensors
+from attention_bench_common import session, random_block_mask, random_tensors
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="also append the JSON lines to this file")
-    p.add_argument("--tag", default="", help="a label for the rows (the library timed)")
-    args = p.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("attention_bwd_time: no CUDA device; nothing to time", file=sys.stderr)
+    def tag(p):
+        p.add_argument("--tag", default="", help="a label for the rows (the library timed)")
+    started = session(__doc__, "attention_bwd_time", tag)
+    if started is None:
         return 0
-    import tilejit
-    from flushed_timer import FlushedTimer
-    timer = FlushedTimer(torch)
-    emit = Rows(args.out).emit
+    args, torch, tilejit, timer, emit = started
     B, H, D = 4, 16, 128
     for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
         torch.manual_seed(0)

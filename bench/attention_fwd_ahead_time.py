@@ -14,10 +14,9 @@ configurations of a shape alternate for 5 rounds of 10 calls each (a clock that 
 the run then weighs on all alike; timed one after another they differed by up to 7% for the
 same configuration), and each row gives the median of its rounds' medians.
 """
-import argparse
 import sys
 
-from attention_bench_common import Rows, random_block_mask, random_tensors
+from attention_bench_common import session, random_block_mask, random_tensors
 
 # Full configurations (the op's fallback would fill in the rest, and now holds AHEAD itself).
 BASE = {"SA": 0, "AHEAD": 0, "ISSUE": 0}  # q in registers, scores after the copies
@@ -27,17 +26,10 @@ ROUNDS = 5  # the configurations alternate, round after round: clock drift hits 
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="also append the JSON lines to this file")
-    args = p.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("attention_fwd_ahead_time: no CUDA device; nothing to time", file=sys.stderr)
+    started = session(__doc__, "attention_fwd_ahead_time")
+    if started is None:
         return 0
-    import tilejit
-    from flushed_timer import FlushedTimer
-    timer = FlushedTimer(torch)
-    emit = Rows(args.out).emit
+    args, torch, tilejit, timer, emit = started
     B, H = 4, 16
     for n, d, causal, density in ((8192, 128, False, None), (8192, 128, True, None),
                                   (8192, 64, False, None), (16384, 128, False, None),

@@ -13,25 +13,17 @@ with the Hopper tiles' plans, and the backward at STAGES = 3 besides (a third ri
 warpgroups drift further apart). L2 flushed before each call, CUDA events, median of 30 after 3
 warm-ups (bench/peers/flushed_timer.py).
 """
-import argparse
 import os
 import sys
 
-from attention_bench_common import Rows, random_block_mask, random_tensors
+from attention_bench_common import session, random_block_mask, random_tensors
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="also append the JSON lines to this file")
-    args = p.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("attention_release_time: no CUDA device; nothing to time", file=sys.stderr)
+    started = session(__doc__, "attention_release_time")
+    if started is None:
         return 0
-    import tilejit
-    from flushed_timer import FlushedTimer
-    timer = FlushedTimer(torch)
-    rows = Rows(args.out)
+    args, torch, tilejit, timer, emit = started
     release = os.environ.get("TILEJIT_PIPELINE_RELEASE") or "mbarrier"
     B, H = 4, 16
     for n, d, causal, density in ((8192, 128, False, None), (8192, 128, True, None),
@@ -57,7 +49,7 @@ def main():
             except Exception as e:  # a tile that does not fit is reported, not fatal
                 row[name] = None
                 row[name.replace("_ms", "_error")] = str(e)[:200]
-        rows.emit(row)
+        emit(row)
     return 0
 
 

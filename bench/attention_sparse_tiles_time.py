@@ -12,10 +12,9 @@ bf16 B=4 H=16 N=16384 D=128 (issue 16's block-sparse shape), not causal, a rando
 with the diagonal kept, as a tilejit.ops.BlockMask (its lists built once, as flex's); dense
 N = 8192 too for the forward's two-blocks-per-SM tiles. L2 flushed, CUDA events, medians of 30.
 """
-import argparse
 import sys
 
-from attention_bench_common import Rows, random_block_mask, random_tensors
+from attention_bench_common import session, random_block_mask, random_tensors
 
 FORWARD = [
     None,  # the op's Hopper tile (BM 128, BN 128, 8 warps, 2 stages)
@@ -35,17 +34,10 @@ BACKWARD = [
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="also append the JSON lines to this file")
-    args = p.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("attention_sparse_tiles_time: no CUDA device; nothing to time", file=sys.stderr)
+    started = session(__doc__, "attention_sparse_tiles_time")
+    if started is None:
         return 0
-    import tilejit
-    from flushed_timer import FlushedTimer
-    timer = FlushedTimer(torch)
-    emit = Rows(args.out).emit
+    args, torch, tilejit, timer, emit = started
     B, H, D = 4, 16, 128
     for n, density in ((16384, 10), (16384, 25), (16384, 50), (8192, None)):
         torch.manual_seed(0)

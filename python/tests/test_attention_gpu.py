@@ -105,6 +105,25 @@ def masked_reference(q, k, v, causal, scale, block_mask, blk):
     return p @ v, lse
 
 
+def check_poisoned_backward(q, k, v, dout, causal, mask, config, blk=128):
+    """The forward, then the backward with `config` into NaN-poisoned dq, dk, dv, each against
+    float64 autograd of the reference (block-masked when `mask` is given)."""
+    d = q.shape[-1]
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=mask, dq=dq,
+                                   dk=dk, dv=dv, config=config)
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    if mask is None:
+        ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
+    else:
+        ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, blk)
+    ro.backward(dout.double())
+    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
+        assert not torch.isnan(got).any(), name
+        assert rel(got, want) <= 3e-2, name
+
+
 SPARSE_CASES = [  # dtype, B, HQ, HKV, N, D, causal, mask batch, mask heads, block, density
     (torch.bfloat16, 2, 8, 2, 1000, 128, False, 1, 8, 128, 0.3),
     (torch.float16, 1, 4, 4, 777, 64, True, 1, 1, 64, 0.4),
@@ -215,29 +234,11 @@ def test_backward_with_dv_dk_issued_early(dtype, b, hq, hkv, n, d, causal, atomi
     torch.manual_seed(3 * n + d)
     q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
     k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal)
-    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
-    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, dq=dq, dk=dk, dv=dv,
-                                   config={"ISSUE": 1, "ATOMIC_DQ": atomic_dq})
-    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
-    ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
-    ro.backward(dout.double())
-    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
-        assert not torch.isnan(got).any(), name
-        assert rel(got, want) <= 3e-2, name
-    blk = 128
-    nb = (n + blk - 1) // blk
+    config = {"ISSUE": 1, "ATOMIC_DQ": atomic_dq}
+    check_poisoned_backward(q, k, v, dout, causal, None, config)
+    nb = (n + 127) // 128
     mask = torch.rand(1, hq, nb, nb, device="cuda") < 0.5
-    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
-    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
-    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=mask, dq=dq,
-                                   dk=dk, dv=dv, config={"ISSUE": 1, "ATOMIC_DQ": atomic_dq})
-    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
-    ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, blk)
-    ro.backward(dout.double())
-    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
-        assert not torch.isnan(got).any(), name
-        assert rel(got, want) <= 3e-2, name
+    check_poisoned_backward(q, k, v, dout, causal, mask, config)
 
 
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
@@ -275,22 +276,9 @@ def test_backward_dq_atomics_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, ca
     torch.manual_seed(11 * n + d)
     q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
     k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    blk = 128
-    nb = (n + blk - 1) // blk
+    nb = (n + 127) // 128
     mask = None if density is None else torch.rand(1, hq, nb, nb, device="cuda") < density
-    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
-    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
-    tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, block_mask=mask, dq=dq,
-                                   dk=dk, dv=dv, config={"ATOMIC_DQ": 1, "BULK": 1})
-    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
-    if mask is None:
-        ro, _ = reference(q64, k64, v64, causal, 1 / math.sqrt(d))
-    else:
-        ro, _ = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, blk)
-    ro.backward(dout.double())
-    for name, got, want in (("dq", dq, q64.grad), ("dk", dk, k64.grad), ("dv", dv, v64.grad)):
-        assert not torch.isnan(got).any(), name
-        assert rel(got, want) <= 3e-2, name
+    check_poisoned_backward(q, k, v, dout, causal, mask, {"ATOMIC_DQ": 1, "BULK": 1})
 
 
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue, ahead", [
