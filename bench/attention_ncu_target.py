@@ -19,8 +19,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--issue", type=int, choices=(0, 1), default=0,
                    help="the kernels' ISSUE generic (default 0)")
+    p.add_argument("--atomic-dq", type=int, choices=(0, 1),
+                   help="the backward's ATOMIC_DQ (default: the op's choice, attn_dq on Hopper)")
+    p.add_argument("--dense-only", action="store_true", help="only the dense case")
     args = p.parse_args()
     config = {"ISSUE": args.issue}
+    bwd_config = dict(config)
+    if args.atomic_dq is not None:
+        bwd_config["ATOMIC_DQ"] = args.atomic_dq
     import torch
     if not torch.cuda.is_available():
         print("attention_ncu_target: no CUDA device", file=sys.stderr)
@@ -28,14 +34,14 @@ def main():
     import tilejit
     B, H, D = 4, 16, 128
     torch.manual_seed(0)
-    for n, density in ((8192, None), (16384, 10)):
+    for n, density in ((8192, None),) if args.dense_only else ((8192, None), (16384, 10)):
         q, k, v, dout = random_tensors(torch, 4, (B, H, n, D), torch.bfloat16)
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         for _ in range(2):  # the first pass compiles and loads
             o, lse = tilejit.ops.attention_forward(  # attn_fwd_sparse has no ISSUE
                 q, k, v, block_mask=mask, config=None if mask is not None else config)
             tilejit.ops.attention_backward(q, k, v, o, lse, dout, block_mask=mask,
-                                           config=config)
+                                           config=bwd_config)
         torch.cuda.synchronize()
     return 0
 
