@@ -9,12 +9,13 @@ issue*_bwd_ms fields). One JSON line per case.
 
 bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% of the blocks
 kept (a random mask per head, the diagonal kept). The backward call alone is timed (L2 flushed
-before each, CUDA events, median of 30 after 3 warm-ups: bench/peers/flushed_timer.py); each
+before each, CUDA events: bench/peers/flushed_timer.py; ISSUE 0 and 1 alternate over 5 rounds
+of 10 calls, the median of the rounds' medians: attention_bench_common.alternating_ms); each
 ISSUE = 1 result is compared with ISSUE = 0's (the same sums, so they agree to rounding).
 """
 import sys
 
-from attention_bench_common import session, random_block_mask, random_tensors
+from attention_bench_common import alternating_ms, random_block_mask, random_tensors, session
 
 
 def main():
@@ -31,28 +32,21 @@ def main():
         if mask is None:  # attn_fwd's ISSUE (p v left running under the row sums)
             row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": None,
                    "atomic_dq": "forward", "device": torch.cuda.get_device_name()}
-            outs = {}
-            for issue in (0, 1):
-                def fwd():
-                    return tilejit.ops.attention_forward(q, k, v, causal=causal,
-                                                         config={"ISSUE": issue})
-                outs[issue] = fwd()
-                row[f"issue{issue}_bwd_ms"] = timer.median_ms(fwd)
+            calls = [lambda issue=issue: tilejit.ops.attention_forward(
+                q, k, v, causal=causal, config={"ISSUE": issue}) for issue in (0, 1)]
+            outs = {issue: calls[issue]() for issue in (0, 1)}
+            row["issue0_bwd_ms"], row["issue1_bwd_ms"] = alternating_ms(timer, calls)
             row["max_rel_diff"] = ((outs[1][0].float() - outs[0][0].float()).norm() /
                                    outs[0][0].float().norm()).item()
             emit(row)
         for atomic_dq in ("1", "0"):
             row = {"B": B, "H": H, "N": n, "D": D, "causal": causal, "density_percent": density,
                    "atomic_dq": atomic_dq, "device": torch.cuda.get_device_name()}
-            grads = {}
-            for issue in (0, 1):
-                config = {"ATOMIC_DQ": atomic_dq, "ISSUE": issue}
-
-                def call():
-                    return tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal,
-                                                          block_mask=mask, config=config)
-                grads[issue] = call()
-                row[f"issue{issue}_bwd_ms"] = timer.median_ms(call)
+            calls = [lambda issue=issue: tilejit.ops.attention_backward(
+                q, k, v, o, lse, dout, causal=causal, block_mask=mask,
+                config={"ATOMIC_DQ": atomic_dq, "ISSUE": issue}) for issue in (0, 1)]
+            grads = {issue: calls[issue]() for issue in (0, 1)}
+            row["issue0_bwd_ms"], row["issue1_bwd_ms"] = alternating_ms(timer, calls)
             row["max_rel_diff"] = max(((a.float() - b.float()).norm() / b.float().norm()).item()
                                       for a, b in zip(grads[1], grads[0]))
             emit(row)

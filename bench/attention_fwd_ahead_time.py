@@ -16,7 +16,7 @@ same configuration), and each row gives the median of its rounds' medians.
 """
 import sys
 
-from attention_bench_common import session, random_block_mask, random_tensors
+from attention_bench_common import alternating_ms, random_block_mask, random_tensors, session
 
 # Full configurations (the op's fallback would fill in the rest, and now holds AHEAD itself).
 BASE = {"SA": 0, "AHEAD": 0, "ISSUE": 0}  # q in registers, scores after the copies
@@ -39,19 +39,12 @@ def main():
         q, k, v = random_tensors(torch, 3, (B, H, n, d), torch.bfloat16)
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         configs = SPARSE if mask is not None else CONFIGS
-        times = {i: [] for i in range(len(configs))}
-        sums = {}
-        for _ in range(ROUNDS):
-            for i, config in enumerate(configs):
-                def fwd():
-                    return tilejit.ops.attention_forward(q, k, v, causal=causal,
-                                                         block_mask=mask, config=config)
-                sums[i] = fwd()[0].float().abs().sum().item()
-                times[i].append(timer.median_ms(fwd, n=10))
-        for i, config in enumerate(configs):
+        calls = [lambda config=config: tilejit.ops.attention_forward(
+            q, k, v, causal=causal, block_mask=mask, config=config) for config in configs]
+        sums = [call()[0].float().abs().sum().item() for call in calls]
+        for config, s, ms in zip(configs, sums, alternating_ms(timer, calls, rounds=ROUNDS)):
             emit({"B": B, "H": H, "N": n, "D": d, "causal": causal, "density_percent": density,
-                  "config": config, "device": torch.cuda.get_device_name(), "sum": sums[i],
-                  "ms": sorted(times[i])[len(times[i]) // 2], "rounds_ms": times[i]})
+                  "config": config, "device": torch.cuda.get_device_name(), "sum": s, "ms": ms})
     return 0
 
 
