@@ -9,8 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
 timeout 200 $B/gpu_kernels_test --gtest_filter='GpuBulkAtomics.*:GpuAttention.Backward:GpuAttention.SparseBackward:GpuDequant.W4A16PackedOnWarpgroupTensorCores' \
   >"$out/gpu_kernels.log" 2>&1
 echo "gpu_kernels_test (bulk atomics, attention backward): exit $?"

@@ -5,8 +5,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
 timeout 150 $B/gpu_kernels_test --gtest_filter='GpuBulkAtomics.*' >"$out/gpu_bulk.log" 2>&1
 echo "gpu_kernels_test GpuBulkAtomics: exit $?"
 grep -E "OK \]|FAILED|Failure|differs|Which is" "$out/gpu_bulk.log" | head -12

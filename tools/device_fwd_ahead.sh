@@ -6,8 +6,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
 # TIMINGS_ONLY=1: the timings alone (the tests already passed on this build).
 if [ -z "${TIMINGS_ONLY:-}" ]; then
 timeout 200 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attention_gpu.py \

@@ -7,7 +7,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
 timeout 200 env TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 $PY -m pytest -q -p no:cacheprovider \
   -m gpu python/tests/test_attention_gpu.py >"$out/py_attention.log" 2>&1
 echo "attention GPU tests: exit $?"; tail -1 "$out/py_attention.log"

@@ -5,8 +5,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
 timeout 500 $PY bench/attention_sparse_tiles_time.py --out "$out/tiles.jsonl" >"$out/tiles.log" 2>&1
 echo "attention_sparse_tiles_time: exit $?"
 tail -3 "$out/tiles.log" | cut -c1-300

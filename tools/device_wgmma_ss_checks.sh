@@ -9,8 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export PYTHONPATH=$PWD/python
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0
 timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu python/tests/test_attention_gpu.py \
   >"$out/py_attention.log" 2>&1
 echo "attention GPU tests (branch): exit $?"; tail -1 "$out/py_attention.log"

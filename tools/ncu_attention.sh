@@ -8,8 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
-[ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
+need_ncu
 # Every attention launch (two passes per case, the first compiling): 16 kernels.
 timeout 500 "$NCU" --clock-control none --kernel-name-base function -k 'regex:attn_' \
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \

@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
-[ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
+need_ncu
 for a in 1 0; do
   timeout 200 "$NCU" --clock-control none --kernel-name-base function -k 'regex:^attn_bwd$' \
     --launch-skip 1 --launch-count 1 \

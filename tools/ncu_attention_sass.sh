@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
-export TILEJIT_LIBRARY=$PWD/$B/libtilejit.so.0.1.0 PYTHONPATH=$PWD/python
-[ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
+need_ncu
 timeout 300 "$NCU" --clock-control none --kernel-name-base function -k 'regex:^attn_(bwd|dq)$' \
   --launch-skip 2 --launch-count 2 --section SourceCounters --section WarpStateStats \
   --import-source no -o "$out/sass" $PY bench/attention_ncu_target.py >"$out/ncu_sass.log" 2>&1
