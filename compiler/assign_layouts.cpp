@@ -1,6 +1,7 @@
 #include "compiler/assign_layouts.h"
 
 #include "compiler/ir_printer.h"
+#include "compiler/select_wgmma.h"
 #include "compiler/target.h"
 #include "dsl/diagnostics.h"
 
@@ -260,6 +261,11 @@ private:
     // 96-row programs can fill 132 multiprocessors where 128-row ones leave a quarter idle).
     if (warps_m_only_.count(&dot) && m_tiles >= warps_)
       return t.accumulator_layout(table_, m, n, warps_, 1, k_.threads);
+    // On Hopper, a 16-bit dot with fewer rows than 16 per warp: 16 rows a warp, the warpgroups
+    // splitting N, so that it runs on the warpgroup tensor cores (select-wgmma) where the
+    // balanced split below would keep it on mma.sync.
+    if (const int wm = wgmma_rows_warps(k_, dot, warps_))
+      return t.accumulator_layout(table_, m, n, wm, warps_ / wm, k_.threads);
     // Otherwise the warps tile the accumulator as WM x WN, both powers of two (the prelude's
     // dot splits its fragments so): a user error, with the dot's line, for any other count.
     if (warps_ & (warps_ - 1))

@@ -8,10 +8,14 @@
 //     dot_ss does) or a register tile (as dot_rs), and B a whole shared tile read either as
 //     trans(b) with b [N, K] (K-major: K a multiple of 64) or as b [K, N] (MN-major: N a
 //     multiple of 64, K of 16); N a wgmma size (8, 16, 32, 64, 96, 128, 192 or 256);
-//   - its warps own 16 rows each in whole warpgroups (the accumulator is M = 16 * WARPS rows,
-//     a multiple of 64: the wgmma's M per warpgroup), so its register layout is unchanged;
-//   - b is written only by copies and read only by such dots as their B (the swizzle is their
-//     contract; both orientations read the same swizzled bytes).
+//   - its warps own 16 rows each in whole warpgroups (the accumulator's M = 16 * WM rows, WM a
+//     multiple of 4: the wgmma's M per warpgroup), so its register layout is unchanged; where
+//     the warps also split N (WN > 1, assign-layouts' choice for a dot of fewer rows than 16
+//     per warp, see wgmma_rows_warps), each warpgroup computes N / WN columns (a wgmma size; a
+//     multiple of 64 for an MN-major B) and A comes from shared memory;
+//   - b is written only by copies and read only by such dots, as their B or as an A read
+//     through a descriptor (below) (the swizzle is their contract; every orientation reads the
+//     same swizzled bytes).
 // Anything else keeps mma.sync, and so does a dot written with `wgmma = 0`. A selected dot's A,
 // when it is a whole 16-bit shared tile [M, K] read as it lies (K a multiple of 64, B K-major),
 // read by nothing but selected dots and written only by copies, is swizzled too: the tensor
@@ -29,5 +33,12 @@
 namespace tilejit {
 
 void select_wgmma(ir::Kernel& k);
+
+/// For assign-layouts, before any dot is selected: the warps along M (each owning 16 rows; the
+/// other warps / WM split N between warpgroups) with which `dot`, whose rows are too few for
+/// every warp to own 16 (attention backward's dq: 64 query rows on 8 warps), still fits the
+/// warpgroup tensor cores, its B tile read only by dots and written only by copies; 0 where it
+/// would not (the dot then takes mma.sync's balanced split).
+int wgmma_rows_warps(ir::Kernel& k, const ir::Expr& dot, int warps);
 
 } // namespace tilejit

@@ -42,7 +42,9 @@ std::vector<std::string> example_sources() {
                         // zip(...), outer-product gathers, 1|X dimensions, [N, 1] tiles
                         "tests/data/semantics.tile",
                         // atomic_add(..., bulk = 1)
-                        "tests/data/bulk_atomic.tile"}) {
+                        "tests/data/bulk_atomic.tile",
+                        // dots split over warpgroups, a tile read as A and as B
+                        "tests/data/wgmma_split.tile"}) {
     std::string text = read_source(p);
     EXPECT_FALSE(text.empty()) << "cannot read " << p;
     out.push_back(std::move(text));

@@ -400,6 +400,49 @@ TEST(GpuBulkAtomics, MatchTheInterpreter) {
                                1e-5);
 }
 
+// Dots whose warpgroups split N on wgmma, and a tile read as one dot's A through a descriptor
+// and as another's B (tests/data/wgmma_split.tile) against the interpreter: 4 and 8 warps, both
+// 16-bit types, N per warpgroup 32 to 128, odd tensor sizes (the tiles' edges zero-filled, the
+// stores cut short).
+TEST(GpuWgmmaSplit, MatchTheInterpreter) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::string src = test_data_path("tests/data/wgmma_split.tile");
+  using ref::HostBuffer;
+  for (DType t : {DType::BF16, DType::F16})
+    for (const char* warps : {"4", "8"}) {
+      const Bindings base = {{"T", t == DType::BF16 ? "bf16" : "f16"}, {"WARPS", warps}};
+      for (const char* nt : {"64", "128"}) {
+        Bindings c = base;
+        c["NT"] = nt;
+        for (const char* kt : {"64", "128"}) {
+          c["KT"] = kt;
+          expect_matches_interpreter(run, src + "#split_mn", c,
+                                     {{HostBuffer(t, {100, 150})},
+                                      {HostBuffer(t, {100, 200})},
+                                      {HostBuffer(DType::F32, {150, 200}), true}},
+                                     1e-5);
+        }
+        c.erase("KT");
+        for (const char* stages : {"1", "3"}) {
+          c["STAGES"] = stages;
+          expect_matches_interpreter(run, src + "#split_k", c,
+                                     {{HostBuffer(t, {130, 200})},
+                                      {HostBuffer(t, {77, 200})},
+                                      {HostBuffer(DType::F32, {130, 77}), true}},
+                                     1e-5);
+        }
+      }
+      expect_matches_interpreter(run, src + "#shared_both", base,
+                                 {{HostBuffer(t, {60, 128})},
+                                  {HostBuffer(t, {50, 128})},
+                                  {HostBuffer(t, {50, 60})},
+                                  {HostBuffer(DType::F32, {60, 50}), true},
+                                  {HostBuffer(DType::F32, {50, 128}), true}},
+                                 1e-5);
+    }
+}
+
 // Two phases whose shared tiles share storage: phase two's write must wait for phase one's
 // reads (many rounds: a missing barrier shows as an occasional wrong sum).
 TEST(GpuSharedReuse, TwoPhases) {

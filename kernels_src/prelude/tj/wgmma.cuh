@@ -169,15 +169,28 @@ TJ_DEVICE void wgmma_b_step(float* acc, const unsigned* a, const T* sb, int k0) 
   }
 }
 
+/// Where this warpgroup's columns of B start, in elements of its swizzled tile, for an
+/// accumulator whose warpgroups also split N (LC::WN_ > 1, each computing LC::WTN columns):
+/// MN-major (stored [K][N]) N in blocks of 64 columns BROWS rows each; K-major (stored [N][K])
+/// WTN rows of 64 elements into each block (8-row multiples: the swizzle's phase is kept).
+template <class LC, bool B_MNMAJOR, int BROWS> TJ_DEVICE int wgmma_b_columns() {
+  static_assert(!B_MNMAJOR || LC::WN_ == 1 || LC::WTN % 64 == 0,
+                "wgmma: an MN-major B splits over warpgroups in whole 64-column blocks");
+  if (LC::WN_ == 1) return 0;
+  return B_MNMAJOR ? LC::wn() * (LC::WTN / 64) * (BROWS * 64) : LC::wn() * LC::WTN * 64;
+}
+
 /// acc += A @ B for all of K, A's k16 fragments already in registers: the wgmmas issued back to
 /// back as one group, and the call returns with them running (A's registers and B's tile must
-/// stay untouched until a wgmma_wait; wgmma_fence_operand(acc) after it).
+/// stay untouched until a wgmma_wait; wgmma_fence_operand(acc) after it). Each warpgroup
+/// computes its warps' WTN columns (all of N where the warpgroups split only M).
 template <class LC, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void wgmma_issue_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4],
                                  const T* sb) {
+  sb += wgmma_b_columns<LC, B_MNMAJOR, BROWS>();
   wgmma_fence();
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_b_step<LC::PN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
+    wgmma_b_step<LC::WTN, T, B_MNMAJOR, BROWS>(acc, a[kk], sb, kk * 16);
   wgmma_commit();
 }
 
@@ -190,13 +203,14 @@ TJ_DEVICE void wgmma_all_k(float (&acc)[LC::N], const unsigned (&a)[K / 16][4], 
 }
 
 /// What a 16-bit tile dot on wgmma needs of its accumulator: each warp owns 16 rows, the warps
-/// make whole warpgroups (LC = MmaAcc<M, N, WM, 1, NT>, WM a multiple of 4: warpgroup g
-/// computes rows 64g..64g+63), N a wgmma size.
+/// make whole warpgroups (LC = MmaAcc<M, N, WM, WN, NT>, WM a multiple of 4: warpgroup g
+/// computes rows 64 (g % (WM / 4)) .. + 63 and, where WN > 1, columns WTN wn() .. + WTN - 1:
+/// attention backward's dq, 64 rows on two warpgroups), WTN a wgmma size.
 template <class LC, int K> TJ_DEVICE constexpr bool wgmma_tile_dot_ok() {
   static_assert(K % 16 == 0, "wgmma tile dot: K must be a multiple of 16");
-  static_assert(LC::WN_ == 1 && LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
+  static_assert(LC::WTM == 16 && LC::WM_ % 4 == 0 && LC::PM == LC::R_,
                 "wgmma tile dot: each warp owns 16 rows, and the warps make whole warpgroups");
-  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::PN>::ok, "wgmma tile dot: no wgmma for this N");
+  static_assert(LC::PN == LC::C_ && WgmmaShape<LC::WTN>::ok, "wgmma tile dot: no wgmma for this N");
   return true;
 }
 
@@ -245,13 +259,13 @@ TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* 
 template <class LC, int K, class T, int AROWS, int BROWS>
 TJ_DEVICE void wgmma_issue_all_k_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
   const unsigned long long da = wgmma_desc_sw128(sa) + (LC::wm() / 4) * (64 * 128 / 16);
-  const unsigned long long db = wgmma_desc_sw128(sb);
+  const unsigned long long db = wgmma_desc_sw128(sb + wgmma_b_columns<LC, false, BROWS>());
   wgmma_fence();
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
     const int k0 = kk * 16;
     const unsigned long long in_block = (k0 & 63) * 2 / 16;
-    wgmma_ss<LC::PN, T>(acc, da + (k0 >> 6) * (AROWS * 128 / 16) + in_block,
-                        db + (k0 >> 6) * (BROWS * 128 / 16) + in_block);
+    wgmma_ss<LC::WTN, T>(acc, da + (k0 >> 6) * (AROWS * 128 / 16) + in_block,
+                         db + (k0 >> 6) * (BROWS * 128 / 16) + in_block);
   }
   wgmma_commit();
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The attention backward under several forced configurations (e.g. dq by attn_dq against dq by
+atomics in attn_bwd), through tilejit.ops.attention_backward on the same inputs, timed in turn
+(attention_bench_common.alternating_ms), each configuration's gradients compared with the
+first's. One JSON line per shape.
+
+    PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_configs_time.py \\
+        --configs 'ATOMIC_DQ=0,ISSUE=1;ATOMIC_DQ=1,ISSUE=1' [--shapes 8192:128,8192:128:causal,
+        16384:128:10] [--out F]
+
+Shapes are N:D[:causal|:DENSITY%] at bf16 B=4 H=16 (a random block mask per head, the
+diagonal kept, as a BlockMask, for a density). L2 flushed before each call, CUDA events.
+"""
+import sys
+
+from attention_bench_common import alternating_ms, random_block_mask, random_tensors, session
+
+
+def parse_configs(text):
+    """'A=1,B=0;A=0' -> [{'A': '1', 'B': '0'}, {'A': '0'}]; a clear error for anything else."""
+    configs = []
+    for part in text.split(";"):
+        config = {}
+        for item in filter(None, part.split(",")):
+            name, eq, value = item.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise SystemExit(f"--configs: '{item}' is not NAME=VALUE")
+            config[name.strip()] = value.strip()
+        configs.append(config)
+    if len(configs) < 2:
+        raise SystemExit("--configs: give at least two configurations, separated by ';'")
+    return configs
+
+
+def parse_shape(text):
+    """'N:D[:causal|:DENSITY]' -> (N, D, causal, density or None)."""
+    parts = text.split(":")
+    try:
+        n, d = int(parts[0]), int(parts[1])
+        tail = parts[2] if len(parts) > 2 else ""
+        if len(parts) > 3 or (tail and tail != "causal" and not 0 < int(tail) <= 100):
+            raise ValueError
+    except (ValueError, IndexError):
+        raise SystemExit(f"--shapes: '{text}' is not N:D[:causal|:DENSITY]")
+    return n, d, tail == "causal", int(tail) if tail and tail != "causal" else None
+
+
+def main():
+    def extra(p):
+        p.add_argument("--configs", required=True, help="configurations separated by ';'")
+        p.add_argument("--shapes", default="8192:128,8192:128:causal,16384:128:10")
+        p.add_argument("--rounds", type=int, default=5)
+    started = session(__doc__, "attention_bwd_configs_time", extra)
+    if started is None:
+        return 0
+    args, torch, tilejit, timer, emit = started
+    configs = parse_configs(args.configs)
+    B, H = 4, 16
+    for n, d, causal, density in map(parse_shape, args.shapes.split(",")):
+        torch.manual_seed(0)
+        q, k, v, dout = random_tensors(torch, 4, (B, H, n, d), torch.bfloat16)
+        mask = random_block_mask(torch, tilejit, H, n, density) if density else None
+        o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
+        calls = [lambda c=c: tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal,
+                                                            block_mask=mask, config=c)
+                 for c in configs]
+        grads = [call() for call in calls]
+        ms = alternating_ms(timer, calls, rounds=args.rounds)
+        emit({"B": B, "H": H, "N": n, "D": d, "causal": causal, "density_percent": density,
+              "device": torch.cuda.get_device_name(),
+              "configs": [",".join(f"{k}={v}" for k, v in c.items()) for c in configs],
+              "bwd_ms": ms,
+              "max_rel_diff_vs_first": [max(((a.float() - b.float()).norm() /
+                                             b.float().norm()).item()
+                                            for a, b in zip(g, grads[0])) for g in grads]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
