@@ -77,21 +77,28 @@ bool fits_wgmma(const ir::Expr& dot) {
   return fits_wgmma_split(dot, lc->wm, lc->wn);
 }
 
-/// Whether a wgmma dot's A, a whole shared tile, could be read through a descriptor
-/// (tj::dot_wgmma_ss): 16-bit [M, K] as it lies, K a multiple of 64, B K-major, and no
-/// `shared_a = 0` on the dot.
-bool fits_descriptor_a(const ir::Expr& dot) {
-  if (dot.a->kind != ExprKind::VarRef || dot.a->var->type.space != Space::Shared) return false;
-  const ir::Var* a = dot.a->var;
-  return !dot.registers_a && dot.b->kind == ExprKind::Trans && a->type.rank() == 2 &&
-         sixteen_bit(a->type.dtype) && a->type.shape[1] % 64 == 0 &&
-         a->type.shape[0] == dot.type.shape[0];
+/// The shared tile a wgmma dot could read its A from through a descriptor (tj::dot_wgmma_ss /
+/// dot_wgmma_ss_t), or nullptr: a whole 16-bit tile read as it lies ([M, K], K-major: K a
+/// multiple of 64) or transposed (trans(a), a [K, M]: MN-major, each warpgroup's 64 rows a
+/// 64-column block of it), and no `shared_a = 0` on the dot.
+ir::Var* descriptor_a_tile(const ir::Expr& dot) {
+  if (dot.registers_a) return nullptr;
+  const bool mn = dot.a->kind == ExprKind::Trans;
+  const ir::Expr& x = mn ? *dot.a->a : *dot.a;
+  if (x.kind != ExprKind::VarRef || x.var->type.space != Space::Shared) return nullptr;
+  ir::Var* a = x.var;
+  if (a->type.rank() != 2 || !sixteen_bit(a->type.dtype)) return nullptr;
+  const int64_t m = dot.type.shape[0];
+  if (mn) return a->type.shape[1] == m && m % 64 == 0 && a->type.shape[0] % 16 == 0 ? a : nullptr;
+  return a->type.shape[0] == m && a->type.shape[1] % 64 == 0 ? a : nullptr;
 }
 
-/// Each shared tile's reads, and the tiles something other than a copy writes.
+/// Each shared tile's reads, the tiles something other than a copy writes, and those of them
+/// written otherwise than whole from registers (`shared x = cast<T>(frag)`, which the emitter
+/// stores through the tile's swizzle like any layout).
 struct SharedUses {
   std::map<ir::Var*, int> reads;
-  std::set<ir::Var*> other_writes;
+  std::set<ir::Var*> other_writes, partial_writes;
 };
 
 SharedUses shared_uses(ir::Kernel& k, std::vector<ir::Expr*>* dots) {
@@ -105,7 +112,7 @@ SharedUses shared_uses(ir::Kernel& k, std::vector<ir::Expr*>* dots) {
         if (e.kind == ExprKind::VarRef && e.var->type.space == Space::Shared)
           ++u.reads[e.var];
         else if (e.var && e.var->type.space == Space::Shared)
-          u.other_writes.insert(e.var);
+          u.other_writes.insert(e.var), u.partial_writes.insert(e.var);
         if (dots && e.kind == ExprKind::Dot && e.wgmma >= 0) dots->push_back(&e);
       });
     });
@@ -145,7 +152,7 @@ int wgmma_rows_warps(ir::Kernel& k, const ir::Expr& dot, int warps) {
   int dot_reads = 0;
   for (const ir::Expr* d : dots) {
     if (b_tile(*d->b) == b) ++dot_reads;
-    if (d->a->kind == ExprKind::VarRef && d->a->var == b && fits_descriptor_a(*d)) ++dot_reads;
+    if (descriptor_a_tile(*d) == b) ++dot_reads;
   }
   return !u.other_writes.count(b) && u.reads[b] == dot_reads ? static_cast<int>(wm) : 0;
 }
@@ -166,7 +173,7 @@ void select_wgmma(ir::Kernel& k) {
     std::map<ir::Var*, int> dot_reads;
     for (ir::Expr* dot : selected) {
       ++dot_reads[b_tile(*dot->b)];
-      if (fits_descriptor_a(*dot)) ++dot_reads[dot->a->var];
+      if (ir::Var* a = descriptor_a_tile(*dot)) ++dot_reads[a];
     }
     std::erase_if(selected, [&](ir::Expr* dot) {
       ir::Var* b = b_tile(*dot->b);
@@ -180,22 +187,23 @@ void select_wgmma(ir::Kernel& k) {
     b_tile(*dot->b)->smem_swizzle = 128;
   }
   // A tiles the tensor cores can read themselves (wgmma_ss): a whole 16-bit shared tile read as
-  // A as it lies ([M, K], K-major, K a multiple of 64) by a selected dot with a K-major B, and
-  // read by nothing but selected dots (as such an A, or as B: the swizzled bytes serve both),
-  // written only by copies. Swizzled like a B tile, it takes no A registers: ldmatrix's 4 per
-  // k16 step (32 at K = 128) stay free, which a dot left running (issue = 1) holds until done.
+  // A as it lies ([M, K], K-major, K a multiple of 64) or transposed (MN-major) by a selected
+  // dot, read by nothing but selected dots (as such an A, or as B: the swizzled bytes serve
+  // both), written by copies or whole from registers (attention backward's ds^T, staged for
+  // dq's product). Swizzled like a B tile, it takes no A registers: ldmatrix's 4 per k16 step
+  // (32 at K = 128) stay free, which a dot left running (issue = 1) holds until done.
   std::map<ir::Var*, int> wgmma_reads;
   std::set<ir::Var*> a_tiles, not_as_a;
   for (ir::Expr* dot : selected) {
     ++wgmma_reads[b_tile(*dot->b)];
-    if (dot->a->kind != ExprKind::VarRef || dot->a->var->type.space != Space::Shared) continue;
-    ir::Var* a = dot->a->var;
+    ir::Var* a = is_shared_operand(*dot->a) ? b_tile(*dot->a) : nullptr;
+    if (!a) continue;
     ++wgmma_reads[a];
     // shared_a = 0 on any dot reading it as A keeps the tile in registers for all of them.
-    (fits_descriptor_a(*dot) ? a_tiles : not_as_a).insert(a);
+    (descriptor_a_tile(*dot) == a ? a_tiles : not_as_a).insert(a);
   }
   for (ir::Var* a : a_tiles)
-    if (!not_as_a.count(a) && !u.other_writes.count(a) && u.reads[a] == wgmma_reads[a])
+    if (!not_as_a.count(a) && !u.partial_writes.count(a) && u.reads[a] == wgmma_reads[a])
       a->smem_swizzle = 128;
 }
 

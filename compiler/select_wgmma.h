@@ -17,10 +17,12 @@
 //     through a descriptor (below) (the swizzle is their contract; every orientation reads the
 //     same swizzled bytes).
 // Anything else keeps mma.sync, and so does a dot written with `wgmma = 0`. A selected dot's A,
-// when it is a whole 16-bit shared tile [M, K] read as it lies (K a multiple of 64, B K-major),
-// read by nothing but selected dots and written only by copies, is swizzled too: the tensor
-// cores then read it through a descriptor (tj::dot_wgmma_ss) instead of each warp loading its
-// fragments into registers (attention's q k^T: q's tile), unless a dot reading it as A says
+// when it is a whole 16-bit shared tile read as it lies ([M, K], K a multiple of 64) or
+// transposed (trans(a), a [K, M]: MN-major, M a multiple of 64), read by nothing but selected
+// dots and written by copies or whole from registers (`shared x = cast<T>(frag)`, stored through
+// the swizzle), is swizzled too: the tensor cores then read it through a descriptor
+// (tj::dot_wgmma_ss, dot_wgmma_ss_t) instead of each warp loading its fragments into registers
+// (attention's q k^T: q's tile; its backward's ds^T for dq), unless a dot reading it as A says
 // `shared_a = 0` (the registers saved against A's bytes read from shared memory at every
 // wgmma: attention's forward at width 128 is 5% slower with it, its backward 2-3% faster on
 // the H200). After assign-layouts

@@ -131,7 +131,9 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
     // until the wgmmas are done), the call returning with them running.
     // A a swizzled tile (select-wgmma): the tensor cores read it through descriptors too, so
     // no A registers, none to hold while an issued dot runs.
-    const bool a_swizzled = e.a->kind == ExprKind::VarRef && e.a->var->smem_swizzle;
+    const bool a_transposed = e.a->kind == ExprKind::Trans;
+    const ir::Expr& a_tile = a_transposed ? *e.a->a : *e.a;
+    const bool a_swizzled = a_tile.kind == ExprKind::VarRef && a_tile.var->smem_swizzle;
     std::string a_regs;
     if (issue) {
       if (!a_swizzled) {
@@ -146,11 +148,18 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
       wgmma_in_flight_.push_back(std::move(d));
     }
     if (a_swizzled) {
-      TJ_ICHECK(b.transposed, "a wgmma dot with A from a swizzled tile takes B K-major");
-      const ir::Var* av = e.a->var;
-      line(str(issue ? "tj::dot_wgmma_ss_issue<" : "tj::dot_wgmma_ss<", LC, ", ", K, ", ", T, ", ",
-               swizzled_rows(*av), ", ", swizzled_rows(*bv), ">(", dst, ", ", shared_ptr(av), ", ",
-               b.ptr, ");"));
+      const ir::Var* av = a_tile.var;
+      if (!a_transposed && b.transposed) { // both K-major
+        line(str(issue ? "tj::dot_wgmma_ss_issue<" : "tj::dot_wgmma_ss<", LC, ", ", K, ", ", T,
+                 ", ", swizzled_rows(*av), ", ", swizzled_rows(*bv), ">(", dst, ", ",
+                 shared_ptr(av), ", ", b.ptr, ");"));
+        return;
+      }
+      // Either operand MN-major: A stored [K][M] (trans(a)), B [K][N] as it lies.
+      line(str(issue ? "tj::dot_wgmma_ss_t_issue<" : "tj::dot_wgmma_ss_t<", LC, ", ", K, ", ", T,
+               ", ", a_transposed ? "true" : "false", ", ", swizzled_rows(*av), ", ",
+               b.transposed ? "false" : "true", ", ", swizzled_rows(*bv), ">(", dst, ", ",
+               shared_ptr(av), ", ", b.ptr, ");"));
       return;
     }
     const std::string issue_args = issue ? str(", ", a_regs) : std::string();

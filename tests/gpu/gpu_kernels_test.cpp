@@ -400,10 +400,11 @@ TEST(GpuBulkAtomics, MatchTheInterpreter) {
                                1e-5);
 }
 
-// Dots whose warpgroups split N on wgmma, and a tile read as one dot's A through a descriptor
-// and as another's B (tests/data/wgmma_split.tile) against the interpreter: 4 and 8 warps, both
-// 16-bit types, N per warpgroup 32 to 128, odd tensor sizes (the tiles' edges zero-filled, the
-// stores cut short).
+// Dots whose warpgroups split N on wgmma, a tile read as one dot's A through a descriptor and
+// as another's B, A read transposed (MN-major) through a descriptor from a tile copied or
+// written from registers (tests/data/wgmma_split.tile) against the interpreter: 4 and 8 warps,
+// both 16-bit types, N per warpgroup 32 to 128, odd tensor sizes (the tiles' edges zero-filled,
+// the stores cut short).
 TEST(GpuWgmmaSplit, MatchTheInterpreter) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
@@ -433,6 +434,13 @@ TEST(GpuWgmmaSplit, MatchTheInterpreter) {
                                      1e-5);
         }
       }
+      expect_matches_interpreter(run, src + "#staged_a", base,
+                                 {{HostBuffer(DType::F32, {3, 50, 60})},
+                                  {HostBuffer(t, {50, 100})},
+                                  {HostBuffer(t, {40, 50})},
+                                  {HostBuffer(DType::F32, {60, 100}), true},
+                                  {HostBuffer(DType::F32, {60, 40}), true}},
+                                 1e-5);
       expect_matches_interpreter(run, src + "#shared_both", base,
                                  {{HostBuffer(t, {60, 128})},
                                   {HostBuffer(t, {50, 128})},

@@ -250,24 +250,44 @@ TJ_DEVICE void dot_wgmma_sa(float (&acc)[LC::N], const T* sa, int lda, const T* 
   wgmma_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 
-/// acc += A @ B for all of K with A read by the tensor cores too (wgmma_ss): A [M, K] stored
-/// K-major in a swizzled tile (swizzle128<AROWS>, as select-wgmma swizzles it), this
-/// warpgroup's 64 rows (64 g .. 64 g + 63, g = LC::wm() / 4: the same for its four warps); B
-/// [N][K] K-major in its swizzled tile (swizzle128<BROWS>). Both descriptors step through the
-/// 64-column blocks as wgmma_b_step's do; the group is issued and the call returns with it
-/// running (neither tile may be written until a wgmma_wait).
+/// A's descriptor at k step k0 for this warpgroup's 64 rows (g = LC::wm() / 4): K-major (A_MN
+/// false: A [M, K] stored [M][K] in swizzle128<AROWS>, AROWS = M rows; 64-column blocks of K)
+/// or MN-major (A_MN: stored [K][M], AROWS = K rows, M in blocks of 64 columns, this
+/// warpgroup's the g-th: attention backward's ds^T, staged as [keys][queries]).
+template <class LC, class T, bool A_MN, int AROWS>
+TJ_DEVICE unsigned long long wgmma_a_desc(const T* sa, int k0) {
+  if (A_MN) return wgmma_desc_sw128_mn<AROWS>(sa + (LC::wm() / 4) * (AROWS * 64) + k0 * 64);
+  return wgmma_desc_sw128(sa) + (LC::wm() / 4) * (64 * 128 / 16) + (k0 >> 6) * (AROWS * 128 / 16) +
+         (k0 & 63) * 2 / 16;
+}
+
+/// B's descriptor at k step k0 for this warpgroup's columns: K-major (stored [N][K]) or MN-major
+/// (B_MN: stored [K][N]), as wgmma_b_step reads them.
+template <class LC, class T, bool B_MN, int BROWS>
+TJ_DEVICE unsigned long long wgmma_b_desc(const T* sb, int k0) {
+  sb += wgmma_b_columns<LC, B_MN, BROWS>();
+  if (B_MN) return wgmma_desc_sw128_mn<BROWS>(sb + k0 * 64);
+  return wgmma_desc_sw128(sb) + (k0 >> 6) * (BROWS * 128 / 16) + (k0 & 63) * 2 / 16;
+}
+
+/// acc += A @ B for all of K with A read by the tensor cores too (wgmma_ss): A and B each in a
+/// swizzled tile (as select-wgmma swizzles them), K-major or MN-major (wgmma_a_desc,
+/// wgmma_b_desc); the group is issued and the call returns with it running (neither tile may be
+/// written until a wgmma_wait).
+template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
+TJ_DEVICE void wgmma_issue_all_k_ss_t(float (&acc)[LC::N], const T* sa, const T* sb) {
+  static_assert(A_MN || K % 64 == 0, "wgmma: a K-major A's K a multiple of 64 (whole blocks)");
+  wgmma_fence();
+  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
+    WgmmaSs<LC::WTN, T>::template run<A_MN, B_MN>(acc, wgmma_a_desc<LC, T, A_MN, AROWS>(sa, kk * 16),
+                                                  wgmma_b_desc<LC, T, B_MN, BROWS>(sb, kk * 16));
+  wgmma_commit();
+}
+
+/// Both operands K-major (A [M][K], B [N][K]): attention's q k^T with q by descriptor.
 template <class LC, int K, class T, int AROWS, int BROWS>
 TJ_DEVICE void wgmma_issue_all_k_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
-  const unsigned long long da = wgmma_desc_sw128(sa) + (LC::wm() / 4) * (64 * 128 / 16);
-  const unsigned long long db = wgmma_desc_sw128(sb + wgmma_b_columns<LC, false, BROWS>());
-  wgmma_fence();
-  TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk) {
-    const int k0 = kk * 16;
-    const unsigned long long in_block = (k0 & 63) * 2 / 16;
-    wgmma_ss<LC::WTN, T>(acc, da + (k0 >> 6) * (AROWS * 128 / 16) + in_block,
-                         db + (k0 >> 6) * (BROWS * 128 / 16) + in_block);
-  }
-  wgmma_commit();
+  wgmma_issue_all_k_ss_t<LC, K, T, false, AROWS, false, BROWS>(acc, sa, sb);
 }
 
 /// acc += A @ B with both operands read from their swizzled tiles by the tensor cores
@@ -277,6 +297,15 @@ TJ_DEVICE void dot_wgmma_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
   static_assert(wgmma_tile_dot_ok<LC, K>());
   static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
   wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
+  wgmma_wait<0>();
+  wgmma_fence_operand(acc);
+}
+
+/// The same with either operand MN-major (A_MN: A stored [K][M]; B_MN: B stored [K][N]).
+template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
+TJ_DEVICE void dot_wgmma_ss_t(float (&acc)[LC::N], const T* sa, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  wgmma_issue_all_k_ss_t<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
   wgmma_wait<0>();
   wgmma_fence_operand(acc);
 }
@@ -308,6 +337,11 @@ TJ_DEVICE void dot_wgmma_ss_issue(float (&acc)[LC::N], const T* sa, const T* sb)
   static_assert(wgmma_tile_dot_ok<LC, K>());
   static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
   wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
+}
+template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
+TJ_DEVICE void dot_wgmma_ss_t_issue(float (&acc)[LC::N], const T* sa, const T* sb) {
+  static_assert(wgmma_tile_dot_ok<LC, K>());
+  wgmma_issue_all_k_ss_t<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
 }
 template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
