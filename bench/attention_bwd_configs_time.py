@@ -7,6 +7,7 @@ first's. One JSON line per shape.
     PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_configs_time.py \\
         --configs 'ATOMIC_DQ=0,ISSUE=1;ATOMIC_DQ=1,ISSUE=1' [--shapes 8192:128,8192:128:causal,
         16384:128:10] [--out F]
+    python3 bench/attention_bwd_configs_time.py --table F   # F's rows as a markdown table
 
 Shapes are N:D[:causal|:DENSITY%] at bf16 B=4 H=16 (a random block mask per head, the
 diagonal kept, as a BlockMask, for a density). L2 flushed before each call, CUDA events.
@@ -45,7 +46,24 @@ def parse_shape(text):
     return n, d, tail == "causal", int(tail) if tail and tail != "causal" else None
 
 
+def print_table(path):
+    """The JSON lines of an earlier run as a markdown table (a device script's summary)."""
+    import json
+    rows = [json.loads(line) for line in open(path)]
+    if rows:
+        print("| N | D | causal | density | " + " | ".join(rows[0]["configs"]) +
+              " | max rel diff |")
+    for r in rows:
+        print(f"| {r['N']} | {r['D']} | {r['causal']} | {r['density_percent']} | "
+              + " | ".join(f"{x:.3f}" for x in r["bwd_ms"])
+              + f" | {max(r['max_rel_diff_vs_first']):.2e} |")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        print_table(sys.argv[2])
+        return 0
+
     def extra(p):
         p.add_argument("--configs", required=True, help="configurations separated by ';'")
         p.add_argument("--shapes", default="8192:128,8192:128:causal,16384:128:10")

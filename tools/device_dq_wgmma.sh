@@ -17,13 +17,4 @@ timeout 300 $PY bench/attention_bwd_configs_time.py \
   --shapes "${SHAPES:-8192:128,8192:128:causal,16384:128:10,16384:128:50,8192:64}" \
   --out "$out/configs.jsonl" >"$out/configs.log" 2>&1
 echo "attention_bwd_configs_time: exit $?"; tail -3 "$out/configs.log"
-$PY - "$out/configs.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-if rows:
-    print("| N | D | causal | density | " + " | ".join(rows[0]["configs"]) + " | max rel diff |")
-for r in rows:
-    print(f"| {r['N']} | {r['D']} | {r['causal']} | {r['density_percent']} | "
-          + " | ".join(f"{x:.3f}" for x in r["bwd_ms"])
-          + f" | {max(r['max_rel_diff_vs_first']):.2e} |")
-PY
+$PY bench/attention_bwd_configs_time.py --table "$out/configs.jsonl"

@@ -20,13 +20,4 @@ timeout 150 $PY bench/attention_bwd_configs_time.py --rounds 3 \
   --configs "ATOMIC_DQ=0,ISSUE=1;ATOMIC_DQ=1,ISSUE=1" \
   --shapes "8192:128,16384:128:10" --out "$out/configs.jsonl" >"$out/configs.log" 2>&1
 echo "attention_bwd_configs_time: exit $?"
-$PY - "$out/configs.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-if rows:
-    print("| N | D | causal | density | " + " | ".join(rows[0]["configs"]) + " | max rel diff |")
-for r in rows:
-    print(f"| {r['N']} | {r['D']} | {r['causal']} | {r['density_percent']} | "
-          + " | ".join(f"{x:.3f}" for x in r["bwd_ms"])
-          + f" | {max(r['max_rel_diff_vs_first']):.2e} |")
-PY
+$PY bench/attention_bwd_configs_time.py --table "$out/configs.jsonl"
