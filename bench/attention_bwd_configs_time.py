@@ -65,16 +65,19 @@ def main():
         return 0
 
     def extra(p):
-        p.add_argument("--configs", required=True, help="configurations separated by ';'")
-        p.add_argument("--shapes", default="8192:128,8192:128:causal,16384:128:10")
+        # Parsed here, so that a malformed value is named before anything else (GPU or not).
+        p.add_argument("--configs", required=True, type=parse_configs,
+                       help="configurations separated by ';'")
+        p.add_argument("--shapes", default="8192:128,8192:128:causal,16384:128:10",
+                       type=lambda text: [parse_shape(s) for s in text.split(",")])
         p.add_argument("--rounds", type=int, default=5)
     started = session(__doc__, "attention_bwd_configs_time", extra)
     if started is None:
         return 0
     args, torch, tilejit, timer, emit = started
-    configs = parse_configs(args.configs)
+    configs = args.configs
     B, H = 4, 16
-    for n, d, causal, density in map(parse_shape, args.shapes.split(",")):
+    for n, d, causal, density in args.shapes:
         torch.manual_seed(0)
         q, k, v, dout = random_tensors(torch, 4, (B, H, n, d), torch.bfloat16)
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None

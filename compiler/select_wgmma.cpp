@@ -77,8 +77,8 @@ bool fits_wgmma(const ir::Expr& dot) {
   return fits_wgmma_split(dot, lc->wm, lc->wn);
 }
 
-/// The shared tile a wgmma dot could read its A from through a descriptor (tj::dot_wgmma_ss /
-/// dot_wgmma_ss_t), or nullptr: a whole 16-bit tile read as it lies ([M, K], K-major: K a
+/// The shared tile a wgmma dot could read its A from through a descriptor (tj::dot_wgmma_ss),
+/// or nullptr: a whole 16-bit tile read as it lies ([M, K], K-major: K a
 /// multiple of 64) or transposed (trans(a), a [K, M]: MN-major, each warpgroup's 64 rows a
 /// 64-column block of it), and no `shared_a = 0` on the dot.
 ir::Var* descriptor_a_tile(const ir::Expr& dot) {

@@ -21,7 +21,7 @@
 // transposed (trans(a), a [K, M]: MN-major, M a multiple of 64), read by nothing but selected
 // dots and written by copies or whole from registers (`shared x = cast<T>(frag)`, stored through
 // the swizzle), is swizzled too: the tensor cores then read it through a descriptor
-// (tj::dot_wgmma_ss, dot_wgmma_ss_t) instead of each warp loading its fragments into registers
+// (tj::dot_wgmma_ss) instead of each warp loading its fragments into registers
 // (attention's q k^T: q's tile; its backward's ds^T for dq), unless a dot reading it as A says
 // `shared_a = 0` (the registers saved against A's bytes read from shared memory at every
 // wgmma: attention's forward at width 128 is 5% slower with it, its backward 2-3% faster on

@@ -148,16 +148,11 @@ void Emitter::emit_dot(const ir::Expr& e, const std::string& dst, bool accumulat
       wgmma_in_flight_.push_back(std::move(d));
     }
     if (a_swizzled) {
+      // A stored [M][K] (K-major) or [K][M] (trans(a): MN-major), B [N][K] (trans(b)) or
+      // [K][N] as it lies.
       const ir::Var* av = a_tile.var;
-      if (!a_transposed && b.transposed) { // both K-major
-        line(str(issue ? "tj::dot_wgmma_ss_issue<" : "tj::dot_wgmma_ss<", LC, ", ", K, ", ", T,
-                 ", ", swizzled_rows(*av), ", ", swizzled_rows(*bv), ">(", dst, ", ",
-                 shared_ptr(av), ", ", b.ptr, ");"));
-        return;
-      }
-      // Either operand MN-major: A stored [K][M] (trans(a)), B [K][N] as it lies.
-      line(str(issue ? "tj::dot_wgmma_ss_t_issue<" : "tj::dot_wgmma_ss_t<", LC, ", ", K, ", ", T,
-               ", ", a_transposed ? "true" : "false", ", ", swizzled_rows(*av), ", ",
+      line(str(issue ? "tj::dot_wgmma_ss_issue<" : "tj::dot_wgmma_ss<", LC, ", ", K, ", ", T, ", ",
+               a_transposed ? "true" : "false", ", ", swizzled_rows(*av), ", ",
                b.transposed ? "false" : "true", ", ", swizzled_rows(*bv), ">(", dst, ", ",
                shared_ptr(av), ", ", b.ptr, ");"));
       return;

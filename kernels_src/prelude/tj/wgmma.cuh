@@ -271,11 +271,11 @@ TJ_DEVICE unsigned long long wgmma_b_desc(const T* sb, int k0) {
 }
 
 /// acc += A @ B for all of K with A read by the tensor cores too (wgmma_ss): A and B each in a
-/// swizzled tile (as select-wgmma swizzles them), K-major or MN-major (wgmma_a_desc,
-/// wgmma_b_desc); the group is issued and the call returns with it running (neither tile may be
-/// written until a wgmma_wait).
+/// swizzled tile (as select-wgmma swizzles them), K-major or MN-major (A_MN: A stored [K][M];
+/// B_MN: B stored [K][N]; wgmma_a_desc, wgmma_b_desc); the group is issued and the call returns
+/// with it running (neither tile may be written until a wgmma_wait).
 template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
-TJ_DEVICE void wgmma_issue_all_k_ss_t(float (&acc)[LC::N], const T* sa, const T* sb) {
+TJ_DEVICE void wgmma_issue_all_k_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
   static_assert(A_MN || K % 64 == 0, "wgmma: a K-major A's K a multiple of 64 (whole blocks)");
   wgmma_fence();
   TJ_UNROLL for (int kk = 0; kk < K / 16; ++kk)
@@ -284,28 +284,13 @@ TJ_DEVICE void wgmma_issue_all_k_ss_t(float (&acc)[LC::N], const T* sa, const T*
   wgmma_commit();
 }
 
-/// Both operands K-major (A [M][K], B [N][K]): attention's q k^T with q by descriptor.
-template <class LC, int K, class T, int AROWS, int BROWS>
-TJ_DEVICE void wgmma_issue_all_k_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
-  wgmma_issue_all_k_ss_t<LC, K, T, false, AROWS, false, BROWS>(acc, sa, sb);
-}
-
 /// acc += A @ B with both operands read from their swizzled tiles by the tensor cores
-/// (wgmma_issue_all_k_ss); done when it returns (acc readable).
-template <class LC, int K, class T, int AROWS, int BROWS>
+/// (wgmma_issue_all_k_ss): attention's q k^T with q by descriptor (both K-major), its
+/// backward's ds^T k (both MN-major); done when it returns (acc readable).
+template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
 TJ_DEVICE void dot_wgmma_ss(float (&acc)[LC::N], const T* sa, const T* sb) {
   static_assert(wgmma_tile_dot_ok<LC, K>());
-  static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
-  wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
-  wgmma_wait<0>();
-  wgmma_fence_operand(acc);
-}
-
-/// The same with either operand MN-major (A_MN: A stored [K][M]; B_MN: B stored [K][N]).
-template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
-TJ_DEVICE void dot_wgmma_ss_t(float (&acc)[LC::N], const T* sa, const T* sb) {
-  static_assert(wgmma_tile_dot_ok<LC, K>());
-  wgmma_issue_all_k_ss_t<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
+  wgmma_issue_all_k_ss<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
   wgmma_wait<0>();
   wgmma_fence_operand(acc);
 }
@@ -332,16 +317,10 @@ TJ_DEVICE void dot_wgmma_sa_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
   wgmma_issue_all_k<LC, K, T, B_MNMAJOR, BROWS>(acc, a, sb);
 }
 /// The issuing half of dot_wgmma_ss: no A registers to hold, the caller waits as for the others.
-template <class LC, int K, class T, int AROWS, int BROWS>
+template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
 TJ_DEVICE void dot_wgmma_ss_issue(float (&acc)[LC::N], const T* sa, const T* sb) {
   static_assert(wgmma_tile_dot_ok<LC, K>());
-  static_assert(K % 64 == 0, "dot_wgmma_ss: A's K a multiple of 64 (whole swizzled blocks)");
-  wgmma_issue_all_k_ss<LC, K, T, AROWS, BROWS>(acc, sa, sb);
-}
-template <class LC, int K, class T, bool A_MN, int AROWS, bool B_MN, int BROWS>
-TJ_DEVICE void dot_wgmma_ss_t_issue(float (&acc)[LC::N], const T* sa, const T* sb) {
-  static_assert(wgmma_tile_dot_ok<LC, K>());
-  wgmma_issue_all_k_ss_t<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
+  wgmma_issue_all_k_ss<LC, K, T, A_MN, AROWS, B_MN, BROWS>(acc, sa, sb);
 }
 template <class LC, class LA, int K, class T, bool B_MNMAJOR, int BROWS>
 TJ_DEVICE void dot_wgmma_ra_issue(float (&acc)[LC::N], unsigned (&a)[K / 16][4],
