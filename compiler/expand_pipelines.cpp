@@ -22,6 +22,15 @@ bool slot_release_enabled() {
                   "' is not a slot release: use 'mbarrier' (the default) or 'barrier'"));
 }
 
+bool early_inputs_enabled() {
+  const char* v = std::getenv("TILEJIT_PIPELINE_EARLY_INPUTS");
+  if (!v || !*v || std::string(v) == "1") return true;
+  if (std::string(v) == "0") return false;
+  throw Error(
+      str("TILEJIT_PIPELINE_EARLY_INPUTS='", v,
+          "' is not 0 or 1 (whether copies' loaded addresses are read an iteration early)"));
+}
+
 namespace {
 
 const Type kIndex{DType::I32, {}, Space::Scalar};
@@ -125,7 +134,8 @@ private:
   /// for one iteration: the loop variable read as `iteration`, each declared variable fresh,
   /// ring buffers filled at `slot`.
   Block producers(const Block& body, Var* loop_var, Var* iteration, Var* slot,
-                  std::map<const Var*, Var*>& renamed) {
+                  std::map<const Var*, Var*>& renamed,
+                  const std::map<const Var*, Var*>* carried = nullptr) {
     Block out;
     for (const StmtPtr& sp : body) {
       const Stmt& s = *sp;
@@ -134,12 +144,14 @@ private:
       c->pipeline_role = s.pipeline_role;
       if (s.kind == StmtKind::If) {
         c->value = rename(*s.value, loop_var, iteration, renamed);
-        c->body = producers(s.body, loop_var, iteration, slot, renamed);
-        c->else_body = producers(s.else_body, loop_var, iteration, slot, renamed);
+        c->body = producers(s.body, loop_var, iteration, slot, renamed, carried);
+        c->else_body = producers(s.else_body, loop_var, iteration, slot, renamed, carried);
         out.push_back(std::move(c));
         continue;
       }
-      c->value = rename(*s.value, loop_var, iteration, renamed);
+      const auto held = carried ? carried->find(s.var) : std::map<const Var*, Var*>::iterator{};
+      c->value = carried && held != carried->end() ? ref(held->second, s.loc)
+                                                   : rename(*s.value, loop_var, iteration, renamed);
       if (s.pipeline_role == Role::Producer) {
         c->var = s.var; // the ring buffer itself: only its slot differs
         c->slot = ref(slot, s.loc);
@@ -156,6 +168,24 @@ private:
       out.push_back(std::move(c));
     }
     return out;
+  }
+
+  /// The producers' inputs read an iteration before the copies they address: every statement
+  /// with a pipeline role at the body's top level, the inputs scalars, at least one of them a
+  /// load (a block-sparse loop's index list). Empty when the loop is otherwise.
+  static std::vector<const Stmt*> early_inputs(const Block& body) {
+    std::vector<const Stmt*> inputs;
+    bool loads = false;
+    for (const StmtPtr& sp : body) {
+      const Stmt& s = *sp;
+      if (s.pipeline_role == Role::None || s.pipeline_role == Role::Producer) continue;
+      if (s.kind != StmtKind::Decl || !s.var || s.var->type.space != Space::Scalar) return {};
+      for_each_node(const_cast<Expr&>(*s.value),
+                    [&](Expr& n) { loads = loads || n.kind == ExprKind::Load; });
+      inputs.push_back(&s);
+    }
+    if (!loads) return {};
+    return inputs;
   }
 
   static ExprPtr rename(const Expr& e, Var* loop_var, Var* iteration,
@@ -293,6 +323,28 @@ private:
     }
     out.push_back(std::move(prologue));
 
+    // Inputs the copies' addresses load (a block-sparse loop's next block index): read one
+    // iteration before the copies they address and carried in a register, so that the thread
+    // issuing the copies does so as soon as their slot is free rather than a load's latency
+    // later (ncu on attn_fwd_sparse: its warps waited twice as long as the dense kernel's for
+    // copies to land). A value read past the loop's end is never used: the copies' guard.
+    const std::vector<const Stmt*> early =
+        D > 0 && early_inputs_enabled() ? early_inputs(loop.body) : std::vector<const Stmt*>{};
+    std::map<const Var*, Var*> carried; // input -> its value for the next `ahead`
+    if (!early.empty()) {
+      Var* first = fresh(v->name + "_ahead", kIndex, loc);
+      out.push_back(
+          decl(first, binary(dsl::BinaryOp::Add, ref(lo, loc), constant(D * step, loc), loc), loc));
+      std::map<const Var*, Var*> renamed;
+      for (const Stmt* in : early) {
+        Var* c = fresh(in->var->name + "_early", in->var->type, in->var->loc);
+        c->assigned_in_loop = true;
+        out.push_back(decl(c, rename(*in->value, v, first, renamed), in->loc));
+        renamed[in->var] = c;
+        carried[in->var] = c;
+      }
+    }
+
     // The loop: wait for this iteration's copies, then issue D iterations ahead.
     auto main = std::make_unique<Stmt>(StmtKind::For, loc);
     main->var = v;
@@ -350,7 +402,8 @@ private:
       auto guard = std::make_unique<Stmt>(StmtKind::If, loc);
       guard->value = before_end(ref(ahead, loc), hi, step, loc);
       std::map<const Var*, Var*> renamed;
-      guard->body = producers(loop.body, v, ahead, write, renamed);
+      guard->body =
+          producers(loop.body, v, ahead, write, renamed, carried.empty() ? nullptr : &carried);
       if (empties >= 0) {
         // Slot `write` was last read S - D iterations ago (or never, or in an earlier run of
         // the loop, before its closing barrier): wait for that release, whose phase has the
@@ -370,6 +423,26 @@ private:
       }
       main->body.push_back(std::move(guard));
       main->body.push_back(async_commit(loc));
+      if (!carried.empty()) {
+        // The next iteration's inputs, read now (each after those it uses).
+        Var* next = fresh(v->name + "_ahead", kIndex, loc);
+        main->body.push_back(
+            decl(next, binary(dsl::BinaryOp::Add, ref(ahead, loc), constant(step, loc), loc), loc));
+        std::map<const Var*, Var*> fresh_values;
+        std::vector<std::pair<Var*, Var*>> updates;
+        for (const Stmt* in : early) {
+          Var* t = fresh(in->var->name + "_next", in->var->type, in->var->loc);
+          main->body.push_back(decl(t, rename(*in->value, v, next, fresh_values), in->loc));
+          fresh_values[in->var] = t;
+          updates.push_back({carried.at(in->var), t});
+        }
+        for (auto [c, t] : updates) {
+          auto assign = std::make_unique<Stmt>(StmtKind::Assign, loc);
+          assign->var = c;
+          assign->value = ref(t, loc);
+          main->body.push_back(std::move(assign));
+        }
+      }
     }
     ++loop_depth_; // a pipelined loop in the body runs once per iteration of this one
     for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));

@@ -39,6 +39,12 @@
 // so the warps are not held in step by a block barrier every iteration (insert-barriers still
 // orders the body's other shared tiles). TILEJIT_PIPELINE_RELEASE=barrier turns this off.
 //
+// Where the producers' inputs are scalars some of which are loads (a block-sparse loop's next
+// kept block, read from its index list), the loop reads them an iteration before the copies
+// that use them and carries them in registers (x_early, updated from x_next each iteration),
+// so the copies are issued without waiting for a load. TILEJIT_PIPELINE_EARLY_INPUTS=0 turns
+// this off.
+//
 // (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
 // around producers are kept (a block-sparse loop that skips a block neither copies nor reads
 // it). It also decides which copies run asynchronously: a copy the body does for itself is
@@ -55,5 +61,11 @@ void expand_pipelines(ir::Kernel& k);
 /// TILEJIT_PIPELINE_RELEASE, 'mbarrier' (the default) or 'barrier' (the block barrier at every
 /// iteration's top, for comparison); another value throws tilejit::Error naming it.
 bool slot_release_enabled();
+
+/// Whether the scalar inputs a pipeline's copies load their addresses from (a block-sparse
+/// loop's index list) are read an iteration before the copies and carried: the environment's
+/// TILEJIT_PIPELINE_EARLY_INPUTS, '1' (the default) or '0' (read with the copies, for
+/// comparison); another value throws tilejit::Error naming it.
+bool early_inputs_enabled();
 
 } // namespace tilejit

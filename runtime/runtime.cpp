@@ -630,6 +630,7 @@ CompileJob make_compile_job(Runtime& rt, Runtime::Impl& impl, KernelRef k,
   // The pipelines' slot release (TILEJIT_PIPELINE_RELEASE) changes the generated code: a
   // process that switches it compiles the other variant rather than reusing this one.
   if (!slot_release_enabled()) key += "|release=barrier";
+  if (!early_inputs_enabled()) key += "|early=0";
   for (const auto& [n, v] : config) key += str("|", n, "=", v);
   CompileJob job;
   job.kernel = std::move(lk);
