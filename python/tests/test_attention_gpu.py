@@ -332,6 +332,18 @@ def test_forward_with_q_read_through_a_descriptor(dtype, b, hq, hkv, n, d, causa
     assert torch.equal(o, o0) and torch.equal(l, l0)
 
 
+def poisoned_forward_backward(q, k, v, dout, causal, mask):
+    """o, lse, dq, dk, dv of the ops at their defaults, into NaN-poisoned outputs."""
+    out = torch.full_like(q, math.nan)
+    lse = torch.full(q.shape[:3], math.nan, device="cuda")
+    o, l = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask, out=out,
+                                         lse=lse)
+    dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
+    tilejit.ops.attention_backward(q, k, v, o, l, dout, causal=causal, block_mask=mask,
+                                   dq=dq, dk=dk, dv=dv)
+    return o, l, dq, dk, dv
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
     (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
@@ -356,14 +368,7 @@ def test_slot_release_is_bit_equal_to_the_block_barrier(monkeypatch, dtype, b, h
         mask = torch.rand(1, hq, nb, nb, device="cuda") < density
 
     def run():
-        out = torch.full_like(q, math.nan)
-        lse = torch.full((b, hq, n), math.nan, device="cuda")
-        o, l = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask, out=out,
-                                             lse=lse)
-        dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
-        tilejit.ops.attention_backward(q, k, v, o, l, dout, causal=causal, block_mask=mask,
-                                       dq=dq, dk=dk, dv=dv)
-        return o, l, dq, dk, dv
+        return poisoned_forward_backward(q, k, v, dout, causal, mask)
     monkeypatch.setenv("TILEJIT_PIPELINE_RELEASE", "barrier")
     want = run()
     monkeypatch.setenv("TILEJIT_PIPELINE_RELEASE", "mbarrier")
@@ -392,14 +397,7 @@ def test_early_index_reads_are_bit_equal(monkeypatch, dtype, b, hq, hkv, n, d, c
     mask = torch.rand(1, hq, nb, nb, device="cuda") < density
 
     def run():
-        out = torch.full_like(q, math.nan)
-        lse = torch.full((b, hq, n), math.nan, device="cuda")
-        o, l = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask, out=out,
-                                             lse=lse)
-        dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
-        tilejit.ops.attention_backward(q, k, v, o, l, dout, causal=causal, block_mask=mask,
-                                       dq=dq, dk=dk, dv=dv)
-        return o, l, dq, dk, dv
+        return poisoned_forward_backward(q, k, v, dout, causal, mask)
     monkeypatch.setenv("TILEJIT_PIPELINE_EARLY_INPUTS", "0")
     want = run()
     monkeypatch.setenv("TILEJIT_PIPELINE_EARLY_INPUTS", "1")
