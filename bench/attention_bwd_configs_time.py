@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The attention backward under several forced configurations (e.g. dq by attn_dq against dq by
-atomics in attn_bwd), through tilejit.ops.attention_backward on the same inputs, timed in turn
+"""The attention backward (--forward: the forward) under several forced configurations (e.g.
+dq by attn_dq against dq by atomics in attn_bwd), through tilejit.ops.attention_backward
+(attention_forward) on the same inputs, timed in turn
 (attention_bench_common.alternating_ms), each configuration's gradients compared with the
 first's. One JSON line per shape.
 
@@ -71,6 +72,8 @@ def main():
         p.add_argument("--shapes", default="8192:128,8192:128:causal,16384:128:10",
                        type=lambda text: [parse_shape(s) for s in text.split(",")])
         p.add_argument("--rounds", type=int, default=5)
+        p.add_argument("--forward", action="store_true",
+                       help="time attention_forward under the configurations instead")
     started = session(__doc__, "attention_bwd_configs_time", extra)
     if started is None:
         return 0
@@ -82,12 +85,18 @@ def main():
         q, k, v, dout = random_tensors(torch, 4, (B, H, n, d), torch.bfloat16)
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
-        calls = [lambda c=c: tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal,
-                                                            block_mask=mask, config=c)
-                 for c in configs]
+        if args.forward:  # the rows' bwd_ms are then the forward's times
+            calls = [lambda c=c: tilejit.ops.attention_forward(q, k, v, causal=causal,
+                                                               block_mask=mask, config=c)
+                     for c in configs]
+        else:
+            calls = [lambda c=c: tilejit.ops.attention_backward(
+                q, k, v, o, lse, dout, causal=causal, block_mask=mask, config=c)
+                for c in configs]
         grads = [call() for call in calls]
         ms = alternating_ms(timer, calls, rounds=args.rounds)
-        emit({"B": B, "H": H, "N": n, "D": d, "causal": causal, "density_percent": density,
+        emit({"pass": "forward" if args.forward else "backward",
+              "B": B, "H": H, "N": n, "D": d, "causal": causal, "density_percent": density,
               "device": torch.cuda.get_device_name(),
               "configs": [",".join(f"{k}={v}" for k, v in c.items()) for c in configs],
               "bwd_ms": ms,

@@ -96,6 +96,11 @@ private:
   /// winning; repeated until nothing changes (an accumulator's layout can depend on another
   /// variable's).
   void layouts_from_values() {
+    // A reduction of a variable that has no layout yet waits for it instead of reducing the
+    // operand's default (a loop-carried tile assigned below its use, attention's scores
+    // issued a tile ahead: its row maxima took a blocked slice and were converted through
+    // shared memory every iteration).
+    defer_unknown_operands_ = true;
     for (int round = 0; round < 6; ++round) {
       bool changed = false;
       ir::for_each_stmt(k_.body, [&](ir::Stmt& s) {
@@ -112,6 +117,7 @@ private:
       });
       if (!changed) break;
     }
+    defer_unknown_operands_ = false;
   }
 
   /// Gives the first variable of the highest rank still without a layout its default one.
@@ -300,9 +306,12 @@ private:
       return nullptr;
     case ExprKind::Dot:
       return mma_layout(e);
-    case ExprKind::Reduce:
+    case ExprKind::Reduce: {
       if (e.axis < 0 || e.a->type.rank() != 2) return nullptr;
-      return table_.slice(natural_or_default(*e.a), e.axis);
+      const Layout* a = natural(*e.a);
+      if (!a && defer_unknown_operands_ && e.a->kind == ExprKind::VarRef) return nullptr;
+      return table_.slice(a ? a : default_for(*e.a, e.a->type), e.axis);
+    }
     case ExprKind::Scan:
     case ExprKind::SolveTril:  // through shared memory, back in the operand's own layout
     case ExprKind::ClusterSum: // element by element, in the operand's own layout
@@ -778,6 +787,8 @@ private:
   void error(const dsl::SourceLoc& loc, const std::string& msg) { sink_.error(loc, msg); }
 
   ir::Kernel& k_;
+  /// In layouts_from_values: a reduction of a variable with no layout yet has none either.
+  bool defer_unknown_operands_ = false;
   ir::LayoutTable& table_;
   int warps_;
   std::map<ir::Var*, const Layout*> var_layout_;
