@@ -149,9 +149,11 @@ private:
         out.push_back(std::move(c));
         continue;
       }
-      const auto held = carried ? carried->find(s.var) : std::map<const Var*, Var*>::iterator{};
-      c->value = carried && held != carried->end() ? ref(held->second, s.loc)
-                                                   : rename(*s.value, loop_var, iteration, renamed);
+      // An input read an iteration early is its carried value; the rest are computed here.
+      Var* early = nullptr;
+      if (carried)
+        if (auto it = carried->find(s.var); it != carried->end()) early = it->second;
+      c->value = early ? ref(early, s.loc) : rename(*s.value, loop_var, iteration, renamed);
       if (s.pipeline_role == Role::Producer) {
         c->var = s.var; // the ring buffer itself: only its slot differs
         c->slot = ref(slot, s.loc);

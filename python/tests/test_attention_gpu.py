@@ -344,6 +344,25 @@ def poisoned_forward_backward(q, k, v, dout, causal, mask):
     return o, l, dq, dk, dv
 
 
+def random_case(seed, dtype, b, hq, hkv, n, d, density):
+    """q, k, v, dout and (with a density) a random [1, hq, nb, nb] block mask, seeded."""
+    torch.manual_seed(seed)
+    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    mask = None
+    if density:
+        nb = (n + 127) // 128
+        mask = torch.rand(1, hq, nb, nb, device="cuda") < density
+    return q, k, v, dout, mask
+
+
+def assert_bit_equal_outputs(got, want):
+    """o, lse, dq, dk, dv of two runs: none NaN, each bit-equal."""
+    for name, x, y in zip(("o", "lse", "dq", "dk", "dv"), got, want):
+        assert not torch.isnan(x).any(), name
+        assert torch.equal(x, y), name
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
     (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
@@ -359,24 +378,12 @@ def test_slot_release_is_bit_equal_to_the_block_barrier(monkeypatch, dtype, b, h
     iteration's top (TILEJIT_PIPELINE_RELEASE=barrier, a variant of its own in the process), on
     the Hopper tiles (every ring filled by TMA), dense and block-sparse; a slot refilled before
     every thread read it, or a tile read before it landed, shows up as a difference."""
-    torch.manual_seed(7 * n + d)
-    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    mask = None
-    if density:
-        nb = (n + 127) // 128
-        mask = torch.rand(1, hq, nb, nb, device="cuda") < density
-
-    def run():
-        return poisoned_forward_backward(q, k, v, dout, causal, mask)
+    q, k, v, dout, mask = random_case(7 * n + d, dtype, b, hq, hkv, n, d, density)
     monkeypatch.setenv("TILEJIT_PIPELINE_RELEASE", "barrier")
-    want = run()
+    want = poisoned_forward_backward(q, k, v, dout, causal, mask)
     monkeypatch.setenv("TILEJIT_PIPELINE_RELEASE", "mbarrier")
     for _ in range(3):  # a race shows up on some runs only
-        got = run()
-        for name, x, y in zip(("o", "lse", "dq", "dk", "dv"), got, want):
-            assert not torch.isnan(x).any(), name
-            assert torch.equal(x, y), name
+        assert_bit_equal_outputs(poisoned_forward_backward(q, k, v, dout, causal, mask), want)
 
 
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
@@ -390,18 +397,8 @@ def test_early_index_reads_are_bit_equal(monkeypatch, dtype, b, hq, hkv, n, d, c
     copies (the default) or with them (TILEJIT_PIPELINE_EARLY_INPUTS=0, a variant of its own in
     the process): o, lse, dq, dk and dv bit-equal, into NaN-poisoned outputs; an index carried
     into the wrong iteration copies the wrong block and shows up as a difference."""
-    torch.manual_seed(5 * n + d)
-    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
-    nb = (n + 127) // 128
-    mask = torch.rand(1, hq, nb, nb, device="cuda") < density
-
-    def run():
-        return poisoned_forward_backward(q, k, v, dout, causal, mask)
+    q, k, v, dout, mask = random_case(5 * n + d, dtype, b, hq, hkv, n, d, density)
     monkeypatch.setenv("TILEJIT_PIPELINE_EARLY_INPUTS", "0")
-    want = run()
+    want = poisoned_forward_backward(q, k, v, dout, causal, mask)
     monkeypatch.setenv("TILEJIT_PIPELINE_EARLY_INPUTS", "1")
-    got = run()
-    for name, x, y in zip(("o", "lse", "dq", "dk", "dv"), got, want):
-        assert not torch.isnan(x).any(), name
-        assert torch.equal(x, y), name
+    assert_bit_equal_outputs(poisoned_forward_backward(q, k, v, dout, causal, mask), want)
