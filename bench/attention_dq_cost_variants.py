@@ -9,8 +9,9 @@ variants other than "atomics" do not compute dq.
     python3 bench/attention_dq_cost_variants.py --check DIR   # write the variants' sources only
 
 Variants: atomics (as shipped: dq's product on wgmma, red.global.add.v2 per pair), shared (the
-product computed and written to a shared tile, no global traffic), staged (ds staged in shared
-memory, no dq product), no_dq (ATOMIC_DQ = 0: attn_bwd as the attn_dq plan runs it).
+product computed and written to a shared tile, no global traffic), store (dq's rows stored
+instead of added: the writes without the L2's reductions), no_dq (ATOMIC_DQ = 0: attn_bwd as
+the attn_dq plan runs it).
 bf16 B = 4 H = 16 D = 128: N = 8192, and N = 16384 at 10% of the blocks (attn_bwd_sparse).
 """
 import os
@@ -21,28 +22,26 @@ from attention_bench_common import alternating_ms, random_block_mask, random_ten
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "kernels_src", "workloads", "attention.tile")
-SHIPPED = ("atomic_add(dq_acc[b, h, i0 : i0 + BM, 0 : D], dot(trans(dss), ks, exact = EXACT, "
-           "wgmma = WG) * scale, bulk = BULK);")
+SHIPPED = "atomic_add(dq_acc[b, h, i0 : i0 + BM, 0 : D], dqp * scale, bulk = BULK);"
 REWRITES = {
-    "shared": "shared dqs = cast<T>(dot(trans(dss), ks, exact = EXACT, wgmma = WG) * scale);",
-    "staged": "",
+    # dq's product computed and written to a shared tile: no global traffic.
+    "shared": "shared dqs = cast<T>(dqp * scale);",
+    # dq's rows stored, not added: the global writes without the L2's reductions.
+    "store": "store(dq_acc[b, h, i0 : i0 + BM, 0 : D], dqp * scale);",
 }
 
 
 def variant_sources(directory):
     """{variant: path}: attention.tile with the ISSUE = 1 dq statement of attn_bwd and of
-    attn_bwd_sparse (the first of each kernel's two) rewritten."""
+    attn_bwd_sparse rewritten."""
     text = open(SOURCE).read()
     out = {"atomics": SOURCE}
     for name, stmt in REWRITES.items():
-        parts = text.split(SHIPPED)
-        if len(parts) != 5:
-            raise SystemExit(f"attention.tile: expected 4 dq statements, found {len(parts) - 1}")
-        # parts[0] | bwd ISSUE=1 | parts[1] | bwd ISSUE=0 | parts[2] | sparse ISSUE=1 | ...
-        pieces = [parts[0], stmt, parts[1], SHIPPED, parts[2], stmt, parts[3], SHIPPED, parts[4]]
+        if text.count(SHIPPED) != 2:
+            raise SystemExit(f"attention.tile: expected 2 dq statements, found {text.count(SHIPPED)}")
         path = os.path.join(directory, f"attention_{name}.tile")
         with open(path, "w") as f:
-            f.write("".join(pieces))
+            f.write(text.replace(SHIPPED, stmt))
         out[name] = path
     return out
 

@@ -198,6 +198,11 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
 // evaluating all of them keeps the address code free of branches (short-circuit evaluation
 // around shared-memory reads of gathered indices made NVRTC emit a branch per element).
 // `ix` may cover only the leading dimensions (a row's).
+/// Whether a tile of `shape` at the access's hoisted starts lies wholly inside the tensor (a
+/// test every thread of the block evaluates alike); "" when that cannot be said (gathers).
+static std::string tile_inside(const AccessPlan& p, const ir::Access& a,
+                               const std::vector<int64_t>& shape);
+
 static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix,
                              int vec_last = 1) {
   const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
@@ -565,9 +570,30 @@ void Emitter::emit_shared_write(const ir::Var* v, const ir::Expr& value) {
   std::string T = storage_type(v->type.dtype);
   std::string dst = shared_ptr(v);
   std::string index = smem_index(v, str(L, "::r(tj_e)"), str(L, "::c(tj_e)"));
+  if (writes_pairs(*v, value, l)) {
+    // Elements e and e + 1 (e even) of a tensor-core accumulator are columns c and c + 1 of a
+    // row, next to each other in the tile (the swizzle moves 16-byte runs whole): one 32- or
+    // 64-bit store per pair, half the stores and their address arithmetic (attention's ds^T:
+    // 32 values per thread every iteration).
+    line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; tj_e += 2) if (", L,
+             "::valid(tj_e)) tj::store_pair(", dst, " + ", index, ", tj::cvt<", T, ">(",
+             elem(value, l, "tj_e"), "), tj::cvt<", T, ">(", elem(value, l, "(tj_e + 1)"), "));"));
+    return;
+  }
   line(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e) if (", L, "::valid(tj_e)) ",
            dst, "[", index, "] = tj::cvt<", T, ">(",
            elem(value, value.type.is_scalar() ? nullptr : l, "tj_e"), ");"));
+}
+
+bool Emitter::writes_pairs(const ir::Var& v, const ir::Expr& value, const ir::Layout* l) const {
+  if (value.type.is_scalar() || !l || l->kind != LayoutKind::MmaAcc || v.type.rank() != 2)
+    return false;
+  const int size = dtype_size(v.type.dtype);
+  if (size != 2 && size != 4) return false;
+  // A pair is both valid or neither (an even column count), and starts at an even offset
+  // (swizzled runs of 8; plain rows of an even stride from an aligned tile).
+  if (v.type.shape[1] % 2 != 0) return false;
+  return v.smem_swizzle || v.smem_row_stride % 2 == 0;
 }
 
 void Emitter::emit_bulk_atomic(const ir::Expr& e) {
@@ -606,9 +632,11 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   line(str("tj::bulk_add_row(&", p.tensor, ".ptr[", offset(p, ix), "], ", stride, ", ", src,
            " + tj_r * ", pitch, " + tj_skip, tj_n);"));
   close();
-  // Before the tile is written again its rows must have been read (the barrier insert-barriers
-  // puts before that write orders the other threads after this wait).
-  line("tj::bulk_commit_wait_read();");
+  // Before the tile is written again its rows must have been read: the issuing threads wait
+  // for that at the next barrier (sync_threads), which comes before any write of the tile
+  // (insert-barriers puts one between this read and the next write). Not here: waiting at once
+  // held the issuing warps for the engine's reads while the others ran on.
+  line("tj::bulk_commit();");
 }
 
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
@@ -626,6 +654,23 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
   // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
   if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(*this, a, p, l, e) == 2) {
+    const std::string inside = tile_inside(p, a, e.a->type.shape);
+    if (!inside.empty()) {
+      // The whole tile inside the tensor (one test, the same for every thread): no test per
+      // pair. Per pair the checks and the straddling case's branches cost more instructions
+      // than the reduction itself (attention's dq: 16 pairs per thread every iteration).
+      open(str("if (", inside, ")"));
+      open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / 2; ++tj_q)"));
+      line("const int tj_e = tj_q * 2;");
+      std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
+      line(str("if (", L, "::valid(tj_e) && tj::Owner<", L, ">::is(tj_e)) tj::atomic_add2(&",
+               p.tensor, ".ptr[", offset(p, ix), "], static_cast<float>(", elem(*e.a, l, "tj_e"),
+               "), static_cast<float>(", elem(*e.a, l, "(tj_e + 1)"), "));"));
+      close();
+      --indent_;
+      line("} else {");
+      ++indent_;
+    }
     open(str("TJ_UNROLL for (int tj_q = 0; tj_q < ", L, "::N / 2; ++tj_q)"));
     line("const int tj_e = tj_q * 2;");
     std::vector<std::string> ix = element_indices(*this, a, p, e, l, "tj_e");
@@ -641,6 +686,7 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
              "], static_cast<float>(", elem(*e.a, l, "tj_e1"), "));"));
     close();
     close();
+    if (!inside.empty()) close();
     return;
   }
   open(str("TJ_UNROLL for (int tj_e = 0; tj_e < ", L, "::N; ++tj_e)"));
@@ -650,6 +696,25 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   line(str("if (", ok, ") atomicAdd(&", p.tensor, ".ptr[", offset(p, ix), "], static_cast<", T,
            ">(", elem(*e.a, e.a->type.is_scalar() ? nullptr : l, "tj_e"), "));"));
   close();
+}
+
+static std::string tile_inside(const AccessPlan& p, const ir::Access& a,
+                               const std::vector<int64_t>& shape) {
+  if (p.gathered) return "";
+  const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
+  std::vector<std::string> parts;
+  for (size_t d = 0; d < a.indices.size(); ++d) {
+    if (a.indices[d].kind == AccessIndex::Kind::Point) {
+      parts.push_back(str("(static_cast<", u, ">(", p.hoisted[d], ") < static_cast<", u, ">(",
+                          extent(p, d), "))"));
+    } else {
+      const int axis = p.tile_axis[d];
+      if (axis < 0 || axis >= static_cast<int>(shape.size())) return "";
+      parts.push_back(str("(", p.hoisted[d], " >= 0) & (", p.hoisted[d], " + ", shape[axis],
+                          " <= ", extent(p, d), ")"));
+    }
+  }
+  return parts.empty() ? "true" : join(parts, " & ");
 }
 
 // Each element of a prefetch's layout is the first element of one 128-byte line (assign_layouts

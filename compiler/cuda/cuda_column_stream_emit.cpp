@@ -101,7 +101,7 @@ void Emitter::emit_window_turn(const StagedLoop& sl) {
   line(str("const int ", j, " = ", it, " & ", tb - 1, "; // this step's place in its window"));
   open(str("if (", j, " == 0)"));
   line("tj::cp_async_wait<0>(); // the chunks of this window, copied during the last one");
-  line("__syncthreads(); // ...are visible; the last window's writes are all in its buffer");
+  sync_threads("...are visible; the last window's writes are all in its buffer");
   bool loads = false;
   for (const StreamNames* sn : names) {
     const ColumnStream& cs = *sn->cs;
@@ -126,7 +126,7 @@ void Emitter::emit_window_turn(const StagedLoop& sl) {
                  sn->row, ", ", sn->col, ");"));
     line("tj::cp_async_commit();");
     line("tj::cp_async_wait<0>();");
-    line("__syncthreads();");
+    sync_threads();
     close();
   }
   close();
@@ -162,7 +162,7 @@ void Emitter::emit_window_chunks(const StagedLoop& sl) {
 void Emitter::close_staged_loop(const StagedLoop& sl) {
   const int tb = sl.tb;
   line("tj::cp_async_wait<0>(); // the chunks copied ahead past the loop's end");
-  line("__syncthreads(); // the last window's writes are all in its buffer");
+  sync_threads("the last window's writes are all in its buffer");
   std::string it, wp;
   for (auto i = active_streams_.begin(); i != active_streams_.end();) {
     const StreamNames& sn = i->second;
@@ -185,7 +185,7 @@ void Emitter::close_staged_loop(const StagedLoop& sl) {
     }
     i = active_streams_.erase(i);
   }
-  line("__syncthreads(); // the buffers are free for the next staged loop");
+  sync_threads("the buffers are free for the next staged loop");
 }
 
 void Emitter::emit_stream_load(const ir::Expr& e, const StreamNames& sn, const std::string& dst) {

@@ -477,7 +477,7 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     if (s.wait_async) line("tj::cp_async_wait<0>();");
     // Shared writes (cp.async's too) are the generic proxy's; wgmma reads through the async one.
     if (async_proxy_reads_) line("tj::fence_proxy_async();");
-    line(s.note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", s.note));
+    sync_threads(s.note);
     scratch_free();
     return;
   case StmtKind::AsyncCommit:
@@ -658,6 +658,12 @@ std::string Emitter::next_scratch(const std::string& type, const ir::Expr& user)
 
 GeneratedKernel generate_cuda(const ir::Kernel& k) {
   return Emitter(k).run();
+}
+
+void Emitter::sync_threads(const std::string& note) {
+  if (bulk_atomics_)
+    line("tj::bulk_wait_read(); // this thread's bulk atomic_adds have read their rows");
+  line(note.empty() ? "__syncthreads();" : str("__syncthreads(); // ", note));
 }
 
 } // namespace tilejit::cuda

@@ -99,9 +99,15 @@ public:
   void emit_tile_atomic(const ir::Expr& e);
   /// atomic_add.bulk: each row of the shared tile added by the bulk copy engine (ir.h: bulk).
   void emit_bulk_atomic(const ir::Expr& e);
+  /// `__syncthreads();` (with `note`): every barrier the kernel prints goes through here, so
+  /// that the threads that issued bulk atomic_adds first wait until the engine has read their
+  /// rows (a tile is written again only after a barrier).
+  void sync_threads(const std::string& note = "");
   void emit_prefetch(const ir::Expr& e);
   std::string emit_scalar_atomic(const ir::Expr& e);
   void emit_shared_write(const ir::Var* v, const ir::Expr& value);
+  /// A register tile in layout l written to shared tile v two adjacent columns at a time.
+  bool writes_pairs(const ir::Var& v, const ir::Expr& value, const ir::Layout* l) const;
   int divisibility(const ir::Expr& e) const;
   /// Debug mode: the number of a new check site (1-based).
   int bounds_site(const ir::Access& a, int dim);
@@ -142,8 +148,9 @@ public:
   /// Some shared tile is read by wgmma (the async proxy): shared writes are fenced for it
   /// before every barrier, and the tiles start 1024-byte aligned.
   bool async_proxy_reads_ = false;
-  /// Some atomic_add is bulk (the async proxy reads its rows): its additions are waited for at
-  /// a fence(), a return and the kernel's end.
+  /// Some atomic_add is bulk (the async proxy reads its rows): their reads of the shared rows
+  /// are waited for at the next barrier, their additions at a fence(), a return and the
+  /// kernel's end.
   bool bulk_atomics_ = false;
   /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.
   std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;

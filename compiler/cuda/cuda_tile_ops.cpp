@@ -313,7 +313,7 @@ void Emitter::emit_cluster_sum(const ir::Expr& e, const std::string& dst) {
     // Over the tiles' bytes (no tile is live here: plan-shared-memory): every copy into them
     // has landed and every thread is done reading them before the first value is written.
     line("tj::cp_async_wait<0>();");
-    line("__syncthreads(); // the exchange reuses the tiles' and the scratch area's bytes");
+    sync_threads("the exchange reuses the tiles' and the scratch area's bytes");
     line(str("tj::cluster_sum_tile<", programs, ", ", L, "::N>(", dst, ", reinterpret_cast<", T,
              "*>(tj_smem));"));
   } else {
@@ -365,7 +365,7 @@ void Emitter::emit_stage(const ir::Expr& e) {
   }
   // Shared writes are the generic proxy's; wgmma and the bulk copy engine read the async one.
   if (async_proxy_reads_) line("tj::fence_proxy_async();");
-  line("__syncthreads();");
+  sync_threads();
   scratch_free();
   Value val{Value::Kind::Shared, ptr, nullptr, v->type.dtype, v->smem_row_stride, v->type.rank()};
   materialized_[&e] = val;

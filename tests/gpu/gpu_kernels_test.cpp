@@ -365,6 +365,32 @@ TEST(GpuTransposedRegisterOperands, AsAAndB) {
     }
 }
 
+// Accumulators written a pair of columns per store to shared tiles and added into an f32
+// tensor by pairs (tests/data/accumulator_writes.tile) against the interpreter: sizes that cut
+// tiles at odd edges (the pairs tested one by one, an edge pair element by element) beside
+// whole tiles (no test per pair), programs adding into the same elements at once, mma.sync and
+// (on Hopper) wgmma.
+TEST(GpuAccumulatorWrites, MatchTheInterpreter) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::string src = test_data_path("tests/data/accumulator_writes.tile");
+  using ref::HostBuffer;
+  for (auto [dt, t] :
+       std::vector<std::pair<DType, const char*>>{{DType::F16, "f16"}, {DType::BF16, "bf16"}})
+    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{77, 101}, {128, 64}, {5, 130}})
+      for (const char* warps : {"4", "8"})
+        for (const char* rep : {"1", "3"})
+          expect_matches_interpreter(run, src + "#pairs_and_adds",
+                                     {{"T", t}, {"WARPS", warps}, {"REP", rep}},
+                                     {{HostBuffer(dt, {m, 64})},
+                                      {HostBuffer(dt, {64, n})},
+                                      {HostBuffer(dt, {n, 64})},
+                                      {HostBuffer(dt, {m, n}), true},
+                                      {HostBuffer(DType::F32, {m, n}), true},
+                                      {HostBuffer(DType::F32, {m, n}), true, true}},
+                                     2e-2);
+}
+
 // atomic_add(..., bulk = 1) (tests/data/bulk_atomic.tile) against the interpreter, the outputs
 // starting from random values: rows and runs cut short at odd edges, runs misaligned (OFF = 1)
 // or starting before column 0 (OFF = -1) that take element atomics, programs adding into the

@@ -7,6 +7,26 @@
 
 namespace tj {
 
+/// Two adjacent elements of a shared tile written by one store (32 bits for 16-bit types, 64
+/// for 32-bit ones); p is 2-element aligned.
+template <class T> struct alignas(2 * sizeof(T)) Pair { T lo, hi; };
+template <class T> TJ_DEVICE void store_pair(T* p, T lo, T hi) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "store_pair moves 16- or 32-bit values");
+#ifdef TJ_AMD
+  *reinterpret_cast<Pair<T>*>(p) = Pair<T>{lo, hi};
+#else
+  // In PTX, with the "memory" clobber, as copy16: the store stays before the barrier that
+  // publishes it (the readers see the tile as T, not as pairs).
+  Pair<T> v{lo, hi};
+  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+  if constexpr (sizeof(T) == 2)
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(smem_addr(p)), "r"(w[0]) : "memory");
+  else
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(smem_addr(p)), "r"(w[0]), "r"(w[1])
+                 : "memory");
+#endif
+}
+
 /// Eight 16-bit values (f16 or bf16 storage) from registers to shared memory in one 16-byte
 /// store; `dst` is 16-byte aligned.
 template <class T> TJ_DEVICE void copy16(T* dst, const T* src) {

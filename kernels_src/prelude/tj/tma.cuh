@@ -147,12 +147,17 @@ TJ_DEVICE void bulk_add_row(float* p, long long stride, const float* s, int n) {
   for (int c = 0; c < n; ++c) atomicAdd(p + c * stride, s[c]);
 }
 
-/// After a bulk atomic_add's rows are issued: this thread's bulk operations become a group,
-/// and it waits until they have read their shared bytes (not until the sums land), so that
-/// the tile may be written again after the next barrier.
-TJ_DEVICE void bulk_commit_wait_read() {
+/// After a bulk atomic_add's rows are issued: this thread's bulk operations become a group.
+TJ_DEVICE void bulk_commit() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Until this thread's bulk operations have read their shared bytes (not until the sums land),
+/// so that their tiles may be written again after the barrier this precedes.
+TJ_DEVICE void bulk_wait_read() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
