@@ -50,9 +50,24 @@ bool tma_copy(const Kernel& k, const Stmt& s) {
     return false;
   const Expr& c = *s.value;
   const Var* v = s.var;
-  if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2) return false;
-  const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
-  if (rows < 1 || rows > 256 || cols % 64 != 0 || c.b || c.c || !c.access) return false;
+  if (c.b || c.c || !c.access) return false;
+  // A run of one row of 32-bit values (a rank-1 tile, attention's lse[b, h, i0 : i0 + BM]):
+  // one box one element deep outside the row, no swizzle, whole 128-byte pieces (the ring's
+  // slots stay aligned). 32-bit only for now: that is what ran on the GPU (attention's
+  // statistics, bench/results/2026-11-30-lse-shared-h200.md); 16-bit rows (dequant_gemm's
+  // scales) keep their cp.async copies until checked there.
+  const bool row = v->type.rank() == 1;
+  if (row) {
+    const int64_t cols = v->type.shape[0], bytes = cols * dtype_size(v->type.dtype);
+    if (v->smem_swizzle != 0 || dtype_size(v->type.dtype) != 4 || cols < 1 || cols > 256 ||
+        bytes % 128 != 0)
+      return false;
+  } else {
+    if (v->smem_swizzle != 128 || v->type.rank() != 2 || dtype_size(v->type.dtype) != 2)
+      return false;
+    const int64_t rows = v->type.shape[0], cols = v->type.shape[1];
+    if (rows < 1 || rows > 256 || cols % 64 != 0) return false;
+  }
   // A range of rows and columns, after point subscripts of the outer dimensions (attention's
   // k[b, h, j : j + BN, 0 : D]): the tensor map has the tensor's rank (at most 5), its box one
   // element deep in those dimensions.
@@ -61,12 +76,14 @@ bool tma_copy(const Kernel& k, const Stmt& s) {
   if (a.param < 0 || r < 2 || r > 5) return false;
   const Param& p = k.params[a.param];
   if (!p.tma || p.rank() != static_cast<int>(r) || p.dtype != v->type.dtype) return false;
+  const size_t ranges = row ? 1 : 2;
   for (size_t i = 0; i < r; ++i) {
     const AccessIndex& ix = a.indices[i];
-    const auto want = i + 2 < r ? AccessIndex::Kind::Point : AccessIndex::Kind::Range;
+    const auto want = i + ranges < r ? AccessIndex::Kind::Point : AccessIndex::Kind::Range;
     if (ix.kind != want || ix.zip >= 0) return false;
   }
-  return a.indices[r - 2].extent == rows && a.indices[r - 1].extent == cols;
+  if (row) return a.indices[r - 1].extent == v->type.shape[0];
+  return a.indices[r - 2].extent == v->type.shape[0] && a.indices[r - 1].extent == v->type.shape[1];
 }
 
 } // namespace tilejit

@@ -21,8 +21,10 @@ ir::Stmt* in_flight_dot(ir::Block& body, const std::vector<ir::Var*>& rings, int
 /// Whether a pipelined loop's producer statement `s` may copy on the tensor memory
 /// accelerator: on Hopper, a plain rank-2 range (no mask, no other) of a tensor the launcher
 /// can describe (Param::tma) into a 128-byte-swizzled tile of 16-bit values whose rows are
-/// whole swizzle spans (TMA writes that swizzle itself), with 32-bit coordinates. One thread
-/// then issues the tile instead of every thread its 16-byte pieces (addresses, bounds checks).
+/// whole swizzle spans (TMA writes that swizzle itself), or a run of the last dimension into a
+/// plain rank-1 tile of 32-bit values of whole 128-byte pieces (one box, no swizzle), with
+/// 32-bit coordinates. One thread then issues the tile instead of every thread its 16-byte
+/// pieces (addresses, bounds checks).
 bool tma_copy(const ir::Kernel& k, const ir::Stmt& s);
 
 } // namespace tilejit

@@ -37,13 +37,15 @@ struct BoundsSite {
 /// A tensor map (CUtensorMap) a kernel takes after its parameters, one per tensor and box
 /// that its TMA copies fetch: the launcher encodes it from the argument (runtime/tma_map.h).
 struct TmaMapSpec {
-  int param = -1;    ///< which parameter (a rank-2 tensor)
+  int param = -1;    ///< which parameter (a tensor of rank 2 to 5)
   int box_rows = 0;  ///< the box: rows (outer) x box_cols (inner) elements
   int box_cols = 64; ///< 128 bytes of 16-bit elements: one swizzle span
   int elem_bytes = 2;
+  /// 128: the 128-byte swizzle (a 2-D tile wgmma reads); 0: none (a run of one row, box_rows 1).
+  int swizzle = 128;
   bool operator==(const TmaMapSpec& o) const {
     return param == o.param && box_rows == o.box_rows && box_cols == o.box_cols &&
-           elem_bytes == o.elem_bytes;
+           elem_bytes == o.elem_bytes && swizzle == o.swizzle;
   }
 };
 

@@ -53,7 +53,8 @@ cu::CUtensorMap encode_tma_map(const Tensor& t, const TmaMapSpec& spec, const st
   cu::CUtensorMap map{};
   cu::CUresult r = d.cuTensorMapEncodeTiled(
       &map, type, rank, t.data, dims, strides, box, element_strides,
-      cu::CU_TENSOR_MAP_INTERLEAVE_NONE, cu::CU_TENSOR_MAP_SWIZZLE_128B,
+      cu::CU_TENSOR_MAP_INTERLEAVE_NONE,
+      spec.swizzle == 128 ? cu::CU_TENSOR_MAP_SWIZZLE_128B : cu::CU_TENSOR_MAP_SWIZZLE_NONE,
       cu::CU_TENSOR_MAP_L2_PROMOTION_L2_256B, cu::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != cu::CUDA_SUCCESS) {
     std::string shape, stride;

@@ -136,12 +136,13 @@ std::string Emitter::mbarriers(int64_t offset) {
   return str("reinterpret_cast<unsigned long long*>(tj_smem + ", offset, ")");
 }
 
-std::string Emitter::tma_map(int param, int box_rows) {
+std::string Emitter::tma_map(int param, int box_rows, int box_cols, int swizzle) {
   TmaMapSpec spec;
   spec.param = param;
   spec.box_rows = box_rows;
   spec.elem_bytes = dtype_size(k_.params[param].dtype);
-  spec.box_cols = 128 / spec.elem_bytes;
+  spec.box_cols = box_cols > 0 ? box_cols : 128 / spec.elem_bytes;
+  spec.swizzle = swizzle;
   auto it = std::find(tma_maps_.begin(), tma_maps_.end(), spec);
   if (it == tma_maps_.end()) it = tma_maps_.insert(tma_maps_.end(), spec);
   return str("tj_tma", it - tma_maps_.begin());

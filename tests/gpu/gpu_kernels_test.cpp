@@ -342,6 +342,28 @@ TEST(GpuPipelines, ACopyTheBodyDoesItself) {
   }
 }
 
+// Runs of one row copied into rank-1 tiles by the TMA (tests/data/pipelines.tile, row_runs;
+// tests/filecheck/tma_rows.tile), against the interpreter: the last box reaching past N (zeros
+// arrive there), N not a multiple of 4 (rows not 16-byte aligned: cp.async instead), runs
+// counting down, 2 and 3 stages.
+TEST(GpuPipelines, RowRunsByTheTma) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  const std::string src = test_data_path("tests/data/pipelines.tile");
+  using ref::HostBuffer;
+  for (int64_t n : {256, 100, 77})
+    for (const char* bm : {"32", "64"})
+      for (const char* stages : {"2", "3"})
+        for (const char* down : {"0", "1"})
+          expect_matches_interpreter(run, src + "#row_runs",
+                                     {{"BM", bm}, {"STAGES", stages}, {"DOWN", down}},
+                                     {{HostBuffer(DType::BF16, {2, 3, 128, 64})},
+                                      {HostBuffer(DType::BF16, {2, 3, n, 64})},
+                                      {HostBuffer(DType::F32, {2, 3, n})},
+                                      {HostBuffer(DType::F32, {2, 3, 128}), true}},
+                                     1e-3);
+}
+
 // dot with register tiles read transposed (staged in shared memory): as A (dV = trans(P) @ dO)
 // and as B (P @ trans(P)), against the interpreter; odd sizes, 1 to 4 warps.
 TEST(GpuTransposedRegisterOperands, AsAAndB) {

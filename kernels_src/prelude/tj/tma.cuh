@@ -124,6 +124,49 @@ TJ_DEVICE void tma_load_5d_sw128(T* dst, const TmaMap* map, int col, int row, in
 #endif
 }
 
+/// One box of the map (a run of one row: box_rows 1, no swizzle) at coordinates innermost
+/// first, into `dst` (16-byte aligned); out-of-range elements arrive as zeros and the whole
+/// box's bytes count towards `bar`'s phase.
+template <class T>
+TJ_DEVICE void tma_load_box_2d(T* dst, const TmaMap* map, int c0, int c1, unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+               "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+               : "memory");
+#endif
+}
+template <class T>
+TJ_DEVICE void tma_load_box_3d(T* dst, const TmaMap* map, int c0, int c1, int c2,
+                               unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+               : "memory");
+#endif
+}
+template <class T>
+TJ_DEVICE void tma_load_box_4d(T* dst, const TmaMap* map, int c0, int c1, int c2, int c3,
+                               unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(smem_addr(dst)),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+               : "memory");
+#endif
+}
+template <class T>
+TJ_DEVICE void tma_load_box_5d(T* dst, const TmaMap* map, int c0, int c1, int c2, int c3, int c4,
+                               unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(smem_addr(dst)),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_addr(bar))
+               : "memory");
+#endif
+}
+
 /// Row r of an atomic_add.bulk: s[0 : n] added into p[0 : n] (p's elements `stride` floats
 /// apart). By the bulk copy engine (cp.reduce.async.bulk, one instruction for the run) when the
 /// run is contiguous, both ends 16-byte aligned and n a multiple of 4 (16 bytes); else one
