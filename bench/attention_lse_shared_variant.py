@@ -15,7 +15,8 @@ import os
 import sys
 import tempfile
 
-from attention_bench_common import alternating_ms, random_block_mask, random_tensors, session
+from attention_bench_common import (alternating_ms, bwd_kernel_call, random_block_mask,
+                                    random_tensors, session)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "kernels_src", "workloads", "attention.tile")
@@ -82,16 +83,8 @@ def main():
         dq_acc = torch.zeros(B, H, n, D, device="cuda", dtype=torch.float32)  # unused: ATOMIC_DQ 0
         for name, path in sources.items():
             dk, dv = torch.empty_like(k), torch.empty_like(v)
-            config = dict(tile, CAUSAL=int(causal))
-            if mask is None:
-                kern = rt.load(path, "attn_bwd")
-                a = (q, k, v, dout, lse, delta, dk, dv, dq_acc, scale)
-            else:
-                kern = rt.load(path, "attn_bwd_sparse")
-                config["BLK"] = 128
-                _, counts, indices = mask.lists("attention_backward", q, True)
-                a = (q, k, v, dout, lse, delta, counts, indices, dk, dv, dq_acc, scale)
-            calls.append(lambda kern=kern, a=a, c=config: kern(*a, config=c))
+            calls.append(bwd_kernel_call(rt, path, dict(tile, CAUSAL=int(causal)), q, k, v, dout,
+                                         lse, delta, dk, dv, dq_acc, scale, mask))
             outs.append((dk, dv))
         for call in calls:
             call()
