@@ -24,6 +24,23 @@ def random_block_mask(torch, tilejit, heads, n, density_percent, block=128):
     return tilejit.ops.BlockMask(m)
 
 
+def bwd_kernel_call(rt, path, config, q, k, v, dout, lse, delta, dk, dv, dq_acc, scale,
+                    mask=None):
+    """A call of attn_bwd (dense) or attn_bwd_sparse (with a tilejit.ops.BlockMask of blocks
+    of 128) compiled from the .tile file at `path`, under `config` (a dict; BLK added for the
+    block-sparse kernel): the kernel alone, for scripts that time rewrites of its source."""
+    config = dict(config)
+    if mask is None:
+        kern = rt.load(path, "attn_bwd")
+        args = (q, k, v, dout, lse, delta, dk, dv, dq_acc, scale)
+    else:
+        kern = rt.load(path, "attn_bwd_sparse")
+        config["BLK"] = 128
+        _, counts, indices = mask.lists("attention_backward", q, True)
+        args = (q, k, v, dout, lse, delta, counts, indices, dk, dv, dq_acc, scale)
+    return lambda: kern(*args, config=config)
+
+
 class Rows:
     """Emits one JSON line per row on stdout and, with a path, appends it to that file."""
 

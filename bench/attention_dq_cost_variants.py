@@ -18,7 +18,8 @@ import os
 import sys
 import tempfile
 
-from attention_bench_common import alternating_ms, random_block_mask, random_tensors, session
+from attention_bench_common import (alternating_ms, bwd_kernel_call, random_block_mask,
+                                    random_tensors, session)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "kernels_src", "workloads", "attention.tile")
@@ -72,18 +73,9 @@ def main():
         calls, names = [], []
         for name, path in sources.items():
             for atomic in ((1,) if name != "atomics" else (1, 0)):
-                config = dict(tile, ATOMIC_DQ=atomic)
-                label = name if atomic else "no_dq"
-                if mask is None:
-                    kern = rt.load(path, "attn_bwd")
-                    args_ = (q, k, v, dout, lse, delta, dk, dv, dq_acc, scale)
-                else:
-                    kern = rt.load(path, "attn_bwd_sparse")
-                    config["BLK"] = 128
-                    _, counts, indices = mask.lists("attention_backward", q, True)
-                    args_ = (q, k, v, dout, lse, delta, counts, indices, dk, dv, dq_acc, scale)
-                calls.append(lambda kern=kern, a=args_, c=config: kern(*a, config=c))
-                names.append(label)
+                calls.append(bwd_kernel_call(rt, path, dict(tile, ATOMIC_DQ=atomic), q, k, v,
+                                             dout, lse, delta, dk, dv, dq_acc, scale, mask))
+                names.append(name if atomic else "no_dq")
         for call in calls:
             call()
         ms = alternating_ms(timer, calls)

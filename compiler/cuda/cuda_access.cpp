@@ -463,53 +463,35 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   line(str("// ", dst_var->name, " <- ", ir::print_expr(e)));
   AccessPlan p = plan_access(*this, a);
   const size_t rank = p.hoisted.size();
-  if (dst_var->type.rank() == 1) {
-    TJ_ICHECK(!p.gathered, "a TMA copy of gathered rows");
-    return emit_tma_row_copy(e, dst_var, p.hoisted);
-  }
-  TJ_ICHECK(rank >= 2 && rank <= 5 && !p.gathered && dst_var->smem_swizzle == 128,
-            "a TMA copy of a 2-D range (after point subscripts) into a swizzled tile");
-  const int64_t rows = dst_var->type.shape[0], cols = dst_var->type.shape[1];
+  // A 2-D range into a swizzled tile (one box per 64 columns, each a column block of the
+  // tile), or a run of one row into a plain rank-1 tile (one box, one element deep outside
+  // its row). Out-of-range elements arrive as zeros and count all the same.
+  const bool row = dst_var->type.rank() == 1;
+  TJ_ICHECK(rank >= 2 && rank <= 5 && !p.gathered && dst_var->smem_swizzle == (row ? 0 : 128),
+            "a TMA copy of a 2-D range (after point subscripts) into a swizzled tile, or of a "
+            "run of one row into a plain one");
+  const int64_t rows = row ? 1 : dst_var->type.shape[0];
+  const int64_t cols = dst_var->type.shape[row ? 0 : 1];
   const int esize = dtype_size(dst_var->type.dtype);
-  const std::string map = tma_map(a.param, static_cast<int>(rows));
+  const std::string map = row ? tma_map(a.param, 1, static_cast<int>(cols), 0)
+                              : tma_map(a.param, static_cast<int>(rows));
   const std::string dst = fresh("tj_dst");
   line(str(storage_type(dst_var->type.dtype), "* const ", dst, " = ", shared_ptr(dst_var), ";"));
   auto slot = stage_index_.find(dst_var);
   TJ_ICHECK(slot != stage_index_.end(), "a TMA copy outside a pipeline's producer");
-  // One thread announces the tile's bytes on the slot's mbarrier and issues one box per 64
-  // columns (each box a column block of the swizzled tile); the bytes complete its phase.
+  // One thread announces the tile's bytes on the slot's mbarrier and issues its boxes; the
+  // bytes complete its phase.
   open("if (threadIdx.x == 0)");
   const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
   line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
-  // Coordinates innermost first: the column, the row, then the point subscripts outwards.
-  std::string coords = str(p.hoisted[rank - 1], ", ", p.hoisted[rank - 2]);
-  for (size_t i = rank - 2; i-- > 0;) coords += str(", ", p.hoisted[i]);
-  line(str("tj::tma_load_", rank, "d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var),
-           ">(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
-  close();
-}
-
-void Emitter::emit_tma_row_copy(const ir::Expr& e, const ir::Var* dst_var,
-                                const std::vector<std::string>& hoisted) {
-  const ir::Access& a = *e.access;
-  const size_t rank = hoisted.size();
-  TJ_ICHECK(rank >= 2 && rank <= 5 && dst_var->smem_swizzle == 0,
-            "a TMA copy of a run of one row (after point subscripts) into a plain tile");
-  const int64_t cols = dst_var->type.shape[0];
-  const int esize = dtype_size(dst_var->type.dtype);
-  const std::string map = tma_map(a.param, 1, static_cast<int>(cols), 0);
-  const std::string dst = fresh("tj_dst");
-  line(str(storage_type(dst_var->type.dtype), "* const ", dst, " = ", shared_ptr(dst_var), ";"));
-  auto slot = stage_index_.find(dst_var);
-  TJ_ICHECK(slot != stage_index_.end(), "a TMA copy outside a pipeline's producer");
-  // One thread announces the run's bytes and issues it as one box one element deep outside
-  // its row (out-of-range elements arrive as zeros and count all the same).
-  open("if (threadIdx.x == 0)");
-  const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
-  line(str("tj::mbarrier_expect_tx(", bar, ", ", cols * esize, ");"));
-  std::string coords = hoisted[rank - 1];
-  for (size_t i = rank - 1; i-- > 0;) coords += str(", ", hoisted[i]);
-  line(str("tj::tma_load_box_", rank, "d(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
+  // Coordinates innermost first: the column, (the row,) then the point subscripts outwards.
+  std::string coords = p.hoisted[rank - 1];
+  for (size_t i = rank - 1; i-- > 0;) coords += str(", ", p.hoisted[i]);
+  if (row)
+    line(str("tj::tma_load_box_", rank, "d(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
+  else
+    line(str("tj::tma_load_", rank, "d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var),
+             ">(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
   close();
 }
 

@@ -93,10 +93,6 @@ public:
   void emit_copy(const ir::Expr& e, const ir::Var* dst_var, bool in_producer);
   /// A producer's copy on the tensor memory accelerator (expand-pipelines chose it).
   void emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var);
-  /// A TMA copy of a run of one row (a rank-1 tile): one box, no swizzle; `hoisted` holds the
-  /// access's subscripts (points, then the run's start).
-  void emit_tma_row_copy(const ir::Expr& e, const ir::Var* dst_var,
-                         const std::vector<std::string>& hoisted);
   /// The kernel parameter holding the tensor map of `param` with boxes of `box_rows` rows of
   /// `box_cols` elements (0: one 128-byte swizzle span) and that swizzle (128 or 0: none).
   std::string tma_map(int param, int box_rows, int box_cols = 0, int swizzle = 128);
