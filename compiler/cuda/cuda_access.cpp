@@ -194,15 +194,15 @@ static void preload_gather_rows(Emitter& em, const ir::Access& a, AccessPlan& p,
   }
 }
 
+/// Whether the access's tile lies wholly inside the tensor: every point subscript and every
+/// range (start and extent) within its dimension. One test every thread of the block evaluates
+/// alike; "" when that cannot be said (gathers).
+static std::string tile_inside(const AccessPlan& p, const ir::Access& a);
+
 // The checks are joined with `&`, not `&&`: every operand is cheap and side-effect free, so
 // evaluating all of them keeps the address code free of branches (short-circuit evaluation
 // around shared-memory reads of gathered indices made NVRTC emit a branch per element).
 // `ix` may cover only the leading dimensions (a row's).
-/// Whether a tile of `shape` at the access's hoisted starts lies wholly inside the tensor (a
-/// test every thread of the block evaluates alike); "" when that cannot be said (gathers).
-static std::string tile_inside(const AccessPlan& p, const ir::Access& a,
-                               const std::vector<int64_t>& shape);
-
 static std::string in_bounds(const AccessPlan& p, const std::vector<std::string>& ix,
                              int vec_last = 1) {
   const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
@@ -664,7 +664,7 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   // f32 pairs of adjacent columns (a tensor-core accumulator's): one vector reduction each
   // (red.global.add.v2.f32 on sm_90), half the atomic instructions of dq's split-K sum.
   if (!e.b && T == "float" && !e.a->type.is_scalar() && vector_width(*this, a, p, l, e) == 2) {
-    const std::string inside = tile_inside(p, a, e.a->type.shape);
+    const std::string inside = tile_inside(p, a);
     if (!inside.empty()) {
       // The whole tile inside the tensor (one test, the same for every thread): no test per
       // pair. Per pair the checks and the straddling case's branches cost more instructions
@@ -708,20 +708,20 @@ void Emitter::emit_tile_atomic(const ir::Expr& e) {
   close();
 }
 
-static std::string tile_inside(const AccessPlan& p, const ir::Access& a,
-                               const std::vector<int64_t>& shape) {
+static std::string tile_inside(const AccessPlan& p, const ir::Access& a) {
   if (p.gathered) return "";
   const std::string u = p.index_type == "int" ? "unsigned" : "unsigned long long";
   std::vector<std::string> parts;
   for (size_t d = 0; d < a.indices.size(); ++d) {
-    if (a.indices[d].kind == AccessIndex::Kind::Point) {
+    const AccessIndex& ix = a.indices[d];
+    if (ix.kind == AccessIndex::Kind::Point) {
       parts.push_back(str("(static_cast<", u, ">(", p.hoisted[d], ") < static_cast<", u, ">(",
                           extent(p, d), "))"));
-    } else {
-      const int axis = p.tile_axis[d];
-      if (axis < 0 || axis >= static_cast<int>(shape.size())) return "";
-      parts.push_back(str("(", p.hoisted[d], " >= 0) & (", p.hoisted[d], " + ", shape[axis],
+    } else if (ix.kind == AccessIndex::Kind::Range && ix.extent > 0) {
+      parts.push_back(str("(", p.hoisted[d], " >= 0) & (", p.hoisted[d], " + ", ix.extent,
                           " <= ", extent(p, d), ")"));
+    } else {
+      return "";
     }
   }
   return parts.empty() ? "true" : join(parts, " & ");
