@@ -1,6 +1,7 @@
 #include "compiler/expand_pipelines.h"
 
 #include "compiler/async_choices.h"
+#include "compiler/producer_warps.h"
 #include "support/error.h"
 #include "support/text.h"
 
@@ -223,7 +224,45 @@ private:
     return out;
   }
 
+public:
+  /// Takes the loop with `producer = 1` that can have producer warps (notes on the others)
+  /// and reserves its mbarriers; run before any loop is expanded.
+  void plan_producer_warps() {
+    int64_t barriers = -1;
+    auto why_not = [&](Stmt& loop) -> std::string {
+      if (!slot_release_enabled()) return "TILEJIT_PIPELINE_RELEASE=barrier";
+      std::vector<Var*> rings;
+      for_each_stmt(loop.body, [&](Stmt& s) {
+        if (s.pipeline_role == Role::Producer) rings.push_back(s.var);
+      });
+      int tma = 0;
+      for (const StmtPtr& sp : loop.body) tma += tma_copy(k_, *sp);
+      if (rings.empty() || tma != static_cast<int>(rings.size()))
+        return "its copies are not all TMA copies (a target without TMA, or a tile or tensor "
+               "that does not fit one)";
+      if (in_flight_dot(loop.body, rings, loop.stages))
+        return "a dot is left running across its iterations";
+      const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
+      if (at + 16 * loop.stages > k_.smem_limit) return "no room for its mbarriers";
+      barriers = at;
+      return "";
+    };
+    auto fresh_var = [&](const std::string& base, const Type& t, const SourceLoc& loc) {
+      return fresh(base, t, loc);
+    };
+    producer_ = tilejit::plan_producer_warps(k_, why_not, fresh_var);
+    if (!producer_.loop) return;
+    // (why_not ran last for the loop taken.)
+    producer_barriers_ = barriers;
+    k_.smem_bytes = barriers + 16 * producer_.loop->stages;
+  }
+
+  /// The producer program with its loop in place (empty if no loop has producer warps).
+  ProducerProgram& producer() { return producer_; }
+
+private:
   Block expand(Stmt& loop) {
+    if (&loop == producer_.loop) return expand_with_producer(loop);
     const SourceLoc& loc = loop.loc;
     const int S = loop.stages;
     const int64_t step = loop.step->int_value;
@@ -354,6 +393,7 @@ private:
     main->hi = ref(hi, loc);
     main->step = std::move(loop.step);
     main->unroll = loop.unroll;
+    main->note = loop.note; // why producer = 1 was not taken
     main->body.push_back(
         async_wait(D - 1, "this iteration's copies landed (the later ones may not)", loc));
     if (empties < 0)
@@ -486,6 +526,157 @@ private:
     return out;
   }
 
+  /// A loop with producer warps: the copying thread of the producer program fills each slot
+  /// as soon as every thread released it (up to S iterations ahead):
+  ///
+  ///   for v' in [lo, hi) step:                      (the producer program, one thread)
+  ///     write = fill % S
+  ///     mbarrier_wait empty[write]                  its last use released
+  ///     producers -> slot write                     TMA, completing full[write]
+  ///   for v in [lo, hi) step:                       (the kernel's own threads)
+  ///     read = it % S
+  ///     mbarrier_wait full[read]                    this iteration's copies landed
+  ///     the body
+  ///     mbarrier_arrive empty[read]                 done with the slot
+  ///
+  /// Both count each slot's uses in a bit per slot across runs of an enclosing loop, as the
+  /// ordinary pipeline does.
+  Block expand_with_producer(Stmt& loop) {
+    const SourceLoc& loc = loop.loc;
+    const int S = loop.stages;
+    const int64_t step = loop.step->int_value;
+    Var* v = loop.var;
+    std::vector<Var*> rings;
+    for (const StmtPtr& sp : loop.body)
+      if (sp->pipeline_role == Role::Producer) rings.push_back(sp->var);
+    const int64_t full = producer_barriers_, empty = producer_barriers_ + 8 * S;
+    for (StmtPtr& sp : loop.body)
+      if (sp->pipeline_role == Role::Producer) sp->value->tma_barrier = full;
+    // Set up before the block splits into its roles (the producer starts copying at once).
+    auto init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
+    init->barrier_offset = full;
+    init->barrier_slots = S;
+    init->barrier_arrivals = static_cast<int>(rings.size());
+    kernel_start_.push_back(std::move(init));
+    auto empty_init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
+    empty_init->barrier_offset = empty;
+    empty_init->barrier_slots = S;
+    empty_init->barrier_arrivals = k_.threads;
+    empty_init->note = "released by every thread but the producer warps'";
+    kernel_start_.push_back(std::move(empty_init));
+    kernel_start_.push_back(barrier("the mbarriers are set up before any copy signals them", loc));
+    Var* filled = fresh(v->name + "_filled", kIndex, loc); // bit s: slot s's fills' parity
+    filled->assigned_in_loop = true;
+    kernel_start_.push_back(decl(filled, constant(0, loc), loc));
+    const bool nested = loop_depth_ > 0;
+    Var* phases = nullptr;
+    if (nested) {
+      phases = fresh(v->name + "_phases", kIndex, loc);
+      phases->assigned_in_loop = true;
+      kernel_start_.push_back(decl(phases, constant(0, loc), loc));
+    }
+
+    // The producer's loop, in the producer program.
+    {
+      std::map<const Var*, Var*> renamed = producer_.renamed;
+      Var* pv = fresh(v->name + "_p", kIndex, loc);
+      pv->is_loop_var = true;
+      Var* fill = fresh(v->name + "_fill", kIndex, loc);
+      fill->assigned_in_loop = true;
+      Block at;
+      at.push_back(decl(fill, constant(0, loc), loc));
+      auto ploop = std::make_unique<Stmt>(StmtKind::For, loc);
+      ploop->var = pv;
+      ploop->lo = clone_renamed(*loop.lo, renamed);
+      ploop->hi = clone_renamed(*loop.hi, renamed);
+      ploop->step = loop.step->clone();
+      Var* write = fresh(v->name + "_write", kIndex, loc);
+      ploop->body.push_back(
+          decl(write, binary(dsl::BinaryOp::Mod, ref(fill, loc), constant(S, loc), loc), loc));
+      auto free = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+      free->barrier_offset = empty;
+      free->producer_only = true;
+      free->value = ref(write, loc);
+      free->mask = binary(dsl::BinaryOp::BitXor,
+                          binary(dsl::BinaryOp::BitAnd,
+                                 binary(dsl::BinaryOp::Shr, ref(filled, loc), ref(write, loc), loc),
+                                 constant(1, loc), loc),
+                          constant(1, loc), loc);
+      free->note = "every thread is done reading the slot";
+      ploop->body.push_back(std::move(free));
+      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
+      flip->var = filled;
+      flip->value = binary(dsl::BinaryOp::BitXor, ref(filled, loc),
+                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(write, loc), loc), loc);
+      ploop->body.push_back(std::move(flip));
+      for (StmtPtr& c : producers(loop.body, v, pv, write, renamed))
+        ploop->body.push_back(std::move(c));
+      auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
+      next->var = fill;
+      next->value = binary(dsl::BinaryOp::Add, ref(fill, loc), constant(1, loc), loc);
+      ploop->body.push_back(std::move(next));
+      at.push_back(std::move(ploop));
+      Block& into = *producer_.loop_block;
+      into.insert(into.begin() + static_cast<long>(producer_.loop_index),
+                  std::make_move_iterator(at.begin()), std::make_move_iterator(at.end()));
+    }
+
+    // The consumers' loop, in place.
+    Block out;
+    Var* lo = fresh(v->name + "_lo", kIndex, loc);
+    Var* hi = fresh(v->name + "_hi", kIndex, loc);
+    out.push_back(decl(lo, std::move(loop.lo), loc));
+    out.push_back(decl(hi, std::move(loop.hi), loc));
+    Var* it = fresh(v->name + "_it", kIndex, loc);
+    it->assigned_in_loop = true;
+    out.push_back(decl(it, constant(0, loc), loc));
+    auto main = std::make_unique<Stmt>(StmtKind::For, loc);
+    main->var = v;
+    main->lo = ref(lo, loc);
+    main->hi = ref(hi, loc);
+    main->step = std::move(loop.step);
+    main->unroll = loop.unroll;
+    main->note = "its copies issued by the producer warps";
+    Var* read = fresh(v->name + "_read", kIndex, loc);
+    main->body.push_back(
+        decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
+    for (Var* r : rings) r->read_slot = read;
+    auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+    wait->barrier_offset = full;
+    wait->value = ref(read, loc);
+    if (phases) {
+      wait->mask = binary(dsl::BinaryOp::BitAnd,
+                          binary(dsl::BinaryOp::Shr, ref(phases, loc), ref(read, loc), loc),
+                          constant(1, loc), loc);
+      main->body.push_back(std::move(wait));
+      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
+      flip->var = phases;
+      flip->value = binary(dsl::BinaryOp::BitXor, ref(phases, loc),
+                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
+      main->body.push_back(std::move(flip));
+    } else {
+      wait->mask = binary(dsl::BinaryOp::Mod,
+                          binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
+                          constant(2, loc), loc);
+      main->body.push_back(std::move(wait));
+    }
+    ++loop_depth_;
+    for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));
+    --loop_depth_;
+    auto arrive = std::make_unique<Stmt>(StmtKind::MbarrierArrive, loc);
+    arrive->barrier_offset = empty;
+    arrive->value = ref(read, loc);
+    main->body.push_back(std::move(arrive));
+    auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
+    next->var = it;
+    next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
+    main->body.push_back(std::move(next));
+    out.push_back(std::move(main));
+    out.push_back(async_wait(0, "", loc));
+    out.push_back(barrier("the ring buffers may be reused after the loop", loc));
+    return out;
+  }
+
 public:
   /// What nested loops' TMA copies need once per program, before anything else runs: their
   /// mbarriers' setup (and the barrier publishing it) and their parity counters.
@@ -495,13 +686,46 @@ private:
   Kernel& k_;
   std::set<std::string> names_;
   int loop_depth_ = 0; ///< loops around the statement being expanded
+  ProducerProgram producer_;
+  int64_t producer_barriers_ = -1; ///< its full mbarriers, then its empty ones
 };
+
+/// Registers per thread for producer warps and the rest (setmaxnreg), 0 0 where moving them
+/// gains nothing: the block's pool is what ptxas gives each thread at entry (the launch
+/// bound's share of 64K, a multiple of 8) times its threads; the producer warps keep 24
+/// (FlashAttention-3's figure: a loop of address arithmetic and TMA issues), the rest share the
+/// remainder. setmaxnreg acts on whole warpgroups: the kernel's threads must fill theirs.
+std::pair<int, int> register_split(int threads, int producer_threads, int blocks_per_sm) {
+  const int total = threads + producer_threads;
+  const int entry = std::min(255, 65536 / (std::max(1, blocks_per_sm) * total) / 8 * 8);
+  if (threads % 128 != 0) return {0, 0};
+  const int producer = 24;
+  const int rest = std::min(240, (entry * total - producer * producer_threads) / threads / 8 * 8);
+  if (rest <= entry) return {0, 0};
+  return {producer, rest};
+}
 
 } // namespace
 
 void expand_pipelines(Kernel& k) {
   PipelineExpander expander(k);
+  expander.plan_producer_warps();
   expander.run(k.body);
+  ProducerProgram& producer = expander.producer();
+  if (producer.loop) {
+    // The block splits in two: the producer warps (one thread running the producer program)
+    // and the kernel's own threads, after the setup both share.
+    auto roles = std::make_unique<Stmt>(StmtKind::If, producer.loc);
+    roles->warp_roles = true;
+    roles->value = make_bool(true);
+    roles->body = std::move(producer.program);
+    roles->else_body = std::move(k.body);
+    k.body.clear();
+    k.body.push_back(std::move(roles));
+    k.producer_threads = 128;
+    std::tie(k.producer_regs, k.consumer_regs) =
+        register_split(k.threads, k.producer_threads, k.blocks_per_sm);
+  }
   k.body.insert(k.body.begin(), std::make_move_iterator(expander.kernel_start_.begin()),
                 std::make_move_iterator(expander.kernel_start_.end()));
 }

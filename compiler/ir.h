@@ -306,6 +306,13 @@ struct Stmt {
   LoopKind loop_kind = LoopKind::Serial;
   int stages = 1; ///< For pipelined
   int unroll = 0; ///< For: `unroll = N` (0: the backend decides)
+  /// For pipelined: `producer = 1`, its copies issued by a warpgroup of their own (the
+  /// kernel's producer warps) where expand-pipelines can (printed "producer=1").
+  bool producer = false;
+  /// If: the split of the block into its producer warps (body: one of their threads issues a
+  /// pipeline's copies) and the rest (else_body: the kernel's own threads); `value` is unused.
+  /// Printed "if producer_warps".
+  bool warp_roles = false;
   Block body;
   Block else_body;
   std::string note;            ///< Barrier, AsyncWait: why it is there (printed)
@@ -340,6 +347,13 @@ struct Kernel {
   std::map<std::string, std::string> bindings;
   std::vector<Param> params;
   int threads = 128;
+  /// Threads launched past `threads` for a pipeline's producer warps (expand-pipelines; 0:
+  /// none). `threads` stays the count every layout and block barrier is for.
+  int producer_threads = 0;
+  /// With producer warps: the registers per thread setmaxnreg gives the producer warps and the
+  /// others (0: left as compiled).
+  int producer_regs = 0;
+  int consumer_regs = 0;
   /// Blocks per multiprocessor the registers must allow (the DSL's `blocks_per_sm`; 0: none
   /// asked, the backend's choice). CUDA: __launch_bounds__(threads, blocks_per_sm).
   int blocks_per_sm = 0;

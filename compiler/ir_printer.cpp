@@ -505,12 +505,14 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     fmt::format_to(to, "{}{}{}{}\n", pad, print_expr(*s.value), role_str(s), loc_str(s.loc));
     break;
   case StmtKind::For:
+    if (!s.note.empty()) fmt::format_to(to, "{}// {}\n", pad, s.note);
     fmt::format_to(to, "{}for {}{} in [{}, {}) step {}", pad, s.var->name,
                    s.var->type == Type{DType::I32, {}, Space::Scalar}
                        ? std::string()
                        : ": " + s.var->type.str_with_space(),
                    print_expr(*s.lo), print_expr(*s.hi), print_expr(*s.step));
-    if (s.loop_kind == LoopKind::Pipelined) fmt::format_to(to, " pipelined(stages={})", s.stages);
+    if (s.loop_kind == LoopKind::Pipelined)
+      fmt::format_to(to, " pipelined(stages={}{})", s.stages, s.producer ? ", producer=1" : "");
     if (s.unroll) fmt::format_to(to, " unroll {}", s.unroll);
     out += role_str(s);
     fmt::format_to(to, " {{{}\n", loc_str(s.loc));
@@ -518,7 +520,9 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     fmt::format_to(to, "{}}}\n", pad);
     break;
   case StmtKind::If:
-    fmt::format_to(to, "{}if {}{} {{{}\n", pad, print_expr(*s.value), role_str(s), loc_str(s.loc));
+    fmt::format_to(to, "{}if {}{} {{{}\n", pad,
+                   s.warp_roles ? std::string("producer_warps") : print_expr(*s.value), role_str(s),
+                   loc_str(s.loc));
     print_block(out, s.body, indent + 1);
     if (!s.else_body.empty()) {
       fmt::format_to(to, "{}}} else {{\n", pad);
@@ -590,9 +594,12 @@ std::string print_kernel(const Kernel& k) {
   for (const auto& [n, v] : k.bindings) fmt::format_to(to, " {}={}", n, v);
   fmt::format_to(
       to,
-      "\n  threads {}{}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
+      "\n  threads {}{}{}, shared memory {} bytes{}, scratch {} bytes, limit {} bytes, "
       "grid rank {}{}, target {}{}, source {}\n",
       k.threads,
+      k.producer_threads ? fmt::format(", producer warps {} registers {} {}", k.producer_threads,
+                                       k.producer_regs, k.consumer_regs)
+                         : std::string(),
       k.blocks_per_sm ? fmt::format(", blocks per sm {}", k.blocks_per_sm) : std::string(),
       k.smem_bytes, k.index32 ? ", 32-bit indices" : "", k.scratch_bytes, k.smem_limit, k.grid_rank,
       k.cluster_size() > 1

@@ -331,6 +331,12 @@ private:
         expect("memory");
         k_->smem_bytes = integer("shared memory bytes");
         expect("bytes");
+      } else if (accept("producer")) {
+        expect("warps");
+        k_->producer_threads = small_int("the producer warps' threads", 32, 1024);
+        expect("registers");
+        k_->producer_regs = small_int("the producer warps' registers", 0, 256);
+        k_->consumer_regs = small_int("the other warps' registers", 0, 256);
       } else if (accept("blocks")) {
         expect("per");
         expect("sm");
@@ -1313,6 +1319,11 @@ private:
       expect("=");
       s->loop_kind = LoopKind::Pipelined;
       s->stages = small_int("stages", 1, 64);
+      if (accept(",")) {
+        expect("producer");
+        expect("=");
+        if (small_int("producer", 1, 1) == 1) s->producer = true;
+      }
       expect(")");
     }
     if (accept("unroll")) s->unroll = small_int("unroll", 1, 1 << 16);
@@ -1331,7 +1342,12 @@ private:
 
   StmtPtr if_stmt() {
     auto s = std::make_unique<Stmt>(StmtKind::If);
-    s->value = expr();
+    if (accept("producer_warps")) {
+      s->warp_roles = true;
+      s->value = make_bool(true, loc_here());
+    } else {
+      s->value = expr();
+    }
     role(*s);
     expect("{");
     s->loc = trailing_loc();

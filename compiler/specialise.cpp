@@ -400,6 +400,12 @@ private:
           if (kw.name == "stages") st->stages = static_cast<int>(const_int(*kw.value, "stages"));
         if (st->stages < 1 || st->stages > 16)
           fail_at(s.range_loc, str("stages must be between 1 and 16, got ", st->stages));
+        for (const auto& kw : s.range_kwargs)
+          if (kw.name == "producer") {
+            const int64_t p = const_int(*kw.value, "producer");
+            if (p != 0 && p != 1) fail_at(kw.loc, str("producer must be 0 or 1, got ", p));
+            st->producer = p == 1;
+          }
         if (st->stages == 1) st->loop_kind = ir::LoopKind::Serial;
       }
       scopes_.emplace_back();

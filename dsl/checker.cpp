@@ -299,12 +299,12 @@ private:
         sink_.error(s.range_loc, str(s.range_kind, "(lo, hi[, step]) takes 2 or 3 arguments, got ",
                                      s.range_args.size()));
       for (const auto& kw : s.range_kwargs) {
-        bool ok = (kw.name == "stages" && s.range_kind == "pipelined") ||
+        bool ok = ((kw.name == "stages" || kw.name == "producer") && s.range_kind == "pipelined") ||
                   (kw.name == "unroll" && s.range_kind != "pipelined");
         if (!ok)
-          sink_.error(kw.loc,
-                      str("unknown keyword '", kw.name, "' for ", s.range_kind,
-                          s.range_kind == "pipelined" ? " (only 'stages')" : " (only 'unroll')"));
+          sink_.error(kw.loc, str("unknown keyword '", kw.name, "' for ", s.range_kind,
+                                  s.range_kind == "pipelined" ? " (only 'stages' and 'producer')"
+                                                              : " (only 'unroll')"));
         check_expr(*kw.value, Context::Body);
       }
       for (const auto& a : s.range_args) check_expr(*a, Context::Body);

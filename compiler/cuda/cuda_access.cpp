@@ -480,8 +480,13 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   auto slot = stage_index_.find(dst_var);
   TJ_ICHECK(slot != stage_index_.end(), "a TMA copy outside a pipeline's producer");
   // One thread announces the tile's bytes on the slot's mbarrier and issues its boxes; the
-  // bytes complete its phase.
-  open("if (threadIdx.x == 0)");
+  // bytes complete its phase. (The producer warps' branch is run by one thread already.)
+  if (in_producer_) {
+    line("{");
+    ++indent_;
+  } else {
+    open("if (threadIdx.x == 0)");
+  }
   const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
   line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
   // Coordinates innermost first: the column, (the row,) then the point subscripts outwards.

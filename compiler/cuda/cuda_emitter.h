@@ -60,6 +60,8 @@ public:
   /// `counter`: a variable counted with the loop (declared 0 just before it, incremented by
   /// the body's last statement, unused after it), printed in the for header instead.
   void emit_for(const ir::Stmt& s, const ir::Var* counter = nullptr);
+  /// expand-pipelines' split into producer warps and the kernel's own threads.
+  void emit_warp_roles(const ir::Stmt& s);
   void emit_assign(const ir::Stmt& s, bool declare);
   std::string var_name(const ir::Var* v) const;
   std::string param_name(int p) const;
@@ -153,6 +155,10 @@ public:
   /// are waited for at the next barrier, their additions at a fence(), a return and the
   /// kernel's end.
   bool bulk_atomics_ = false;
+  /// Inside the producer warps' branch (one thread runs it: no thread guards) / the other
+  /// threads' branch (their barriers are named ones of theirs alone).
+  bool in_producer_ = false;
+  bool in_consumers_ = false;
   /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.
   std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;
 

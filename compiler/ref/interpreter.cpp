@@ -371,6 +371,11 @@ private:
       return Flow::Next;
     }
     case ir::StmtKind::If: {
+      // The producer warps and the other threads run at once, in step through mbarriers that
+      // this program-at-a-time interpreter does not model.
+      if (s.warp_roles)
+        throw Error("the interpreter does not run producer warps (pipelined(..., producer = 1) "
+                    "after expand-pipelines): run the kernel as an earlier pass leaves it");
       Value c = eval(*s.value);
       TJ_ICHECK(c.dtype == DType::Bool && c.shape.empty(), "'if' condition is not a bool scalar");
       return exec_block(c.i[0] ? s.body : s.else_body);

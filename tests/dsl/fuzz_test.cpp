@@ -196,6 +196,7 @@ const std::vector<std::string>& soup_words() {
                                                  "serial",
                                                  "pipelined",
                                                  "stages",
+                                                 "producer",
                                                  "mask",
                                                  "other",
                                                  "axis",

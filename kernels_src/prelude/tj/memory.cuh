@@ -110,11 +110,11 @@ TJ_DEVICE void fence() {
 /// it (so writes each thread fenced before are visible first); every thread gets the old value.
 template <class T, bool SYNC_AFTER = true>
 TJ_DEVICE T atomic_add_uniform(T* p, T v, bool inbounds, T* scratch) {
-  __syncthreads();
+  block_sync();
   if (threadIdx.x == 0) scratch[0] = inbounds ? atomicAdd(p, v) : T(0);
-  __syncthreads();
+  block_sync();
   T old = scratch[0];
-  if (SYNC_AFTER) __syncthreads();
+  if (SYNC_AFTER) block_sync();
   return old;
 }
 

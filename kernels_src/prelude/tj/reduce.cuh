@@ -38,7 +38,7 @@ TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
         if (S::valid(s)) scratch[wp * EXT + S::c(s)] = v[s];
       }
     }
-    __syncthreads();
+    block_sync();
     TJ_UNROLL for (int s = 0; s < SN; ++s) {
       if (S::valid(s)) {
         T acc = Op::template identity<T>();
@@ -46,7 +46,7 @@ TJ_DEVICE void reduce_finish(T (&v)[SN], T* scratch) {
         v[s] = acc;
       }
     }
-    if (SYNC_AFTER) __syncthreads();
+    if (SYNC_AFTER) block_sync();
   }
 }
 
@@ -57,10 +57,10 @@ TJ_DEVICE T block_reduce(T v, T* scratch) {
   TJ_UNROLL for (int off = kWarp / 2; off >= 1; off >>= 1) v = Op::apply(v, shfl_xor(v, off));
   if constexpr (NT > kWarp) {
     if (lane_id() == 0) scratch[warp_id()] = v;
-    __syncthreads();
+    block_sync();
     T acc = Op::template identity<T>();
     TJ_UNROLL for (int w = 0; w < NT / kWarp; ++w) acc = Op::apply(acc, scratch[w]);
-    if (SYNC_AFTER) __syncthreads();
+    if (SYNC_AFTER) block_sync();
     return acc;
   } else {
     return v;

@@ -53,11 +53,11 @@ TJ_DEVICE void convert(T (&dst)[LD::N], const T (&src)[LS::N], T* scratch) {
   TJ_UNROLL for (int e = 0; e < LS::N; ++e) {
     if (LS::valid(e)) scratch[LS::r(e) * C + LS::c(e)] = src[e];
   }
-  __syncthreads();
+  block_sync();
   TJ_UNROLL for (int e = 0; e < LD::N; ++e) {
     if (LD::valid(e)) dst[e] = scratch[LD::r(e) * C + LD::c(e)];
   }
-  if (SYNC_AFTER) __syncthreads();
+  if (SYNC_AFTER) block_sync();
 }
 
 /// Inclusive scan of a register tile along AXIS, through `scratch` (R_ * C_ elements): one
@@ -68,7 +68,7 @@ TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) scratch[L::r(e) * C + L::c(e)] = v[e];
   }
-  __syncthreads();
+  block_sync();
   if (AXIS == 1) {
     for (int r = threadIdx.x; r < R; r += L::NT_) {
       T acc = scratch[r * C];
@@ -86,18 +86,18 @@ TJ_DEVICE void scan(T (&v)[L::N], T* scratch) {
       }
     }
   }
-  __syncthreads();
+  block_sync();
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) v[e] = scratch[L::r(e) * C + L::c(e)];
   }
-  if (SYNC_AFTER) __syncthreads();
+  if (SYNC_AFTER) block_sync();
 }
 
 /// The block's barrier as a callable (tj::tril_inverse takes one). A struct, not a lambda: with
 /// a lambda in the prelude, every NVRTC compile left a dynamic TLS block that LeakSanitizer's
 /// tracer crashed on at exit (the sanitized CI run of nvrtc_semantics_test).
 struct BlockSync {
-  TJ_DEVICE void operator()() const { __syncthreads(); }
+  TJ_DEVICE void operator()() const { block_sync(); }
 };
 
 /// v = (I + A)^-1 for A the strictly lower part of the square register tile v (its diagonal
@@ -110,16 +110,16 @@ template <class L> TJ_DEVICE void solve_tril(float (&v)[L::N], float* scratch) {
   static_assert(L::R_ == C, "solve_tril: a square tile");
   float* a = scratch;
   float* x = scratch + C * TrilStride<C>::A;
-  __syncthreads();
+  block_sync();
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) a[L::r(e) * TrilStride<C>::A + L::c(e)] = v[e];
   }
-  __syncthreads();
+  block_sync();
   tril_inverse<C, L::NT_>(a, x, static_cast<int>(threadIdx.x), BlockSync{});
   TJ_UNROLL for (int e = 0; e < L::N; ++e) {
     if (L::valid(e)) v[e] = x[L::r(e) * TrilStride<C>::X + L::c(e)];
   }
-  __syncthreads();
+  block_sync();
 }
 
 } // namespace tj

@@ -68,6 +68,27 @@ TJ_DEVICE void mbarrier_wait(unsigned long long* bar, int parity) {
 #endif
 }
 
+/// mbarrier_wait for the threads of a kernel with producer warps: ptxas ignores setmaxnreg
+/// (the registers the producer warps gave up) in code with a path to an exit, and a trap is
+/// one. A phase that never completes here makes the launch fail all the same, through a store
+/// to address 0 (an illegal address) after about 2^28 polls. (The producer warps' own waits
+/// keep the trap.)
+TJ_DEVICE void mbarrier_wait_no_exit(unsigned long long* bar, int parity) {
+#if __CUDA_ARCH__ >= 900
+  const unsigned addr = smem_addr(bar);
+  for (unsigned polls = 0;; ++polls) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+    if (done) return;
+    if (polls == (1u << 28)) *reinterpret_cast<volatile int*>(0) = 0;
+  }
+#endif
+}
+
 /// BLOCKS boxes of ROWS x 128 bytes from the map at (col, row) (elements, innermost first),
 /// box b's columns col + b * (128 bytes) into `dst` + b * ROWS * 128 bytes: the column blocks
 /// of a swizzle128<ROWS> tile, 1024-byte aligned. Out-of-range elements arrive as zeros; the
@@ -211,6 +232,18 @@ TJ_DEVICE void bulk_wait_all() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif
+}
+
+/// Producer warps: a warpgroup's registers per thread lowered to N (returned to the block's
+/// pool) or raised to N (taken from it, waiting until there are enough); every warp of the
+/// warpgroup runs the same one.
+template <int N>
+TJ_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+TJ_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 
 } // namespace tj

@@ -12,6 +12,17 @@
 
 namespace tj {
 
+/// The block's barrier. With producer warps (the generated source defines TJ_CONSUMER_THREADS:
+/// a warpgroup launched past the kernel's threads, issuing a pipeline's copies) the kernel's
+/// own threads meet at named barrier 1 without them, as they never come to it.
+TJ_DEVICE void block_sync() {
+#if defined(TJ_CONSUMER_THREADS)
+  asm volatile("bar.sync 1, %0;" ::"n"(TJ_CONSUMER_THREADS) : "memory");
+#else
+  __syncthreads();
+#endif
+}
+
 typedef signed char i8;
 typedef unsigned char u8;
 typedef short i16;

@@ -1,0 +1,44 @@
+// Producer warps for a pipelined loop (`pipelined(..., producer = 1)`), FlashAttention-3's
+// warp specialisation: the block is launched with a warpgroup more, one of whose threads issues
+// the loop's TMA copies into the ring slots as they are released, while the kernel's own threads
+// only wait for their slots, compute and release them. Nothing then holds the computing warps
+// back to issue copies, and setmaxnreg gives them the producer warps' registers.
+//
+// This file decides which loop may have them and writes the program the copying thread runs
+// before and around the loop: the loops and ifs that enclose it, the scalars its bounds and its
+// copies' addresses are computed from (a backward slice, cloned with fresh names) and the early
+// returns it must follow. expand-pipelines then puts the producer loop into it.
+#pragma once
+
+#include "compiler/ir.h"
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace tilejit {
+
+struct ProducerProgram {
+  /// The pipelined loop taken (null: none); expand-pipelines replaces (frees) it.
+  ir::Stmt* loop = nullptr;
+  ir::SourceLoc loc;               ///< the loop's
+  ir::Block program;               ///< what the copying thread runs, the loop not yet in it
+  ir::Block* loop_block = nullptr; ///< where the producer loop goes: this block...
+  size_t loop_index = 0;           ///< ...at this index
+  /// The kernel's scalars the loop's bounds and copies read -> the producer's own copies.
+  std::map<const ir::Var*, ir::Var*> renamed;
+};
+
+/// Picks the pipelined loop with `producer = 1` that gets producer warps (at most one per
+/// kernel) and writes its producer program. `why_not(loop)` gives the pipeline's own reason a
+/// loop cannot have them ("" when it can); a loop not taken gets the reason in its note, and
+/// runs as an ordinary pipeline. `fresh(base, type, loc)` makes a uniquely named variable.
+ProducerProgram plan_producer_warps(
+    ir::Kernel& k, const std::function<std::string(ir::Stmt&)>& why_not,
+    const std::function<ir::Var*(const std::string&, const ir::Type&, const ir::SourceLoc&)>&
+        fresh);
+
+/// `e` cloned with its variables renamed by `renamed` (others kept).
+ir::ExprPtr clone_renamed(const ir::Expr& e, const std::map<const ir::Var*, ir::Var*>& renamed);
+
+} // namespace tilejit
