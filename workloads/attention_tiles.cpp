@@ -35,8 +35,14 @@ Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
   // and the backward with attn_dq went 13.64 -> 13.00 ms at N = 8192 D = 128, 7.27 -> 7.21
   // causal, 6.87 -> 6.43 at 10% of N = 16384 (H200, 2026-11-30,
   // bench/results/2026-11-30-wgmma-ss-a-h200.md).
+  // PRODUCER 1 (the copies issued by producer warps, setmaxnreg giving the others 240
+  // registers): 13.21 -> 12.73 ms at N = 8192 D = 128 with attn_dq; with dq's atomics here no
+  // faster (15.22 -> 15.46).
   Config t = {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}};
-  if (!atomic_dq) t["ISSUE"] = "1";
+  if (!atomic_dq) {
+    t["ISSUE"] = "1";
+    t["PRODUCER"] = "1";
+  }
   return t;
 }
 
