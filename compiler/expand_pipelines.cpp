@@ -84,6 +84,69 @@ ExprPtr before_end(ExprPtr a, Var* hi, int64_t step, const SourceLoc& loc) {
   return binary(step > 0 ? dsl::BinaryOp::Lt : dsl::BinaryOp::Gt, std::move(a), ref(hi, loc), loc);
 }
 
+/// `v = v + 1`.
+StmtPtr count_up(Var* v, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::Assign, loc);
+  s->var = v;
+  s->value = binary(dsl::BinaryOp::Add, ref(v, loc), constant(1, loc), loc);
+  return s;
+}
+
+/// `bits ^= 1 << slot`: a slot's parity bit, flipped at each use of the slot.
+StmtPtr flip_bit(Var* bits, Var* slot, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::Assign, loc);
+  s->var = bits;
+  s->value = binary(dsl::BinaryOp::BitXor, ref(bits, loc),
+                    binary(dsl::BinaryOp::Shl, constant(1, loc), ref(slot, loc), loc), loc);
+  return s;
+}
+
+/// `(bits >> slot) & 1`.
+ExprPtr parity_bit(Var* bits, Var* slot, const SourceLoc& loc) {
+  return binary(dsl::BinaryOp::BitAnd,
+                binary(dsl::BinaryOp::Shr, ref(bits, loc), ref(slot, loc), loc), constant(1, loc),
+                loc);
+}
+
+/// `slots` mbarriers at shared `offset`, each completing a phase after `arrivals` arrivals.
+StmtPtr mbarrier_init(int64_t offset, int slots, int arrivals, const std::string& note,
+                      const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
+  s->barrier_offset = offset;
+  s->barrier_slots = slots;
+  s->barrier_arrivals = arrivals;
+  s->note = note;
+  return s;
+}
+
+/// The copying thread waits until slot `write`'s last use was released: the "empty" mbarrier
+/// at `empties` completes the phase of parity bit ^ 1, `bits` counting the slot's uses.
+StmtPtr wait_slot_free(int64_t empties, Var* bits, Var* write, const SourceLoc& loc) {
+  auto s = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+  s->barrier_offset = empties;
+  s->producer_only = true;
+  s->value = ref(write, loc);
+  s->mask = binary(dsl::BinaryOp::BitXor, parity_bit(bits, write, loc), constant(1, loc), loc);
+  s->note = "every thread is done reading the slot";
+  return s;
+}
+
+/// This iteration's TMA copies landed: slot `read` of the "full" mbarriers at `full`
+/// completes its (it / S)-th phase, or, for a loop inside another one (whose runs go on with
+/// the phases), the phase the slot's bit in `phases` gives, the bit flipped after the wait.
+void wait_slot_full(Block& body, int64_t full, Var* read, Var* phases, Var* it, int S,
+                    const SourceLoc& loc) {
+  auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+  wait->barrier_offset = full;
+  wait->value = ref(read, loc);
+  wait->mask = phases ? parity_bit(phases, read, loc)
+                      : binary(dsl::BinaryOp::Mod,
+                               binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
+                               constant(2, loc), loc);
+  body.push_back(std::move(wait));
+  if (phases) body.push_back(flip_bit(phases, read, loc));
+}
+
 class PipelineExpander {
 public:
   explicit PipelineExpander(Kernel& k) : k_(k) {
@@ -228,7 +291,6 @@ public:
   /// Takes the loop with `producer = 1` that can have producer warps (notes on the others)
   /// and reserves its mbarriers; run before any loop is expanded.
   void plan_producer_warps() {
-    int64_t barriers = -1;
     auto why_not = [&](Stmt& loop) -> std::string {
       if (!slot_release_enabled()) return "TILEJIT_PIPELINE_RELEASE=barrier";
       std::vector<Var*> rings;
@@ -242,9 +304,7 @@ public:
                "that does not fit one)";
       if (in_flight_dot(loop.body, rings, loop.stages))
         return "a dot is left running across its iterations";
-      const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
-      if (at + 16 * loop.stages > k_.smem_limit) return "no room for its mbarriers";
-      barriers = at;
+      if (mbarriers_at() + 16 * loop.stages > k_.smem_limit) return "no room for its mbarriers";
       return "";
     };
     auto fresh_var = [&](const std::string& base, const Type& t, const SourceLoc& loc) {
@@ -252,10 +312,12 @@ public:
     };
     producer_ = tilejit::plan_producer_warps(k_, why_not, fresh_var);
     if (!producer_.loop) return;
-    // (why_not ran last for the loop taken.)
-    producer_barriers_ = barriers;
-    k_.smem_bytes = barriers + 16 * producer_.loop->stages;
+    producer_barriers_ = mbarriers_at();
+    k_.smem_bytes = producer_barriers_ + 16 * producer_.loop->stages;
   }
+
+  /// Where mbarriers go: after the planned shared memory, 8-byte aligned.
+  int64_t mbarriers_at() const { return (k_.smem_bytes + 7) / 8 * 8; }
 
   /// The producer program with its loop in place (empty if no loop has producer warps).
   ProducerProgram& producer() { return producer_; }
@@ -284,7 +346,7 @@ private:
     int tma_copies = 0;
     int64_t barriers = -1;
     for (const StmtPtr& sp : loop.body) tma_copies += tma_copy(k_, *sp);
-    const int64_t at = (k_.smem_bytes + 7) / 8 * 8;
+    const int64_t at = mbarriers_at();
     if (tma_copies > 0 && at + 8 * S <= k_.smem_limit) {
       barriers = at;
       k_.smem_bytes = at + 8 * S;
@@ -313,17 +375,10 @@ private:
     out.push_back(decl(lo, std::move(loop.lo), loc));
     out.push_back(decl(hi, std::move(loop.hi), loc));
     if (barriers >= 0) {
-      auto init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
-      init->barrier_offset = barriers;
-      init->barrier_slots = S;
-      init->barrier_arrivals = tma_copies;
+      StmtPtr init = mbarrier_init(barriers, S, tma_copies, "", loc);
       StmtPtr empty_init;
       if (empties >= 0) {
-        empty_init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
-        empty_init->barrier_offset = empties;
-        empty_init->barrier_slots = S;
-        empty_init->barrier_arrivals = k_.threads;
-        empty_init->note = "released by every thread";
+        empty_init = mbarrier_init(empties, S, k_.threads, "released by every thread", loc);
         released = fresh(v->name + "_released", kIndex, loc);
         released->assigned_in_loop = true;
       }
@@ -413,30 +468,7 @@ private:
                constant(S, loc), loc),
         loc));
     for (Var* r : rings) r->read_slot = read;
-    if (barriers >= 0) {
-      // This iteration's TMA copies: slot `read` completes its (it / S)-th phase.
-      auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
-      wait->barrier_offset = barriers;
-      wait->value = ref(read, loc);
-      if (phases) {
-        // (phases >> read) & 1, then phases ^= 1 << read: the slot's next phase.
-        wait->mask = binary(dsl::BinaryOp::BitAnd,
-                            binary(dsl::BinaryOp::Shr, ref(phases, loc), ref(read, loc), loc),
-                            constant(1, loc), loc);
-        main->body.push_back(std::move(wait));
-        auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
-        flip->var = phases;
-        flip->value =
-            binary(dsl::BinaryOp::BitXor, ref(phases, loc),
-                   binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
-        main->body.push_back(std::move(flip));
-      } else {
-        wait->mask = binary(dsl::BinaryOp::Mod,
-                            binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
-                            constant(2, loc), loc);
-        main->body.push_back(std::move(wait));
-      }
-    }
+    if (barriers >= 0) wait_slot_full(main->body, barriers, read, phases, it, S, loc);
     {
       Var* ahead = fresh(v->name + "_ahead", kIndex, loc);
       main->body.push_back(
@@ -450,17 +482,10 @@ private:
         // Slot `write` was last read S - D iterations ago (or never, or in an earlier run of
         // the loop, before its closing barrier): wait for that release, whose phase has the
         // parity bit ^ 1 (the bit counts this thread's releases of the slot, all threads alike).
-        auto free = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
-        free->barrier_offset = empties;
-        free->producer_only = true;
-        free->value = ref(write, loc);
-        free->mask =
-            binary(dsl::BinaryOp::BitXor,
-                   binary(dsl::BinaryOp::BitAnd,
-                          binary(dsl::BinaryOp::Shr, ref(released, loc), ref(write, loc), loc),
-                          constant(1, loc), loc),
-                   constant(1, loc), loc);
-        free->note = "every thread is done reading the slot";
+        // Slot `write` was last read S - D iterations ago (or never, or in an earlier run of
+        // the loop, before its closing barrier): wait for that release (the bit counts this
+        // thread's releases of the slot, all threads alike).
+        StmtPtr free = wait_slot_free(empties, released, write, loc);
         guard->body.insert(guard->body.begin(), std::move(free));
       }
       main->body.push_back(std::move(guard));
@@ -495,16 +520,9 @@ private:
       arrive->barrier_offset = empties;
       arrive->value = ref(read, loc);
       main->body.push_back(std::move(arrive));
-      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
-      flip->var = released;
-      flip->value = binary(dsl::BinaryOp::BitXor, ref(released, loc),
-                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
-      main->body.push_back(std::move(flip));
+      main->body.push_back(flip_bit(released, read, loc));
     }
-    auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
-    next->var = it;
-    next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
-    main->body.push_back(std::move(next));
+    main->body.push_back(count_up(it, loc));
     if (running) {
       // The last wgmmas end before acc is read. Only a loop that ran has any: ptxas serializes
       // every wgmma when a path around the loop reaches the wait with acc set otherwise.
@@ -544,7 +562,6 @@ private:
   Block expand_with_producer(Stmt& loop) {
     const SourceLoc& loc = loop.loc;
     const int S = loop.stages;
-    const int64_t step = loop.step->int_value;
     Var* v = loop.var;
     std::vector<Var*> rings;
     for (const StmtPtr& sp : loop.body)
@@ -553,17 +570,9 @@ private:
     for (StmtPtr& sp : loop.body)
       if (sp->pipeline_role == Role::Producer) sp->value->tma_barrier = full;
     // Set up before the block splits into its roles (the producer starts copying at once).
-    auto init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
-    init->barrier_offset = full;
-    init->barrier_slots = S;
-    init->barrier_arrivals = static_cast<int>(rings.size());
-    kernel_start_.push_back(std::move(init));
-    auto empty_init = std::make_unique<Stmt>(StmtKind::MbarrierInit, loc);
-    empty_init->barrier_offset = empty;
-    empty_init->barrier_slots = S;
-    empty_init->barrier_arrivals = k_.threads;
-    empty_init->note = "released by every thread but the producer warps'";
-    kernel_start_.push_back(std::move(empty_init));
+    kernel_start_.push_back(mbarrier_init(full, S, static_cast<int>(rings.size()), "", loc));
+    kernel_start_.push_back(mbarrier_init(empty, S, k_.threads,
+                                          "released by every thread but the producer warps'", loc));
     kernel_start_.push_back(barrier("the mbarriers are set up before any copy signals them", loc));
     Var* filled = fresh(v->name + "_filled", kIndex, loc); // bit s: slot s's fills' parity
     filled->assigned_in_loop = true;
@@ -593,28 +602,11 @@ private:
       Var* write = fresh(v->name + "_write", kIndex, loc);
       ploop->body.push_back(
           decl(write, binary(dsl::BinaryOp::Mod, ref(fill, loc), constant(S, loc), loc), loc));
-      auto free = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
-      free->barrier_offset = empty;
-      free->producer_only = true;
-      free->value = ref(write, loc);
-      free->mask = binary(dsl::BinaryOp::BitXor,
-                          binary(dsl::BinaryOp::BitAnd,
-                                 binary(dsl::BinaryOp::Shr, ref(filled, loc), ref(write, loc), loc),
-                                 constant(1, loc), loc),
-                          constant(1, loc), loc);
-      free->note = "every thread is done reading the slot";
-      ploop->body.push_back(std::move(free));
-      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
-      flip->var = filled;
-      flip->value = binary(dsl::BinaryOp::BitXor, ref(filled, loc),
-                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(write, loc), loc), loc);
-      ploop->body.push_back(std::move(flip));
+      ploop->body.push_back(wait_slot_free(empty, filled, write, loc));
+      ploop->body.push_back(flip_bit(filled, write, loc));
       for (StmtPtr& c : producers(loop.body, v, pv, write, renamed))
         ploop->body.push_back(std::move(c));
-      auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
-      next->var = fill;
-      next->value = binary(dsl::BinaryOp::Add, ref(fill, loc), constant(1, loc), loc);
-      ploop->body.push_back(std::move(next));
+      ploop->body.push_back(count_up(fill, loc));
       at.push_back(std::move(ploop));
       Block& into = *producer_.loop_block;
       into.insert(into.begin() + static_cast<long>(producer_.loop_index),
@@ -641,25 +633,7 @@ private:
     main->body.push_back(
         decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
     for (Var* r : rings) r->read_slot = read;
-    auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
-    wait->barrier_offset = full;
-    wait->value = ref(read, loc);
-    if (phases) {
-      wait->mask = binary(dsl::BinaryOp::BitAnd,
-                          binary(dsl::BinaryOp::Shr, ref(phases, loc), ref(read, loc), loc),
-                          constant(1, loc), loc);
-      main->body.push_back(std::move(wait));
-      auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
-      flip->var = phases;
-      flip->value = binary(dsl::BinaryOp::BitXor, ref(phases, loc),
-                           binary(dsl::BinaryOp::Shl, constant(1, loc), ref(read, loc), loc), loc);
-      main->body.push_back(std::move(flip));
-    } else {
-      wait->mask = binary(dsl::BinaryOp::Mod,
-                          binary(dsl::BinaryOp::Div, ref(it, loc), constant(S, loc), loc),
-                          constant(2, loc), loc);
-      main->body.push_back(std::move(wait));
-    }
+    wait_slot_full(main->body, full, read, phases, it, S, loc);
     ++loop_depth_;
     for (StmtPtr& s : consumers(loop.body)) main->body.push_back(std::move(s));
     --loop_depth_;
@@ -667,10 +641,7 @@ private:
     arrive->barrier_offset = empty;
     arrive->value = ref(read, loc);
     main->body.push_back(std::move(arrive));
-    auto next = std::make_unique<Stmt>(StmtKind::Assign, loc);
-    next->var = it;
-    next->value = binary(dsl::BinaryOp::Add, ref(it, loc), constant(1, loc), loc);
-    main->body.push_back(std::move(next));
+    main->body.push_back(count_up(it, loc));
     out.push_back(std::move(main));
     out.push_back(async_wait(0, "", loc));
     out.push_back(barrier("the ring buffers may be reused after the loop", loc));

@@ -49,22 +49,29 @@ TJ_DEVICE void mbarrier_arrive(unsigned long long* bar) {
 #endif
 }
 
+/// One poll: whether the mbarrier at shared address `addr` completed the phase of this parity.
+TJ_DEVICE bool mbarrier_try_wait(unsigned addr, int parity) {
+#if __CUDA_ARCH__ >= 900
+  unsigned done;
+  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               "selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(addr), "r"(parity)
+               : "memory");
+  return done != 0;
+#else
+  return true;
+#endif
+}
+
 /// Waits until `bar` completes the phase of this parity (its bytes landed, visible to this
 /// thread). A phase that never completes is a compiler bug, not a slow copy: after about 2^28
 /// polls (seconds) the kernel traps, so the launch fails instead of hanging.
 TJ_DEVICE void mbarrier_wait(unsigned long long* bar, int parity) {
 #if __CUDA_ARCH__ >= 900
   const unsigned addr = smem_addr(bar);
-  for (unsigned polls = 0;; ++polls) {
-    unsigned done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(addr), "r"(parity)
-                 : "memory");
-    if (done) return;
+  for (unsigned polls = 0; !mbarrier_try_wait(addr, parity); ++polls)
     if (polls == (1u << 28)) __trap();
-  }
 #endif
 }
 
@@ -76,16 +83,8 @@ TJ_DEVICE void mbarrier_wait(unsigned long long* bar, int parity) {
 TJ_DEVICE void mbarrier_wait_no_exit(unsigned long long* bar, int parity) {
 #if __CUDA_ARCH__ >= 900
   const unsigned addr = smem_addr(bar);
-  for (unsigned polls = 0;; ++polls) {
-    unsigned done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(addr), "r"(parity)
-                 : "memory");
-    if (done) return;
+  for (unsigned polls = 0; !mbarrier_try_wait(addr, parity); ++polls)
     if (polls == (1u << 28)) *reinterpret_cast<volatile int*>(0) = 0;
-  }
 #endif
 }
 
