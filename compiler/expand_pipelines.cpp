@@ -147,6 +147,19 @@ void wait_slot_full(Block& body, int64_t full, Var* read, Var* phases, Var* it, 
   if (phases) body.push_back(flip_bit(phases, read, loc));
 }
 
+/// The loop the threads that compute run: `loop`'s variable, step and unroll over [lo, hi)
+/// (its step moved out of it), its body still to add.
+StmtPtr main_loop(Stmt& loop, Var* lo, Var* hi, const std::string& note) {
+  auto main = std::make_unique<Stmt>(StmtKind::For, loop.loc);
+  main->var = loop.var;
+  main->lo = ref(lo, loop.loc);
+  main->hi = ref(hi, loop.loc);
+  main->step = std::move(loop.step);
+  main->unroll = loop.unroll;
+  main->note = note;
+  return main;
+}
+
 class PipelineExpander {
 public:
   explicit PipelineExpander(Kernel& k) : k_(k) {
@@ -442,13 +455,8 @@ private:
     }
 
     // The loop: wait for this iteration's copies, then issue D iterations ahead.
-    auto main = std::make_unique<Stmt>(StmtKind::For, loc);
-    main->var = v;
-    main->lo = ref(lo, loc);
-    main->hi = ref(hi, loc);
-    main->step = std::move(loop.step);
-    main->unroll = loop.unroll;
-    main->note = loop.note; // why producer = 1 was not taken
+    // (Its note: why producer = 1 was not taken, if it was asked.)
+    StmtPtr main = main_loop(loop, lo, hi, loop.note);
     main->body.push_back(
         async_wait(D - 1, "this iteration's copies landed (the later ones may not)", loc));
     if (empties < 0)
@@ -622,13 +630,7 @@ private:
     Var* it = fresh(v->name + "_it", kIndex, loc);
     it->assigned_in_loop = true;
     out.push_back(decl(it, constant(0, loc), loc));
-    auto main = std::make_unique<Stmt>(StmtKind::For, loc);
-    main->var = v;
-    main->lo = ref(lo, loc);
-    main->hi = ref(hi, loc);
-    main->step = std::move(loop.step);
-    main->unroll = loop.unroll;
-    main->note = "its copies issued by the producer warps";
+    StmtPtr main = main_loop(loop, lo, hi, "its copies issued by the producer warps");
     Var* read = fresh(v->name + "_read", kIndex, loc);
     main->body.push_back(
         decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
