@@ -616,7 +616,7 @@ private:
         ploop->body.push_back(std::move(c));
       ploop->body.push_back(count_up(fill, loc));
       at.push_back(std::move(ploop));
-      Block& into = *producer_.loop_block;
+      Block& into = producer_.loop_block ? *producer_.loop_block : producer_.program;
       into.insert(into.begin() + static_cast<long>(producer_.loop_index),
                   std::make_move_iterator(at.begin()), std::make_move_iterator(at.end()));
     }

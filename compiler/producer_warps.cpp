@@ -191,7 +191,7 @@ private:
       const Stmt& s = *sp;
       if (sp.get() == path_[i]) {
         if (i + 1 == path_.size()) {
-          p.loop_block = &out;
+          p.loop_block = i == 0 ? nullptr : &out;
           p.loop_index = out.size();
           continue;
         }

@@ -21,10 +21,12 @@ namespace tilejit {
 struct ProducerProgram {
   /// The pipelined loop taken (null: none); expand-pipelines replaces (frees) it.
   ir::Stmt* loop = nullptr;
-  ir::SourceLoc loc;               ///< the loop's
-  ir::Block program;               ///< what the copying thread runs, the loop not yet in it
-  ir::Block* loop_block = nullptr; ///< where the producer loop goes: this block...
-  size_t loop_index = 0;           ///< ...at this index
+  ir::SourceLoc loc; ///< the loop's
+  ir::Block program; ///< what the copying thread runs, the loop not yet in it
+  /// Where the producer loop goes: this block (null: `program` itself, a loop at the kernel's
+  /// top level; not a pointer to it, which moving the struct would leave dangling)...
+  ir::Block* loop_block = nullptr;
+  size_t loop_index = 0; ///< ...at this index
   /// The kernel's scalars the loop's bounds and copies read -> the producer's own copies.
   std::map<const ir::Var*, ir::Var*> renamed;
 };

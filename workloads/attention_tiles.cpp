@@ -21,6 +21,16 @@ Config forward_tile(const AttentionTileCase& c) {
     t["WG"] = "1"; // attn_fwd_sparse has no WG: its dots take wgmma where they fit
     t["ISSUE"] = "1";
   }
+  // Width 128: the copies issued by producer warps (PRODUCER; the others get 240 registers,
+  // enough without spilling only with p v left running, so attn_fwd_sparse takes ISSUE too):
+  // bit-equal, dense N = 8192 3.85 -> 3.65 ms (causal 2.06 -> 1.95), block-sparse N = 16384
+  // 2.02 -> 1.86 / 4.37 -> 4.17 / 8.23 -> 8.00 ms at 10 / 25 / 50% (H200, 2026-11-30,
+  // bench/results/2026-11-30-forward-producer-warps-h200.md). Not at width 64: 2.56 -> 2.64 ms,
+  // causal 1.39 -> 1.53.
+  if (c.tile_width == 128) {
+    t["ISSUE"] = "1";
+    t["PRODUCER"] = "1";
+  }
   return t;
 }
 

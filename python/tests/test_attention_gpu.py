@@ -404,6 +404,37 @@ def test_early_index_reads_are_bit_equal(monkeypatch, dtype, b, hq, hkv, n, d, c
     assert_bit_equal_outputs(poisoned_forward_backward(q, k, v, dout, causal, mask), want)
 
 
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
+    (torch.float16, 2, 4, 1, 555, 64, True, None),
+    (torch.bfloat16, 1, 2, 2, 100, 128, False, None),  # one key tile: the loop runs once
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3),
+    (torch.float16, 1, 4, 4, 900, 128, True, 0.5),
+    (torch.bfloat16, 2, 2, 1, 1000, 128, False, 0.02),  # rows with no kept block
+])
+def test_forward_producer_warps_are_bit_equal(dtype, b, hq, hkv, n, d, causal, density):
+    """attn_fwd and attn_fwd_sparse with their loop's copies issued by producer warps
+    (PRODUCER = 1) against the same kernel without: o and lse bit-equal into NaN-poisoned
+    outputs, dense and block-sparse (the copy thread reads the kept blocks' indices itself)."""
+    q, k, v, _, mask = random_case(17 * n + d, dtype, b, hq, hkv, n, d, density)
+    runs = []
+    for config in ({"PRODUCER": 0, "ISSUE": 0}, {"PRODUCER": 1, "ISSUE": 0},
+                   {"PRODUCER": 1, "ISSUE": 1}):
+        out = torch.full_like(q, math.nan)
+        lse = torch.full(q.shape[:3], math.nan, device="cuda")
+        tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask, out=out, lse=lse,
+                                      config=config)
+        runs.append((out, lse))
+    for run in runs[1:]:
+        for name, x, y in zip(("o", "lse"), run, runs[0]):
+            assert not torch.isnan(x).any(), name
+            assert torch.equal(x, y), name
+    if mask is not None:  # a row with no kept block: lse = -inf
+        empty = ~mask[0].any(-1)
+        assert torch.isinf(runs[2][1][0, empty.repeat_interleave(128, -1)[:, :n]]).all()
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False),
     (torch.bfloat16, 1, 8, 8, 777, 128, True),
