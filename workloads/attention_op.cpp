@@ -216,9 +216,10 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
     LaunchOptions dq_lo;
     dq_lo.stream = a.stream;
     dq_lo.config = kernel_config({}, q, a.causal, a.exact);
-    // ISSUE (the dots left running) is the backward's choice for each of its kernels.
-    if (auto issue = a.config.find("ISSUE"); issue != a.config.end())
-      dq_lo.config["ISSUE"] = issue->second;
+    // ISSUE (the dots left running) and PRODUCER (producer warps) are the backward's choice
+    // for each of its kernels.
+    for (const char* both : {"ISSUE", "PRODUCER"})
+      if (auto it = a.config.find(both); it != a.config.end()) dq_lo.config[both] = it->second;
     if (hopper) dq_lo.fallback = workloads::dq_kernel_tile(tiles);
     if (a.blocks) {
       dq_lo.config["BLK"] = std::to_string(a.blocks->block);

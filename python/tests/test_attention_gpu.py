@@ -435,29 +435,33 @@ def test_forward_producer_warps_are_bit_equal(dtype, b, hq, hkv, n, d, causal, d
         assert torch.isinf(runs[2][1][0, empty.repeat_interleave(128, -1)[:, :n]]).all()
 
 
-@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
-    (torch.bfloat16, 2, 4, 2, 1000, 128, False),
-    (torch.bfloat16, 1, 8, 8, 777, 128, True),
-    (torch.float16, 2, 4, 1, 555, 64, True),
-    (torch.bfloat16, 1, 6, 2, 1111, 64, False),
-    (torch.bfloat16, 1, 2, 2, 64, 128, False),  # one query block: the producer's loop runs once
-    (torch.float16, 1, 3, 1, 200, 72, False),  # D = 72 (width 80, no TMA rows: not taken)
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
+    (torch.float16, 2, 4, 1, 555, 64, True, None),
+    (torch.bfloat16, 1, 6, 2, 1111, 64, False, None),
+    (torch.bfloat16, 1, 2, 2, 64, 128, False, None),  # one query block: the loop runs once
+    (torch.float16, 1, 3, 1, 200, 72, False, None),  # D = 72 (width 80, no TMA rows: not taken)
+    (torch.bfloat16, 2, 4, 2, 1500, 128, False, 0.3),
+    (torch.float16, 1, 4, 4, 900, 128, True, 0.05),  # rows and columns with no kept block
 ])
-def test_producer_warps_are_bit_equal(dtype, b, hq, hkv, n, d, causal):
-    """attn_bwd with its pipeline's copies issued by producer warps (PRODUCER = 1: a warpgroup
-    more, setmaxnreg) against the same kernel without (dq by attn_dq and by atomics): dq, dk
-    and dv bit-equal into NaN-poisoned outputs; a slot refilled before every thread read it,
-    a tile read before it landed or a wrong iteration count shows up as a difference (or a
-    launch that fails instead of hanging)."""
-    q, k, v, dout, _ = random_case(3 * n + d, dtype, b, hq, hkv, n, d, None)
-    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal)
+def test_producer_warps_are_bit_equal(dtype, b, hq, hkv, n, d, causal, density):
+    """attn_bwd, attn_dq and their block-sparse forms with their pipelines' copies issued by
+    producer warps (PRODUCER = 1: a warpgroup more, setmaxnreg) against the same kernels
+    without (dq by attn_dq and by atomics): dq, dk and dv bit-equal into NaN-poisoned outputs;
+    a slot refilled before every thread read it, a tile read before it landed or a wrong
+    iteration count shows up as a difference (or a launch that fails instead of hanging)."""
+    q, k, v, dout, mask = random_case(3 * n + d, dtype, b, hq, hkv, n, d, density)
+    if mask is not None:
+        mask = tilejit.ops.BlockMask(mask)  # with the forward's block lists: attn_dq_sparse
+    o, lse = tilejit.ops.attention_forward(q, k, v, causal=causal, block_mask=mask)
     for atomic in ("0", "1"):
         grads = []
         for producer in ("0", "1"):
             dq, dk, dv = (torch.full_like(t, math.nan) for t in (q, k, k))
             tilejit.ops.attention_backward(q, k, v, o, lse, dout, causal=causal, dq=dq, dk=dk,
-                                           dv=dv, config={"ATOMIC_DQ": atomic,
-                                                          "PRODUCER": producer})
+                                           dv=dv, block_mask=mask,
+                                           config={"ATOMIC_DQ": atomic, "PRODUCER": producer})
             grads.append((dq, dk, dv))
         for name, x, y in zip(("dq", "dk", "dv"), grads[1], grads[0]):
             assert not torch.isnan(x).any(), (atomic, name)
