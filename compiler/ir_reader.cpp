@@ -1181,8 +1181,9 @@ private:
       return s;
     }
     if (accept("mbarrier_arrive")) {
-      // mbarrier_arrive @smem[OFF][SLOT]
+      // mbarrier_arrive [fence_async] @smem[OFF][SLOT]
       auto s = std::make_unique<Stmt>(StmtKind::MbarrierArrive);
+      s->fence_async = accept("fence_async");
       expect("@");
       expect("smem");
       expect("[");
@@ -1342,8 +1343,11 @@ private:
 
   StmtPtr if_stmt() {
     auto s = std::make_unique<Stmt>(StmtKind::If);
-    if (accept("producer_warps")) {
-      s->warp_roles = true;
+    if (accept("producer_warps") || accept("copy_thread") || accept("reduce_warp")) {
+      const std::string& word = toks_[pos_ - 1].text;
+      s->warp_role = word == "producer_warps" ? WarpRole::Split
+                     : word == "copy_thread"  ? WarpRole::CopyThread
+                                              : WarpRole::ReduceWarp;
       s->value = make_bool(true, loc_here());
     } else {
       s->value = expr();

@@ -630,9 +630,12 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   emit_bounds_checks(*this, a, p, e, e.layout, nullptr);
   const size_t r = a.indices.size();
   const int64_t rows = e.type.shape[0], cols = e.type.shape[1];
-  // One row per thread (rows past the block's threads: again): the row's run of the last
-  // dimension that exists, from its first column on or after 0.
-  open(str("for (int tj_r = threadIdx.x; tj_r < ", rows, "; tj_r += ", k_.threads, ")"));
+  // One row per thread (rows past the block's threads: again; the reducing warp: per lane):
+  // the row's run of the last dimension that exists, from its first column on or after 0.
+  if (in_reducer_)
+    open(str("for (int tj_r = tj::lane_id(); tj_r < ", rows, "; tj_r += 32)"));
+  else
+    open(str("for (int tj_r = threadIdx.x; tj_r < ", rows, "; tj_r += ", k_.threads, ")"));
   std::vector<std::string> ix(p.hoisted.begin(), p.hoisted.end());
   ix[r - 2] = str("(", p.hoisted[r - 2], " + tj_r)");
   ix.pop_back();
@@ -652,6 +655,8 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   // (insert-barriers puts one between this read and the next write). Not here: waiting at once
   // held the issuing warps for the engine's reads while the others ran on.
   line("tj::bulk_commit();");
+  // The reducing warp hands the tile back (its next statement) once the rows are read.
+  if (in_reducer_) line("tj::bulk_wait_read(); // the additions have read the staged rows");
 }
 
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
