@@ -724,6 +724,14 @@ private:
     rloop->lo = clone_renamed(*loop.lo, producer_.reduces.renamed);
     rloop->hi = clone_renamed(*loop.hi, producer_.reduces.renamed);
     rloop->step = loop.step->clone();
+    // The copies' inputs the loop body computes (a block-sparse loop's row index): the warp's
+    // own, for the additions' addresses.
+    for (const StmtPtr& sp : loop.body) {
+      if (sp->pipeline_role != Role::ProducerInput || sp->kind != StmtKind::Decl) continue;
+      Var* c = fresh(sp->var->name + "_r", sp->var->type, sp->var->loc);
+      rloop->body.push_back(decl(c, clone_renamed(*sp->value, renamed), sp->loc));
+      renamed[sp->var] = c;
+    }
     std::set<const Stmt*> taken(producer_.reductions.begin(), producer_.reductions.end());
     Block body;
     for (StmtPtr& sp : loop.body) {

@@ -128,7 +128,9 @@ std::string Emitter::param_name(int p) const {
 std::string Emitter::smem_index(const ir::Var* v, const std::string& r,
                                 const std::string& c) const {
   if (v->type.rank() == 1) return c;
-  if (v->smem_swizzle) return str("tj::swizzle128<", swizzled_rows(*v), ">(", r, ", ", c, ")");
+  if (v->smem_swizzle)
+    return str(dtype_size(v->type.dtype) == 4 ? "tj::swizzle128_b32<" : "tj::swizzle128<",
+               swizzled_rows(*v), ">(", r, ", ", c, ")");
   return str(r, " * ", v->smem_row_stride, " + ", c);
 }
 
