@@ -1,7 +1,5 @@
 #include "compiler/plan_shared_memory.h"
 
-#include <cstdlib>
-
 #include "compiler/assign_layouts.h"
 #include "compiler/specialise.h"
 #include "support/error.h"
@@ -208,10 +206,6 @@ void plan_shared_memory(ir::Kernel& k) {
     // 16 bytes of padding shift consecutive rows by 4 banks: ldmatrix and column reads of 8
     // rows then hit 32 distinct banks.
     if (v.type.rank() == 2 && v.type.shape[0] > 1) row_bytes += 16;
-    // EXPERIMENT: a tile staged for the bulk copy engine unpadded, so that a whole tile of
-    // contiguous rows goes in one bulk addition.
-    if (v.name.rfind("bulk_", 0) == 0 && std::getenv("TILEJIT_BULK_UNPADDED"))
-      row_bytes = cols * elem;
     // The B operand of a 4-bit dot stored [N][K] is read 16 bytes per lane, lane (g, t) at row
     // g, bytes 16t..16t+15 (tj::dot_q4), 8 lanes per shared-memory wavefront: rows g and g + 1
     // then fall on distinct banks only when they are 64 bytes apart modulo 128 (16 bytes gave

@@ -651,23 +651,6 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   const int64_t rows = e.type.shape[0], cols = e.type.shape[1];
   // One row per thread (rows past the block's threads: again; the reducing warp: per lane):
   // the row's run of the last dimension that exists, from its first column on or after 0.
-  if (in_reducer_ && pitch == cols) {
-    // EXPERIMENT: rows contiguous here and there (the tile's rows start at column 0 and span
-    // the tensor's rows): the rows that exist in one bulk addition, by lane 0.
-    const std::string rs = str("static_cast<long long>(", p.tensor, ".stride[", r - 2, "])");
-    std::vector<std::string> ix0(p.hoisted.begin(), p.hoisted.end());
-    open(str("if (", p.hoisted[r - 1], " == 0 && ", extent(p, r - 1), " == ", cols, " && ", rs,
-             " == ", cols, ")"));
-    line(str("const int tj_rows = min(", rows, ", static_cast<int>(", extent(p, r - 2), " - ",
-             p.hoisted[r - 2], "));"));
-    line(str("if (tj::lane_id() == 0 && tj_rows > 0) tj::bulk_add_row(&", p.tensor, ".ptr[",
-             offset(p, ix0), "], 1, ", src, ", tj_rows * ", cols, ");"));
-    line("tj::bulk_commit();");
-    line("tj::bulk_wait_read();");
-    --indent_;
-    line("} else {");
-    ++indent_;
-  }
   if (in_reducer_)
     open(str("for (int tj_r = tj::lane_id(); tj_r < ", rows, "; tj_r += 32)"));
   else
@@ -693,7 +676,6 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   line("tj::bulk_commit();");
   // The reducing warp hands the tile back (its next statement) once the rows are read.
   if (in_reducer_) line("tj::bulk_wait_read(); // the additions have read the staged rows");
-  if (in_reducer_ && pitch == cols) close();
 }
 
 void Emitter::emit_tile_atomic(const ir::Expr& e) {
