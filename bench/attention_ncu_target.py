@@ -22,11 +22,18 @@ def main():
     p.add_argument("--atomic-dq", type=int, choices=(0, 1),
                    help="the backward's ATOMIC_DQ (default: the op's choice, attn_dq on Hopper)")
     p.add_argument("--dense-only", action="store_true", help="only the dense case")
+    p.add_argument("--config", default="",
+                   help="more of the backward's generics, 'NAME=VALUE,...' (e.g. BULK=1,PRODUCER=1)")
     args = p.parse_args()
     config = {"ISSUE": args.issue}
     bwd_config = dict(config)
     if args.atomic_dq is not None:
         bwd_config["ATOMIC_DQ"] = args.atomic_dq
+    for item in filter(None, args.config.split(",")):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().isdigit():
+            p.error(f"--config: '{item}' is not NAME=VALUE (a whole number)")
+        bwd_config[name.strip()] = int(value)
     import torch
     if not torch.cuda.is_available():
         print("attention_ncu_target: no CUDA device", file=sys.stderr)

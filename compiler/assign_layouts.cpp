@@ -412,6 +412,17 @@ private:
     return axes[r - 2] == 0 && axes[r - 1] == 1;
   }
 
+  /// A bulk atomic_add the TMA can do as tensor reductions: Hopper, 32-bit indices, a tensor the
+  /// TMA may address (rank 2 to 5, of the access's rank), 32-column blocks, at most 256 rows.
+  bool tma_reduce_fits(const ir::Expr& e) const {
+    if (!k_.target->warpgroup_mma() || !k_.index32) return false;
+    const ir::Param& p = k_.params[e.access->param];
+    const size_t r = e.access->indices.size();
+    const int64_t rows = e.type.shape[0], cols = e.type.shape[1];
+    return p.tma && p.rank() == static_cast<int>(r) && r >= 2 && r <= 5 && cols % 32 == 0 &&
+           rows >= 1 && rows <= 256;
+  }
+
   /// Stages a frag value in a shared tile (a dot operand that cannot come from registers, or
   /// a tile broadcast along a unit axis: `prefix` names the tile for the generated code).
   ExprPtr stage_in_shared(ExprPtr e, const char* prefix = "staged_") {
@@ -704,7 +715,12 @@ private:
           // staged there first (its own tile; the emitter adds the rows one run each).
           const bool in_shared =
               e.a->kind == ExprKind::VarRef && e.a->var->type.space == Space::Shared;
-          if (!in_shared) e.a = stage_in_shared(std::move(e.a), "bulk_");
+          if (!in_shared) {
+            e.a = stage_in_shared(std::move(e.a), "bulk_");
+            // The TMA adds it in 32-column boxes from a 128-byte swizzled tile: one operation
+            // per box instead of one per row, and the threads' stores spread over the banks.
+            if (tma_reduce_fits(e)) e.a->var->smem_swizzle = 128;
+          }
           e.layout = table_.default_blocked(e.type.shape, 4, k_.threads);
           place_access(*e.access, e.layout);
           return;

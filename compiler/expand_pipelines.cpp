@@ -317,7 +317,9 @@ public:
                "that does not fit one)";
       if (in_flight_dot(loop.body, rings, loop.stages))
         return "a dot is left running across its iterations";
-      if (mbarriers_at() + 16 * loop.stages > k_.smem_limit) return "no room for its mbarriers";
+      // Full and empty per slot, and a pair for tiles staged for the reducing warp.
+      if (mbarriers_at() + 16 * loop.stages + 16 > k_.smem_limit)
+        return "no room for its mbarriers";
       return "";
     };
     auto fresh_var = [&](const std::string& base, const Type& t, const SourceLoc& loc) {
@@ -326,7 +328,8 @@ public:
     producer_ = tilejit::plan_producer_warps(k_, why_not, fresh_var);
     if (!producer_.loop) return;
     producer_barriers_ = mbarriers_at();
-    k_.smem_bytes = producer_barriers_ + 16 * producer_.loop->stages;
+    k_.smem_bytes =
+        producer_barriers_ + 16 * producer_.loop->stages + (producer_.reductions.empty() ? 0 : 16);
   }
 
   /// Where mbarriers go: after the planned shared memory, 8-byte aligned.
@@ -581,6 +584,14 @@ private:
     kernel_start_.push_back(mbarrier_init(full, S, static_cast<int>(rings.size()), "", loc));
     kernel_start_.push_back(mbarrier_init(empty, S, k_.threads,
                                           "released by every thread but the producer warps'", loc));
+    const int64_t staged = empty + 8 * S, drained = staged + 8;
+    if (!producer_.reductions.empty()) {
+      kernel_start_.push_back(
+          mbarrier_init(staged, 1, k_.threads,
+                        "the tile to add staged by every thread but the producer warps'", loc));
+      kernel_start_.push_back(mbarrier_init(
+          drained, 1, 32, "the staged tile read by the reducing warp's additions", loc));
+    }
     kernel_start_.push_back(barrier("the mbarriers are set up before any copy signals them", loc));
     Var* filled = fresh(v->name + "_filled", kIndex, loc); // bit s: slot s's fills' parity
     filled->assigned_in_loop = true;
@@ -595,7 +606,7 @@ private:
 
     // The producer's loop, in the producer program.
     {
-      std::map<const Var*, Var*> renamed = producer_.renamed;
+      std::map<const Var*, Var*> renamed = producer_.copies.renamed;
       Var* pv = fresh(v->name + "_p", kIndex, loc);
       pv->is_loop_var = true;
       Var* fill = fresh(v->name + "_fill", kIndex, loc);
@@ -616,10 +627,9 @@ private:
         ploop->body.push_back(std::move(c));
       ploop->body.push_back(count_up(fill, loc));
       at.push_back(std::move(ploop));
-      Block& into = producer_.loop_block ? *producer_.loop_block : producer_.program;
-      into.insert(into.begin() + static_cast<long>(producer_.loop_index),
-                  std::make_move_iterator(at.begin()), std::make_move_iterator(at.end()));
+      insert_role_loop(producer_.copies, std::move(at));
     }
+    if (!producer_.reductions.empty()) hand_over_reductions(loop, staged, drained);
 
     // The consumers' loop, in place.
     Block out;
@@ -630,7 +640,11 @@ private:
     Var* it = fresh(v->name + "_it", kIndex, loc);
     it->assigned_in_loop = true;
     out.push_back(decl(it, constant(0, loc), loc));
-    StmtPtr main = main_loop(loop, lo, hi, "its copies issued by the producer warps");
+    StmtPtr main = main_loop(loop, lo, hi,
+                             producer_.reductions.empty()
+                                 ? "its copies issued by the producer warps"
+                                 : "its copies and bulk atomic_adds issued by the producer warps");
+    if (!loop.note.empty()) main->note += "; " + loop.note;
     Var* read = fresh(v->name + "_read", kIndex, loc);
     main->body.push_back(
         decl(read, binary(dsl::BinaryOp::Mod, ref(it, loc), constant(S, loc), loc), loc));
@@ -648,6 +662,103 @@ private:
     out.push_back(async_wait(0, "", loc));
     out.push_back(barrier("the ring buffers may be reused after the loop", loc));
     return out;
+  }
+
+  /// `loop` (a role's own, with what it declares first) into the role's program, where the
+  /// pipelined loop sat.
+  static void insert_role_loop(RoleProgram& role, Block at) {
+    Block& into = role.loop_block ? *role.loop_block : role.program;
+    into.insert(into.begin() + static_cast<long>(role.loop_index),
+                std::make_move_iterator(at.begin()), std::make_move_iterator(at.end()));
+  }
+
+  /// Waits for the one-slot mbarrier at `offset` to complete the phase whose parity is bit 0 of
+  /// `bits` (`free`: the phase before it, which a fresh mbarrier counts as complete), then
+  /// flips the bit. Every thread of the role waits.
+  static void wait_phase(Block& body, int64_t offset, Var* bits, bool free, const std::string& note,
+                         const SourceLoc& loc) {
+    auto wait = std::make_unique<Stmt>(StmtKind::MbarrierWait, loc);
+    wait->barrier_offset = offset;
+    wait->value = constant(0, loc);
+    wait->mask = binary(dsl::BinaryOp::BitAnd, ref(bits, loc), constant(1, loc), loc);
+    if (free)
+      wait->mask = binary(dsl::BinaryOp::BitXor, std::move(wait->mask), constant(1, loc), loc);
+    wait->note = note;
+    body.push_back(std::move(wait));
+    auto flip = std::make_unique<Stmt>(StmtKind::Assign, loc);
+    flip->var = bits;
+    flip->value = binary(dsl::BinaryOp::BitXor, ref(bits, loc), constant(1, loc), loc);
+    body.push_back(std::move(flip));
+  }
+
+  static StmtPtr arrive(int64_t offset, bool fence_async, const std::string& note,
+                        const SourceLoc& loc) {
+    auto s = std::make_unique<Stmt>(StmtKind::MbarrierArrive, loc);
+    s->barrier_offset = offset;
+    s->value = constant(0, loc);
+    s->fence_async = fence_async;
+    s->note = note;
+    return s;
+  }
+
+  /// The loop's bulk atomic_adds of staged tiles, handed to the reducing warp (FlashAttention-3's
+  /// dq writer): in the loop body each becomes "wait until the warp's additions have read the
+  /// tile's last contents, write the tile, fence it for the async proxy, arrive on `staged`";
+  /// the warp's loop runs the same iterations: wait on `staged`, issue the additions from the
+  /// tile, wait until they have read it, arrive on `drained`. The threads go on computing while
+  /// the copy engine adds.
+  void hand_over_reductions(Stmt& loop, int64_t staged, int64_t drained) {
+    const SourceLoc& loc = loop.loc;
+    Var* tile_bits = fresh(loop.var->name + "_staged", kIndex, loc);   // the warp's waits
+    Var* drain_bits = fresh(loop.var->name + "_drained", kIndex, loc); // the threads'
+    for (Var* b : {tile_bits, drain_bits}) {
+      b->assigned_in_loop = true;
+      kernel_start_.push_back(decl(b, constant(0, loc), loc));
+    }
+    std::map<const Var*, Var*> renamed = producer_.reduces.renamed;
+    Var* rv = fresh(loop.var->name + "_r", kIndex, loc);
+    rv->is_loop_var = true;
+    renamed[loop.var] = rv;
+    auto rloop = std::make_unique<Stmt>(StmtKind::For, loc);
+    rloop->var = rv;
+    rloop->lo = clone_renamed(*loop.lo, producer_.reduces.renamed);
+    rloop->hi = clone_renamed(*loop.hi, producer_.reduces.renamed);
+    rloop->step = loop.step->clone();
+    // The copies' inputs the loop body computes (a block-sparse loop's row index): the warp's
+    // own, for the additions' addresses.
+    for (const StmtPtr& sp : loop.body) {
+      if (sp->pipeline_role != Role::ProducerInput || sp->kind != StmtKind::Decl) continue;
+      Var* c = fresh(sp->var->name + "_r", sp->var->type, sp->var->loc);
+      rloop->body.push_back(decl(c, clone_renamed(*sp->value, renamed), sp->loc));
+      renamed[sp->var] = c;
+    }
+    std::set<const Stmt*> taken(producer_.reductions.begin(), producer_.reductions.end());
+    Block body;
+    for (StmtPtr& sp : loop.body) {
+      if (!taken.count(sp.get())) {
+        body.push_back(std::move(sp));
+        continue;
+      }
+      Expr& add = *sp->value;
+      Var* tile = add.a->var;
+      // The warp's addition reads the staged tile itself.
+      ExprPtr staged_add = clone_renamed(add, renamed);
+      staged_add->a = make_var_ref(tile, add.loc);
+      wait_phase(rloop->body, staged, tile_bits, false, "the threads staged the tile", sp->loc);
+      auto eval = std::make_unique<Stmt>(StmtKind::Eval, sp->loc);
+      eval->value = std::move(staged_add);
+      rloop->body.push_back(std::move(eval));
+      rloop->body.push_back(arrive(drained, false, "the additions have read the tile", sp->loc));
+      // The threads stage it.
+      wait_phase(body, drained, drain_bits, true,
+                 "the reducing warp has read the tile's last contents", sp->loc);
+      body.push_back(decl(tile, std::move(add.a->a), sp->loc));
+      body.push_back(arrive(staged, true, "the tile is staged", sp->loc));
+    }
+    loop.body = std::move(body);
+    Block at;
+    at.push_back(std::move(rloop));
+    insert_role_loop(producer_.reduces, std::move(at));
   }
 
 public:
@@ -686,12 +797,19 @@ void expand_pipelines(Kernel& k) {
   expander.run(k.body);
   ProducerProgram& producer = expander.producer();
   if (producer.loop) {
-    // The block splits in two: the producer warps (one thread running the producer program)
-    // and the kernel's own threads, after the setup both share.
-    auto roles = std::make_unique<Stmt>(StmtKind::If, producer.loc);
-    roles->warp_roles = true;
-    roles->value = make_bool(true);
-    roles->body = std::move(producer.program);
+    // The block splits in two after the setup both share: the producer warps (one thread
+    // running the copies' program, a warp the additions', if any) and the kernel's threads.
+    auto role = [&](WarpRole r, Block program) {
+      auto s = std::make_unique<Stmt>(StmtKind::If, producer.loc);
+      s->warp_role = r;
+      s->value = make_bool(true);
+      s->body = std::move(program);
+      return s;
+    };
+    auto roles = role(WarpRole::Split, {});
+    roles->body.push_back(role(WarpRole::CopyThread, std::move(producer.copies.program)));
+    if (!producer.reductions.empty())
+      roles->body.push_back(role(WarpRole::ReduceWarp, std::move(producer.reduces.program)));
     roles->else_body = std::move(k.body);
     k.body.clear();
     k.body.push_back(std::move(roles));

@@ -291,6 +291,13 @@ enum class StmtKind {
 
 enum class LoopKind { Serial, Pipelined };
 
+/// The roles an If gives the block's warps once a pipelined loop has producer warps
+/// (expand-pipelines): Split divides the block into the producer warps (body: a warpgroup past
+/// the kernel's threads, whose role ifs follow) and the kernel's own threads (else_body);
+/// inside it CopyThread is the one thread issuing the pipeline's TMA copies and ReduceWarp the
+/// warp issuing the loop's bulk atomic_adds from the tiles the other threads stage.
+enum class WarpRole { None, Split, CopyThread, ReduceWarp };
+
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
@@ -309,10 +316,9 @@ struct Stmt {
   /// For pipelined: `producer = 1`, its copies issued by a warpgroup of their own (the
   /// kernel's producer warps) where expand-pipelines can (printed "producer=1").
   bool producer = false;
-  /// If: the split of the block into its producer warps (body: one of their threads issues a
-  /// pipeline's copies) and the rest (else_body: the kernel's own threads); `value` is unused.
-  /// Printed "if producer_warps".
-  bool warp_roles = false;
+  /// If: a role of the block's warps (`value` unused), printed "if producer_warps",
+  /// "if copy_thread", "if reduce_warp"; None for an ordinary if.
+  WarpRole warp_role = WarpRole::None;
   Block body;
   Block else_body;
   std::string note;            ///< Barrier, AsyncWait: why it is there (printed)
@@ -323,6 +329,9 @@ struct Stmt {
   /// MbarrierWait: only the thread issuing the pipeline's TMA copies waits (for the slot it
   /// refills to be released), the others go on.
   bool producer_only = false;
+  /// MbarrierArrive: the thread's shared writes are fenced for the async proxy first (a tile
+  /// staged for the bulk copy engine, which the arrival hands over); printed "fence_async".
+  bool fence_async = false;
   /// Decl/Assign of a ring buffer (a pipelined copy's target) after expand-pipelines: the
   /// slot it fills.
   ExprPtr slot;

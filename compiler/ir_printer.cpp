@@ -452,6 +452,21 @@ std::string loc_str(const SourceLoc& loc) {
 
 void print_block(std::string& out, const Block& b, int indent);
 
+/// How an If of a warp role prints its condition (the IR reader reads the same words).
+std::string warp_role_name(WarpRole r) {
+  switch (r) {
+  case WarpRole::Split:
+    return "producer_warps";
+  case WarpRole::CopyThread:
+    return "copy_thread";
+  case WarpRole::ReduceWarp:
+    return "reduce_warp";
+  case WarpRole::None:
+    break;
+  }
+  return "";
+}
+
 /// " producer" / " producer_input": a statement's role in its pipelined loop, where set.
 std::string role_str(const Stmt& s) {
   if (s.pipeline_role == Stmt::PipelineRole::Producer) return " producer";
@@ -521,8 +536,9 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
     break;
   case StmtKind::If:
     fmt::format_to(to, "{}if {}{} {{{}\n", pad,
-                   s.warp_roles ? std::string("producer_warps") : print_expr(*s.value), role_str(s),
-                   loc_str(s.loc));
+                   s.warp_role == ir::WarpRole::None ? print_expr(*s.value)
+                                                     : warp_role_name(s.warp_role),
+                   role_str(s), loc_str(s.loc));
     print_block(out, s.body, indent + 1);
     if (!s.else_body.empty()) {
       fmt::format_to(to, "{}}} else {{\n", pad);
@@ -554,8 +570,9 @@ void print_stmt(std::string& out, const Stmt& s, int indent) {
                    print_expr(*s.mask), s.note.empty() ? "" : "  // ", s.note);
     break;
   case StmtKind::MbarrierArrive:
-    fmt::format_to(to, "{}mbarrier_arrive @smem[{}][{}]{}{}\n", pad, s.barrier_offset,
-                   print_expr(*s.value), s.note.empty() ? "" : "  // ", s.note);
+    fmt::format_to(to, "{}mbarrier_arrive{} @smem[{}][{}]{}{}\n", pad,
+                   s.fence_async ? " fence_async" : "", s.barrier_offset, print_expr(*s.value),
+                   s.note.empty() ? "" : "  // ", s.note);
     break;
   case StmtKind::WgmmaWait:
     fmt::format_to(to, "{}wgmma_wait {}{}{}\n", pad, s.var->name, s.note.empty() ? "" : "  // ",

@@ -152,6 +152,8 @@ public:
     header();
     Block body = block(/*nested=*/false);
     k_->body = std::move(body);
+    // The reducing warp's reads of tiles the other threads declare further down: typed now.
+    for (Expr* e : forward_refs_) e->type = e->var->type;
     for (const auto& [name, v] : vars_)
       if (!declared_.count(v))
         fail_at(1, 1, str("variable '", name, "' is used but never declared"));
@@ -160,6 +162,8 @@ public:
 
 private:
   std::shared_ptr<const dsl::SourceFile> file_;
+  bool in_reduce_warp_ = false;     ///< reading a reduce_warp block
+  std::vector<Expr*> forward_refs_; ///< its references to tiles declared further down
   std::vector<std::string> lines_;
   size_t line_ = 0; // index of the current line
   std::vector<Token> toks_;
@@ -827,6 +831,15 @@ private:
         return typed(std::move(e));
       }
       auto it = vars_.find(name);
+      if (in_reduce_warp_ && (it == vars_.end() || !declared_.count(it->second))) {
+        // The reducing warp reads the tiles the other threads stage, which their branch
+        // (printed after it) declares: a forward reference, typed once the kernel is read
+        // (never declared: the error after the kernel).
+        auto e = make(ExprKind::VarRef);
+        e->var = var_named(name);
+        forward_refs_.push_back(e.get());
+        return e;
+      }
       if (it == vars_.end() || !declared_.count(it->second)) {
         pos_--;
         fail(str("'", name, "' is not a declared variable or a scalar parameter"));
@@ -1181,8 +1194,9 @@ private:
       return s;
     }
     if (accept("mbarrier_arrive")) {
-      // mbarrier_arrive @smem[OFF][SLOT]
+      // mbarrier_arrive [fence_async] @smem[OFF][SLOT]
       auto s = std::make_unique<Stmt>(StmtKind::MbarrierArrive);
+      s->fence_async = accept("fence_async");
       expect("@");
       expect("smem");
       expect("[");
@@ -1342,8 +1356,11 @@ private:
 
   StmtPtr if_stmt() {
     auto s = std::make_unique<Stmt>(StmtKind::If);
-    if (accept("producer_warps")) {
-      s->warp_roles = true;
+    if (accept("producer_warps") || accept("copy_thread") || accept("reduce_warp")) {
+      const std::string& word = toks_[pos_ - 1].text;
+      s->warp_role = word == "producer_warps" ? WarpRole::Split
+                     : word == "copy_thread"  ? WarpRole::CopyThread
+                                              : WarpRole::ReduceWarp;
       s->value = make_bool(true, loc_here());
     } else {
       s->value = expr();
@@ -1353,7 +1370,10 @@ private:
     s->loc = trailing_loc();
     end_of_line();
     advance_line();
+    const bool was_reducing = in_reduce_warp_;
+    in_reduce_warp_ = in_reduce_warp_ || s->warp_role == WarpRole::ReduceWarp;
     s->body = block(/*nested=*/true);
+    in_reduce_warp_ = was_reducing;
     expect("}");
     if (accept("else")) {
       expect("{");

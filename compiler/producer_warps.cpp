@@ -1,5 +1,6 @@
 #include "compiler/producer_warps.h"
 
+#include "compiler/plan_shared_memory.h"
 #include "support/text.h"
 
 #include <set>
@@ -57,6 +58,14 @@ bool early_return(const Stmt& s) {
          s.body[0]->kind == StmtKind::Return;
 }
 
+/// `atomic_add(..., bulk = 1)` of a tile staged for it (assign-layouts' `convert<shared>`: a
+/// tile of the compiler's own, written nowhere else), as a statement of its own.
+bool staged_bulk_atomic(const Stmt& s) {
+  return s.kind == StmtKind::Eval && s.value->kind == ExprKind::AtomicAdd && s.value->bulk &&
+         s.value->a->kind == ExprKind::Convert && s.value->a->type.space == Space::Shared &&
+         s.value->a->var;
+}
+
 bool contains_return(const Stmt& s) {
   if (s.kind == StmtKind::Return) return true;
   for (const Block* b : {&s.body, &s.else_body})
@@ -69,12 +78,14 @@ class Planner {
 public:
   Planner(Kernel& k, const Fresh& fresh) : k_(k), fresh_(fresh) {}
 
-  /// Why the copying thread cannot run the program around `loop` ("" when it can); fills the
-  /// path, the levels and the statements to clone.
-  std::string check(Stmt& loop) {
+  /// Why the producer warps cannot run their programs around `loop` ("" when they can), with
+  /// the loop's bulk atomic_adds among their work or not; fills the path, the levels, the
+  /// statements to clone and the reductions taken.
+  std::string check(Stmt& loop, bool with_reductions) {
     path_.clear();
     levels_.clear();
     keep_.clear();
+    reductions_.clear();
     if (!find_path(k_.body, &loop, path_, levels_)) return "not found in the kernel";
     for (size_t i = 0; i + 1 < path_.size(); ++i) {
       const Stmt& s = *path_[i];
@@ -100,6 +111,14 @@ public:
       for_each_expr_root(*sp, [&](ExprPtr& root) { need(*root); });
       own.insert(sp->var);
     }
+    // The additions' addresses (not their values: the threads stage those).
+    if (with_reductions)
+      for (const StmtPtr& sp : loop.body) {
+        if (!staged_bulk_atomic(*sp)) continue;
+        if (std::string why = staged_alone(*sp->value->a->var); !why.empty()) return why;
+        for (const AccessIndex& ix : sp->value->access->indices) need(*ix.index);
+        reductions_.push_back(sp.get());
+      }
     // The enclosing loops' bounds and ifs' conditions.
     for (size_t i = 0; i + 1 < path_.size(); ++i) {
       Stmt& s = *path_[i];
@@ -158,17 +177,41 @@ public:
     return "";
   }
 
-  /// The producer program around the loop: enclosing loops and ifs, kept statements, cloned
-  /// with fresh variables.
+  /// The roles' programs around the loop: enclosing loops and ifs, kept statements, cloned
+  /// with fresh variables (the copying thread's named `_p`, the reducing warp's `_r`).
   ProducerProgram build(Stmt& loop) {
     ProducerProgram p;
     p.loop = &loop;
     p.loc = loop.loc;
-    build_level(0, p.program, p);
+    build_level(0, p.copies.program, p.copies, "_p");
+    p.reductions = reductions_;
+    if (!reductions_.empty()) build_level(0, p.reduces.program, p.reduces, "_r");
     return p;
   }
 
+  /// The loop's bulk atomic_adds of staged tiles (the producer warps may leave them to the
+  /// threads: then check again without).
+  bool has_reductions(const Stmt& loop) const {
+    for (const StmtPtr& sp : loop.body)
+      if (staged_bulk_atomic(*sp)) return true;
+    return false;
+  }
+
 private:
+  /// Why the threads cannot hand staged tile `v` to the reducing warp: its bytes must be its
+  /// own while the warp reads them (the plan lets tiles whose lifetimes do not overlap share,
+  /// and the warp reads it past the statement that staged it).
+  std::string staged_alone(const Var& v) const {
+    const int64_t lo = v.smem_offset, hi = lo + shared_tile_bytes(v) * v.stages;
+    for (const auto& u : k_.vars) {
+      if (u.get() == &v || u->type.space != Space::Shared || u->smem_offset < 0) continue;
+      const int64_t ulo = u->smem_offset, uhi = ulo + shared_tile_bytes(*u) * u->stages;
+      if (ulo < hi && lo < uhi)
+        return str("the tile its atomic_add stages shares storage with '", u->name, "'");
+    }
+    return "";
+  }
+
   bool on_a_level(const Stmt& s) const {
     for (Block* b : levels_)
       for (const StmtPtr& sp : *b)
@@ -176,8 +219,8 @@ private:
     return false;
   }
 
-  Var* copy_var(const Var* v, ProducerProgram& p) {
-    Var* c = fresh_(v->name + "_p", v->type, v->loc);
+  Var* copy_var(const Var* v, RoleProgram& p, const char* suffix) {
+    Var* c = fresh_(v->name + suffix, v->type, v->loc);
     c->layout = v->layout;
     c->declared_type = v->declared_type;
     c->is_loop_var = v->is_loop_var;
@@ -186,7 +229,7 @@ private:
     return c;
   }
 
-  void build_level(size_t i, Block& out, ProducerProgram& p) {
+  void build_level(size_t i, Block& out, RoleProgram& p, const char* suffix) {
     for (const StmtPtr& sp : *levels_[i]) {
       const Stmt& s = *sp;
       if (sp.get() == path_[i]) {
@@ -200,12 +243,12 @@ private:
           c->lo = clone_renamed(*s.lo, p.renamed);
           c->hi = clone_renamed(*s.hi, p.renamed);
           c->step = s.step->clone();
-          c->var = copy_var(s.var, p);
-          build_level(i + 1, c->body, p);
+          c->var = copy_var(s.var, p, suffix);
+          build_level(i + 1, c->body, p, suffix);
         } else {
           c->value = clone_renamed(*s.value, p.renamed);
           const bool in_then = levels_[i + 1] == &s.body;
-          build_level(i + 1, in_then ? c->body : c->else_body, p);
+          build_level(i + 1, in_then ? c->body : c->else_body, p, suffix);
         }
         out.push_back(std::move(c));
         continue;
@@ -216,10 +259,10 @@ private:
       if (early_return(s)) {
         c->body.push_back(std::make_unique<Stmt>(StmtKind::Return, s.body[0]->loc));
       } else if (s.kind == StmtKind::Decl) {
-        c->var = copy_var(s.var, p);
+        c->var = copy_var(s.var, p, suffix);
       } else {
         auto it = p.renamed.find(s.var);
-        c->var = it != p.renamed.end() ? it->second : copy_var(s.var, p);
+        c->var = it != p.renamed.end() ? it->second : copy_var(s.var, p, suffix);
       }
       out.push_back(std::move(c));
     }
@@ -230,6 +273,7 @@ private:
   std::vector<Stmt*> path_;
   std::vector<Block*> levels_;
   std::set<const Stmt*> keep_;
+  std::vector<Stmt*> reductions_;
 };
 
 } // namespace
@@ -246,7 +290,16 @@ ProducerProgram plan_producer_warps(Kernel& k, const std::function<std::string(S
   for (Stmt* loop : asked) {
     std::string why = taken.loop ? "another loop of the kernel has the producer warps" : "";
     if (why.empty()) why = why_not(*loop);
-    if (why.empty()) why = planner.check(*loop);
+    if (why.empty()) {
+      // With the bulk additions if the reducing warp can issue them; without, the threads.
+      const std::string with = planner.check(*loop, true);
+      if (!with.empty() && planner.has_reductions(*loop)) {
+        why = planner.check(*loop, false);
+        if (why.empty()) loop->note = "bulk atomic_adds issued by the threads: " + with;
+      } else {
+        why = with;
+      }
+    }
     if (!why.empty()) {
       loop->producer = false;
       loop->note = "producer = 1 not taken: " + why;

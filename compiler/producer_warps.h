@@ -4,10 +4,16 @@
 // only wait for their slots, compute and release them. Nothing then holds the computing warps
 // back to issue copies, and setmaxnreg gives them the producer warps' registers.
 //
-// This file decides which loop may have them and writes the program the copying thread runs
-// before and around the loop: the loops and ifs that enclose it, the scalars its bounds and its
-// copies' addresses are computed from (a backward slice, cloned with fresh names) and the early
-// returns it must follow. expand-pipelines then puts the producer loop into it.
+// The loop's bulk atomic_adds of tiles it stages (dq's sums in attention's backward) go to the
+// producer warps too, FlashAttention-3's dq writer: the threads write the tile to shared memory
+// and go on, one warp of the producer warpgroup issues the bulk copy engine's additions from it
+// and hands the tile back once they have read it.
+//
+// This file decides which loop may have them and writes the programs the copying thread and
+// the reducing warp run before and around the loop: the loops and ifs that enclose it, the
+// scalars its bounds, its copies' and its additions' addresses are computed from (a backward
+// slice, cloned with fresh names) and the early returns they must follow. expand-pipelines
+// then puts each role's loop into its program.
 #pragma once
 
 #include "compiler/ir.h"
@@ -18,21 +24,31 @@
 
 namespace tilejit {
 
-struct ProducerProgram {
-  /// The pipelined loop taken (null: none); expand-pipelines replaces (frees) it.
-  ir::Stmt* loop = nullptr;
-  ir::SourceLoc loc; ///< the loop's
-  ir::Block program; ///< what the copying thread runs, the loop not yet in it
-  /// Where the producer loop goes: this block (null: `program` itself, a loop at the kernel's
+/// What one role of the producer warps runs: the loops and ifs around the pipelined loop and
+/// the scalars it needs, its own loop still to insert.
+struct RoleProgram {
+  ir::Block program; ///< the loop not yet in it
+  /// Where the role's loop goes: this block (null: `program` itself, a loop at the kernel's
   /// top level; not a pointer to it, which moving the struct would leave dangling)...
   ir::Block* loop_block = nullptr;
   size_t loop_index = 0; ///< ...at this index
-  /// The kernel's scalars the loop's bounds and copies read -> the producer's own copies.
+  /// The kernel's scalars the loop's bounds and addresses read -> the role's own copies.
   std::map<const ir::Var*, ir::Var*> renamed;
 };
 
+struct ProducerProgram {
+  /// The pipelined loop taken (null: none); expand-pipelines replaces (frees) it.
+  ir::Stmt* loop = nullptr;
+  ir::SourceLoc loc;  ///< the loop's
+  RoleProgram copies; ///< the copying thread's
+  /// The loop body's bulk atomic_adds of staged tiles (`Eval`s at its top level) that the
+  /// reducing warp issues, and its program (empty when there are none).
+  std::vector<ir::Stmt*> reductions;
+  RoleProgram reduces;
+};
+
 /// Picks the pipelined loop with `producer = 1` that gets producer warps (at most one per
-/// kernel) and writes its producer program. `why_not(loop)` gives the pipeline's own reason a
+/// kernel) and writes its roles' programs. `why_not(loop)` gives the pipeline's own reason a
 /// loop cannot have them ("" when it can); a loop not taken gets the reason in its note, and
 /// runs as an ordinary pipeline. `fresh(base, type, loc)` makes a uniquely named variable.
 ProducerProgram plan_producer_warps(

@@ -35,6 +35,7 @@ struct alignas(64) CUtensorMap {
 inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
 inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1;
 inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2;
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7;
 inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
 inline constexpr int CU_TENSOR_MAP_SWIZZLE_NONE = 0;
 inline constexpr int CU_TENSOR_MAP_SWIZZLE_128B = 3;

@@ -33,9 +33,12 @@ cu::CUtensorMap encode_tma_map(const Tensor& t, const TmaMapSpec& spec, const st
   TJ_ICHECK(dtype_size(t.dtype) == spec.elem_bytes, "tensor map element size");
   CudaDriver& d = CudaDriver::get();
   TJ_ICHECK(d.has_tensor_maps(), "a TMA kernel compiled for a driver without tensor maps");
-  const int type = spec.elem_bytes == 1   ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT8
-                   : spec.elem_bytes == 2 ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT16
-                                          : cu::CU_TENSOR_MAP_DATA_TYPE_UINT32;
+  // f32 as FLOAT32: the TMA's tensor reductions (a bulk atomic_add) add by the map's type;
+  // copies move bits whatever it is.
+  const int type = spec.elem_bytes == 1    ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT8
+                   : spec.elem_bytes == 2  ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT16
+                   : t.dtype == DType::F32 ? cu::CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                           : cu::CU_TENSOR_MAP_DATA_TYPE_UINT32;
   // Innermost first: columns, rows, then the outer dimensions; strides in bytes (the innermost
   // one implied); the box is one element deep outside the rows and columns.
   const unsigned rank = static_cast<unsigned>(t.shape.size());

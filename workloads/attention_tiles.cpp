@@ -48,11 +48,15 @@ Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
   // PRODUCER 1 (the copies issued by producer warps, setmaxnreg giving the others 240
   // registers): 13.21 -> 12.73 ms at N = 8192 D = 128 with attn_dq; with dq's atomics here no
   // faster (15.22 -> 15.46).
-  Config t = {{"TR", "1"}, {"BN", "128"}, {"BM", "64"}, {"WARPS", "8"}, {"STAGES", "2"}};
-  if (!atomic_dq) {
-    t["ISSUE"] = "1";
-    t["PRODUCER"] = "1";
-  }
+  // With dq's atomics: BULK 1 too, the dq tile added by a warp of the producer warpgroup
+  // through the TMA's tensor reductions (FlashAttention-3's dq writer), dk's product left
+  // running meanwhile: the five-product backward, 1.01x attn_dq's plan at N = 8192 D = 128 and
+  // 1.05x at 50% block-sparse, slower at 10% and causal (H200, 2026-11-30,
+  // bench/results/2026-11-30-dq-writer-warp-h200.md), so the tuner's choice per shape; without
+  // tuning, dq_by_kernel's.
+  Config t = {{"TR", "1"},     {"BN", "128"},  {"BM", "64"},     {"WARPS", "8"},
+              {"STAGES", "2"}, {"ISSUE", "1"}, {"PRODUCER", "1"}};
+  if (atomic_dq) t["BULK"] = "1";
   return t;
 }
 

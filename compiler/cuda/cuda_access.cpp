@@ -617,6 +617,25 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   line(str("// ", ir::print_expr(e)));
   std::string src;
   int64_t pitch = 0;
+  const ir::Var* tile = e.a->var; // the tile, or the one a value is staged in
+  if (tile && tile->smem_swizzle) {
+    if (e.a->kind != ExprKind::VarRef) (void)materialized_.at(e.a.get()); // written, fenced
+    AccessPlan p = plan_access(*this, a);
+    emit_bounds_checks(*this, a, p, e, e.layout, nullptr);
+    const size_t rank = a.indices.size();
+    const int64_t rows = swizzled_rows(*tile), cols = e.type.shape[1];
+    const std::string map = tma_map(a.param, static_cast<int>(rows), 32, 128);
+    std::string coords = p.hoisted[rank - 1];
+    for (size_t i = rank - 1; i-- > 0;) coords += str(", ", p.hoisted[i]);
+    // One thread adds the tile, box by box (the TMA clips rows and columns past the tensor).
+    open(in_reducer_ ? "if (tj::lane_id() == 0)" : "if (threadIdx.x == 0)");
+    line(str("tj::tma_reduce_add_sw128<", rank, ", ", cols / 32, ", ", rows, ">(", shared_ptr(tile),
+             ", &", map, ", ", coords, ");"));
+    line("tj::bulk_commit();");
+    close();
+    if (in_reducer_) line("tj::bulk_wait_read(); // the additions have read the staged tile");
+    return;
+  }
   if (e.a->kind == ExprKind::VarRef) {
     TJ_ICHECK(!e.a->var->smem_swizzle, "a bulk atomic_add of a swizzled tile");
     src = shared_ptr(e.a->var);
@@ -630,9 +649,12 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   emit_bounds_checks(*this, a, p, e, e.layout, nullptr);
   const size_t r = a.indices.size();
   const int64_t rows = e.type.shape[0], cols = e.type.shape[1];
-  // One row per thread (rows past the block's threads: again): the row's run of the last
-  // dimension that exists, from its first column on or after 0.
-  open(str("for (int tj_r = threadIdx.x; tj_r < ", rows, "; tj_r += ", k_.threads, ")"));
+  // One row per thread (rows past the block's threads: again; the reducing warp: per lane):
+  // the row's run of the last dimension that exists, from its first column on or after 0.
+  if (in_reducer_)
+    open(str("for (int tj_r = tj::lane_id(); tj_r < ", rows, "; tj_r += 32)"));
+  else
+    open(str("for (int tj_r = threadIdx.x; tj_r < ", rows, "; tj_r += ", k_.threads, ")"));
   std::vector<std::string> ix(p.hoisted.begin(), p.hoisted.end());
   ix[r - 2] = str("(", p.hoisted[r - 2], " + tj_r)");
   ix.pop_back();
@@ -652,6 +674,8 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
   // (insert-barriers puts one between this read and the next write). Not here: waiting at once
   // held the issuing warps for the engine's reads while the others ran on.
   line("tj::bulk_commit();");
+  // The reducing warp hands the tile back (its next statement) once the rows are read.
+  if (in_reducer_) line("tj::bulk_wait_read(); // the additions have read the staged rows");
 }
 
 void Emitter::emit_tile_atomic(const ir::Expr& e) {

@@ -128,7 +128,9 @@ std::string Emitter::param_name(int p) const {
 std::string Emitter::smem_index(const ir::Var* v, const std::string& r,
                                 const std::string& c) const {
   if (v->type.rank() == 1) return c;
-  if (v->smem_swizzle) return str("tj::swizzle128<", swizzled_rows(*v), ">(", r, ", ", c, ")");
+  if (v->smem_swizzle)
+    return str(dtype_size(v->type.dtype) == 4 ? "tj::swizzle128_b32<" : "tj::swizzle128<",
+               swizzled_rows(*v), ">(", r, ", ", c, ")");
   return str(r, " * ", v->smem_row_stride, " + ", c);
 }
 
@@ -181,13 +183,24 @@ GeneratedKernel Emitter::run() {
   indent_ = 1;
   for (const auto& v : k_.vars)
     if (v->type.space == Space::Shared && v->smem_swizzle) async_proxy_reads_ = true;
-  ir::for_each_stmt(const_cast<ir::Block&>(k_.body), [&](ir::Stmt& s) {
-    ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
-      ir::for_each_node(*root, [&](ir::Expr& n) {
-        if (n.kind == ExprKind::AtomicAdd && n.bulk) bulk_atomics_ = async_proxy_reads_ = true;
+  // Bulk additions issued by the threads (not the reducing warp's, which waits for its own):
+  // their barriers and exits wait for them.
+  std::function<void(const ir::Block&)> find_bulk = [&](const ir::Block& b) {
+    for (const ir::StmtPtr& sp : b) {
+      if (sp->warp_role == ir::WarpRole::ReduceWarp) {
+        async_proxy_reads_ = true;
+        continue;
+      }
+      ir::for_each_expr_root(*sp, [&](ir::ExprPtr& root) {
+        ir::for_each_node(*root, [&](ir::Expr& n) {
+          if (n.kind == ExprKind::AtomicAdd && n.bulk) bulk_atomics_ = async_proxy_reads_ = true;
+        });
       });
-    });
-  });
+      find_bulk(sp->body);
+      find_bulk(sp->else_body);
+    }
+  };
+  find_bulk(k_.body);
   line(str("extern __shared__ __align__(", async_proxy_reads_ ? 1024 : 128,
            ") unsigned char tj_smem[];"));
   line("unsigned char* const tj_scratch = tj_smem; // reductions, conversions, scans");
@@ -452,7 +465,7 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     emit_for(s);
     return;
   case StmtKind::If: {
-    if (s.warp_roles) {
+    if (s.warp_role != ir::WarpRole::None) {
       emit_warp_roles(s);
       return;
     }
@@ -524,14 +537,17 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
       return;
     }
     line(str(in_consumers_ ? "tj::mbarrier_wait_no_exit(" : "tj::mbarrier_wait(",
-             mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ", scalar(*s.mask),
-             "); // this iteration's TMA copies landed"));
+             mbarriers(s.barrier_offset), " + ", scalar(*s.value), ", ", scalar(*s.mask), "); // ",
+             s.note.empty() ? "this iteration's TMA copies landed" : s.note));
     return;
   case StmtKind::MbarrierArrive:
     // Dots still reading the slot finish first (in_flight_needed).
     prepare(*s.value);
-    line(str("tj::mbarrier_arrive(", mbarriers(s.barrier_offset), " + ", scalar(*s.value),
-             "); // this thread's reads of the slot are done"));
+    // A tile staged for the bulk copy engine: written through the generic proxy, read by the
+    // async one.
+    if (s.fence_async) line("tj::fence_proxy_async();");
+    line(str("tj::mbarrier_arrive(", mbarriers(s.barrier_offset), " + ", scalar(*s.value), "); // ",
+             s.note.empty() ? "this thread's reads of the slot are done" : s.note));
     return;
   case StmtKind::WgmmaWait:
     // The loop's dots left their last wgmmas running into the accumulator (expand-pipelines).
@@ -615,18 +631,33 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
 }
 
 void Emitter::emit_warp_roles(const ir::Stmt& s) {
-  // The producer warps (a warpgroup past the kernel's threads) give their registers to the
-  // others and one of their threads runs the producer program; the others run the kernel,
-  // with barriers of their own (tj::block_sync: bar.sync 1 over TJ_CONSUMER_THREADS).
   line_directive(s.loc);
+  if (s.warp_role == ir::WarpRole::CopyThread) {
+    open(str("if (threadIdx.x == ", k_.threads, ")"));
+    line("// One thread issues the pipeline's copies.");
+    in_producer_ = true;
+    emit_block(s.body);
+    in_producer_ = false;
+    close();
+    return;
+  }
+  if (s.warp_role == ir::WarpRole::ReduceWarp) {
+    open(str("if (tj::warp_index() == ", k_.threads / 32 + 1, ")"));
+    line("// A warp issues the loop's bulk atomic_adds from the tiles the other threads stage.");
+    in_reducer_ = true;
+    emit_block(s.body);
+    in_reducer_ = false;
+    line("tj::bulk_wait_all(); // the additions landed before the block ends");
+    close();
+    return;
+  }
+  // The producer warps (a warpgroup past the kernel's threads) give their registers to the
+  // others and run their roles; the others run the kernel, with barriers of their own
+  // (tj::block_sync: bar.sync 1 over TJ_CONSUMER_THREADS).
   open(str("if (threadIdx.x >= ", k_.threads, ")"));
-  line("// The producer warps: one thread issues the pipeline's copies.");
+  line("// The producer warps.");
   if (k_.producer_regs) line(str("tj::setmaxnreg_dec<", k_.producer_regs, ">();"));
-  open(str("if (threadIdx.x == ", k_.threads, ")"));
-  in_producer_ = true;
   emit_block(s.body);
-  in_producer_ = false;
-  close();
   line("return;");
   close();
   if (k_.consumer_regs) line(str("tj::setmaxnreg_inc<", k_.consumer_regs, ">();"));

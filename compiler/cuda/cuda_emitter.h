@@ -158,6 +158,7 @@ public:
   /// Inside the producer warps' branch (one thread runs it: no thread guards) / the other
   /// threads' branch (their barriers are named ones of theirs alone).
   bool in_producer_ = false;
+  bool in_reducer_ = false; ///< emitting the reducing warp's program (ReduceWarp)
   bool in_consumers_ = false;
   /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.
   std::string smem_index(const ir::Var* v, const std::string& r, const std::string& c) const;

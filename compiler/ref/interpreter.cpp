@@ -373,7 +373,7 @@ private:
     case ir::StmtKind::If: {
       // The producer warps and the other threads run at once, in step through mbarriers that
       // this program-at-a-time interpreter does not model.
-      if (s.warp_roles)
+      if (s.warp_role != ir::WarpRole::None)
         throw Error("the interpreter does not run producer warps (pipelined(..., producer = 1) "
                     "after expand-pipelines): run the kernel as an earlier pass leaves it");
       Value c = eval(*s.value);

@@ -281,6 +281,31 @@ def test_backward_dq_atomics_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, ca
     check_poisoned_backward(q, k, v, dout, causal, mask, {"ATOMIC_DQ": 1, "BULK": 1})
 
 
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density", [
+    (torch.bfloat16, 2, 4, 2, 1000, 128, False, None),
+    (torch.bfloat16, 1, 8, 8, 777, 128, True, None),
+    (torch.float16, 2, 4, 1, 555, 64, True, None),
+    (torch.bfloat16, 1, 4, 2, 1500, 128, False, 0.3),
+    (torch.bfloat16, 1, 2, 2, 64, 128, False, None),  # one query block
+    (torch.float16, 2, 2, 1, 300, 72, True, 0.5),  # D = 72: no TMA rows, not taken
+])
+def test_producer_warps_add_dq_by_the_bulk_copy_engine(dtype, b, hq, hkv, n, d, causal,
+                                                       density):
+    """PRODUCER = 1 with dq by bulk atomics (ATOMIC_DQ = 1, BULK = 1): the threads stage each
+    iteration's dq tile and a warp of the producer warpgroup adds it (FlashAttention-3's dq
+    writer), dense and block-sparse, into NaN-poisoned outputs, against float64 autograd: a
+    tile overwritten before the warp's additions read it, or an iteration the warp skips,
+    shows up as a wrong dq (or a launch that fails instead of hanging)."""
+    torch.manual_seed(13 * n + d)
+    q, dout = (torch.randn(b, hq, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype) for _ in range(2))
+    nb = (n + 127) // 128
+    mask = None if density is None else torch.rand(1, hq, nb, nb, device="cuda") < density
+    for issue in (0, 1):
+        check_poisoned_backward(q, k, v, dout, causal, mask,
+                                {"ATOMIC_DQ": 1, "BULK": 1, "PRODUCER": 1, "ISSUE": issue})
+
+
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, density, issue, ahead", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False, None, 0, 0),
     (torch.bfloat16, 1, 8, 8, 777, 128, True, None, 1, 0),

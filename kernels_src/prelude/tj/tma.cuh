@@ -217,6 +217,39 @@ TJ_DEVICE void bulk_commit() {
 #endif
 }
 
+/// Adds a swizzle128_b32<ROWS> tile of f32 (BLOCKS blocks of 32 columns) into the tensor at
+/// the box (col, row, c2, ...) of `map` (32 columns x ROWS rows, the 128-byte swizzle), one
+/// tensor reduction per block: the TMA drops what lies past the tensor's edges. One thread
+/// issues it; tj::bulk_commit and tj::bulk_wait_read as for bulk_add_row.
+template <int RANK, int BLOCKS, int ROWS>
+TJ_DEVICE void tma_reduce_add_sw128(const float* src, const TmaMap* map, int col, int row,
+                                    int c2 = 0, int c3 = 0, int c4 = 0) {
+#if __CUDA_ARCH__ >= 900
+  for (int b = 0; b < BLOCKS; ++b) {
+    const unsigned s = smem_addr(src) + b * ROWS * 128;
+    const int x = col + b * 32;
+    if constexpr (RANK == 2)
+      asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
+                   " [%0, {%1, %2}], [%3];" ::"l"(map), "r"(x), "r"(row), "r"(s)
+                   : "memory");
+    else if constexpr (RANK == 3)
+      asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+                   " [%0, {%1, %2, %3}], [%4];" ::"l"(map), "r"(x), "r"(row), "r"(c2), "r"(s)
+                   : "memory");
+    else if constexpr (RANK == 4)
+      asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group"
+                   " [%0, {%1, %2, %3, %4}], [%5];" ::"l"(map), "r"(x), "r"(row), "r"(c2),
+                   "r"(c3), "r"(s)
+                   : "memory");
+    else
+      asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group"
+                   " [%0, {%1, %2, %3, %4, %5}], [%6];" ::"l"(map), "r"(x), "r"(row), "r"(c2),
+                   "r"(c3), "r"(c4), "r"(s)
+                   : "memory");
+  }
+#endif
+}
+
 /// Until this thread's bulk operations have read their shared bytes (not until the sums land),
 /// so that their tiles may be written again after the barrier this precedes.
 TJ_DEVICE void bulk_wait_read() {

@@ -21,6 +21,12 @@ template <int ROWS> TJ_DEVICE int swizzle128(int r, int c) {
   return (c >> 6) * (ROWS * 64) + r * 64 + ((((c >> 3) & 7) ^ (r & 7)) << 3) + (c & 7);
 }
 
+/// swizzle128 for 32-bit elements: blocks of 32 columns (128 bytes), 16-byte chunks of 4 (the
+/// layout the TMA writes and reads for a 32-column box of f32 with the 128-byte swizzle).
+template <int ROWS> TJ_DEVICE int swizzle128_b32(int r, int c) {
+  return (c >> 5) * (ROWS * 32) + r * 32 + ((((c >> 2) & 7) ^ (r & 7)) << 2) + (c & 3);
+}
+
 /// The descriptor of a K-major, 128-byte swizzled operand starting at `p` (a 16-byte multiple
 /// past a 1024-aligned tile: the k16 step's columns): 8-row groups 1024 bytes apart.
 TJ_DEVICE unsigned long long wgmma_desc_sw128(const void* p) {
