@@ -96,6 +96,14 @@ std::string index_value(const AccessPlan& p, DType t, const std::string& value,
   return convert ? str("static_cast<", p.index_type, ">(", value, ")") : value;
 }
 
+/// A TMA box's coordinates as the tensor map takes them: innermost first (the column, the
+/// row), then the point subscripts outwards.
+std::string tma_coordinates(const AccessPlan& p, size_t rank) {
+  std::string coords = p.hoisted[rank - 1];
+  for (size_t i = rank - 1; i-- > 0;) coords += str(", ", p.hoisted[i]);
+  return coords;
+}
+
 } // namespace
 
 // Builds the plan and emits the hoisted subscripts.
@@ -489,9 +497,7 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   }
   const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
   line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
-  // Coordinates innermost first: the column, (the row,) then the point subscripts outwards.
-  std::string coords = p.hoisted[rank - 1];
-  for (size_t i = rank - 1; i-- > 0;) coords += str(", ", p.hoisted[i]);
+  const std::string coords = tma_coordinates(p, rank);
   if (row)
     line(str("tj::tma_load_box_", rank, "d(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
   else
@@ -625,8 +631,7 @@ void Emitter::emit_bulk_atomic(const ir::Expr& e) {
     const size_t rank = a.indices.size();
     const int64_t rows = swizzled_rows(*tile), cols = e.type.shape[1];
     const std::string map = tma_map(a.param, static_cast<int>(rows), 32, 128);
-    std::string coords = p.hoisted[rank - 1];
-    for (size_t i = rank - 1; i-- > 0;) coords += str(", ", p.hoisted[i]);
+    const std::string coords = tma_coordinates(p, rank);
     // One thread adds the tile, box by box (the TMA clips rows and columns past the tensor).
     open(in_reducer_ ? "if (tj::lane_id() == 0)" : "if (threadIdx.x == 0)");
     line(str("tj::tma_reduce_add_sw128<", rank, ", ", cols / 32, ", ", rows, ">(", shared_ptr(tile),
