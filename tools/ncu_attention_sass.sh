@@ -2,14 +2,16 @@
 # Where attn_bwd and attn_dq (the dense N = 8192 D = 128 case of bench/attention_ncu_target.py)
 # spend their warps' time, instruction by instruction: Nsight Compute's warp-state sampling per
 # SASS instruction (SourceCounters), the 30 instructions with the most samples per kernel with
-# their stall reasons. Writes $OUT/sass_<kernel>.csv (the whole source page) and prints the tops.
+# their stall reasons, and each reason's share of all samples. Writes $OUT/sass_<kernel>.csv (the
+# whole source page) and prints the tops. TARGET_ARGS go to the target (e.g. the five-product
+# backward: SKIP=1 COUNT=1 TARGET_ARGS='--dense-only --atomic-dq 1 --issue 1 --config BULK=1,PRODUCER=1').
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
 need_ncu
 timeout 300 "$NCU" --clock-control none --kernel-name-base function -k 'regex:^attn_(bwd|dq)$' \
-  --launch-skip 2 --launch-count 2 --section SourceCounters --section WarpStateStats \
-  --import-source no -o "$out/sass" $PY bench/attention_ncu_target.py >"$out/ncu_sass.log" 2>&1
+  --launch-skip ${SKIP:-2} --launch-count ${COUNT:-2} --section SourceCounters --section WarpStateStats \
+  --import-source no -o "$out/sass" $PY bench/attention_ncu_target.py ${TARGET_ARGS:-} >"$out/ncu_sass.log" 2>&1
 echo "ncu: exit $?"; tail -3 "$out/ncu_sass.log"
 for k in attn_bwd attn_dq; do
   "$NCU" --import "$out/sass.ncu-rep" -k "$k" --page source --csv --print-source sass \
@@ -38,6 +40,9 @@ def num(x):
     except Exception: return 0.0
 total = sum(num(r[samp]) for r in body if len(r) > samp)
 print(f"total samples {total:.0f}; columns with stall reasons: {len(stall_cols)}")
+shares = sorted(((sum(num(r[i]) for r in body if len(r) > i), c) for i, c in stall_cols),
+                reverse=True)[:10]
+print("  ".join(f"{c.replace('stall_', '')} {100 * v / max(total, 1):.1f}%" for v, c in shares))
 top = sorted((r for r in body if len(r) > samp), key=lambda r: -num(r[samp]))[:30]
 for r in top:
     reasons = sorted(((num(r[i]), c) for i, c in stall_cols), reverse=True)[:3]
