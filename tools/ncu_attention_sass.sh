@@ -4,16 +4,19 @@
 # SASS instruction (SourceCounters), the 30 instructions with the most samples per kernel with
 # their stall reasons, and each reason's share of all samples. Writes $OUT/sass_<kernel>.csv (the
 # whole source page) and prints the tops. TARGET_ARGS go to the target (e.g. the five-product
-# backward: SKIP=1 COUNT=1 TARGET_ARGS='--dense-only --atomic-dq 1 --issue 1 --config BULK=1,PRODUCER=1').
+# backward: SKIP=1 COUNT=1 TARGET_ARGS='--dense-only --atomic-dq 1 --issue 1 --config
+# BULK=1,PRODUCER=1'); KERNELS (a regex) and KERNEL_NAMES (a list) pick other kernels (e.g.
+# SKIP=1 COUNT=1 KERNELS=attn_fwd_sparse KERNEL_NAMES=attn_fwd_sparse: the 10% forward).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/device_env.sh
 need_ncu
-timeout 300 "$NCU" --clock-control none --kernel-name-base function -k 'regex:^attn_(bwd|dq)$' \
+timeout 300 "$NCU" --clock-control none --kernel-name-base function -k "regex:^${KERNELS:-attn_(bwd|dq)}$" \
   --launch-skip ${SKIP:-2} --launch-count ${COUNT:-2} --section SourceCounters --section WarpStateStats \
+  --section SpeedOfLight --section LaunchStats \
   --import-source no -o "$out/sass" $PY bench/attention_ncu_target.py ${TARGET_ARGS:-} >"$out/ncu_sass.log" 2>&1
 echo "ncu: exit $?"; tail -3 "$out/ncu_sass.log"
-for k in attn_bwd attn_dq; do
+for k in ${KERNEL_NAMES:-attn_bwd attn_dq}; do
   "$NCU" --import "$out/sass.ncu-rep" -k "$k" --page source --csv --print-source sass \
     >"$out/sass_$k.csv" 2>"$out/sass_$k.err"
   echo "== $k: $(wc -l <"$out/sass_$k.csv") lines"
