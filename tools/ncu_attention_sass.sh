@@ -3,7 +3,8 @@
 # spend their warps' time, instruction by instruction: Nsight Compute's warp-state sampling per
 # SASS instruction (SourceCounters), the 30 instructions with the most samples per kernel with
 # their stall reasons, and each reason's share of all samples. Writes $OUT/sass_<kernel>.csv (the
-# whole source page) and prints the tops. TARGET_ARGS go to the target (e.g. the five-product
+# whole source page) and prints the tops (tools/ncu_sass_listing.py lists a CSV instruction by
+# instruction, with sums over phases). TARGET_ARGS go to the target (e.g. the five-product
 # backward: SKIP=1 COUNT=1 TARGET_ARGS='--dense-only --atomic-dq 1 --issue 1 --config
 # BULK=1,PRODUCER=1'); KERNELS (a regex) and KERNEL_NAMES (a list) pick other kernels (e.g.
 # SKIP=1 COUNT=1 KERNELS=attn_fwd_sparse KERNEL_NAMES=attn_fwd_sparse: the 10% forward).

@@ -75,7 +75,11 @@ bool dq_by_kernel(const AttentionTileCase& c) {
   // the forward's lists) beats the atomics on every shape measured (H200, 2026-11-29: the
   // backward 1.01-1.26x at width 128, causal or not, N from 1024 to 16384, GQA; 1.08-1.28x
   // block-sparse; bench/results/2026-11-29-attention-dq-plans-h200.md); before it, width 128
-  // took the atomics below N = 8192 and with causal masking.
+  // took the atomics below N = 8192 and with causal masking. The five-product plan (dq by a
+  // producer warp's tensor reductions) tied it for a while; since the backward kernels read
+  // lse and delta into registers first, attn_dq's plan is again the faster on every shape
+  // measured (H200, 2026-11-30: 11.88 vs 12.25 ms at N = 8192 D = 128, 5.86 vs 6.64 at 10%
+  // block-sparse, 24.43 vs 24.68 at 50%; bench/results/2026-11-30-bwd-stats-in-registers-h200.md).
   return hopper_tiles_apply(c);
 }
 
