@@ -231,12 +231,20 @@ PagedSparseShape parse_paged_sparse_shape(const std::map<std::string, std::strin
   auto count = [&](const char* k) { return parse_shape_integer(k, items.at(k)); };
   PagedSparseShape s;
   s.dtype = dtype;
-  // Heads: two of HQ, HKV and G.
+  // Heads: two of HQ, HKV and G. HKV times G is checked before it is used: each may have 12
+  // digits, and their product past int64 was undefined behaviour (UBSan, a mutated shape).
+  auto kv_times_group = [&]() {
+    int64_t heads_q = 0;
+    if (__builtin_mul_overflow(count("HKV"), count("G"), &heads_q))
+      throw Error(fmt::format("--shape: HKV={} times G={} query heads is too large", count("HKV"),
+                              count("G")));
+    return heads_q;
+  };
   int given_heads = has("HQ") + has("HKV") + has("G");
   if (given_heads < 2)
     throw Error("--shape for paged_sparse needs the heads: HQ and HKV (query and kv heads), or "
                 "one of them with G = HQ/HKV");
-  if (given_heads == 3 && count("HQ") != count("HKV") * count("G"))
+  if (given_heads == 3 && count("HQ") != kv_times_group())
     throw Error(fmt::format("--shape: HQ={} is not HKV={} times G={}", count("HQ"), count("HKV"),
                             count("G")));
   if (has("HQ") && has("HKV")) {
@@ -244,7 +252,7 @@ PagedSparseShape parse_paged_sparse_shape(const std::map<std::string, std::strin
     s.heads_kv = count("HKV");
   } else if (has("HKV")) {
     s.heads_kv = count("HKV");
-    s.heads_q = s.heads_kv * count("G");
+    s.heads_q = kv_times_group();
   } else {
     int64_t g = count("G");
     if (g == 0) throw Error("--shape: G must be at least 1");

@@ -890,6 +890,13 @@ TEST(PagedSparseShape, BadShapesNameTheProblem) {
   EXPECT_NE(with({{"FOO", "1"}}).find("no size 'FOO'"), std::string::npos);
   EXPECT_NE(with({{"G", "3"}}).find("HQ=28 is not HKV=4 times G=3"), std::string::npos);
   EXPECT_NE(with({{"B", "5000"}}).find("B=5000 is over 4096"), std::string::npos);
+  // HKV times G past int64 (found by the mutation test below under UBSan).
+  EXPECT_NE(with({{"HKV", "9999999994"}, {"G", "999999999997"}}, {"HQ"})
+                .find("HKV=9999999994 times G=999999999997 query heads is too large"),
+            std::string::npos);
+  EXPECT_NE(with({{"HKV", "9999999994"}, {"G", "999999999997"}})
+                .find("HKV=9999999994 times G=999999999997 query heads is too large"),
+            std::string::npos);
 }
 
 /// "K=V,K=V" into items the way the CLI splits --shape.
