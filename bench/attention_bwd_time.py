@@ -5,8 +5,8 @@ once per library, alternating: base, new, base, new). One JSON line per shape.
 
     PYTHONPATH=python TILEJIT_LIBRARY=... python3 bench/attention_bwd_time.py [--out F] [--tag T]
 
-bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% of the blocks
-(a random mask per head, the diagonal kept, as a BlockMask). L2 flushed, CUDA events, medians
+bf16 B=4 H=16 D=128: N = 8192 with and without causal masking, N = 16384 at 10% and 25% of the
+blocks (a random mask per head, the diagonal kept, as a BlockMask). L2 flushed, CUDA events, medians
 of 30 (bench/peers/flushed_timer.py); "grad_sum" shows both builds compute the same thing.
 """
 import sys
@@ -22,7 +22,8 @@ def main():
         return 0
     args, torch, tilejit, timer, emit = started
     B, H, D = 4, 16, 128
-    for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10)):
+    for n, causal, density in ((8192, False, None), (8192, True, None), (16384, False, 10),
+                              (16384, False, 25)):
         torch.manual_seed(0)
         q, k, v, dout = random_tensors(torch, 4, (B, H, n, D), torch.bfloat16)
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None
