@@ -184,17 +184,35 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
   }();
   const std::string dq_generic = atomic_dq ? "1" : "0";
   static const std::string source = kSource;
+  KernelRef pre = rt.load(source, "attn_bwd_pre");
+  KernelRef finish = rt.load(source, "attn_bwd_dq");
   LaunchOptions lo;
   lo.stream = a.stream;
   lo.config = {{"D", tile_width(q.shape[3])}, {"ATOMIC_DQ", dq_generic}};
+  rt.launch(pre, {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
+  LaunchOptions main_lo = lo;
+  main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
+  if (hopper) main_lo.fallback = workloads::backward_tile(tiles, atomic_dq);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(backward_checks, a.scale, q)));
-  if (atomic_dq) {
-    // delta, and dq's accumulator zeroed for the backward's atomics.
-    rt.launch(rt.load(source, "attn_bwd_pre"),
-              {Arg::of(a.o), Arg::of(a.dout), Arg::of(delta), Arg::of(dq_acc)}, lo);
+  if (a.blocks) {
+    main_lo.config["BLK"] = std::to_string(a.blocks->block);
+    main_lo.config["ATOMIC_DQ"] = dq_generic;
+    rt.launch(rt.load(source, "attn_bwd_sparse"),
+              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+               Arg::of(delta), Arg::of(a.blocks->counts), Arg::of(a.blocks->indices),
+               Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
+              main_lo);
   } else {
-    // dq by its own kernel, first: it also computes delta (rowsum(o * dout)) for the backward
-    // after it, so no pre-pass.
+    main_lo.config["ATOMIC_DQ"] = dq_generic;
+    rt.launch(rt.load(source, "attn_bwd"),
+              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+               Arg::of(delta), Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
+              main_lo);
+  }
+  if (atomic_dq) {
+    lo.config.erase("ATOMIC_DQ");
+    rt.launch(finish, {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
+  } else {
     LaunchOptions dq_lo;
     dq_lo.stream = a.stream;
     dq_lo.config = kernel_config({}, q, a.causal, a.exact);
@@ -206,37 +224,16 @@ AttentionBackwardResult attention_backward(Runtime& rt, const AttentionBackwardA
     if (a.blocks) {
       dq_lo.config["BLK"] = std::to_string(a.blocks->block);
       rt.launch(rt.load(source, "attn_dq_sparse"),
-                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.o), Arg::of(a.dout),
-                 Arg::of(a.lse), Arg::of(delta), Arg::of(a.forward_blocks->counts),
+                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+                 Arg::of(delta), Arg::of(a.forward_blocks->counts),
                  Arg::of(a.forward_blocks->indices), Arg::of(out.dq), scale},
                 dq_lo);
     } else {
       rt.launch(rt.load(source, "attn_dq"),
-                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.o), Arg::of(a.dout),
-                 Arg::of(a.lse), Arg::of(delta), Arg::of(out.dq), scale},
+                {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
+                 Arg::of(delta), Arg::of(out.dq), scale},
                 dq_lo);
     }
-  }
-  LaunchOptions main_lo = lo;
-  main_lo.config = kernel_config(a.config, q, a.causal, a.exact);
-  if (hopper) main_lo.fallback = workloads::backward_tile(tiles, atomic_dq);
-  main_lo.config["ATOMIC_DQ"] = dq_generic;
-  if (a.blocks) {
-    main_lo.config["BLK"] = std::to_string(a.blocks->block);
-    rt.launch(rt.load(source, "attn_bwd_sparse"),
-              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
-               Arg::of(delta), Arg::of(a.blocks->counts), Arg::of(a.blocks->indices),
-               Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
-              main_lo);
-  } else {
-    rt.launch(rt.load(source, "attn_bwd"),
-              {Arg::of(q), Arg::of(k), Arg::of(a.v), Arg::of(a.dout), Arg::of(a.lse),
-               Arg::of(delta), Arg::of(out.dk), Arg::of(out.dv), Arg::of(dq_acc), scale},
-              main_lo);
-  }
-  if (atomic_dq) {
-    lo.config.erase("ATOMIC_DQ");
-    rt.launch(rt.load(source, "attn_bwd_dq"), {Arg::of(dq_acc), Arg::of(out.dq)}, lo);
   }
   // The work buffers go back to the pool here, on the call's stream, after the launches.
   return out;

@@ -181,21 +181,19 @@ public:
   /// the shape (the atomics' traffic against the recomputation): the tuner times both.
   std::vector<Plan> plans() const override {
     std::vector<Step> atomic = steps();
-    // The forward, then dq's kernel (which also computes delta: no pre-pass), then the
-    // backward.
-    std::vector<Step> own = {atomic[0], atomic[3], atomic[2]};
-    Step& dq = own[1];
+    std::vector<Step> own = atomic;
+    Step& pre = own[1];
     Step& backward = own[2];
+    Step& dq = own[3];
+    pre.generics["ATOMIC_DQ"] = "0";
+    pre.writes = {"delta"};
     backward.generics["ATOMIC_DQ"] = "0";
     backward.writes = {"dk", "dv"};
     using A = StepArg;
-    dq.label = "dq";
     dq.kernel = s_.sparse() ? "attn_dq_sparse" : "attn_dq";
-    dq.args = {A::of("q"),    A::of("k"),   A::of("v"),    A::of("o"),
-               A::of("dout"), A::of("lse"), A::of("delta")};
+    dq.args = {A::of("q"), A::of("k"), A::of("v"), A::of("dout"), A::of("lse"), A::of("delta")};
     if (s_.sparse()) dq.args.insert(dq.args.end(), {A::of("kv_cnt"), A::of("kv_idx")});
     dq.args.insert(dq.args.end(), {A::of("dq"), backward.args.back()});
-    dq.writes = {"delta", "dq"};
     dq.generics = backward.generics;
     dq.generics.erase("ATOMIC_DQ");
     dq.suggested.clear();

@@ -559,46 +559,46 @@ void check_backward(const KernelRunner& run, DType t, int64_t b, int64_t hq, int
   const std::string d = std::to_string((dh + 15) / 16 * 16);
   const std::string src = "embedded:workloads/attention.tile#";
   const std::string atomic_dq = dq_kernel ? "0" : "1";
+  run(src + "attn_bwd_pre", {{"T", dtype_name(t)}, {"D", d}, {"ATOMIC_DQ", atomic_dq}},
+      {TestArg::of(o), TestArg::of(dout), TestArg::of(delta), TestArg::of(dq_acc)});
   Bindings given = config;
   given["T"] = dtype_name(t);
   given["D"] = d;
   given["CAUSAL"] = causal ? "1" : "0";
   given["EXACT"] = exact ? "1" : "0";
-  if (sparse) given["BLK"] = std::to_string(blk);
+  if (sparse) {
+    given["BLK"] = std::to_string(blk);
+    Bindings bwd = given;
+    bwd["ATOMIC_DQ"] = atomic_dq;
+    run(src + "attn_bwd_sparse", bwd,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+         TestArg::of(delta), TestArg::of(q_cnt), TestArg::of(q_idx), TestArg::of(dk),
+         TestArg::of(dv), TestArg::of(dq_acc), TestArg::f32(static_cast<float>(scale))});
+  } else {
+    Bindings bwd = given;
+    bwd["ATOMIC_DQ"] = atomic_dq;
+    run(src + "attn_bwd", bwd,
+        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+         TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
+         TestArg::f32(static_cast<float>(scale))});
+  }
   if (dq_kernel) {
-    // dq's kernel first: it also computes delta, which the backward reads (no pre-pass).
     Bindings dq_config = given;
     dq_config.erase("TR"); // attn_bwd's own form (transposed or not) and its wgmma switch
     dq_config.erase("WG");
     if (sparse)
       run(src + "attn_dq_sparse", dq_config,
-          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(o), TestArg::of(dout),
-           TestArg::of(lse), TestArg::of(delta), TestArg::of(kv_cnt), TestArg::of(kv_idx),
-           TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
+          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+           TestArg::of(delta), TestArg::of(kv_cnt), TestArg::of(kv_idx), TestArg::of(dq),
+           TestArg::f32(static_cast<float>(scale))});
     else
       run(src + "attn_dq", dq_config,
-          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(o), TestArg::of(dout),
-           TestArg::of(lse), TestArg::of(delta), TestArg::of(dq),
-           TestArg::f32(static_cast<float>(scale))});
+          {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
+           TestArg::of(delta), TestArg::of(dq), TestArg::f32(static_cast<float>(scale))});
   } else {
-    run(src + "attn_bwd_pre", {{"T", dtype_name(t)}, {"D", d}, {"ATOMIC_DQ", "1"}},
-        {TestArg::of(o), TestArg::of(dout), TestArg::of(delta), TestArg::of(dq_acc)});
-  }
-  Bindings bwd = given;
-  bwd["ATOMIC_DQ"] = atomic_dq;
-  if (sparse)
-    run(src + "attn_bwd_sparse", bwd,
-        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
-         TestArg::of(delta), TestArg::of(q_cnt), TestArg::of(q_idx), TestArg::of(dk),
-         TestArg::of(dv), TestArg::of(dq_acc), TestArg::f32(static_cast<float>(scale))});
-  else
-    run(src + "attn_bwd", bwd,
-        {TestArg::of(q), TestArg::of(k), TestArg::of(v), TestArg::of(dout), TestArg::of(lse),
-         TestArg::of(delta), TestArg::of(dk), TestArg::of(dv), TestArg::of(dq_acc),
-         TestArg::f32(static_cast<float>(scale))});
-  if (!dq_kernel)
     run(src + "attn_bwd_dq", {{"T", dtype_name(t)}, {"D", d}},
         {TestArg::of(dq_acc), TestArg::of(dq)});
+  }
   const double tol = t != DType::F32 ? 3e-2 : exact ? 1e-4 : 1e-2;
   // f32 resolves a cancellation to about 1e-6 of its terms' size (some ulps): that is the
   // floor under ||dq|| and ||dk|| (it binds only where ds nearly cancels, as at N = 2).

@@ -326,7 +326,7 @@ TEST(WorkloadInterface, AttentionSuggestionsAreValidConfigurations) {
           const bool wgmma = t != DType::F32 && (std::string(d) == "64" || std::string(d) == "128");
           for (const workloads::Plan& plan : p->plans())
             for (const workloads::Step& step : plan.steps) {
-              // attn_dq (the dq_kernel plan's second step) takes the forward's tiles; at block 64,
+              // attn_dq (the dq_kernel plan's last step) takes the forward's tiles; at block 64,
               // which they do not divide, attn_dq_sparse takes BM 64, BN 64.
               const bool dq_kernel = step.kernel == "attn_dq" || step.kernel == "attn_dq_sparse";
               if (step.label != "forward" && step.label != "backward" && !dq_kernel) {

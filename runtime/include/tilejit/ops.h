@@ -148,10 +148,9 @@ void check_attention_forward(const AttentionForwardArgs& args);
 
 /// The gradients of sum(dout * o) for o = attention_forward(q, k, v): q, k, v, o, lse as the
 /// forward took and gave them, dout like o. dq like q; dk and dv like k (summed over each GQA
-/// group). dq by atomics: three kernels, a pre-pass (rowsum(o * dout), dq's f32 accumulator
-/// zeroed), dk/dv per key block with dq by atomics, dq converted; the two f32 work buffers
-/// ([B, Hq, N] and [B, Hq, N, D]) are allocated per call. dq by attn_dq: two kernels, dq per
-/// query block (which also computes rowsum(o * dout)), then dk/dv; one f32 work buffer.
+/// group). Three kernels: a pre-pass (rowsum(o * dout), dq's f32 accumulator zeroed), dk/dv per
+/// key block with dq by atomics, dq converted; the two f32 work buffers ([B, Hq, N] and
+/// [B, Hq, N, D]) are allocated per call.
 struct AttentionBackwardArgs {
   Tensor q, k, v, o, lse, dout;
   /// Block-sparse: per key block, the query blocks that keep it (the forward's mask
