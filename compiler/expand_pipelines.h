@@ -42,8 +42,11 @@
 // Where the producers' inputs are scalars some of which are loads (a block-sparse loop's next
 // kept block, read from its index list), the loop reads them an iteration before the copies
 // that use them and carries them in registers (x_early, updated from x_next each iteration),
-// so the copies are issued without waiting for a load. TILEJIT_PIPELINE_EARLY_INPUTS=0 turns
-// this off.
+// so the copies are issued without waiting for a load. Likewise the body's own leading scalar
+// declarations that load from tensors the kernel never writes (the block index a block-sparse
+// body's mask tests) are read an iteration ahead and carried (x = x_c at the top, x_c read for
+// the next iteration right after), so the body does not start by waiting for them.
+// TILEJIT_PIPELINE_EARLY_INPUTS=0 turns both off.
 //
 // (`<` is `>` for a loop that counts down.) Producers are cloned with fresh variables; `if`s
 // around producers are kept (a block-sparse loop that skips a block neither copies nor reads

@@ -72,6 +72,47 @@ void check_kept_blocks(const KernelRunner& run, int64_t n, int64_t c, double kee
   expect_close(y, want, 1e-5);
 }
 
+void check_listed_blocks(const KernelRunner& run, int64_t n, int64_t c, int64_t listed,
+                         int64_t count, const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("listed_blocks N=", n, " C=", c, " listed ", listed, " count ", count, " ",
+                   config_text(config), "seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t nb = (n + 15) / 16;
+  HostBuffer x(DType::F32, {n, c}), idx(DType::I32, {listed}), cnt(DType::I32, {1}),
+      hits(DType::I32, {listed}), y(DType::F32, {16, c});
+  fill_uniform(x, rng, -1, 1);
+  std::uniform_int_distribution<int64_t> block(-2, nb + 1);
+  for (int64_t i = 0; i < listed; ++i) {
+    idx.set_int(i, block(rng));
+    hits.set_int(i, static_cast<int64_t>(i) * 3);
+  }
+  cnt.set_int(0, count);
+  y.poison();
+  run(pipelines_source("listed_blocks"), config,
+      {TestArg::of(x), TestArg::of(idx), TestArg::of(cnt), TestArg::of(hits), TestArg::of(y)});
+  const int64_t used = std::min(count, listed);
+  std::vector<double> want(16 * c, 0.0);
+  for (int64_t i = 0; i < used; ++i) {
+    const int64_t blk = idx.get_int(i);
+    if (blk < 0 || blk * 16 >= n) continue;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t col = 0; col < c; ++col)
+        want[r * c + col] = want[r * c + col] * 0.5 + at(x, n, c, blk * 16 + r, col);
+  }
+  bool any = false;
+  for (double w : want) any = any || w != 0.0;
+  if (any) {
+    expect_close(y, want, 1e-5);
+  } else { // nothing listed in range: zeros
+    for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.get(i), 0.0) << "element " << i;
+  }
+  // Program 0 counted each iteration once (its loads of `hits` are not read ahead of the
+  // iteration before's store).
+  for (int64_t i = 0; i < listed; ++i)
+    EXPECT_EQ(hits.get_int(i), i * 3 + (i < used ? 1 : 0)) << "hits[" << i << "]";
+}
+
 void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config) {
   uint32_t seed = fresh_seed();
   SCOPED_TRACE(str("trailing_copy N=", n, " C=", c, " ", config_text(config), "seed=", seed));

@@ -15,6 +15,10 @@ void check_reverse_blocks(const KernelRunner& run, int64_t n, int64_t c, const B
 void check_kept_blocks(const KernelRunner& run, int64_t n, int64_t c, double keep_share,
                        const Bindings& config);
 void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config);
+/// listed_blocks: `count` block indices drawn from [-2, blocks + 2) (outside ones add nothing),
+/// `listed` entries in the list (count may exceed it: the loop stops at the list's end).
+void check_listed_blocks(const KernelRunner& run, int64_t n, int64_t c, int64_t listed,
+                         int64_t count, const Bindings& config);
 
 /// tests/data/shared_reuse.tile: two phases whose shared tiles share storage.
 void check_two_phases(const KernelRunner& run, int64_t n);

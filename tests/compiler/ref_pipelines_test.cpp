@@ -45,6 +45,21 @@ TEST(RefPipelines, CopiesUnderIf) {
   }
 }
 
+// A list of block indices: the body's loaded index read an iteration ahead (expand-pipelines),
+// indices outside the rows, an empty list, a count past the list's end.
+TEST(RefPipelines, ListedBlocks) {
+  for (const std::string& pass : runnable_passes()) {
+    SCOPED_TRACE("after " + pass);
+    KernelRunner run = interpreter_runner(pass);
+    for (const char* stages : {"2", "3"}) {
+      check_listed_blocks(run, 77, 70, 9, 9, {{"STAGES", stages}});
+      check_listed_blocks(run, 200, 64, 5, 7, {{"STAGES", stages}, {"BC", "32"}});
+      check_listed_blocks(run, 40, 33, 4, 0, {{"STAGES", stages}});
+      check_listed_blocks(run, 40, 33, 4, 1, {{"STAGES", stages}});
+    }
+  }
+}
+
 TEST(RefPipelines, ACopyTheBodyDoesItself) {
   for (const std::string& pass : runnable_passes()) {
     SCOPED_TRACE("after " + pass);

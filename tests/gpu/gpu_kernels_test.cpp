@@ -333,6 +333,18 @@ TEST(GpuPipelines, CopiesUnderIf) {
     }
 }
 
+TEST(GpuPipelines, ListedBlocks) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* stages : {"2", "3"})
+    for (const char* bc : {"32", "64"}) {
+      check_listed_blocks(run, 2000, 70, 60, 60, {{"STAGES", stages}, {"BC", bc}});
+      check_listed_blocks(run, 77, 129, 9, 12, {{"STAGES", stages}, {"BC", bc}});
+      check_listed_blocks(run, 40, 33, 4, 0, {{"STAGES", stages}, {"BC", bc}});
+      check_listed_blocks(run, 40, 33, 4, 1, {{"STAGES", stages}, {"BC", bc}});
+    }
+}
+
 TEST(GpuPipelines, ACopyTheBodyDoesItself) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
