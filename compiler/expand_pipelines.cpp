@@ -377,6 +377,15 @@ private:
       taken.push_back(&s);
     }
     if (!loads) return;
+    // What the rest of the body reads: a declaration nothing there reads (one only the copies
+    // used, or only a carried declaration, whose value is written out) is not carried.
+    std::set<Var*> used;
+    std::function<void(Stmt&)> reads = [&](Stmt& s) {
+      for_each_expr_root(s, [&](ExprPtr& root) { vars_read(*root, used); });
+      for (Block* b : {&s.body, &s.else_body})
+        for (StmtPtr& c : *b) reads(*c);
+    };
+    for (size_t i = taken.size(); i < body.size(); ++i) reads(*body[i]);
     const std::map<const Var*, ExprPtr> inlined =
         inline_chain(std::vector<const Stmt*>(taken.begin(), taken.end()));
     auto value_at = [&](const Var* x, Var* at) { return speculative_at(*inlined.at(x), v, at); };
@@ -392,7 +401,7 @@ private:
     Block next;
     Var* at = nullptr; // v + step, declared where a value is read for it
     for (Stmt* st : taken) {
-      if (!has_load(*inlined.at(st->var))) continue;
+      if (!has_load(*inlined.at(st->var)) || !used.count(st->var)) continue;
       Var* c = fresh(st->var->name + "_c", st->var->type, st->var->loc);
       c->assigned_in_loop = true;
       before.push_back(decl(c, make_int(0, st->var->type.dtype, st->loc), st->loc));
@@ -628,7 +637,6 @@ private:
     // copies to land). A value read past the loop's end is never used: the copies' guard.
     const std::vector<const Stmt*> early =
         D > 0 && early_inputs_enabled() ? early_inputs(loop.body) : std::vector<const Stmt*>{};
-    const std::vector<const Stmt*>& early_stmts = early;
     std::map<const Var*, Var*> carried;         // input -> its value for the next `ahead`
     std::map<const Var*, ExprPtr> early_values; // each input's value, the others written out
     if (!early.empty()) {
@@ -711,9 +719,7 @@ private:
     // where the producers' guard runs: the body's carried ones take them there.
     std::map<const Stmt*, Var*> handed;
     if (D == 1)
-      for (const auto& [input, early] : carried)
-        for (const Stmt* in : early_stmts)
-          if (in->var == input) handed[in] = early;
+      for (const Stmt* in : early) handed[in] = carried.at(in->var);
     read_scalar_loads_ahead(body, v, lo, hi, step, ahead_init, loc, handed,
                             next_guard ? &next_guard->body : nullptr);
     for (StmtPtr& s : body) main->body.push_back(std::move(s));
