@@ -306,15 +306,8 @@ private:
   /// kernel never writes are read ahead; divisors and shift counts must be loop-invariant and
   /// load-free (a value past the end must not divide by zero). TILEJIT_PIPELINE_EARLY_INPUTS=0
   /// turns this off with the producers' early inputs.
-  ///
-  /// `handed`: declarations the producers already read for the next iteration (the copies'
-  /// early inputs one iteration ahead), with the variable holding that value where
-  /// `hand_into` runs (the producers' guard: only if the next iteration runs, so a value read
-  /// past the end is never read): there `x_h` takes it, and the body's `x_c = x_h` replaces
-  /// reading it again.
   void read_scalar_loads_ahead(Block& body, Var* v, Var* lo, Var* hi, int64_t step, Block& before,
-                               const SourceLoc& loc, const std::map<const Stmt*, Var*>& handed = {},
-                               Block* hand_into = nullptr) {
+                               const SourceLoc& loc) {
     if (!early_inputs_enabled()) return;
     // What the loop changes: every variable it declares or assigns.
     std::set<const Var*> changed{v};
@@ -411,27 +404,13 @@ private:
       guard->body.push_back(std::move(first));
       auto then = std::make_unique<Stmt>(StmtKind::Assign, st->loc);
       then->var = c;
-      if (auto it = handed.find(st); it != handed.end() && hand_into) {
-        // The guard runs before the body reads x_c: it hands the value over in x_h, which the
-        // body moves into x_c after reading it.
-        Var* h = fresh(st->var->name + "_h", st->var->type, st->var->loc);
-        h->assigned_in_loop = true;
-        before.push_back(decl(h, make_int(0, st->var->type.dtype, st->loc), st->loc));
-        auto hand = std::make_unique<Stmt>(StmtKind::Assign, st->loc);
-        hand->var = h;
-        hand->value = ref(it->second, st->loc);
-        hand_into->push_back(std::move(hand));
-        then->value = ref(h, st->loc);
-        next.push_back(std::move(then));
-      } else {
-        if (!at) {
-          at = fresh(v->name + "_next", kIndex, loc);
-          next.push_back(
-              decl(at, binary(dsl::BinaryOp::Add, ref(v, loc), constant(step, loc), loc), loc));
-        }
-        then->value = value_at(st->var, at);
-        next.push_back(std::move(then));
+      if (!at) {
+        at = fresh(v->name + "_next", kIndex, loc);
+        next.push_back(
+            decl(at, binary(dsl::BinaryOp::Add, ref(v, loc), constant(step, loc), loc), loc));
       }
+      then->value = value_at(st->var, at);
+      next.push_back(std::move(then));
       st->value = ref(c, st->loc);
     }
     before.push_back(std::move(guard));
@@ -652,7 +631,6 @@ private:
       }
     }
 
-    Stmt* next_guard = nullptr; // the loop's `if ahead < hi { producers }`
     // The loop: wait for this iteration's copies, then issue D iterations ahead.
     // (Its note: why producer = 1 was not taken, if it was asked.)
     StmtPtr main = main_loop(loop, lo, hi, loop.note);
@@ -685,7 +663,6 @@ private:
       std::map<const Var*, Var*> renamed;
       guard->body =
           producers(loop.body, v, ahead, write, renamed, carried.empty() ? nullptr : &carried);
-      next_guard = guard.get();
       if (empties >= 0) {
         // Slot `write` was last read S - D iterations ago (or never, or in an earlier run of
         // the loop, before its closing barrier): wait for that release, whose phase has the
@@ -715,13 +692,7 @@ private:
     Block body = consumers(loop.body);
     --loop_depth_;
     Block ahead_init; // the consumers' loads read ahead: their first values
-    // One iteration ahead (D = 1), the copies' early inputs hold the next iteration's values
-    // where the producers' guard runs: the body's carried ones take them there.
-    std::map<const Stmt*, Var*> handed;
-    if (D == 1)
-      for (const Stmt* in : early) handed[in] = carried.at(in->var);
-    read_scalar_loads_ahead(body, v, lo, hi, step, ahead_init, loc, handed,
-                            next_guard ? &next_guard->body : nullptr);
+    read_scalar_loads_ahead(body, v, lo, hi, step, ahead_init, loc);
     for (StmtPtr& s : body) main->body.push_back(std::move(s));
     if (empties >= 0) {
       // This thread is done with slot `read`: its release, and the slot's parity bit flipped.
