@@ -43,11 +43,13 @@ Stmt* in_flight_dot(Block& body, const std::vector<Var*>& rings, int stages) {
 }
 
 bool tma_copy(const Kernel& k, const Stmt& s) {
+  return s.pipeline_role == Stmt::PipelineRole::Producer && tma_copy_fits(k, s);
+}
+
+bool tma_copy_fits(const Kernel& k, const Stmt& s) {
   if (!k.target || !k.target->warpgroup_mma() || !k.index32) return false;
   if (s.kind != StmtKind::Decl && s.kind != StmtKind::Assign) return false;
-  if (s.pipeline_role != Stmt::PipelineRole::Producer || !s.value ||
-      s.value->kind != ExprKind::Copy)
-    return false;
+  if (!s.value || s.value->kind != ExprKind::Copy) return false;
   const Expr& c = *s.value;
   const Var* v = s.var;
   if (c.b || c.c || !c.access) return false;

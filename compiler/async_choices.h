@@ -27,4 +27,8 @@ ir::Stmt* in_flight_dot(ir::Block& body, const std::vector<ir::Var*>& rings, int
 /// pieces (addresses, bounds checks).
 bool tma_copy(const ir::Kernel& k, const ir::Stmt& s);
 
+/// The same test for any copy statement, whatever its pipeline role (a copy the producer warps
+/// issue before their loop: producer_warps.h).
+bool tma_copy_fits(const ir::Kernel& k, const ir::Stmt& s);
+
 } // namespace tilejit

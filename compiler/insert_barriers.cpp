@@ -244,7 +244,8 @@ private:
   }
 
   /// Ring buffers of pipelined copies: synchronised by the pipeline itself.
-  static bool is_ring(ir::Var* v) { return v->stages > 1; }
+  /// Rings, and the tiles the producer warps fill before their loop: mbarriers order them.
+  static bool is_ring(ir::Var* v) { return v->stages > 1 || v->by_mbarrier; }
 
   /// The shared tiles a statement (with everything nested in it) reads and writes.
   void effects(ir::Stmt& s, std::set<ir::Var*>& reads, std::set<ir::Var*>& writes) {

@@ -70,6 +70,9 @@ struct Var {
   /// Ring buffers (stages > 1), after expand-pipelines: the scalar holding the slot this
   /// iteration reads (producers write the slot their statement names).
   Var* read_slot = nullptr;
+  /// Shared vars the producer warps fill before their loop (expand-pipelines): ordered by
+  /// mbarriers like a ring's slots, not by barriers.
+  bool by_mbarrier = false;
 };
 
 /// A kernel parameter: a global tensor (caller's or scratch) or a scalar.

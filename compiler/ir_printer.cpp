@@ -443,6 +443,7 @@ std::string var_decl_str(const Var& v) {
   // A ring from pipeline-loops on; its read slot from expand-pipelines on.
   if (v.stages > 1) s += str(" x", v.stages, " stages");
   if (v.read_slot) s += str(" read_slot=", v.read_slot->name);
+  if (v.by_mbarrier) s += " by_mbarrier";
   return s;
 }
 

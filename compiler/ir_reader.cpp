@@ -168,6 +168,7 @@ private:
   size_t line_ = 0; // index of the current line
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  std::string above_; // a comment on the line right above the current one
   std::unique_ptr<Kernel> k_;
   std::map<std::string, Var*> vars_;
   std::set<const Var*> declared_;
@@ -189,18 +190,25 @@ private:
     fail_at(static_cast<int>(line_) + 1, tok().col, message);
   }
   bool at_line() const { return line_ < lines_.size(); }
-  /// Moves to the next line that is not blank or only a comment, and tokenizes it.
+  /// Moves to the next line that is not blank or only a comment, and tokenizes it; a comment
+  /// on the line right above it is kept in `above_` (a loop's note, printed there).
   void next_line() {
+    above_.clear();
     for (; line_ < lines_.size(); ++line_) {
       std::string error;
       int col = 0;
       toks_ = tokenize(lines_[line_], error, col);
       if (!error.empty()) fail_at(static_cast<int>(line_) + 1, col, error);
       pos_ = 0;
-      if (toks_[0].kind == Token::End) continue;
-      if (toks_[0].kind == Token::Comment &&
-          !(k_->name.empty() && starts_with(toks_[0].text, "after ")))
+      if (toks_[0].kind == Token::End) {
+        above_.clear();
         continue;
+      }
+      if (toks_[0].kind == Token::Comment &&
+          !(k_->name.empty() && starts_with(toks_[0].text, "after "))) {
+        above_ = toks_[0].text;
+        continue;
+      }
       return;
     }
     toks_.assign(1, Token{});
@@ -544,6 +552,7 @@ private:
       expect("=");
       v->read_slot = var_named(ident("the read slot's variable"));
     }
+    if (accept("by_mbarrier")) v->by_mbarrier = true;
     return v;
   }
 
@@ -1311,6 +1320,7 @@ private:
 
   StmtPtr for_stmt() {
     auto s = std::make_unique<Stmt>(StmtKind::For);
+    s->note = above_; // the printer writes a loop's note on the line above it
     std::string name = ident("the loop variable");
     Var* v = var_named(name);
     declared_.insert(v);

@@ -1,6 +1,7 @@
 #include "compiler/plan_shared_memory.h"
 
 #include "compiler/assign_layouts.h"
+#include "compiler/producer_warps.h"
 #include "compiler/specialise.h"
 #include "support/error.h"
 #include "support/text.h"
@@ -91,7 +92,7 @@ int64_t shared_tile_bytes(const ir::Var& v) {
   return rows * v.smem_row_stride * dtype_size(v.type.dtype);
 }
 
-SharedLiveness::SharedLiveness(ir::Kernel& k) {
+SharedLiveness::SharedLiveness(ir::Kernel& k) : apart_(producer_outer_tiles(k)) {
   number(k.body);
   for (const Loop& l : loops_)
     for (auto& [v, uses] : uses_) {
@@ -127,7 +128,8 @@ bool SharedLiveness::none_live_at(const ir::Stmt& s) const {
 bool SharedLiveness::may_share(const ir::Var* a, const ir::Var* b) const {
   // Ring buffers keep storage of their own: the pipeline synchronises them itself, so
   // insert-barriers does not order them against other tiles.
-  return a->stages == 1 && b->stages == 1 && used(a) && used(b) && !overlap(a, b);
+  return a->stages == 1 && b->stages == 1 && !apart_.count(a) && !apart_.count(b) && used(a) &&
+         used(b) && !overlap(a, b);
 }
 
 void SharedLiveness::use(const ir::Var* v, bool write) {

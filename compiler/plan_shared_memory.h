@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace tilejit {
@@ -32,7 +33,8 @@ public:
   bool overlap(const ir::Var* a, const ir::Var* b) const;
   bool used(const ir::Var* v) const { return live_.count(v) > 0; }
   /// Whether the plan may give two tiles the same bytes: single buffers (a ring keeps storage
-  /// of its own), both used, never live at once.
+  /// of its own, as does a tile the producer warps may fill before their loop), both used,
+  /// never live at once.
   bool may_share(const ir::Var* a, const ir::Var* b) const;
   /// Whether no tile (ring buffers included) is live at statement `s`: its bytes may then hold
   /// something else for the statement's duration (a cluster_sum's exchange).
@@ -56,6 +58,9 @@ private:
   std::map<const ir::Var*, std::vector<Use>> uses_;
   std::map<const ir::Var*, Interval> live_;
   std::vector<Loop> loops_;
+  /// Tiles producer warps may fill before their loop (producer_outer_tiles): written when the
+  /// copying thread gets there, which this program-order liveness cannot bound.
+  std::set<const ir::Var*> apart_;
   std::map<const ir::Stmt*, int64_t> at_; ///< each statement's number
 };
 

@@ -1,8 +1,11 @@
 #include "compiler/producer_warps.h"
 
+#include "compiler/async_choices.h"
 #include "compiler/plan_shared_memory.h"
+#include "support/error.h"
 #include "support/text.h"
 
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -66,6 +69,37 @@ bool staged_bulk_atomic(const Stmt& s) {
          s.value->a->var;
 }
 
+/// Copies the producer warps may issue before `path`'s loop (its last statement): shared-tile
+/// declarations by copy at a level of the path inside an enclosing loop's body, before the
+/// path goes on (a tile copied once per kernel gains nothing from them; an enclosing loop's
+/// next run does).
+std::vector<Stmt*> outer_copy_candidates(const std::vector<Stmt*>& path,
+                                         const std::vector<Block*>& levels) {
+  std::vector<Stmt*> out;
+  bool in_loop = false;
+  for (size_t i = 0; i < path.size(); ++i) {
+    in_loop = in_loop || (i > 0 && path[i - 1]->kind == StmtKind::For);
+    if (!in_loop) continue;
+    for (const StmtPtr& sp : *levels[i]) {
+      if (sp.get() == path[i]) break;
+      if (sp->kind == StmtKind::Decl && sp->var->type.space == Space::Shared && sp->value &&
+          sp->value->kind == ExprKind::Copy)
+        out.push_back(sp.get());
+    }
+  }
+  return out;
+}
+
+/// TILEJIT_PRODUCER_OUTER_COPIES=0 leaves the copies before the loop to the threads (to
+/// measure what the copying thread's issuing them is worth).
+bool outer_copies_enabled() {
+  const char* v = std::getenv("TILEJIT_PRODUCER_OUTER_COPIES");
+  if (!v || !*v || std::string(v) == "1") return true;
+  if (std::string(v) == "0") return false;
+  throw Error(str("TILEJIT_PRODUCER_OUTER_COPIES='", v,
+                  "' is not 0 or 1 (whether producer warps issue the copies before their loop)"));
+}
+
 bool contains_return(const Stmt& s) {
   if (s.kind == StmtKind::Return) return true;
   for (const Block* b : {&s.body, &s.else_body})
@@ -86,6 +120,7 @@ public:
     levels_.clear();
     keep_.clear();
     reductions_.clear();
+    outer_.clear();
     if (!find_path(k_.body, &loop, path_, levels_)) return "not found in the kernel";
     for (size_t i = 0; i + 1 < path_.size(); ++i) {
       const Stmt& s = *path_[i];
@@ -151,7 +186,48 @@ public:
     }
     for (const StmtPtr& sp : loop.body)
       if (contains_return(*sp)) return "the block returns from inside the loop";
-    // The backward slice: every definition of a needed scalar, at an enclosing level.
+    if (std::string why = slice(needed, own, keep_); !why.empty()) return why;
+    // The copies before the loop in an enclosing loop's body that the TMA can make and whose
+    // addresses the copying thread can compute (the others stay the threads').
+    for (Stmt* c : outer_copy_candidates(path_, levels_)) {
+      if (!outer_copies_enabled() || !tma_copy_fits(k_, *c)) continue;
+      std::set<Var*> reads;
+      for_each_expr_root(*c, [&](ExprPtr& root) { vars_read(*root, reads); });
+      std::set<const Stmt*> keep;
+      if (!slice(reads, own, keep).empty()) continue;
+      keep_.insert(keep.begin(), keep.end());
+      keep_.insert(c);
+      outer_.insert(c);
+    }
+    return "";
+  }
+
+  /// The roles' programs around the loop: enclosing loops and ifs, kept statements, cloned
+  /// with fresh variables (the copying thread's named `_p`, the reducing warp's `_r`).
+  ProducerProgram build(Stmt& loop) {
+    ProducerProgram p;
+    p.loop = &loop;
+    p.loc = loop.loc;
+    build_level(0, p.copies.program, p.copies, "_p", &p.outer_copies);
+    p.reductions = reductions_;
+    if (!reductions_.empty()) build_level(0, p.reduces.program, p.reduces, "_r", nullptr);
+    return p;
+  }
+
+  /// The loop's bulk atomic_adds of staged tiles (the producer warps may leave them to the
+  /// threads: then check again without).
+  bool has_reductions(const Stmt& loop) const {
+    for (const StmtPtr& sp : loop.body)
+      if (staged_bulk_atomic(*sp)) return true;
+    return false;
+  }
+
+private:
+  /// The backward slice of `needed`: every definition of a needed scalar (but the role's own
+  /// `own`), at an enclosing level, into `keep`; why not, if one is not the copying thread's
+  /// to compute.
+  std::string slice(const std::set<Var*>& needed, const std::set<const Var*>& own,
+                    std::set<const Stmt*>& keep) const {
     std::vector<Var*> work(needed.begin(), needed.end());
     std::set<Var*> seen(needed.begin(), needed.end());
     while (!work.empty()) {
@@ -166,7 +242,7 @@ public:
         else if (v->type.space != Space::Scalar || !v->type.is_scalar() || !scalar_only(*s.value))
           why = str("its copies read '", v->name, "', which is computed from tiles");
         else
-          keep_.insert(&s);
+          keep.insert(&s);
         std::set<Var*> vs;
         vars_read(*s.value, vs);
         for (Var* u : vs)
@@ -177,27 +253,6 @@ public:
     return "";
   }
 
-  /// The roles' programs around the loop: enclosing loops and ifs, kept statements, cloned
-  /// with fresh variables (the copying thread's named `_p`, the reducing warp's `_r`).
-  ProducerProgram build(Stmt& loop) {
-    ProducerProgram p;
-    p.loop = &loop;
-    p.loc = loop.loc;
-    build_level(0, p.copies.program, p.copies, "_p");
-    p.reductions = reductions_;
-    if (!reductions_.empty()) build_level(0, p.reduces.program, p.reduces, "_r");
-    return p;
-  }
-
-  /// The loop's bulk atomic_adds of staged tiles (the producer warps may leave them to the
-  /// threads: then check again without).
-  bool has_reductions(const Stmt& loop) const {
-    for (const StmtPtr& sp : loop.body)
-      if (staged_bulk_atomic(*sp)) return true;
-    return false;
-  }
-
-private:
   /// Why the threads cannot hand staged tile `v` to the reducing warp: its bytes must be its
   /// own while the warp reads them (the plan lets tiles whose lifetimes do not overlap share,
   /// and the warp reads it past the statement that staged it).
@@ -229,7 +284,10 @@ private:
     return c;
   }
 
-  void build_level(size_t i, Block& out, RoleProgram& p, const char* suffix) {
+  /// `outer`: the copying thread's program, which issues the copies before the loop (their
+  /// pairs recorded there); the reducing warp's (null) has none.
+  void build_level(size_t i, Block& out, RoleProgram& p, const char* suffix,
+                   std::vector<std::pair<Stmt*, Stmt*>>* outer) {
     for (const StmtPtr& sp : *levels_[i]) {
       const Stmt& s = *sp;
       if (sp.get() == path_[i]) {
@@ -244,19 +302,23 @@ private:
           c->hi = clone_renamed(*s.hi, p.renamed);
           c->step = s.step->clone();
           c->var = copy_var(s.var, p, suffix);
-          build_level(i + 1, c->body, p, suffix);
+          build_level(i + 1, c->body, p, suffix, outer);
         } else {
           c->value = clone_renamed(*s.value, p.renamed);
           const bool in_then = levels_[i + 1] == &s.body;
-          build_level(i + 1, in_then ? c->body : c->else_body, p, suffix);
+          build_level(i + 1, in_then ? c->body : c->else_body, p, suffix, outer);
         }
         out.push_back(std::move(c));
         continue;
       }
       if (!keep_.count(&s)) continue;
+      if (outer_.count(&s) && !outer) continue;
       auto c = std::make_unique<Stmt>(s.kind, s.loc);
       c->value = clone_renamed(*s.value, p.renamed);
-      if (early_return(s)) {
+      if (outer_.count(&s)) {
+        c->var = s.var; // the tile itself, filled by the TMA
+        outer->emplace_back(sp.get(), c.get());
+      } else if (early_return(s)) {
         c->body.push_back(std::make_unique<Stmt>(StmtKind::Return, s.body[0]->loc));
       } else if (s.kind == StmtKind::Decl) {
         c->var = copy_var(s.var, p, suffix);
@@ -274,9 +336,22 @@ private:
   std::vector<Block*> levels_;
   std::set<const Stmt*> keep_;
   std::vector<Stmt*> reductions_;
+  std::set<const Stmt*> outer_; ///< copies before the loop the copying thread issues
 };
 
 } // namespace
+
+std::set<const Var*> producer_outer_tiles(Kernel& k) {
+  std::set<const Var*> out;
+  for_each_stmt(k.body, [&](Stmt& s) {
+    if (s.kind != StmtKind::For || s.loop_kind != LoopKind::Pipelined || !s.producer) return;
+    std::vector<Stmt*> path;
+    std::vector<Block*> levels;
+    if (!find_path(k.body, &s, path, levels)) return;
+    for (Stmt* c : outer_copy_candidates(path, levels)) out.insert(c->var);
+  });
+  return out;
+}
 
 ProducerProgram plan_producer_warps(Kernel& k, const std::function<std::string(Stmt&)>& why_not,
                                     const Fresh& fresh) {

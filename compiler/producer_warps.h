@@ -9,6 +9,11 @@
 // and go on, one warp of the producer warpgroup issues the bulk copy engine's additions from it
 // and hands the tile back once they have read it.
 //
+// A loop inside another loop (a persistent kernel walking its tiles in turn) has copies of its
+// own before it in that loop's body (the tile's queries): the copying thread issues those too,
+// each into its tile when the threads have released it, so that the next tile's copies land
+// while the threads finish this one.
+//
 // This file decides which loop may have them and writes the programs the copying thread and
 // the reducing warp run before and around the loop: the loops and ifs that enclose it, the
 // scalars its bounds, its copies' and its additions' addresses are computed from (a backward
@@ -20,6 +25,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 namespace tilejit {
@@ -45,6 +51,11 @@ struct ProducerProgram {
   /// reducing warp issues, and its program (empty when there are none).
   std::vector<ir::Stmt*> reductions;
   RoleProgram reduces;
+  /// Copies declared before the loop in the body of a loop around it (a persistent kernel's
+  /// next tile of queries), issued by the copying thread too: the kernel's declaration and
+  /// the copying thread's clone of it (expand-pipelines gives them a full and an empty
+  /// mbarrier each).
+  std::vector<std::pair<ir::Stmt*, ir::Stmt*>> outer_copies;
 };
 
 /// Picks the pipelined loop with `producer = 1` that gets producer warps (at most one per
@@ -55,6 +66,11 @@ ProducerProgram plan_producer_warps(
     ir::Kernel& k, const std::function<std::string(ir::Stmt&)>& why_not,
     const std::function<ir::Var*(const std::string&, const ir::Type&, const ir::SourceLoc&)>&
         fresh);
+
+/// The tiles producer warps may fill before their loop (ProducerProgram::outer_copies) if the
+/// loop gets them: plan-shared-memory keeps their storage apart, since the copying thread
+/// writes them whenever it gets there.
+std::set<const ir::Var*> producer_outer_tiles(ir::Kernel& k);
 
 /// `e` cloned with its variables renamed by `renamed` (others kept).
 ir::ExprPtr clone_renamed(const ir::Expr& e, const std::map<const ir::Var*, ir::Var*>& renamed);

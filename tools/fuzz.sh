@@ -20,7 +20,7 @@ for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus-$t
   mkdir -p "$corpus"
   case $t in
-    frontend) find kernels_src tests/data tests/dsl/diagnostics tests/filecheck -name '*.tile' -not -path '*/Inputs/*' \
+    frontend) find kernels_src bench/kernels tests/data tests/dsl/diagnostics tests/filecheck -name '*.tile' -not -path '*/Inputs/*' \
                 -exec cp {} "$corpus"/ \; ;;
     import) cp fuzz/seeds/import/*.json "$corpus"/ ;;
     *) echo "fuzz: unknown target '$t' (frontend, import)" >&2; exit 2 ;;

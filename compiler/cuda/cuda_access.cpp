@@ -485,8 +485,11 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
                               : tma_map(a.param, static_cast<int>(rows));
   const std::string dst = fresh("tj_dst");
   line(str(storage_type(dst_var->type.dtype), "* const ", dst, " = ", shared_ptr(dst_var), ";"));
+  // A ring's slot, or the one buffer of a tile the producer warps fill before their loop.
   auto slot = stage_index_.find(dst_var);
-  TJ_ICHECK(slot != stage_index_.end(), "a TMA copy outside a pipeline's producer");
+  TJ_ICHECK(slot != stage_index_.end() || (in_producer_ && dst_var->by_mbarrier),
+            "a TMA copy outside a pipeline's producer");
+  const std::string slot_index = slot != stage_index_.end() ? slot->second : std::string("0");
   // One thread announces the tile's bytes on the slot's mbarrier and issues its boxes; the
   // bytes complete its phase. (The producer warps' branch is run by one thread already.)
   if (in_producer_) {
@@ -495,7 +498,7 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
   } else {
     open("if (threadIdx.x == 0)");
   }
-  const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot->second);
+  const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot_index);
   line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
   const std::string coords = tma_coordinates(p, rank);
   if (row)

@@ -1,11 +1,14 @@
 // Pipelined-loop checks shared by the interpreter (CPU) and GPU tests.
 #include "pipeline_checks.h"
 
+#include "compiler/ref/float_formats.h"
 #include "support/text.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace tilejit::test {
@@ -111,6 +114,74 @@ void check_listed_blocks(const KernelRunner& run, int64_t n, int64_t c, int64_t 
   // iteration before's store).
   for (int64_t i = 0; i < listed; ++i)
     EXPECT_EQ(hits.get_int(i), i * 3 + (i < used ? 1 : 0)) << "hits[" << i << "]";
+}
+
+void check_tiles_in_turn(const KernelRunner& run, int64_t n, int64_t tiles, int64_t listed,
+                         const Bindings& config) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE(str("tiles_in_turn N=", n, " tiles ", tiles, " listed ", listed, " ",
+                   config_text(config), "seed=", seed));
+  std::mt19937 rng(seed);
+  const int64_t batches = 3, d = 64;
+  auto bn_it = config.find("BN");
+  const int64_t bn = bn_it == config.end() ? 64 : std::stoll(bn_it->second);
+  HostBuffer q(DType::BF16, {tiles, d, d}), x(DType::BF16, {batches, n, d}),
+      order(DType::I32, {listed}), y(DType::F32, {tiles, d, d});
+  fill_uniform(q, rng, -1, 1);
+  fill_uniform(x, rng, -1, 1);
+  std::uniform_int_distribution<int64_t> entry(0, tiles - 1);
+  for (int64_t i = 0; i < listed; ++i) order.set_int(i, entry(rng));
+  y.poison();
+  run(pipelines_source("tiles_in_turn"), config,
+      {TestArg::of(q), TestArg::of(x), TestArg::of(order), TestArg::of(y)});
+  // Every tile the order names: acc = p0 x0 + sum over the later blocks, halved at each,
+  // p = bf16(q x_blk^T / 8); rows of x past n are zeros.
+  std::vector<double> want(tiles * d * d, 0.0);
+  std::vector<bool> named(tiles, false);
+  auto xv = [&](int64_t bx, int64_t row, int64_t col) {
+    return row < n ? x.get((bx * n + row) * d + col) : 0.0;
+  };
+  for (int64_t i = 0; i < listed; ++i) {
+    const int64_t tile = order.get_int(i);
+    if (named[tile]) continue;
+    named[tile] = true;
+    const int64_t bx = tile % batches;
+    std::vector<double> acc(d * d, 0.0);
+    const int64_t blocks = std::max<int64_t>(1, (n + bn - 1) / bn);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      std::vector<double> p(d * bn);
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t j = 0; j < bn; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += q.get((tile * d + r) * d + c) * xv(bx, blk * bn + j, c);
+          p[r * bn + j] =
+              ref::bf16_bits_to_f64(ref::f64_to_bf16_bits(static_cast<float>(s) * 0.125));
+        }
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t c = 0; c < d; ++c) {
+          double s = 0;
+          for (int64_t j = 0; j < bn; ++j) s += p[r * bn + j] * xv(bx, blk * bn + j, c);
+          double& a = acc[r * d + c];
+          a = blk == 0 ? s : a * 0.5 + s;
+        }
+    }
+    std::copy(acc.begin(), acc.end(), want.begin() + tile * d * d);
+  }
+  // Tiles no entry names keep the poison; the others are compared.
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    if (!named[tile]) {
+      for (int64_t e = 0; e < d * d; ++e)
+        ASSERT_TRUE(std::isnan(y.get(tile * d * d + e))) << "tile " << tile << " was written";
+      continue;
+    }
+    HostBuffer got(DType::F32, {d, d});
+    for (int64_t e = 0; e < d * d; ++e) got.set(e, y.get(tile * d * d + e));
+    SCOPED_TRACE(str("tile ", tile));
+    expect_close(
+        got, std::vector<double>(want.begin() + tile * d * d, want.begin() + (tile + 1) * d * d),
+        2e-2);
+  }
 }
 
 void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bindings& config) {

@@ -20,6 +20,11 @@ void check_trailing_copy(const KernelRunner& run, int64_t n, int64_t c, const Bi
 void check_listed_blocks(const KernelRunner& run, int64_t n, int64_t c, int64_t listed,
                          int64_t count, const Bindings& config);
 
+/// tiles_in_turn: `listed` entries of a tile order drawn from the tiles (repeats, and tiles no
+/// entry names, whose outputs keep their poison), x of `n` rows in 3 batches.
+void check_tiles_in_turn(const KernelRunner& run, int64_t n, int64_t tiles, int64_t listed,
+                         const Bindings& config);
+
 /// tests/data/shared_reuse.tile: two phases whose shared tiles share storage.
 void check_two_phases(const KernelRunner& run, int64_t n);
 

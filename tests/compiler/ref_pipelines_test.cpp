@@ -60,6 +60,18 @@ TEST(RefPipelines, ListedBlocks) {
   }
 }
 
+// A persistent kernel's tiles taken in turn from a list, each with copies before its pipelined
+// loop (the producer warps' on Hopper; here, with no TMA, the threads'): repeated entries and
+// tiles never named, a loop with no iteration (N <= BN), more programs than entries.
+TEST(RefPipelines, TilesInTurn) {
+  for (const std::string& pass : runnable_passes()) {
+    SCOPED_TRACE("after " + pass);
+    KernelRunner run = interpreter_runner(pass);
+    check_tiles_in_turn(run, 150, 4, 5, {{"STAGES", "2"}, {"PROGRAMS", "3"}});
+    check_tiles_in_turn(run, 50, 3, 2, {{"STAGES", "3"}, {"PROGRAMS", "3"}});
+  }
+}
+
 TEST(RefPipelines, ACopyTheBodyDoesItself) {
   for (const std::string& pass : runnable_passes()) {
     SCOPED_TRACE("after " + pass);

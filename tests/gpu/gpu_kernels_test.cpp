@@ -345,6 +345,25 @@ TEST(GpuPipelines, ListedBlocks) {
     }
 }
 
+// A persistent kernel's tiles taken in turn (tests/data/pipelines.tile, tiles_in_turn): on
+// Hopper the producer warps issue each tile's copies before the loop too (q's, released after
+// the loop; x0's, released after the first products) while the threads finish the tile before.
+// Repeated entries and tiles never named, loops with no iteration (N <= BN), one program and more
+// programs than entries, the threads' copies (PRODUCER 0) beside.
+TEST(GpuPipelines, TilesInTurn) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* producer : {"1", "0"})
+    for (const char* bn : {"64", "128"})
+      for (const char* stages : {"2", "3"})
+        for (const char* programs : {"1", "3", "7"}) {
+          const Bindings config = {
+              {"PRODUCER", producer}, {"BN", bn}, {"STAGES", stages}, {"PROGRAMS", programs}};
+          check_tiles_in_turn(run, 1000, 9, 12, config);
+          check_tiles_in_turn(run, 50, 5, 4, config);
+        }
+}
+
 TEST(GpuPipelines, ACopyTheBodyDoesItself) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
