@@ -801,12 +801,21 @@ private:
       ploop->hi = clone_renamed(*loop.hi, renamed);
       ploop->step = loop.step->clone();
       Var* write = fresh(v->name + "_write", kIndex, loc);
+      Block copies = producers(loop.body, v, pv, write, renamed);
+      // The copies' scalar inputs (a block-sparse loop's block indices, loads) computed before
+      // the wait for the slot, so that their latency passes while the slot is still read, not
+      // after it is released (TILEJIT_PIPELINE_EARLY_INPUTS=0: after the wait).
+      if (early_inputs_enabled())
+        for (StmtPtr& c : copies)
+          if (c && c->kind == StmtKind::Decl && c->pipeline_role == Role::ProducerInput &&
+              c->var->type.space == Space::Scalar)
+            ploop->body.push_back(std::move(c));
       ploop->body.push_back(
           decl(write, binary(dsl::BinaryOp::Mod, ref(fill, loc), constant(S, loc), loc), loc));
       ploop->body.push_back(wait_slot_free(empty, filled, write, loc));
       ploop->body.push_back(flip_bit(filled, write, loc));
-      for (StmtPtr& c : producers(loop.body, v, pv, write, renamed))
-        ploop->body.push_back(std::move(c));
+      for (StmtPtr& c : copies)
+        if (c) ploop->body.push_back(std::move(c));
       ploop->body.push_back(count_up(fill, loc));
       at.push_back(std::move(ploop));
       insert_role_loop(producer_.copies, std::move(at));
