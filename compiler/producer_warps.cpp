@@ -69,6 +69,21 @@ bool staged_bulk_atomic(const Stmt& s) {
          s.value->a->var;
 }
 
+/// Whether `v` is written by its declaration alone in `body` (a tile the threads also write,
+/// or a copy's target copied into again, is theirs to order with barriers).
+bool written_once(Block& body, const Var* v) {
+  int writes = 0;
+  for_each_stmt(body, [&](Stmt& s) {
+    if ((s.kind == StmtKind::Decl || s.kind == StmtKind::Assign) && s.var == v) ++writes;
+    for_each_expr_root(s, [&](ExprPtr& root) {
+      for_each_node(*root, [&](Expr& n) {
+        if (n.kind == ExprKind::Convert && n.var == v) ++writes;
+      });
+    });
+  });
+  return writes == 1;
+}
+
 /// Copies the producer warps may issue before `path`'s loop (its last statement): shared-tile
 /// declarations by copy at a level of the path inside an enclosing loop's body, before the
 /// path goes on (a tile copied once per kernel gains nothing from them; an enclosing loop's
@@ -83,7 +98,7 @@ std::vector<Stmt*> outer_copy_candidates(const std::vector<Stmt*>& path,
     for (const StmtPtr& sp : *levels[i]) {
       if (sp.get() == path[i]) break;
       if (sp->kind == StmtKind::Decl && sp->var->type.space == Space::Shared && sp->value &&
-          sp->value->kind == ExprKind::Copy)
+          sp->value->kind == ExprKind::Copy && written_once(*levels[0], sp->var))
         out.push_back(sp.get());
     }
   }
