@@ -8,6 +8,8 @@ tiles at bf16 B=4 H=16 N=16384 D=128, blocks of 128: where a block-sparse row's 
    multiprocessor (ms * 1000 / (tiles * kept / 132)) compares the per-block cost.
 2. Order (forward, attn_bwd_sparse, attn_dq_sparse at 10 / 25 / 50% kept): each row's kept
    blocks ascending (the ops' lists), rotated to start at the diagonal, or shuffled.
+3. The backward's kernels per kept block: attn_bwd and attn_dq dense against attn_bwd_sparse
+   and attn_dq_sparse with every block kept and with 13 kept at random.
 
 Kernels called directly (rt.load), each case timed in turn (alternating_ms). One JSON line per
 case.
@@ -33,6 +35,7 @@ def main():
     rt = tilejit.Runtime()
     emb = "embedded:workloads/attention.tile"
     dense = rt.load(emb, "attn_fwd")
+    bwd_dense, dq_dense = rt.load(emb, "attn_bwd"), rt.load(emb, "attn_dq")
     fwd, bwd, dqk = (rt.load(emb, name) for name in ("attn_fwd_sparse", "attn_bwd_sparse",
                                                      "attn_dq_sparse"))
     b, hq, n, d, keep = 4, 16, 16384, 128, 13
@@ -112,6 +115,29 @@ def main():
             ms = alternating_ms(timer, calls)
             emit({"part": "order", "kernel": kernel, "density": density,
                   **{how: round(t, 4) for how, t in zip(("ascending", "rotated", "shuffled"), ms)}})
+
+    # 3. The backward's kernels per kept block.
+    bcfg = dict(BWD, D=d, CAUSAL=0)
+    qcfg = dict(DQ, D=d, CAUSAL=0)
+    full = torch.ones(1, hq, nb, nb, dtype=torch.bool)
+    part = P.make_mask(torch, 1, hq, nb, keep / nb, "const", gen)
+    calls = [lambda: bwd_dense(q, k, v, do, lse, delta, dk, dv, dq_acc, scale, config=bcfg),
+             lambda: dq_dense(q, k, v, do, lse, delta, dq, scale, config=qcfg)]
+    names = [("attn_bwd", "dense", nb), ("attn_dq", "dense", nb)]
+    for label, mask, kept in (("all kept", full, nb), ("random", part, keep)):
+        tc, ti = P.lists(torch, mask.transpose(-1, -2).contiguous())
+        fc, fi = P.lists(torch, mask)
+        calls.append(lambda tc=tc, ti=ti: bwd(q, k, v, do, lse, delta, tc, ti, dk, dv, dq_acc,
+                                              scale, config=dict(bcfg, BLK=128)))
+        calls.append(lambda fc=fc, fi=fi: dqk(q, k, v, do, lse, delta, fc, fi, dq, scale,
+                                              config=dict(qcfg, BLK=128)))
+        names += [("attn_bwd_sparse", label, kept), ("attn_dq_sparse", label, kept)]
+    for call in calls:
+        call()
+    for (kernel, case, kept), t in zip(names, alternating_ms(timer, calls)):
+        # attn_bwd's tiles are 128 keys (BN), attn_dq's 128 queries (BM): 128 per row either way.
+        emit({"part": "backward", "kernel": kernel, "case": case, "ms": round(t, 4),
+              "kept_per_row": kept, "us_per_block_per_sm": round(t * 1000 / (tiles * kept / 132), 3)})
 
 
 if __name__ == "__main__":
