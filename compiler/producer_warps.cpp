@@ -358,6 +358,7 @@ private:
 
 std::set<const Var*> producer_outer_tiles(Kernel& k) {
   std::set<const Var*> out;
+  if (!outer_copies_enabled()) return out; // the threads' copies, planned as before
   for_each_stmt(k.body, [&](Stmt& s) {
     if (s.kind != StmtKind::For || s.loop_kind != LoopKind::Pipelined || !s.producer) return;
     std::vector<Stmt*> path;

@@ -69,7 +69,7 @@ ProducerProgram plan_producer_warps(
 
 /// The tiles producer warps may fill before their loop (ProducerProgram::outer_copies) if the
 /// loop gets them: plan-shared-memory keeps their storage apart, since the copying thread
-/// writes them whenever it gets there.
+/// writes them whenever it gets there (none with TILEJIT_PRODUCER_OUTER_COPIES=0).
 std::set<const ir::Var*> producer_outer_tiles(ir::Kernel& k);
 
 /// `e` cloned with its variables renamed by `renamed` (others kept).
