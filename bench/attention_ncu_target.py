@@ -6,7 +6,8 @@
 bf16 B=4 H=16 D=128, the Hopper tiles' plans: N = 8192 dense (not causal), then N = 16384 with
 10% of the blocks kept (a random mask per head, the diagonal kept). The kernels run once each
 after one untimed warm-up pass (so that modules are compiled and loaded before the profiler
-looks: filter with --launch-skip / -k). --issue sets the kernels' ISSUE generic (the dots left
+looks: filter with --launch-skip / -k). Without options the kernels run as the ops launch them
+(their Hopper tiles, ISSUE included). --issue sets the kernels' ISSUE generic (the dots left
 running: attn_fwd's p v (dense only), the backward kernels' score products and dv / dk).
 """
 import argparse
@@ -17,15 +18,17 @@ from attention_bench_common import random_block_mask, random_tensors
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--issue", type=int, choices=(0, 1), default=0,
-                   help="the kernels' ISSUE generic (default 0)")
+    p.add_argument("--issue", type=int, choices=(0, 1), default=None,
+                   help="the kernels' ISSUE generic (default: the ops' own choice)")
     p.add_argument("--atomic-dq", type=int, choices=(0, 1),
                    help="the backward's ATOMIC_DQ (default: the op's choice, attn_dq on Hopper)")
     p.add_argument("--dense-only", action="store_true", help="only the dense case")
     p.add_argument("--config", default="",
                    help="more of the backward's generics, 'NAME=VALUE,...' (e.g. BULK=1,PRODUCER=1)")
     args = p.parse_args()
-    config = {"ISSUE": args.issue}
+    # Nothing forced by default: a profile of "the op's" kernels is of what the op launches (a
+    # default of ISSUE = 0 once made a block-sparse backward profile compare the wrong builds).
+    config = {} if args.issue is None else {"ISSUE": args.issue}
     bwd_config = dict(config)
     if args.atomic_dq is not None:
         bwd_config["ATOMIC_DQ"] = args.atomic_dq
@@ -46,9 +49,9 @@ def main():
         mask = random_block_mask(torch, tilejit, H, n, density) if density else None
         for _ in range(2):  # the first pass compiles and loads
             o, lse = tilejit.ops.attention_forward(  # attn_fwd_sparse has no ISSUE
-                q, k, v, block_mask=mask, config=None if mask is not None else config)
+                q, k, v, block_mask=mask, config=None if mask is not None or not config else config)
             tilejit.ops.attention_backward(q, k, v, o, lse, dout, block_mask=mask,
-                                           config=bwd_config)
+                                           config=bwd_config or None)
         torch.cuda.synchronize()
     return 0
 
