@@ -25,12 +25,8 @@ bool slot_release_enabled() {
 }
 
 bool early_inputs_enabled() {
-  const char* v = std::getenv("TILEJIT_PIPELINE_EARLY_INPUTS");
-  if (!v || !*v || std::string(v) == "1") return true;
-  if (std::string(v) == "0") return false;
-  throw Error(
-      str("TILEJIT_PIPELINE_EARLY_INPUTS='", v,
-          "' is not 0 or 1 (whether copies' loaded addresses are read an iteration early)"));
+  return env_switch("TILEJIT_PIPELINE_EARLY_INPUTS",
+                    "whether copies' loaded addresses are read an iteration early");
 }
 
 namespace {
@@ -913,7 +909,7 @@ private:
       TJ_ICHECK(level, "the declaration of '", tile->name, "' not found");
       size_t last = index;
       for (size_t i = index + 1; i < level->size(); ++i)
-        if (mentions((*level)[i].get(), tile)) last = i;
+        if (mentions(*(*level)[i], tile)) last = i;
       level->insert(
           level->begin() + static_cast<long>(last) + 1,
           arrive(empty, false, str("this thread is done reading '", tile->name, "'"), loc));
@@ -937,20 +933,6 @@ private:
       if (Block* in = holding(b[i]->else_body, target, index)) return in;
     }
     return nullptr;
-  }
-
-  /// Whether `s` (or a statement nested in it) reads `v`.
-  static bool mentions(Stmt* s, const Var* v) {
-    bool found = false;
-    auto one = [&](Stmt& t) {
-      for_each_expr_root(t, [&](ExprPtr& root) {
-        for_each_node(*root, [&](Expr& n) { found = found || n.var == v; });
-      });
-    };
-    one(*s);
-    for_each_stmt(s->body, one);
-    for_each_stmt(s->else_body, one);
-    return found;
   }
 
   /// `loop` (a role's own, with what it declares first) into the role's program, where the

@@ -313,4 +313,19 @@ void vars_read(Expr& e, std::set<Var*>& out) {
   });
 }
 
+bool mentions(const Expr& e, const Var* v) {
+  bool found = false;
+  for_each_node(const_cast<Expr&>(e), [&](Expr& n) { found = found || n.var == v; });
+  return found;
+}
+
+bool mentions(const Stmt& s, const Var* v) {
+  bool found = s.var == v;
+  for_each_expr_root(const_cast<Stmt&>(s),
+                     [&](ExprPtr& root) { found = found || mentions(*root, v); });
+  for (const auto& b : {&s.body, &s.else_body})
+    for (const auto& c : *b) found = found || mentions(*c, v);
+  return found;
+}
+
 } // namespace tilejit::ir

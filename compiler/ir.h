@@ -417,4 +417,9 @@ void for_each_node(Expr& e, const std::function<void(Expr&)>& fn);
 /// the source of a layout conversion included).
 void vars_read(Expr& e, std::set<Var*>& out);
 
+/// Whether `e` refers to `v` anywhere.
+bool mentions(const Expr& e, const Var* v);
+/// Whether `s` (or a statement nested in it) reads `v` or assigns it.
+bool mentions(const Stmt& s, const Var* v);
+
 } // namespace tilejit::ir

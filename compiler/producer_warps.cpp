@@ -108,11 +108,8 @@ std::vector<Stmt*> outer_copy_candidates(const std::vector<Stmt*>& path,
 /// TILEJIT_PRODUCER_OUTER_COPIES=0 leaves the copies before the loop to the threads (to
 /// measure what the copying thread's issuing them is worth).
 bool outer_copies_enabled() {
-  const char* v = std::getenv("TILEJIT_PRODUCER_OUTER_COPIES");
-  if (!v || !*v || std::string(v) == "1") return true;
-  if (std::string(v) == "0") return false;
-  throw Error(str("TILEJIT_PRODUCER_OUTER_COPIES='", v,
-                  "' is not 0 or 1 (whether producer warps issue the copies before their loop)"));
+  return env_switch("TILEJIT_PRODUCER_OUTER_COPIES",
+                    "whether producer warps issue the copies before their loop");
 }
 
 bool contains_return(const Stmt& s) {

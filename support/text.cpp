@@ -118,4 +118,11 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   }
 }
 
+bool env_switch(const char* name, std::string_view meaning) {
+  const char* v = std::getenv(name);
+  if (!v || !*v || std::string_view(v) == "1") return true;
+  if (std::string_view(v) == "0") return false;
+  throw Error(std::string(name) + "='" + v + "' is not 0 or 1 (" + std::string(meaning) + ")");
+}
+
 } // namespace tilejit

@@ -20,5 +20,8 @@ std::string read_file(const std::string& path);
 /// Writes atomically (temporary file + rename) so readers never see half a file; the temporary
 /// file is removed on failure and when SIGINT/SIGTERM/SIGHUP interrupts the write.
 void write_file_atomic(const std::string& path, std::string_view contents);
+/// An on/off switch from the environment: unset, empty or "1" is on, "0" off; anything else
+/// throws tilejit::Error naming the variable, its value and `meaning` (what the switch does).
+bool env_switch(const char* name, std::string_view meaning);
 
 } // namespace tilejit

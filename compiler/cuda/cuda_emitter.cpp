@@ -299,21 +299,7 @@ bool increments(const ir::Stmt& s, const ir::Var* v) {
          e.b->int_value == 1;
 }
 
-bool mentions(const ir::Expr& e, const ir::Var* v) {
-  bool found = false;
-  ir::for_each_node(const_cast<ir::Expr&>(e), [&](ir::Expr& n) { found = found || n.var == v; });
-  return found;
-}
-
-bool mentions(const ir::Stmt& s, const ir::Var* v) {
-  bool found = s.var == v;
-  ir::for_each_expr_root(const_cast<ir::Stmt&>(s), [&](ir::ExprPtr& root) {
-    ir::for_each_node(*root, [&](ir::Expr& n) { found = found || n.var == v; });
-  });
-  for (const auto& b : {&s.body, &s.else_body})
-    for (const auto& c : *b) found = found || mentions(*c, v);
-  return found;
-}
+using ir::mentions;
 
 /// For `v = value`: the dot that can accumulate into v itself and the value v is to hold
 /// first (nullptr: v as it is), when value is v + dot(a, b) or v * s + dot(a, b) (either
