@@ -73,11 +73,6 @@ def session(doc, name, extra_args=None):
 
 
 def alternating_ms(timer, calls, rounds=5, n=10):
-    """Medians (ms) of `calls`, timed in turn for `rounds` rounds of `n` calls each, each the
-    median of its rounds' medians: the H200's clock drifts during a run (the same call timed
-    back to back varied by up to 7%), and alternating makes the drift weigh on all alike."""
-    times = [[] for _ in calls]
-    for _ in range(rounds):
-        for i, call in enumerate(calls):
-            times[i].append(timer.median_ms(call, n=n))
-    return [sorted(t)[len(t) // 2] for t in times]
+    """FlushedTimer.alternating_ms: the calls timed in turn, so that the clock's drift weighs on
+    all alike."""
+    return timer.alternating_ms(calls, rounds=rounds, n=n)

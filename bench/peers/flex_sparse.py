@@ -14,7 +14,10 @@ With --tilejit, tilejit.ops.attention (the op users call, autograd for the backw
 the same way on the same inputs and mask, beside flex in the same process
 (`tilejit_fwd_ms`, `tilejit_fwdbwd_ms`, its o's relative difference from flex's), and again
 with the mask's lists built once (`tilejit.ops.BlockMask`, as flex's BlockMask is built once):
-`tilejit_blockmask_fwd_ms`, `tilejit_blockmask_fwdbwd_ms`.
+`tilejit_blockmask_fwd_ms`, `tilejit_blockmask_fwdbwd_ms`; then flex and the two tilejit calls
+are timed in turn (5 rounds of 10 calls, the median of the rounds' medians: the H200's clock
+drifts during a run, and timing one after the other had put a 25% forward 14% apart between
+two calls of the same kernel).
 """
 import argparse
 import json
@@ -82,10 +85,12 @@ def main():
             ref = torch.softmax(s.masked_fill(~el, float("-inf")), -1) @ v[0, 0].double()
             row["rel_err_o"] = ((o[0, 0].double() - ref).norm() / ref.norm()).item()
             del s, ref, el, o
-            row["flex_fwd_ms"] = timer.median_ms(lambda: flex(q, k, v, block_mask=bm))
-            row["flex_fwdbwd_ms"] = timer.median_ms(
-                lambda: torch.autograd.grad(flex(q, k, v, block_mask=bm), (q, k, v), do))
-            if args.tilejit:
+            flex_fwd = lambda: flex(q, k, v, block_mask=bm)
+            flex_fwdbwd = lambda: torch.autograd.grad(flex(q, k, v, block_mask=bm), (q, k, v), do)
+            if not args.tilejit:
+                row["flex_fwd_ms"] = timer.median_ms(flex_fwd)
+                row["flex_fwdbwd_ms"] = timer.median_ms(flex_fwdbwd)
+            else:
                 import tilejit
                 mask = torch.zeros(1, H, nb, nb, dtype=torch.bool, device="cuda")
                 mask.scatter_(-1, idx[..., :keep].long(), True)
@@ -94,18 +99,20 @@ def main():
                 row["tilejit_vs_flex_rel_o"] = ((ours.double() - theirs.double()).norm() /
                                                 theirs.double().norm()).item()
                 del ours, theirs
-                row["tilejit_fwd_ms"] = timer.median_ms(
-                    lambda: tilejit.ops.attention(q, k, v, block_mask=mask))
-                row["tilejit_fwdbwd_ms"] = timer.median_ms(
-                    lambda: torch.autograd.grad(tilejit.ops.attention(q, k, v, block_mask=mask),
-                                                (q, k, v), do))
                 # The lists built once (tilejit.ops.BlockMask), as flex's BlockMask is.
                 bm_t = tilejit.ops.BlockMask(mask)
-                row["tilejit_blockmask_fwd_ms"] = timer.median_ms(
-                    lambda: tilejit.ops.attention(q, k, v, block_mask=bm_t))
-                row["tilejit_blockmask_fwdbwd_ms"] = timer.median_ms(
-                    lambda: torch.autograd.grad(tilejit.ops.attention(q, k, v, block_mask=bm_t),
-                                                (q, k, v), do))
+                op = lambda m: lambda: tilejit.ops.attention(q, k, v, block_mask=m)
+                op_grad = lambda m: lambda: torch.autograd.grad(
+                    tilejit.ops.attention(q, k, v, block_mask=m), (q, k, v), do)
+                # flex and tilejit timed in turn (5 rounds of 10 calls each, the median of the
+                # rounds' medians), so that the clock's drift during the run weighs on both.
+                (row["flex_fwd_ms"], row["tilejit_fwd_ms"],
+                 row["tilejit_blockmask_fwd_ms"]) = timer.alternating_ms(
+                     [flex_fwd, op(mask), op(bm_t)])
+                (row["flex_fwdbwd_ms"], row["tilejit_fwdbwd_ms"],
+                 row["tilejit_blockmask_fwdbwd_ms"]) = timer.alternating_ms(
+                     [flex_fwdbwd, op_grad(mask), op_grad(bm_t)])
+                row["timing"] = "alternating, 5 rounds of 10 calls"
             line = json.dumps(row)
             print(line, flush=True)
             if out:

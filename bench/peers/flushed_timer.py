@@ -23,3 +23,13 @@ class FlushedTimer:
             ts.append(s.elapsed_time(e))
         ts.sort()
         return ts[len(ts) // 2]
+
+    def alternating_ms(self, calls, rounds=5, n=10):
+        """Medians (ms) of `calls`, timed in turn for `rounds` rounds of `n` calls each, each the
+        median of its rounds' medians: the H200's clock drifts during a run (the same call timed
+        back to back varied by up to 7%), and alternating makes the drift weigh on all alike."""
+        times = [[] for _ in calls]
+        for _ in range(rounds):
+            for i, call in enumerate(calls):
+                times[i].append(self.median_ms(call, n=n))
+        return [sorted(t)[len(t) // 2] for t in times]
