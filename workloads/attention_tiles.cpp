@@ -35,8 +35,14 @@ Config forward_tile(const AttentionTileCase& c) {
 }
 
 Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
-  // BM 128 at width 128 spills (23.3 ms against 10.2 block-sparse at N = 16384).
-  if (c.tile_width == 64 && c.block != 64)
+  // BM 128 at width 128 spills (23.3 ms against 10.2 block-sparse at N = 16384). At width 64
+  // with dq by attn_dq the wide tile below too (8 warps, producer warps, both score products
+  // issued at once) against 4 warps of BN 64, BM 128: dense N = 8192 4.40 -> 4.27 ms, causal
+  // 2.33 -> 2.29, N = 16384 17.26 -> 16.75, N = 2048 0.323 -> 0.326; block-sparse N = 16384
+  // 9.45 -> 8.81 / 4.87 -> 4.58 / 2.04 -> 2.01 ms at 50 / 25 / 10%, N = 8192 within 0.5%
+  // (H200, 2026-12-01, bench/results/2026-12-01-bwd-sparse-row-mask-h200.md section 6); with
+  // dq's atomics the narrow one stays (not measured there).
+  if (c.tile_width == 64 && c.block != 64 && atomic_dq)
     return {{"TR", "1"}, {"BN", "64"}, {"BM", "128"}, {"WARPS", "4"}, {"STAGES", "2"}};
   if (c.block == 64)
     return {{"TR", "1"}, {"BN", "64"}, {"BM", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
@@ -61,6 +67,13 @@ Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
 }
 
 Config dq_kernel_tile(const AttentionTileCase& c) {
+  // Width 64, dense, not causal: 128 query rows on 8 warps over key tiles of 64, both score
+  // products issued at once: N = 8192 3.05 -> 2.99 ms, N = 16384 12.47 -> 12.17, N = 2048
+  // 0.207 -> 0.199; causal it is slower (1.55 -> 1.66) and block-sparse even (1.03x at 50%,
+  // 0.99x at 10%), where the 4-warp tile stays (H200, 2026-12-01,
+  // bench/results/2026-12-01-bwd-sparse-row-mask-h200.md section 6).
+  if (c.tile_width == 64 && c.block == 0 && !c.causal)
+    return {{"BM", "128"}, {"BN", "64"}, {"WARPS", "8"}, {"STAGES", "2"}, {"ISSUE", "1"}};
   if (c.tile_width == 64 || c.block == 64)
     return {{"BM", "64"}, {"BN", "64"}, {"WARPS", "4"}, {"STAGES", "2"}};
   // ISSUE 1: both score products issued at once (H200, 2026-11-30, ncu: attn_dq 4.78 -> 4.44 ms

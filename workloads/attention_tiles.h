@@ -29,13 +29,15 @@ bool hopper_tiles_apply(const AttentionTileCase& c);
 /// tiles each serving 128 query rows. Empty where it does not apply (block 64).
 Config forward_tile(const AttentionTileCase& c);
 
-/// attn_bwd / attn_bwd_sparse in the transposed form: BN 64, BM 128, 4 warps at width 64, BN 128,
-/// BM 64, 8 warps wider (BN 64, BM 64, 4 warps at block 64); the wider one with ISSUE 1 when dq
-/// comes from attn_dq (with dq's atomics in the same kernel ISSUE 1 is slower: it stays 0).
+/// attn_bwd / attn_bwd_sparse in the transposed form: BN 128, BM 64, 8 warps (BN 64, BM 64, 4
+/// warps at block 64; BN 64, BM 128, 4 warps at width 64 with dq's atomics); with ISSUE 1 and
+/// producer warps when dq comes from attn_dq (with dq's atomics in the same kernel ISSUE 1 is
+/// slower: it stays 0).
 Config backward_tile(const AttentionTileCase& c, bool atomic_dq);
 
 /// attn_dq (and attn_dq_sparse): the forward's wide tile from width 128, BM 64, BN 64, 4 warps
-/// at 64 (and at block 64, which the wide tile does not divide).
+/// at 64 (and at block 64, which the wide tile does not divide), except dense attn_dq at width
+/// 64 not causal: BM 128, BN 64, 8 warps.
 Config dq_kernel_tile(const AttentionTileCase& c);
 
 /// Whether dq is faster by attn_dq (no atomics, two more products) than by atomics: wherever
