@@ -29,10 +29,9 @@ bool hopper_tiles_apply(const AttentionTileCase& c);
 /// tiles each serving 128 query rows. Empty where it does not apply (block 64).
 Config forward_tile(const AttentionTileCase& c);
 
-/// attn_bwd / attn_bwd_sparse in the transposed form: BN 128, BM 64, 8 warps (BN 64, BM 64, 4
-/// warps at block 64; BN 64, BM 128, 4 warps at width 64 with dq's atomics); with ISSUE 1 and
-/// producer warps when dq comes from attn_dq (with dq's atomics in the same kernel ISSUE 1 is
-/// slower: it stays 0).
+/// attn_bwd / attn_bwd_sparse in the transposed form: BN 128, BM 64, 8 warps, ISSUE 1, producer
+/// warps, and with dq's atomics BULK 1 too (the five-product plan); BN 64, BM 64, 4 warps at
+/// block 64, and BN 64, BM 128, 4 warps at width 64 with dq's atomics.
 Config backward_tile(const AttentionTileCase& c, bool atomic_dq);
 
 /// attn_dq (and attn_dq_sparse): the forward's wide tile from width 128, BM 64, BN 64, 4 warps
