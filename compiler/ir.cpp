@@ -198,6 +198,7 @@ ExprPtr Expr::clone() const {
   e->registers_a = registers_a;
   e->bulk = bulk;
   e->tma_barrier = tma_barrier;
+  e->reuse_slot = reuse_slot;
   if (a) e->a = a->clone();
   if (b) e->b = b->clone();
   if (c) e->c = c->clone();

@@ -254,6 +254,14 @@ struct Expr {
   /// where aligned, element atomics where not. The additions complete asynchronously: a later
   /// fence(), a return and the kernel's end wait for them.
   bool bulk = false;
+  /// Copy: the DSL's `reuse = 1`. In a pipelined loop whose copies producer warps issue on
+  /// the TMA, the copying thread skips the copy when the ring slot it fills already holds the
+  /// same block (the coordinates of the copy that last filled that slot, `stages` iterations
+  /// before, are the same: a block-sparse loop's query tile, the same for all the items of a
+  /// tile), and only arrives on the slot's mbarrier. The tensor is one the kernel never writes
+  /// (specialise checks), so the slot's bytes are what the copy would bring again. No effect
+  /// elsewhere. Printed ", reuse=1".
+  bool reuse_slot = false;
   /// Copy: fetched by the tensor memory accelerator (one thread issues it, the tile's bytes
   /// signal the mbarrier at this shared-memory offset, slot by slot; expand-pipelines chose it;
   /// printed "copy.tma(..., mbarrier=OFFSET)"), -1: by the threads (cp.async or plain).

@@ -385,6 +385,7 @@ std::string print_bare(const Expr& e) {
     if (e.b) s += ", mask=" + print_expr(*e.b);
     if (e.c) s += ", other=" + print_expr(*e.c);
     if (e.tma_barrier >= 0) s += str(", mbarrier=", e.tma_barrier);
+    if (e.reuse_slot) s += ", reuse=1";
     return s + scratch_arg(e) + ")";
   }
   case ExprKind::Dot:

@@ -957,7 +957,7 @@ private:
         expect(",");
         e->a = expr();
       }
-      // Optional, in this order: mask=, other=, scratch= (uniform atomics).
+      // Optional, in this order: mask=, other=, scratch= (uniform atomics), mbarrier=, reuse=.
       while (accept(",")) {
         if (!e->b && !e->c && e->scratch_region < 0 && accept("mask")) {
           expect("=");
@@ -970,6 +970,9 @@ private:
         } else if (tma && e->tma_barrier < 0 && accept("mbarrier")) {
           expect("=");
           e->tma_barrier = integer("the mbarrier's shared-memory offset");
+        } else if (e->kind == ExprKind::Copy && !e->reuse_slot && accept("reuse")) {
+          expect("=");
+          e->reuse_slot = small_int("copy's reuse", 1, 1) == 1;
         } else {
           fail(e->kind == ExprKind::AtomicAdd ? "expected mask=, other= or scratch="
                                               : "expected mask= or other=");

@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 namespace tilejit {
 
@@ -168,10 +170,32 @@ public:
     lower_cluster();
     scopes_.emplace_back();
     k_->body = lower_block(ast_.body, 0);
+    check_reused_copies();
     return kernel;
   }
 
 private:
+  /// copy(..., reuse = 1) keeps a ring slot's bytes from an earlier iteration: right only for a
+  /// tensor the kernel never writes (a store or atomic_add to it could change the block the
+  /// slot holds).
+  void check_reused_copies() {
+    std::set<int> written;
+    ir::for_each_stmt(k_->body, [&](ir::Stmt& s) {
+      if (s.kind == ir::StmtKind::Store && s.access) written.insert(s.access->param);
+      ir::for_each_expr_root(s, [&](ir::ExprPtr& root) {
+        ir::for_each_node(*root, [&](ir::Expr& n) {
+          if (n.kind == ExprKind::AtomicAdd && n.access) written.insert(n.access->param);
+        });
+      });
+    });
+    for (const auto& [copy, loc] : reuse_locs_)
+      if (written.count(copy->access->param))
+        fail_at(loc, str("copy's reuse = 1 needs a tensor the kernel only reads, but the kernel "
+                         "writes '",
+                         k_->params[copy->access->param].name,
+                         "' (a ring slot could keep a block that was overwritten)"));
+  }
+
   void lower_cluster() {
     for (size_t i = 0; i < ast_.cluster.size(); ++i) {
       const int64_t c = host_eval_int(*ast_.cluster[i], env_, "cluster");
@@ -724,6 +748,13 @@ private:
       x->access = std::make_unique<ir::Access>(lower_access(*e.args[0]));
       if (auto m = kwarg(e, "mask")) x->b = lower_expr(*m);
       if (auto o = kwarg(e, "other")) x->c = lower_expr(*o);
+      if (const dsl::Expr* reuse = kwarg(e, "reuse")) {
+        // 1: a ring slot that already holds this block keeps it (ir.h: reuse_slot).
+        const int64_t v = const_int(*reuse, "reuse");
+        if (v != 0 && v != 1) fail_at(reuse->loc, str("copy's reuse must be 0 or 1, got ", v));
+        x->reuse_slot = v == 1;
+        if (x->reuse_slot) reuse_locs_[x.get()] = reuse->loc;
+      }
       return x;
     }
     case BK::Store:
@@ -925,6 +956,7 @@ private:
   }
 
   const dsl::Kernel& ast_;
+  std::map<const ir::Expr*, dsl::SourceLoc> reuse_locs_; ///< copies with reuse = 1
   const Bindings& bindings_;
   const SpecialiseOptions& options_;
   int64_t smem_limit_ = 0; ///< SMEM: the options' limit within the target's (set first thing)

@@ -499,13 +499,37 @@ void Emitter::emit_tma_copy(const ir::Expr& e, const ir::Var* dst_var) {
     open("if (threadIdx.x == 0)");
   }
   const std::string bar = str(mbarriers(e.tma_barrier), " + ", slot_index);
-  line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
   const std::string coords = tma_coordinates(p, rank);
+  // reuse = 1 (ir.h: reuse_slot): the slots are filled in turn, so the one this copy fills
+  // last held the oldest coordinates the copying thread keeps (tj_last_<tile>[0]); the same
+  // block again only completes the slot's phase (an arrival without bytes).
+  const bool reuse = e.reuse_slot && in_producer_ && slot != stage_index_.end();
+  if (reuse) {
+    const std::string last = reuse_coordinates(*dst_var);
+    const int stages = dst_var->stages;
+    line(str("const int tj_c[", rank, "] = {", coords, "};"));
+    line("bool tj_same = true;");
+    line(str("TJ_UNROLL for (int tj_i = 0; tj_i < ", rank, "; ++tj_i) tj_same &= ", last,
+             "[0][tj_i] == tj_c[tj_i];"));
+    open(str("TJ_UNROLL for (int tj_s = 0; tj_s + 1 < ", stages, "; ++tj_s)"));
+    line(str("TJ_UNROLL for (int tj_i = 0; tj_i < ", rank, "; ++tj_i) ", last,
+             "[tj_s][tj_i] = ", last, "[tj_s + 1][tj_i];"));
+    close();
+    line(str("TJ_UNROLL for (int tj_i = 0; tj_i < ", rank, "; ++tj_i) ", last, "[", stages - 1,
+             "][tj_i] = tj_c[tj_i];"));
+    open("if (tj_same)");
+    line(str("tj::mbarrier_arrive(", bar, "); // the slot holds this block already"));
+    --indent_;
+    line("} else {");
+    ++indent_;
+  }
+  line(str("tj::mbarrier_expect_tx(", bar, ", ", rows * cols * esize, ");"));
   if (row)
     line(str("tj::tma_load_box_", rank, "d(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
   else
     line(str("tj::tma_load_", rank, "d_sw128<", cols * esize / 128, ", ", swizzled_rows(*dst_var),
              ">(", dst, ", &", map, ", ", coords, ", ", bar, ");"));
+  if (reuse) close();
   close();
 }
 

@@ -616,11 +616,31 @@ void Emitter::emit_assign(const ir::Stmt& s, bool declare) {
   }
 }
 
+std::string Emitter::reuse_coordinates(const ir::Var& tile) const {
+  return str("tj_last_", var_name(&tile));
+}
+
+void Emitter::declare_reuse_coordinates(const ir::Block& body) {
+  // The copying thread's record of each reuse = 1 ring's slots (cuda_access.cpp): the
+  // coordinates (up to 5) of the copies that filled them, oldest first; none at the start.
+  ir::for_each_stmt(const_cast<ir::Block&>(body), [&](ir::Stmt& st) {
+    if (!st.slot || !st.var || !st.value || st.value->kind != ExprKind::Copy ||
+        !st.value->reuse_slot || st.value->tma_barrier < 0)
+      return;
+    const std::string last = reuse_coordinates(*st.var);
+    line(str("int ", last, "[", st.var->stages, "][5];"));
+    line(str("TJ_UNROLL for (int tj_s = 0; tj_s < ", st.var->stages,
+             "; ++tj_s) TJ_UNROLL for (int tj_i = 0; tj_i < 5; ++tj_i) ", last,
+             "[tj_s][tj_i] = 0x80000000;"));
+  });
+}
+
 void Emitter::emit_warp_roles(const ir::Stmt& s) {
   line_directive(s.loc);
   if (s.warp_role == ir::WarpRole::CopyThread) {
     open(str("if (threadIdx.x == ", k_.threads, ")"));
     line("// One thread issues the pipeline's copies.");
+    declare_reuse_coordinates(s.body);
     in_producer_ = true;
     emit_block(s.body);
     in_producer_ = false;

@@ -158,6 +158,10 @@ public:
   /// Inside the producer warps' branch (one thread runs it: no thread guards) / the other
   /// threads' branch (their barriers are named ones of theirs alone).
   bool in_producer_ = false;
+  /// copy(..., reuse = 1) in the producer warps' loop: the name of the copying thread's array
+  /// of the coordinates that filled the tile's ring slots, and its declaration.
+  std::string reuse_coordinates(const ir::Var& tile) const;
+  void declare_reuse_coordinates(const ir::Block& body);
   bool in_reducer_ = false; ///< emitting the reducing warp's program (ReduceWarp)
   bool in_consumers_ = false;
   /// The element offset of (r, c) in shared tile v: rows of smem_row_stride, or wgmma's swizzle.

@@ -25,6 +25,12 @@ void check_listed_blocks(const KernelRunner& run, int64_t n, int64_t c, int64_t 
 void check_tiles_in_turn(const KernelRunner& run, int64_t n, int64_t tiles, int64_t listed,
                          const Bindings& config);
 
+/// reused_rows: `items` (row block, column block) pairs, the row blocks in runs of 1 to 4 and
+/// recurring after other ones (the same block `stages` items back, not the one before), some
+/// past the `rows` rows of a; x of `n` rows.
+void check_reused_rows(const KernelRunner& run, int64_t rows, int64_t n, int64_t items,
+                       const Bindings& config);
+
 /// tests/data/shared_reuse.tile: two phases whose shared tiles share storage.
 void check_two_phases(const KernelRunner& run, int64_t n);
 

@@ -72,6 +72,16 @@ TEST(RefPipelines, TilesInTurn) {
   }
 }
 
+// copy(..., reuse = 1) changes nothing in the results (the interpreter copies every time).
+TEST(RefPipelines, ReusedRows) {
+  for (const std::string& pass : runnable_passes()) {
+    SCOPED_TRACE("after " + pass);
+    KernelRunner run = interpreter_runner(pass);
+    check_reused_rows(run, 100, 90, 9, {{"STAGES", "2"}});
+    check_reused_rows(run, 64, 64, 3, {{"STAGES", "3"}});
+  }
+}
+
 TEST(RefPipelines, ACopyTheBodyDoesItself) {
   for (const std::string& pass : runnable_passes()) {
     SCOPED_TRACE("after " + pass);

@@ -375,6 +375,23 @@ TEST(GpuPipelines, TilesInTurn) {
         }
 }
 
+// A loop over (row block, column block) items whose row block repeats (tests/data/pipelines.tile,
+// reused_rows): on Hopper, with producer warps, copy(..., reuse = 1) skips the copy into a
+// slot that holds the block already. Runs, a block recurring two items back (what a 2-stage
+// ring's slot holds, not the slot before), rows and columns past the tensors; the threads'
+// copies (PRODUCER 0) beside.
+TEST(GpuPipelines, ReusedRows) {
+  REQUIRE_GPU();
+  KernelRunner run = gpu().runner();
+  for (const char* producer : {"1", "0"})
+    for (const char* stages : {"2", "3"}) {
+      const Bindings config = {{"PRODUCER", producer}, {"STAGES", stages}};
+      check_reused_rows(run, 300, 500, 40, config);
+      check_reused_rows(run, 64, 70, 7, config);
+      check_reused_rows(run, 100, 100, 1, config);
+    }
+}
+
 TEST(GpuPipelines, ACopyTheBodyDoesItself) {
   REQUIRE_GPU();
   KernelRunner run = gpu().runner();
