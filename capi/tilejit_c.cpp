@@ -540,14 +540,20 @@ int attention_forward_call(void* runtime, const int64_t* packed, int64_t packed_
   return guarded(
       [&] {
         const char* op = "attention_forward";
-        const auto& args =
-            op_tensors(op, packed, packed_len, sparse ? 7 : 5,
-                       sparse ? "q, k, v, o, lse, block_counts, block_indices" : "q, k, v, o, lse");
+        // Block-sparse: the lists, then optionally their work list (9 tensors).
+        const auto& args = op_tensors(
+            op, packed, packed_len, sparse ? 7 : 5,
+            sparse ? "q, k, v, o, lse, block_counts, block_indices[, block_items, block_bounds]"
+                   : "q, k, v, o, lse",
+            sparse ? 9 : 0);
         tilejit::ops::AttentionForwardArgs a;
         attention_forward_tensors(op, args, a);
         if (sparse)
           a.blocks = tilejit::ops::AttentionBlocks{block, tensor_arg(op, args[5], "block_counts"),
                                                    tensor_arg(op, args[6], "block_indices")};
+        if (args.size() == 9)
+          a.items = tilejit::ops::AttentionItems{tensor_arg(op, args[7], "block_items"),
+                                                 tensor_arg(op, args[8], "block_bounds")};
         a.causal = causal != 0;
         a.exact = exact != 0;
         if (!std::isnan(scale)) a.scale = scale;

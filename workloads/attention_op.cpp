@@ -45,6 +45,23 @@ void check_blocks(const OpChecks& c, const AttentionBlocks& b, const Tensor& q,
   c.size(names[1], b.indices, 3, nb, "cdiv(N, block)");
 }
 
+/// The work list (ops.h: AttentionItems): dtypes, ranks, 8 columns, at least one program; with
+/// the block lists it stands for. (Its rows are the list builder's; out-of-range ones read
+/// zeros and write nothing.)
+void check_items(const OpChecks& c, const AttentionForwardArgs& a) {
+  const AttentionItems& w = *a.items;
+  if (!a.blocks)
+    throw Error(str(c.named("block_items", w.items),
+                    ": a work list is given without the block lists it was built from "
+                    "(block_counts, block_indices)"));
+  c.rank_and_dtype("block_items", w.items, 2, {DType::I32}, "[E, 8] i32");
+  c.size("block_items", w.items, 1, 8, "8 (b, h, hk, m0, j, tile, 0, 0)");
+  c.rank_and_dtype("block_bounds", w.bounds, 1, {DType::I32}, "[P + 1] i32");
+  if (w.bounds.shape[0] < 2)
+    throw Error(str(c.named("block_bounds", w.bounds),
+                    " must hold at least 2 entries (one program's start and end)"));
+}
+
 /// The case the tiles are chosen for: the whole sequence, and the block lists' block.
 workloads::AttentionTileCase tile_case(const Tensor& q, bool causal,
                                        const std::optional<AttentionBlocks>& blocks) {
@@ -59,6 +76,7 @@ void check_attention_forward(const AttentionForwardArgs& a) {
   if (a.o) check_like(c, "o", *a.o, a.q, "q's shape and dtype");
   if (a.lse) check_lse(c, *a.lse, a.q);
   if (a.blocks) check_blocks(c, *a.blocks, a.q);
+  if (a.items) check_items(c, a);
   scale_of(c, a.scale, a.q);
   c.on_one_gpu({{"q", &a.q},
                 {"k", &a.k},
@@ -66,7 +84,9 @@ void check_attention_forward(const AttentionForwardArgs& a) {
                 {"o", a.o ? &*a.o : nullptr},
                 {"lse", a.lse ? &*a.lse : nullptr},
                 {"block_counts", a.blocks ? &a.blocks->counts : nullptr},
-                {"block_indices", a.blocks ? &a.blocks->indices : nullptr}});
+                {"block_indices", a.blocks ? &a.blocks->indices : nullptr},
+                {"block_items", a.items ? &a.items->items : nullptr},
+                {"block_bounds", a.items ? &a.items->bounds : nullptr}});
 }
 
 AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs& a) {
@@ -88,6 +108,20 @@ AttentionForwardResult attention_forward(Runtime& rt, const AttentionForwardArgs
   const workloads::AttentionTileCase tiles = tile_case(q, a.causal, a.blocks);
   if (hopper_tiles(rt, tiles)) lo.fallback = workloads::forward_tile(tiles);
   const Arg scale = Arg::f32(static_cast<float>(scale_of(forward_checks, a.scale, q)));
+  // A work list (built once per mask) on Hopper's tiles at blocks of 128, where no
+  // configuration of attn_fwd_sparse was asked for: attn_fwd_sparse_items, one pipeline per
+  // program across its tiles (workloads/attention_tiles.h: items_forward_applies).
+  if (a.blocks && a.items && a.config.empty() && hopper_tiles(rt, tiles) &&
+      workloads::items_forward_applies(tiles, a.exact)) {
+    LaunchOptions items_lo;
+    items_lo.stream = a.stream;
+    items_lo.config = {{"D", std::to_string(tiles.tile_width)}, {"CAUSAL", a.causal ? "1" : "0"}};
+    rt.launch(rt.load(source, "attn_fwd_sparse_items"),
+              {Arg::of(q), Arg::of(a.k), Arg::of(a.v), Arg::of(a.items->items),
+               Arg::of(a.items->bounds), Arg::of(out.o), Arg::of(out.lse), scale},
+              items_lo);
+    return out;
+  }
   if (a.blocks) {
     lo.config["BLK"] = std::to_string(a.blocks->block);
     rt.launch(rt.load(source, "attn_fwd_sparse"),

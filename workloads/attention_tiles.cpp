@@ -34,6 +34,13 @@ Config forward_tile(const AttentionTileCase& c) {
   return t;
 }
 
+bool items_forward_applies(const AttentionTileCase& c, bool exact) {
+  // Measured at width 128 (10% of N = 16384: 1.10-1.13x attn_fwd_sparse at its Hopper tile,
+  // 25% 1.03x, 50% 0.98x) and 64 (10%: 1.02-1.06x) on the H200, 2026-12-01
+  // (bench/results/2026-12-01-sparse-forward-work-list-h200.md).
+  return hopper_tiles_apply(c) && c.block == 128 && !exact;
+}
+
 Config backward_tile(const AttentionTileCase& c, bool atomic_dq) {
   // BM 128 at width 128 spills (23.3 ms against 10.2 block-sparse at N = 16384). At width 64
   // with dq by attn_dq the wide tile below too (8 warps, producer warps, both score products

@@ -29,6 +29,10 @@ bool hopper_tiles_apply(const AttentionTileCase& c);
 /// tiles each serving 128 query rows. Empty where it does not apply (block 64).
 Config forward_tile(const AttentionTileCase& c);
 
+/// Whether the block-sparse forward takes attn_fwd_sparse_items when given a work list: blocks
+/// of 128, not the exact f32 mode (the tiles above apply: 16-bit, width 64 or 128).
+bool items_forward_applies(const AttentionTileCase& c, bool exact);
+
 /// attn_bwd / attn_bwd_sparse in the transposed form: BN 128, BM 64, 8 warps, ISSUE 1, producer
 /// warps, and with dq's atomics BULK 1 too (the five-product plan); BN 64, BM 64, 4 warps at
 /// block 64, and BN 64, BM 128, 4 warps at width 64 with dq's atomics.

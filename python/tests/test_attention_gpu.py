@@ -224,6 +224,69 @@ def test_a_block_mask_object_matches_its_tensor_and_is_a_copy():
         assert torch.equal(x, y), name
 
 
+WORK_LIST_CASES = [  # dtype, B, HQ, HKV, N, D, causal, mask batch, mask heads, density
+    (torch.bfloat16, 2, 8, 2, 1000, 128, False, 1, 8, 0.15),
+    (torch.float16, 1, 4, 4, 777, 64, True, 1, 1, 0.25),
+    (torch.bfloat16, 3, 2, 1, 5000, 128, True, 3, 1, 0.1),
+    (torch.bfloat16, 2, 6, 3, 2500, 64, False, 2, 6, 0.2),
+    (torch.float16, 1, 2, 2, 128, 128, False, 1, 1, 0.0),
+]
+
+
+@pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal, mb, mh, density", WORK_LIST_CASES)
+def test_a_sparse_block_mask_takes_the_work_list(dtype, b, hq, hkv, n, d, causal, mb, mh,
+                                                 density):
+    """A BlockMask keeping under 30% of the blocks: the forward runs attn_fwd_sparse_items over
+    its work list on Hopper. Into NaN-poisoned o and lse, every element against the mask
+    tensor's attn_fwd_sparse (the same arithmetic: bit for bit) and float64 math; rows with
+    nothing kept (o = 0, lse = -inf); gradients through autograd as the tensor's."""
+    torch.manual_seed(n + d + hq)
+    nb = (n + 127) // 128
+    mask = torch.rand(mb, mh, nb, nb, device="cuda") < density
+    if nb > 2:
+        mask[:, :, 2] = False  # query block 2 keeps nothing
+    bm = tilejit.ops.BlockMask(mask)
+    q = torch.randn(b, hq, n, d, device="cuda", dtype=dtype, requires_grad=True)
+    k, v = (torch.randn(b, hkv, n, d, device="cuda", dtype=dtype, requires_grad=True)
+            for _ in range(2))
+    if torch.cuda.get_device_capability()[0] == 9:
+        assert bm.work_list(q, k) is not None
+    o, lse = (torch.full_like(q, math.nan), torch.full(q.shape[:3], math.nan, device="cuda"))
+    tilejit.ops.attention_forward(q.detach(), k.detach(), v.detach(), causal=causal,
+                                  block_mask=bm, out=o, lse=lse)
+    want_o, want_lse = tilejit.ops.attention_forward(q.detach(), k.detach(), v.detach(),
+                                                     causal=causal, block_mask=mask)
+    assert torch.equal(o, want_o) and torch.equal(lse, want_lse)
+    q64, k64, v64 = (t.detach().double() for t in (q, k, v))
+    ro, rl = masked_reference(q64, k64, v64, causal, 1 / math.sqrt(d), mask, 128)
+    assert rel(o, ro) <= 1e-2 or ro.abs().max() == 0
+    assert torch.equal(torch.isfinite(lse), torch.isfinite(rl))
+    if nb > 2:
+        assert (o[:, :, 256:384] == 0).all() and (lse[:, :, 256:384] == -math.inf).all()
+    dout = torch.randn_like(q)
+    grads = [torch.autograd.grad(tilejit.ops.attention(q, k, v, causal=causal, block_mask=m),
+                                 (q, k, v), dout) for m in (bm, mask)]
+    for name, x, y in zip(("dq", "dk", "dv"), *grads):
+        assert torch.equal(x, y), name
+
+
+def test_a_dense_block_mask_keeps_attn_fwd_sparse():
+    """Over 30% of the blocks kept (where the work list was not faster) or blocks of 64, f32, a
+    head dim rounding to 80: no work list."""
+    nb = 8
+    q, k = (torch.randn(1, 2, 1000, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    dense = torch.ones(1, 2, nb, nb, dtype=torch.bool, device="cuda")
+    assert tilejit.ops.BlockMask(dense).work_list(q, k) is None
+    blocks64 = torch.eye(16, dtype=torch.bool, device="cuda")[None, None]
+    assert tilejit.ops.BlockMask(blocks64).work_list(q, k) is None
+    sparse = torch.eye(nb, dtype=torch.bool, device="cuda")[None, None]
+    if torch.cuda.get_device_capability()[0] == 9:
+        assert tilejit.ops.BlockMask(sparse).work_list(q, k) is not None
+    assert tilejit.ops.BlockMask(sparse).work_list(q.float(), k.float()) is None
+    q80 = torch.randn(1, 2, 1000, 72, device="cuda", dtype=torch.bfloat16)
+    assert tilejit.ops.BlockMask(sparse).work_list(q80, q80) is None
+
+
 @pytest.mark.parametrize("atomic_dq", ["0", "1"])
 @pytest.mark.parametrize("dtype, b, hq, hkv, n, d, causal", [
     (torch.bfloat16, 2, 4, 2, 1000, 128, False),

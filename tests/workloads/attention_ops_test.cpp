@@ -65,6 +65,35 @@ TEST(AttentionOps, BlockListsAreCheckedByName) {
             std::string::npos);
 }
 
+// The forward's work list (ops.h: AttentionItems) beside the lists: named in every error.
+TEST(AttentionOps, WorkListIsCheckedByName) {
+  Forward f;
+  HostTensor counts(DType::I32, {1, 1, 3}), indices(DType::I32, {1, 1, 3, 3});
+  auto items_error = [&](std::vector<int64_t> is, std::vector<int64_t> bs, DType d = DType::I32,
+                         bool with_blocks = true) {
+    HostTensor items(d, is), bounds(DType::I32, bs);
+    ops::AttentionForwardArgs a = f.args(counts.t, indices.t, 128);
+    if (!with_blocks) a.blocks.reset();
+    a.items = ops::AttentionItems{items.t, bounds.t};
+    return error_of([&] { ops::check_attention_forward(a); });
+  };
+  EXPECT_NE(items_error({12, 8}, {133}).find("host memory"), std::string::npos)
+      << items_error({12, 8}, {133});
+  EXPECT_NE(items_error({12, 8}, {133}, DType::I32, false)
+                .find("tensor 'block_items' (i32[12, 8] cpu): a work list is given without the "
+                      "block lists"),
+            std::string::npos);
+  EXPECT_NE(items_error({12, 7}, {133}).find("tensor 'block_items'"), std::string::npos);
+  EXPECT_NE(items_error({12, 8}, {133}, DType::I64).find("tensor 'block_items'"),
+            std::string::npos);
+  EXPECT_NE(items_error({12, 8, 1}, {133}).find("tensor 'block_items'"), std::string::npos);
+  EXPECT_NE(items_error({12, 8}, {1})
+                .find("tensor 'block_bounds' (i32[1] cpu) must hold at "
+                      "least 2 entries"),
+            std::string::npos);
+  EXPECT_NE(items_error({12, 8}, {2, 2}).find("tensor 'block_bounds'"), std::string::npos);
+}
+
 /// A backward's tensors on the host (so that a good call stops at the device check).
 struct Backward : Forward {
   HostTensor o{DType::BF16, {B, HQ, N, D}}, dout{DType::BF16, {B, HQ, N, D}},

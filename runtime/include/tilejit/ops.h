@@ -125,12 +125,26 @@ struct AttentionBlocks {
   Tensor counts, indices;
 };
 
+/// Block-sparse forward, optional: the same kept blocks as one work list per program, built
+/// once per mask (Python's tilejit.ops.BlockMask builds it): items i32 [E, 8], row e = (b, h,
+/// hk, m0, j, tile, 0, 0) for query tile `tile` = (b * Hq + h) * cdiv(N, 128) + m0 / 128 (rows
+/// m0 : m0 + 128 of head h, batch b; hk = h / (Hq / Hkv)) and the key block at row j (a
+/// multiple of 128; a tile that keeps nothing is one item with j = -128); bounds i32 [P + 1],
+/// program p's items items[bounds[p] : bounds[p + 1]], each tile's consecutive and every tile
+/// once. With blocks of 128 on Hopper's width-64 and width-128 tiles (f16/bf16) the forward
+/// then runs attn_fwd_sparse_items, one program per multiprocessor walking its items as one
+/// pipeline (faster at low densities); elsewhere it is not used.
+struct AttentionItems {
+  Tensor items, bounds;
+};
+
 struct AttentionForwardArgs {
   Tensor q, k, v;
   /// Block-sparse: per query block, its kept key blocks (masked blocks are never loaded; a
   /// row that keeps no key gets o = 0 and lse = -inf). Dense when absent.
   std::optional<AttentionBlocks> blocks;
-  std::optional<Tensor> o, lse; ///< written when given; allocated on the device otherwise
+  std::optional<AttentionItems> items; ///< with blocks: the same as a work list (above)
+  std::optional<Tensor> o, lse;        ///< written when given; allocated on the device otherwise
   bool causal = false;
   bool exact = false;
   std::optional<double> scale;
