@@ -270,6 +270,24 @@ def test_a_sparse_block_mask_takes_the_work_list(dtype, b, hq, hkv, n, d, causal
         assert torch.equal(x, y), name
 
 
+def test_the_work_list_is_built_without_a_synchronisation():
+    """The BlockMask reads its counts when made; the first forward of a shape then builds the
+    work list without waiting for the GPU (so that a call may be captured in a CUDA graph)."""
+    b, hq, n, d = 2, 4, 2000, 128
+    nb = (n + 127) // 128
+    mask = torch.eye(nb, dtype=torch.bool, device="cuda")[None, None].expand(1, hq, nb, nb)
+    bm = tilejit.ops.BlockMask(mask.contiguous())
+    q, k, v = (torch.randn(b, hq, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        o, _ = tilejit.ops.attention_forward(q, k, v, block_mask=bm)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    want, _ = tilejit.ops.attention_forward(q, k, v, block_mask=mask)
+    assert torch.equal(o, want)
+
+
 def test_a_dense_block_mask_keeps_attn_fwd_sparse():
     """Over 30% of the blocks kept (where the work list was not faster) or blocks of 64, f32, a
     head dim rounding to 80: no work list."""

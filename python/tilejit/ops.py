@@ -283,6 +283,12 @@ class BlockMask:
         _mask_shape("BlockMask", mask)
         if hasattr(mask, "dim"):  # torch: a copy on its device
             self.mask = mask.detach().clone()
+            # Its kept blocks and rows keeping none, read once here (two synchronisations), so
+            # that the forward's work list is sized and chosen later without one (calls may be
+            # captured in a CUDA graph).
+            kept_rows = (self.mask != 0).sum(-1)
+            self._kept = int(kept_rows.sum())
+            self._empty_rows = int((kept_rows == 0).sum())
         else:
             import numpy
             self.mask = numpy.array(mask, copy=True)
@@ -343,24 +349,29 @@ def _work_list(block_mask, q, k):
     counts, indices = block_mask.lists("attention_forward", q, False)[1:]
     nb = indices.shape[3]
     mb, mh = counts.shape[0], counts.shape[1]
+    # The mask's counts (BlockMask.__init__) repeated over the batches and heads it broadcasts
+    # to: the list's length, known without a synchronisation.
+    repeat = (b // mb) * (hq // mh)
+    kept, items_total = block_mask._kept * repeat, (block_mask._kept + block_mask._empty_rows) * repeat
+    if kept > _WORK_LIST_DENSITY * b * hq * nb * nb or items_total > _WORK_LIST_ITEMS:
+        return None
     dev = q.device
     bi = torch.arange(b, device=dev).clamp(max=mb - 1)
     hi = torch.arange(hq, device=dev).clamp(max=mh - 1)
     c = counts.to(dev)[bi][:, hi].reshape(-1).clamp(0, nb).long()
-    kept = int(c.sum())  # one sync, once per shape
-    if kept > _WORK_LIST_DENSITY * c.numel() * nb or kept + c.numel() > _WORK_LIST_ITEMS:
-        return None
     ix = indices.to(dev)[bi][:, hi].reshape(-1, nb).long()
-    empty = c == 0
-    ix[empty, 0] = -1
+    ix[:, 0] = torch.where(c == 0, -1, ix[:, 0])
     c = c.clamp(min=1)
     tiles = c.numel()
     programs = torch.cuda.get_device_properties(dev).multi_processor_count
     t = torch.arange(tiles, device=dev)
     order = torch.argsort((t % programs) * tiles + t // programs)
     co = c[order]
-    tile = torch.repeat_interleave(order, co)
-    j = ix[order][torch.arange(nb, device=dev)[None, :] < co[:, None]] * 128
+    # Item e: the seg-th tile of the order, its slot e - (the tile's first item).
+    seg = torch.repeat_interleave(torch.arange(tiles, device=dev), co, output_size=items_total)
+    first = torch.cumsum(co, 0) - co
+    tile = order[seg]
+    j = ix[tile, torch.arange(items_total, device=dev) - first[seg]] * 128
     bb = tile // (nb * hq)
     hh = tile // nb % hq
     zero = torch.zeros_like(tile)
