@@ -137,6 +137,11 @@ TEST(IrReader, BadInputIsADiagnosticWithLineAndColumn) {
       // atomic_add alone is bulk (the bulk copy engine adds its rows).
       {"  f32 a = load.bulk(x[0, 0])\n",
        "bad.ir:5:20: error: only atomic_add is bulk, with no other suffix"},
+      // copy's reuse=1 (a ring slot keeping its block) is printed only when set, and only a
+      // copy takes it.
+      {"  shared f32[8, 64] s = copy(x[0 :+ 8, 0 :+ 64], reuse=2)\n",
+       "bad.ir:5:56: error: copy's reuse 2 out of range [1, 1]"},
+      {"  f32 a = load(x[0, 0], reuse=1)\n", "bad.ir:5:25: error: expected mask= or other="},
       // A dot's options: shared_a (A by descriptor or in registers) is 0 or 1.
       {"  frag f32[16, 16] a #mma_acc<16x16 warps=1x4> = dot(1.0, 1.0, shared_a=2)\n",
        "bad.ir:5:73: error: dot's shared_a 2 out of range [0, 1]"},
